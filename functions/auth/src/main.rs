@@ -1,0 +1,9 @@
+//! Lambda function serving the auth endpoint group.
+
+use paddock::lambda::{Error, serve_group};
+use paddock::routes::Group;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    serve_group(Group::Auth).await
+}

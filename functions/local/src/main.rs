@@ -1,0 +1,17 @@
+//! The local server: every endpoint group and the workers in one process (`cargo run`).
+
+use anyhow::Context;
+use paddock::app::Application;
+use paddock::config::Settings;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _ = dotenvy::dotenv();
+    let settings = Settings::from_env()?;
+    paddock::telemetry::init(settings.log_format);
+    let app = Application::build(settings)
+        .await
+        .context("starting Paddock")?;
+    tracing::info!(port = app.port(), "Paddock is listening");
+    app.run_until_stopped().await
+}

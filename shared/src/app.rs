@@ -1,0 +1,109 @@
+//! The local server: every endpoint group and the workers in one process.
+
+use anyhow::Context;
+use std::future::Future;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::Settings;
+use crate::ports::Ports;
+use crate::routes::app_router;
+use crate::state::AppState;
+use crate::workers::{self, RetryPolicy};
+
+/// A built, bound, not yet running server.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+}
+
+impl Application {
+    /// Builds the ports from the settings and binds the listener (port 0 picks a free port).
+    pub async fn build(mut settings: Settings) -> anyhow::Result<Self> {
+        let ports = crate::wiring::ports(&mut settings).await?;
+        Self::build_with_ports(settings, ports).await
+    }
+
+    /// Binds the listener for given ports (tests bring their own clock or adapters).
+    pub async fn build_with_ports(settings: Settings, ports: Ports) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(settings.address)
+            .await
+            .with_context(|| format!("binding {} (Server__Address)", settings.address))?;
+        Ok(Self {
+            listener,
+            state: AppState::new(ports, settings),
+        })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.listener
+            .local_addr()
+            .map(|a| a.port())
+            .unwrap_or_default()
+    }
+
+    /// The ports the server uses.
+    pub fn ports(&self) -> &Ports {
+        &self.state.ports
+    }
+
+    /// Serves until Ctrl-C or SIGTERM, then drains in-flight requests and stops the workers.
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        self.run_until(shutdown_signal()).await
+    }
+
+    /// Serves until `stop` completes.
+    pub async fn run_until(
+        self,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let ports = self.state.ports.clone();
+        let policy = RetryPolicy {
+            max_receives: self.state.settings.max_receives,
+            ..RetryPolicy::default()
+        };
+        let relay = tokio::spawn(workers::run_relay(
+            ports.clone(),
+            Duration::from_millis(200),
+            stop_rx.clone(),
+        ));
+        let worker = tokio::spawn(workers::run_worker(
+            ports,
+            workers::default_processor(),
+            policy,
+            stop_rx,
+        ));
+
+        let router = app_router(self.state);
+        let served = axum::serve(self.listener, router)
+            .with_graceful_shutdown(async move {
+                stop.await;
+                tracing::info!("shutting down: draining requests and stopping workers");
+            })
+            .await;
+        let _ = stop_tx.send(true);
+        let _ = tokio::join!(relay, worker);
+        served.context("serving HTTP")
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

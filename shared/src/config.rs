@@ -1,0 +1,236 @@
+//! Configuration from environment variables in .NET style (`Section__Key`).
+//!
+//! Every key is listed in the README; a bad value fails start-up with a message naming the key.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which adapter set backs the ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// SQLite file, blob directory and SQLite queue under the data directory.
+    Embedded,
+    /// DynamoDB, S3, SQS and Secrets Manager (or their emulators).
+    Aws,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line (the default in Lambda).
+    Json,
+}
+
+/// Token settings (`Jwt__*`).
+#[derive(Debug, Clone)]
+pub struct JwtSettings {
+    pub issuer: String,
+    pub audience: String,
+    pub expiry_minutes: u32,
+}
+
+/// Every setting of the service.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `Server__Address`: where the local server listens (default 127.0.0.1:8080).
+    pub address: SocketAddr,
+    /// `Data__Dir`: the embedded backend's directory (default ./data).
+    pub data_dir: PathBuf,
+    /// `Store__Backend`: `embedded` (default) or `aws`.
+    pub backend: Backend,
+    /// `Store__TablePrefix`: physical table name prefix (default `paddock-`).
+    pub table_prefix: String,
+    /// `Store__CreateResources`: create tables, bucket and queues at start (emulators only).
+    pub create_resources: bool,
+    /// `Blobs__Bucket`: S3 bucket of the AWS backend.
+    pub bucket: Option<String>,
+    /// `Queue__EventsUrl`: SQS queue URL of the AWS backend.
+    pub events_queue_url: Option<String>,
+    /// `Queue__DeadLetterUrl`: SQS dead-letter queue URL (the worker moves poison events there).
+    pub dead_letter_queue_url: Option<String>,
+    /// `Queue__VisibilitySeconds`: how long a received event stays hidden (default 60).
+    pub visibility: Duration,
+    /// `Queue__MaxReceives`: deliveries before an event is dead-lettered (default 5).
+    pub max_receives: u32,
+    /// `Secrets__Id`: Secrets Manager secret (JSON) of the AWS backend.
+    pub secret_id: Option<String>,
+    /// `Jwt__Issuer`, `Jwt__Audience`, `Jwt__ExpiryMinutes`.
+    pub jwt: JwtSettings,
+    /// `Http__MaxBodyBytes`: largest request body (default 1 MiB).
+    pub max_body_bytes: usize,
+    /// `Http__TimeoutSeconds`: request deadline, answered with 504 (default 25).
+    pub request_timeout: Duration,
+    /// `Log__Format`: `pretty` or `json` (default pretty locally, json in Lambda).
+    pub log_format: LogFormat,
+}
+
+/// A configuration value that could not be used.
+#[derive(Debug, thiserror::Error)]
+#[error("configuration key {key}: {reason}")]
+pub struct ConfigError {
+    pub key: &'static str,
+    pub reason: String,
+}
+
+impl Settings {
+    /// Defaults for the embedded backend with data in `data_dir`, listening on `address`.
+    pub fn embedded(data_dir: impl Into<PathBuf>, address: SocketAddr) -> Self {
+        Self {
+            address,
+            data_dir: data_dir.into(),
+            backend: Backend::Embedded,
+            table_prefix: "paddock-".into(),
+            create_resources: false,
+            bucket: None,
+            events_queue_url: None,
+            dead_letter_queue_url: None,
+            visibility: Duration::from_secs(60),
+            max_receives: 5,
+            secret_id: None,
+            jwt: JwtSettings {
+                issuer: "paddock".into(),
+                audience: "paddock-desktop".into(),
+                expiry_minutes: 60,
+            },
+            max_body_bytes: 1024 * 1024,
+            request_timeout: Duration::from_secs(25),
+            log_format: LogFormat::Pretty,
+        }
+    }
+
+    /// Reads every key from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads every key through `get` (the environment, or a map in tests).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let get = |k: &str| {
+            get(k)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let mut s = Self::embedded("./data", SocketAddr::from(([127, 0, 0, 1], 8080)));
+        if let Some(v) = get("Server__Address") {
+            s.address = parse(
+                "Server__Address",
+                &v,
+                "a socket address such as 127.0.0.1:8080",
+            )?;
+        }
+        if let Some(v) = get("Data__Dir") {
+            s.data_dir = v.into();
+        }
+        if let Some(v) = get("Store__Backend") {
+            s.backend = match v.to_ascii_lowercase().as_str() {
+                "embedded" | "local" | "sqlite" => Backend::Embedded,
+                "aws" | "dynamodb" => Backend::Aws,
+                _ => return Err(bad("Store__Backend", "must be `embedded` or `aws`")),
+            };
+        }
+        if let Some(v) = get("Store__TablePrefix") {
+            s.table_prefix = v;
+        }
+        if let Some(v) = get("Store__CreateResources") {
+            s.create_resources = parse("Store__CreateResources", &v, "true or false")?;
+        }
+        s.bucket = get("Blobs__Bucket");
+        s.events_queue_url = get("Queue__EventsUrl");
+        s.dead_letter_queue_url = get("Queue__DeadLetterUrl");
+        if let Some(v) = get("Queue__VisibilitySeconds") {
+            s.visibility = Duration::from_secs(bounded("Queue__VisibilitySeconds", &v, 1, 43_200)?);
+        }
+        if let Some(v) = get("Queue__MaxReceives") {
+            s.max_receives = bounded("Queue__MaxReceives", &v, 1, 1000)? as u32;
+        }
+        s.secret_id = get("Secrets__Id");
+        if let Some(v) = get("Jwt__Issuer") {
+            s.jwt.issuer = v;
+        }
+        if let Some(v) = get("Jwt__Audience") {
+            s.jwt.audience = v;
+        }
+        if let Some(v) = get("Jwt__ExpiryMinutes") {
+            s.jwt.expiry_minutes = bounded("Jwt__ExpiryMinutes", &v, 1, 24 * 60)? as u32;
+        }
+        if let Some(v) = get("Http__MaxBodyBytes") {
+            s.max_body_bytes = bounded("Http__MaxBodyBytes", &v, 1024, 512 * 1024 * 1024)? as usize;
+        }
+        if let Some(v) = get("Http__TimeoutSeconds") {
+            s.request_timeout = Duration::from_secs(bounded("Http__TimeoutSeconds", &v, 1, 900)?);
+        }
+        if let Some(v) = get("Log__Format") {
+            s.log_format = match v.to_ascii_lowercase().as_str() {
+                "json" => LogFormat::Json,
+                "pretty" | "text" => LogFormat::Pretty,
+                _ => return Err(bad("Log__Format", "must be `json` or `pretty`")),
+            };
+        }
+        if s.backend == Backend::Aws {
+            for (key, value) in [
+                ("Blobs__Bucket", &s.bucket),
+                ("Queue__EventsUrl", &s.events_queue_url),
+            ] {
+                if value.is_none() && !s.create_resources {
+                    return Err(bad(key, "is required when Store__Backend=aws"));
+                }
+            }
+        }
+        Ok(s)
+    }
+}
+
+fn bad(key: &'static str, reason: &str) -> ConfigError {
+    ConfigError {
+        key,
+        reason: reason.into(),
+    }
+}
+
+fn parse<T: std::str::FromStr>(key: &'static str, v: &str, want: &str) -> Result<T, ConfigError> {
+    v.parse()
+        .map_err(|_| bad(key, &format!("{v:?} is not {want}")))
+}
+
+fn bounded(key: &'static str, v: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
+    let n: u64 = parse(key, v, "a whole number")?;
+    if !(min..=max).contains(&n) {
+        return Err(bad(key, &format!("{n} is outside {min}..={max}")));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_the_embedded_backend_on_loopback() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.backend, Backend::Embedded);
+        assert_eq!(s.address.to_string(), "127.0.0.1:8080");
+        assert_eq!(s.jwt.expiry_minutes, 60);
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let err = settings(&[("Jwt__ExpiryMinutes", "0")]).unwrap_err();
+        assert_eq!(err.key, "Jwt__ExpiryMinutes");
+        let err = settings(&[("Store__Backend", "mongo")]).unwrap_err();
+        assert_eq!(err.key, "Store__Backend");
+        let err = settings(&[("Store__Backend", "aws")]).unwrap_err();
+        assert_eq!(err.key, "Blobs__Bucket");
+    }
+}

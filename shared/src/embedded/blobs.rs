@@ -1,0 +1,134 @@
+//! Blob store on a local directory: one file per key, written atomically.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::ports::blobs::{BlobError, BlobStore, check_key};
+
+/// Blobs as files under a root directory.
+#[derive(Debug, Clone)]
+pub struct DirBlobStore {
+    root: PathBuf,
+}
+
+impl DirBlobStore {
+    /// A store rooted at `root` (created if missing).
+    pub fn new(root: impl AsRef<Path>) -> std::io::Result<Self> {
+        std::fs::create_dir_all(root.as_ref())?;
+        Ok(Self {
+            root: root.as_ref().to_path_buf(),
+        })
+    }
+
+    fn path(&self, key: &str) -> Result<PathBuf, BlobError> {
+        check_key(key)?;
+        Ok(self.root.join(key))
+    }
+}
+
+fn io(e: std::io::Error) -> BlobError {
+    BlobError::Unavailable(e.to_string())
+}
+
+#[async_trait]
+impl BlobStore for DirBlobStore {
+    async fn put(&self, key: &str, bytes: Bytes, _content_type: &str) -> Result<(), BlobError> {
+        let path = self.path(key)?;
+        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            let dir = path.parent().expect("blob path has a parent");
+            std::fs::create_dir_all(dir)?;
+            // Write beside the target and rename, so readers never see half an object.
+            let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+            let result = (|| {
+                use std::io::Write;
+                let mut file = std::fs::File::create(&tmp)?;
+                file.write_all(&bytes)?;
+                file.sync_all()?;
+                std::fs::rename(&tmp, &path)
+            })();
+            if result.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            result
+        })
+        .await
+        .map_err(|e| BlobError::Unavailable(e.to_string()))?
+        .map_err(io)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, BlobError> {
+        match tokio::fs::read(self.path(key)?).await {
+            Ok(b) => Ok(Some(Bytes::from(b))),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        match tokio::fs::remove_file(self.path(key)?).await {
+            Ok(()) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        let root = self.root.clone();
+        let prefix = prefix.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut keys = Vec::new();
+            let mut stack = vec![root.clone()];
+            while let Some(dir) = stack.pop() {
+                let entries = match std::fs::read_dir(&dir) {
+                    Ok(e) => e,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(io(e)),
+                };
+                for entry in entries {
+                    let path = entry.map_err(io)?.path();
+                    let name = path
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or_default();
+                    if name.starts_with(".tmp-") {
+                        continue;
+                    }
+                    if path.is_dir() {
+                        stack.push(path);
+                    } else if let Ok(rel) = path.strip_prefix(&root) {
+                        let key = rel.to_string_lossy().replace('\\', "/");
+                        if key.starts_with(&prefix) {
+                            keys.push(key);
+                        }
+                    }
+                }
+            }
+            keys.sort();
+            Ok(keys)
+        })
+        .await
+        .map_err(|e| BlobError::Unavailable(e.to_string()))?
+    }
+
+    async fn presigned_get(&self, key: &str, _ttl: Duration) -> Result<Option<String>, BlobError> {
+        check_key(key)?;
+        // A directory has no URLs of its own; the API streams the bytes instead.
+        Ok(None)
+    }
+}

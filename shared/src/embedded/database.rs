@@ -1,0 +1,80 @@
+//! The SQLite file shared by the embedded item store and queue.
+
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Opens connections to one SQLite database file with the pragmas every connection needs.
+#[derive(Debug, Clone)]
+pub struct Database {
+    path: PathBuf,
+}
+
+/// A connection behind a mutex, used from the blocking thread pool.
+pub type SharedConnection = Arc<Mutex<Connection>>;
+
+impl Database {
+    /// Creates the file (and its directory) if needed and applies the schema.
+    pub fn open(path: impl AsRef<Path>) -> rusqlite::Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                rusqlite::Error::InvalidPath(format!("{}: {e}", dir.display()).into())
+            })?;
+        }
+        let db = Self { path };
+        let conn = db.connect()?;
+        conn.execute_batch(SCHEMA)?;
+        Ok(db)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A new read-write connection.
+    pub fn connect(&self) -> rusqlite::Result<Connection> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        // WAL lets readers run beside the writer; FULL makes every commit durable on return.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        Ok(conn)
+    }
+
+    /// A new connection wrapped for sharing.
+    pub fn shared(&self) -> rusqlite::Result<SharedConnection> {
+        Ok(Arc::new(Mutex::new(self.connect()?)))
+    }
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS items (
+    tbl  TEXT NOT NULL,
+    pk   TEXT NOT NULL,
+    sk   TEXT NOT NULL,
+    ttl  INTEGER,
+    body TEXT NOT NULL,
+    PRIMARY KEY (tbl, pk, sk)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS queue_messages (
+    id            TEXT PRIMARY KEY,
+    body          TEXT NOT NULL,
+    visible_at_ms INTEGER NOT NULL,
+    receive_count INTEGER NOT NULL DEFAULT 0,
+    receipt       TEXT,
+    dead          INTEGER NOT NULL DEFAULT 0,
+    dead_reason   TEXT,
+    seq           INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS queue_visible ON queue_messages (dead, visible_at_ms, seq);
+";

@@ -1,0 +1,272 @@
+//! SQLite item store with the same semantics as the DynamoDB adapter.
+//!
+//! One writer connection serialises writes (`BEGIN IMMEDIATE`), so a condition and the write
+//! it guards are atomic; several reader connections serve reads beside it under WAL.
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use super::database::{Database, SharedConnection};
+use crate::ports::Clock;
+use crate::ports::items::{
+    Condition, Item, ItemStore, Key, Page, Query, SkRange, StoreError, TTL, TxOp, Update,
+    check_size, check_transaction, checked_key, encode_cursor, is_expired,
+};
+use crate::tables::Table;
+
+const READERS: usize = 4;
+
+/// The embedded item store.
+pub struct SqliteItemStore {
+    writer: SharedConnection,
+    readers: Vec<SharedConnection>,
+    next_reader: AtomicUsize,
+    clock: Arc<dyn Clock>,
+}
+
+impl SqliteItemStore {
+    /// An item store on `db`, judging expiry by `clock`.
+    pub fn new(db: &Database, clock: Arc<dyn Clock>) -> rusqlite::Result<Self> {
+        let readers = (0..READERS)
+            .map(|_| db.shared())
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            writer: db.shared()?,
+            readers,
+            next_reader: AtomicUsize::new(0),
+            clock,
+        })
+    }
+
+    fn reader(&self) -> SharedConnection {
+        let i = self.next_reader.fetch_add(1, Ordering::Relaxed) % self.readers.len();
+        self.readers[i].clone()
+    }
+
+    /// Runs `f` on `conn` on the blocking pool.
+    async fn with<T, F>(conn: SharedConnection, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        tokio::task::spawn_blocking(move || {
+            let mut guard = conn
+                .lock()
+                .map_err(|_| StoreError::Unavailable("connection poisoned".into()))?;
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("store task failed: {e}")))?
+    }
+
+    /// Runs `f` inside one write transaction; commits only when it succeeds.
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Transaction<'_>, i64) -> Result<T, StoreError> + Send + 'static,
+    {
+        let now = self.clock.unix();
+        Self::with(self.writer.clone(), move |conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let out = f(&tx, now)?;
+            tx.commit().map_err(db_err)?;
+            Ok(out)
+        })
+        .await
+    }
+}
+
+fn db_err(e: rusqlite::Error) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+/// The live item under `key`, read inside `conn`'s current transaction.
+fn live(conn: &Connection, table: Table, key: &Key, now: i64) -> Result<Option<Item>, StoreError> {
+    let body: Option<String> = conn
+        .prepare_cached("SELECT body FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3")
+        .and_then(|mut s| {
+            s.query_row(params![table.name(), key.pk, key.sk], |r| r.get(0))
+                .optional()
+        })
+        .map_err(db_err)?;
+    let item = body.map(|b| parse(&b)).transpose()?;
+    Ok(item.filter(|i| !is_expired(i, now)))
+}
+
+/// The stored item under `key`, expired or not (updates apply to what is stored, as in DynamoDB).
+fn stored(conn: &Connection, table: Table, key: &Key) -> Result<Option<Item>, StoreError> {
+    live(conn, table, key, i64::MIN)
+}
+
+fn parse(body: &str) -> Result<Item, StoreError> {
+    serde_json::from_str(body).map_err(|e| StoreError::Unavailable(format!("corrupt item: {e}")))
+}
+
+fn write_item(conn: &Connection, table: Table, key: &Key, item: &Item) -> Result<(), StoreError> {
+    check_size(item)?;
+    let ttl = item.get(TTL).and_then(Value::as_i64);
+    let body = serde_json::to_string(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO items (tbl, pk, sk, ttl, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .and_then(|mut s| s.execute(params![table.name(), key.pk, key.sk, ttl, body]))
+    .map_err(db_err)?;
+    Ok(())
+}
+
+fn remove_item(conn: &Connection, table: Table, key: &Key) -> Result<(), StoreError> {
+    conn.prepare_cached("DELETE FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3")
+        .and_then(|mut s| s.execute(params![table.name(), key.pk, key.sk]))
+        .map_err(db_err)?;
+    Ok(())
+}
+
+fn check(
+    condition: Option<&Condition>,
+    current: Option<&Item>,
+    index: usize,
+) -> Result<(), StoreError> {
+    match condition {
+        Some(c) if !c.holds(current) => Err(StoreError::ConditionFailed { index }),
+        _ => Ok(()),
+    }
+}
+
+/// Applies one operation after checking its condition.
+fn apply(conn: &Connection, op: &TxOp, index: usize, now: i64) -> Result<(), StoreError> {
+    let (table, key) = op.target()?;
+    let current = live(conn, table, &key, now)?;
+    check(op.condition(), current.as_ref(), index)?;
+    match op {
+        TxOp::Put { item, .. } => write_item(conn, table, &key, item),
+        TxOp::Update { update, .. } => {
+            let base = stored(conn, table, &key)?;
+            write_item(conn, table, &key, &update.apply(&key, base))
+        }
+        TxOp::Delete { .. } => remove_item(conn, table, &key),
+        TxOp::Check { .. } => Ok(()),
+    }
+}
+
+#[async_trait]
+impl ItemStore for SqliteItemStore {
+    async fn get(&self, table: Table, key: &Key) -> Result<Option<Item>, StoreError> {
+        let key = key.clone();
+        let now = self.clock.unix();
+        Self::with(self.reader(), move |conn| live(conn, table, &key, now)).await
+    }
+
+    async fn put(
+        &self,
+        table: Table,
+        item: Item,
+        condition: Option<Condition>,
+    ) -> Result<(), StoreError> {
+        let key = checked_key(&item)?;
+        check_size(&item)?;
+        self.write(move |tx, now| {
+            let current = live(tx, table, &key, now)?;
+            check(condition.as_ref(), current.as_ref(), 0)?;
+            write_item(tx, table, &key, &item)
+        })
+        .await
+    }
+
+    async fn update(
+        &self,
+        table: Table,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        update.check()?;
+        let key = key.clone();
+        self.write(move |tx, now| {
+            let current = live(tx, table, &key, now)?;
+            check(condition.as_ref(), current.as_ref(), 0)?;
+            let item = update.apply(&key, stored(tx, table, &key)?);
+            write_item(tx, table, &key, &item)?;
+            Ok(item)
+        })
+        .await
+    }
+
+    async fn delete(
+        &self,
+        table: Table,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        let key = key.clone();
+        self.write(move |tx, now| {
+            let current = live(tx, table, &key, now)?;
+            check(condition.as_ref(), current.as_ref(), 0)?;
+            remove_item(tx, table, &key)?;
+            Ok(current)
+        })
+        .await
+    }
+
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        let after = query.cursor_sk()?;
+        let now = self.clock.unix();
+        Self::with(self.reader(), move |conn| {
+            let (lo, hi) = match &query.range {
+                SkRange::All => (String::new(), String::from(char::MAX)),
+                SkRange::BeginsWith(p) => (p.clone(), format!("{p}{}", char::MAX)),
+                SkRange::Between(a, b) => (a.clone(), b.clone()),
+            };
+            let (cmp, order) = if query.descending { ("<", "DESC") } else { (">", "ASC") };
+            let sql = format!(
+                "SELECT body FROM items WHERE tbl = ?1 AND pk = ?2 AND sk >= ?3 AND sk <= ?4 \
+                 AND (ttl IS NULL OR ttl > ?5) AND (?6 IS NULL OR sk {cmp} ?6) ORDER BY sk {order} LIMIT ?7"
+            );
+            let fetch = i64::try_from(query.limit.saturating_add(1)).unwrap_or(i64::MAX);
+            let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![query.table.name(), query.pk, lo, hi, now, after, fetch], |r| {
+                    r.get::<_, String>(0)
+                })
+                .map_err(db_err)?;
+            let mut items = Vec::new();
+            for row in rows {
+                items.push(parse(&row.map_err(db_err)?)?);
+            }
+            let next_cursor = if items.len() > query.limit {
+                items.truncate(query.limit);
+                items.last().and_then(Key::of).map(|k| encode_cursor(&k.sk))
+            } else {
+                None
+            };
+            Ok(Page { items, next_cursor })
+        })
+        .await
+    }
+
+    async fn transact(&self, ops: Vec<TxOp>) -> Result<(), StoreError> {
+        check_transaction(&ops)?;
+        self.write(move |tx, now| {
+            for (index, op) in ops.iter().enumerate() {
+                apply(tx, op, index, now)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        Self::with(self.reader(), |conn| {
+            conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|_| ())
+            .map_err(db_err)
+        })
+        .await
+    }
+}

@@ -1,0 +1,16 @@
+//! Embedded adapters: the local single-process mode with nothing to install.
+//!
+//! Items and queue messages live in one SQLite file (WAL, `synchronous=FULL`) under the data
+//! directory; blobs are files in a directory beside it.
+
+pub mod blobs;
+pub mod database;
+pub mod items;
+pub mod queue;
+pub mod secrets;
+
+pub use blobs::DirBlobStore;
+pub use database::Database;
+pub use items::SqliteItemStore;
+pub use queue::SqliteQueue;
+pub use secrets::LocalSecrets;

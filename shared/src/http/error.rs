@@ -1,0 +1,145 @@
+//! The error type of every handler: what the client is told, kept apart from what is logged.
+
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+
+use super::envelope::Envelope;
+use crate::ports::{BlobError, QueueError, SecretError, StoreError};
+
+/// An error answer. Client-facing variants carry the message the client sees; `Internal`
+/// carries the cause, which is logged with the request id and never sent.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed or a field breaks a rule (the message names them).
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401: missing, invalid, expired or revoked credentials.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: authenticated but not allowed.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: no such resource (or not the caller's).
+    #[error("{0}")]
+    NotFound(String),
+    /// 405.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// 409: the resource's state forbids the change.
+    #[error("{0}")]
+    Conflict(String),
+    /// 413.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// 415.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 422: well-formed but refused by a business rule.
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 429 with `Retry-After` seconds.
+    #[error("{message}")]
+    TooManyRequests {
+        message: String,
+        retry_after_secs: u64,
+    },
+    /// 503: a backing service is down or a feature is not configured.
+    #[error("{0}")]
+    Unavailable(String),
+    /// 500: a bug or an unexpected failure; details go to the log only.
+    #[error("internal error: {0:#}")]
+    Internal(#[from] anyhow::Error),
+}
+
+impl ApiError {
+    /// A 400 naming `field` and the `rule` it breaks.
+    pub fn invalid(field: &str, rule: &str) -> Self {
+        Self::BadRequest(format!("{field}: {rule}"))
+    }
+
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = match &self {
+            Self::Internal(cause) => {
+                tracing::error!(error = format!("{cause:#}"), "request failed");
+                "internal server error".to_owned()
+            }
+            Self::Unavailable(reason) => {
+                tracing::warn!(%reason, "backing service unavailable");
+                reason.clone()
+            }
+            other => other.to_string(),
+        };
+        let mut response = (status, Envelope::error(message)).into_response();
+        if let Self::TooManyRequests {
+            retry_after_secs, ..
+        } = self
+        {
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_after_secs.max(1)),
+            );
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(cause) => {
+                tracing::error!(%cause, "item store unavailable");
+                Self::Unavailable("storage is temporarily unavailable, please retry".into())
+            }
+            StoreError::Conflict => Self::Conflict("a concurrent change won, please retry".into()),
+            StoreError::InvalidCursor => {
+                Self::invalid("cursor", "is not a cursor this list returned")
+            }
+            other => Self::Internal(anyhow::Error::new(other)),
+        }
+    }
+}
+
+impl From<BlobError> for ApiError {
+    fn from(e: BlobError) -> Self {
+        match e {
+            BlobError::Unavailable(cause) => {
+                tracing::error!(%cause, "blob store unavailable");
+                Self::Unavailable("file storage is temporarily unavailable, please retry".into())
+            }
+            other => Self::Internal(anyhow::Error::new(other)),
+        }
+    }
+}
+
+impl From<QueueError> for ApiError {
+    fn from(e: QueueError) -> Self {
+        Self::Internal(anyhow::Error::new(e))
+    }
+}
+
+impl From<SecretError> for ApiError {
+    fn from(e: SecretError) -> Self {
+        Self::Internal(anyhow::Error::new(e))
+    }
+}

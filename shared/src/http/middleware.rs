@@ -1,0 +1,142 @@
+//! The layers every router gets: request id, one log line and metrics per request, the
+//! envelope on framework-level failures, panic capture, request deadline and body limit.
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use std::any::Any;
+use std::time::{Duration, Instant};
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
+use tracing::Instrument;
+
+use super::envelope::Envelope;
+use super::error::ApiError;
+use crate::metrics;
+
+/// The id of the current request, also sent back as `x-request-id`.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+const REQUEST_ID: &str = "x-request-id";
+
+/// Keeps a caller's request id when it is short and plain; otherwise makes one.
+fn request_id(req: &Request) -> String {
+    req.headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+        .map(str::to_owned)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+}
+
+/// Wraps `router` with the service layers, 404/405 envelopes and the body limit.
+pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Duration) -> Router {
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(
+            ServiceBuilder::new()
+                .layer(middleware::from_fn(observe))
+                .layer(CatchPanicLayer::custom(on_panic))
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    timeout,
+                ))
+                .layer(DefaultBodyLimit::max(max_body_bytes)),
+        )
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound("no such endpoint".into())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+fn on_panic(_payload: Box<dyn Any + Send + 'static>) -> Response {
+    // The payload may hold internals; it is logged by the observe layer's 500 line, not sent.
+    tracing::error!("handler panicked");
+    (
+        StatusCode::INTERNAL_SERVER_ERROR,
+        Envelope::error("internal server error"),
+    )
+        .into_response()
+}
+
+/// Request id, access log line, metrics, and the envelope on non-JSON error answers.
+async fn observe(mut req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = request_id(&req);
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let method = req.method().clone();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned());
+    let route_label = route.as_deref().unwrap_or("unmatched").to_owned();
+    let span =
+        tracing::info_span!("request", request_id = %id, method = %method, route = %route_label);
+
+    let mut response = next.run(req).instrument(span.clone()).await;
+    if response.status().is_client_error() || response.status().is_server_error() {
+        response = ensure_envelope(response);
+    }
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID, v);
+    }
+
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    metrics::global().observe_request(method.as_str(), &route_label, status, elapsed);
+    span.in_scope(|| {
+        let latency_ms = elapsed.as_secs_f64() * 1000.0;
+        if status >= 500 {
+            tracing::error!(status, latency_ms, "request");
+        } else {
+            tracing::info!(status, latency_ms, "request");
+        }
+    });
+    response
+}
+
+/// Replaces a framework's plain-text error body (timeouts, body limits) with the envelope.
+fn ensure_envelope(response: Response) -> Response {
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return response;
+    }
+    let status = response.status();
+    let message = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "request body is too large".to_owned(),
+        StatusCode::GATEWAY_TIMEOUT | StatusCode::REQUEST_TIMEOUT => {
+            "the request took too long".to_owned()
+        }
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported content type".to_owned(),
+        other => other
+            .canonical_reason()
+            .unwrap_or("request failed")
+            .to_lowercase(),
+    };
+    let (mut parts, _) = response.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let body = serde_json::to_vec(&Envelope::error(message)).expect("envelope serialises");
+    Response::from_parts(parts, Body::from(body))
+}

@@ -1,0 +1,11 @@
+//! HTTP core shared by every endpoint group: envelope, errors, extractors, middleware.
+
+pub mod envelope;
+pub mod error;
+pub mod extract;
+pub mod middleware;
+
+pub use envelope::{Envelope, ok};
+pub use error::ApiError;
+pub use extract::{ApiJson, ApiQuery};
+pub use middleware::{RequestId, with_service_layers};

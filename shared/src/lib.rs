@@ -1,0 +1,20 @@
+//! Paddock: the cloud service behind the desktop sim-racing telemetry analyser.
+//!
+//! One crate holds the domain, the ports and both adapter sets, the HTTP routers and the
+//! workers. Lambda binaries under `functions/` and the local server are thin wrappers.
+
+pub mod app;
+pub mod aws;
+pub mod config;
+pub mod embedded;
+pub mod http;
+pub mod lambda;
+pub mod metrics;
+pub mod outbox;
+pub mod ports;
+pub mod routes;
+pub mod state;
+pub mod tables;
+pub mod telemetry;
+pub mod wiring;
+pub mod workers;

@@ -1,0 +1,106 @@
+//! Process metrics in Prometheus text format (`GET /metrics`).
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
+};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+/// Every metric the service exports.
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    latency: HistogramVec,
+    /// Events relayed from the outbox to the queue.
+    pub outbox_relayed: IntCounter,
+    /// Events handled by the workers, by kind and outcome (`ok`, `retry`, `dead_letter`).
+    pub events: IntCounterVec,
+}
+
+static GLOBAL: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// The process-wide metrics.
+pub fn global() -> &'static Metrics {
+    &GLOBAL
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "http_requests_total",
+                "HTTP requests answered, by method, matched route and status.",
+            ),
+            &["method", "route", "status"],
+        )
+        .expect("valid metric");
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "http_request_duration_seconds",
+                "HTTP request latency in seconds, by method, matched route and status.",
+            )
+            .buckets(vec![
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                10.0,
+            ]),
+            &["method", "route", "status"],
+        )
+        .expect("valid metric");
+        let outbox_relayed = IntCounter::new(
+            "paddock_outbox_relayed_total",
+            "Outbox events delivered to the event queue.",
+        )
+        .expect("valid metric");
+        let events = IntCounterVec::new(
+            Opts::new(
+                "paddock_events_processed_total",
+                "Queued events handled by workers, by kind and outcome.",
+            ),
+            &["kind", "outcome"],
+        )
+        .expect("valid metric");
+        for collector in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(latency.clone()),
+            Box::new(outbox_relayed.clone()),
+            Box::new(events.clone()),
+        ] {
+            registry.register(collector).expect("unique metric");
+        }
+        Self {
+            registry,
+            requests,
+            latency,
+            outbox_relayed,
+            events,
+        }
+    }
+
+    /// Records one answered request.
+    pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+        let status = status.to_string();
+        let labels = [method, route, status.as_str()];
+        self.requests.with_label_values(&labels).inc();
+        self.latency
+            .with_label_values(&labels)
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Registers a further collector (features add their own counters).
+    pub fn register(
+        &self,
+        collector: Box<dyn prometheus::core::Collector>,
+    ) -> prometheus::Result<()> {
+        self.registry.register(collector)
+    }
+
+    /// The exposition text.
+    pub fn render(&self) -> String {
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .expect("text encoding");
+        String::from_utf8(out).expect("utf-8 exposition")
+    }
+}

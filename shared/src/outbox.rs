@@ -1,0 +1,121 @@
+//! Transactional outbox: events are written in the same transaction as the change that causes
+//! them, then relayed to the event queue at least once.
+//!
+//! Key layout (table `outbox`): `pk = OUTBOX#<shard>` (16 shards spread the write load),
+//! `sk = <event id>` (UUIDv7, so time-ordered), attribute `event` holds the event.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use crate::metrics;
+use crate::ports::Ports;
+use crate::ports::items::{Condition, Item, Key, Query, TxOp, item};
+use crate::tables::Table;
+
+/// Number of outbox partitions.
+pub const SHARDS: u32 = 16;
+/// Outbox items expire after this long even if never relayed (an operator alarm case).
+const RETENTION_SECS: i64 = 14 * 24 * 3600;
+
+/// A domain event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// Unique id; processors use it to act once.
+    pub id: Uuid,
+    /// The kind, such as `session.uploaded`.
+    pub kind: String,
+    /// The user the event concerns.
+    pub user_id: Option<String>,
+    /// When the causing change happened.
+    #[serde(with = "time::serde::rfc3339")]
+    pub occurred_at: OffsetDateTime,
+    /// Kind-specific details.
+    pub payload: Value,
+}
+
+impl Event {
+    /// A new event with a fresh time-ordered id.
+    pub fn new(kind: &str, user_id: Option<String>, payload: Value, now: OffsetDateTime) -> Self {
+        Self {
+            id: Uuid::now_v7(),
+            kind: kind.to_owned(),
+            user_id,
+            occurred_at: now,
+            payload,
+        }
+    }
+
+    fn key(&self) -> Key {
+        let shard = (self.id.as_u128() % u128::from(SHARDS)) as u32;
+        Key::new(shard_pk(shard), self.id.to_string())
+    }
+
+    /// The transaction operation that records the event in the outbox.
+    pub fn outbox_op(&self) -> TxOp {
+        let expires = self.occurred_at.unix_timestamp() + RETENTION_SECS;
+        TxOp::Put {
+            table: Table::Outbox,
+            item: item(&self.key(), json!({ "event": self, "ttl": expires })),
+            condition: Some(Condition::NotExists),
+        }
+    }
+
+    /// The event recorded in an outbox item.
+    pub fn from_item(item: &Item) -> Option<Self> {
+        serde_json::from_value(item.get("event")?.clone()).ok()
+    }
+}
+
+fn shard_pk(shard: u32) -> String {
+    format!("OUTBOX#{shard:02}")
+}
+
+/// Relays every pending outbox event to the queue, then removes it; returns how many.
+///
+/// At least once: an event is deleted only after the queue accepted it, so a crash between
+/// the two sends it again, and processors deduplicate by event id.
+pub async fn relay_pending(ports: &Ports) -> anyhow::Result<usize> {
+    let mut relayed = 0;
+    for shard in 0..SHARDS {
+        loop {
+            let page = ports
+                .items
+                .query(Query::partition(Table::Outbox, shard_pk(shard)).limit(50))
+                .await?;
+            if page.items.is_empty() {
+                break;
+            }
+            relayed += relay_items(ports, &page.items).await?;
+            if page.next_cursor.is_none() {
+                break;
+            }
+        }
+    }
+    Ok(relayed)
+}
+
+/// Sends the events of `items` (outbox items) to the queue and deletes the items.
+pub async fn relay_items(ports: &Ports, items: &[Item]) -> anyhow::Result<usize> {
+    let mut bodies = Vec::with_capacity(items.len());
+    for item in items {
+        match Event::from_item(item) {
+            Some(event) => bodies.push(serde_json::to_string(&event)?),
+            None => {
+                tracing::error!(key = ?Key::of(item), "outbox item without a readable event; dropped")
+            }
+        }
+    }
+    if !bodies.is_empty() {
+        ports.queue.send(bodies).await?;
+    }
+    for item in items {
+        if let Some(key) = Key::of(item) {
+            ports.items.delete(Table::Outbox, &key, None).await?;
+        }
+    }
+    metrics::global().outbox_relayed.inc_by(items.len() as u64);
+    Ok(items.len())
+}

@@ -1,0 +1,49 @@
+//! Blob store port: whole objects by key (share-pack ZIPs, track points, track maps).
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::time::Duration;
+
+/// Why a blob operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    #[error("invalid blob key {0:?}")]
+    InvalidKey(String),
+    #[error("blob store unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Checks a blob key: 1-512 characters of `[A-Za-z0-9._=-]` in `/`-separated segments, no empty,
+/// `.` or `..` segment. Both adapters enforce the same rule so keys behave alike everywhere.
+pub fn check_key(key: &str) -> Result<(), BlobError> {
+    let ok = !key.is_empty()
+        && key.len() <= 512
+        && key.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg != "."
+                && seg != ".."
+                && seg
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'='))
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(BlobError::InvalidKey(key.to_owned()))
+    }
+}
+
+/// A store of immutable-by-convention objects addressed by key.
+#[async_trait]
+pub trait BlobStore: Send + Sync {
+    /// Stores `bytes` under `key`, replacing any previous object atomically.
+    async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<(), BlobError>;
+    /// The object under `key`, or `None`.
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, BlobError>;
+    /// Removes `key`; removing a missing key succeeds.
+    async fn delete(&self, key: &str) -> Result<(), BlobError>;
+    /// Every key starting with `prefix`, sorted.
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError>;
+    /// A time-limited URL a client can download `key` from directly, where the backend has one.
+    async fn presigned_get(&self, key: &str, ttl: Duration) -> Result<Option<String>, BlobError>;
+}

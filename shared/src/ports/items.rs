@@ -1,0 +1,450 @@
+//! Item store port with DynamoDB semantics.
+//!
+//! Items are JSON objects holding their own key (`pk`, `sk`) and an optional expiry (`ttl`,
+//! Unix seconds). An item whose `ttl` is at or before "now" is absent for every read and
+//! every condition, exactly as DynamoDB's TTL is used here (its deletion is lazy, so reads
+//! filter, and conditions treat such items as missing).
+
+use async_trait::async_trait;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde_json::{Map, Value};
+
+use crate::tables::Table;
+
+/// An item: a JSON object with string attributes `pk` and `sk`.
+pub type Item = Map<String, Value>;
+
+/// Name of the partition key attribute.
+pub const PK: &str = "pk";
+/// Name of the sort key attribute.
+pub const SK: &str = "sk";
+/// Name of the expiry attribute (Unix seconds), DynamoDB's TTL attribute.
+pub const TTL: &str = "ttl";
+/// Largest item accepted, as in DynamoDB (400 KB), measured as its JSON text.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+/// Largest number of operations in one transaction, as in DynamoDB.
+pub const MAX_TX_OPS: usize = 100;
+
+/// The primary key of an item.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub pk: String,
+    pub sk: String,
+}
+
+impl Key {
+    /// A key from its two parts.
+    pub fn new(pk: impl Into<String>, sk: impl Into<String>) -> Self {
+        Self {
+            pk: pk.into(),
+            sk: sk.into(),
+        }
+    }
+
+    /// The key of `item`, if it has string `pk` and `sk` attributes.
+    pub fn of(item: &Item) -> Option<Self> {
+        Some(Self::new(item.get(PK)?.as_str()?, item.get(SK)?.as_str()?))
+    }
+}
+
+/// Builds an item from a key and a JSON object of other attributes.
+pub fn item(key: &Key, attributes: Value) -> Item {
+    let mut item = match attributes {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    item.insert(PK.into(), Value::String(key.pk.clone()));
+    item.insert(SK.into(), Value::String(key.sk.clone()));
+    item
+}
+
+/// True when `item` is expired at Unix time `now`.
+pub fn is_expired(item: &Item, now: i64) -> bool {
+    item.get(TTL)
+        .and_then(Value::as_i64)
+        .is_some_and(|ttl| ttl <= now)
+}
+
+/// A condition on the current state of one item, evaluated atomically with the write.
+///
+/// Semantics follow DynamoDB condition expressions, with expired items counted as absent:
+/// on an absent item every attribute is missing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Condition {
+    /// The item exists (and is not expired).
+    Exists,
+    /// The item does not exist (or is expired).
+    NotExists,
+    /// Attribute equals the value.
+    Eq(String, Value),
+    /// Attribute is present and differs from the value.
+    Ne(String, Value),
+    /// Attribute is less than the value (numbers or strings).
+    Lt(String, Value),
+    /// Attribute is greater than the value (numbers or strings).
+    Gt(String, Value),
+    /// The attribute is missing (true on an absent item).
+    AttrNotExists(String),
+    /// Every condition holds.
+    And(Vec<Condition>),
+    /// At least one condition holds.
+    Or(Vec<Condition>),
+}
+
+impl Condition {
+    /// Shorthand for `Eq`.
+    pub fn eq(attr: &str, value: impl Into<Value>) -> Self {
+        Self::Eq(attr.into(), value.into())
+    }
+
+    /// Evaluates the condition against the live item (`None` when absent or expired).
+    pub fn holds(&self, item: Option<&Item>) -> bool {
+        let attr = |name: &str| item.and_then(|i| i.get(name));
+        match self {
+            Self::Exists => item.is_some(),
+            Self::NotExists => item.is_none(),
+            Self::Eq(a, v) => attr(a) == Some(v),
+            Self::Ne(a, v) => attr(a).is_some_and(|x| x != v),
+            Self::Lt(a, v) => {
+                attr(a).is_some_and(|x| compare(x, v) == Some(std::cmp::Ordering::Less))
+            }
+            Self::Gt(a, v) => {
+                attr(a).is_some_and(|x| compare(x, v) == Some(std::cmp::Ordering::Greater))
+            }
+            Self::AttrNotExists(a) => attr(a).is_none(),
+            Self::And(all) => all.iter().all(|c| c.holds(item)),
+            Self::Or(any) => any.iter().any(|c| c.holds(item)),
+        }
+    }
+}
+
+/// Orders two JSON values of the same scalar kind, as DynamoDB compares N and S.
+fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64()?.partial_cmp(&y.as_f64()?),
+        (Value::String(x), Value::String(y)) => Some(x.cmp(y)),
+        _ => None,
+    }
+}
+
+/// Changes to apply to one item; creates it when absent (like DynamoDB's UpdateItem).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Update {
+    /// Attributes to set.
+    pub set: Vec<(String, Value)>,
+    /// Numeric attributes to increment (a missing attribute counts as 0).
+    pub add: Vec<(String, i64)>,
+    /// Attributes to remove.
+    pub remove: Vec<String>,
+}
+
+impl Update {
+    /// An update that sets one attribute.
+    pub fn set(attr: &str, value: impl Into<Value>) -> Self {
+        Self::default().and_set(attr, value)
+    }
+
+    /// Adds an attribute to set.
+    pub fn and_set(mut self, attr: &str, value: impl Into<Value>) -> Self {
+        self.set.push((attr.into(), value.into()));
+        self
+    }
+
+    /// Adds an increment.
+    pub fn and_add(mut self, attr: &str, by: i64) -> Self {
+        self.add.push((attr.into(), by));
+        self
+    }
+
+    /// Adds an attribute to remove.
+    pub fn and_remove(mut self, attr: &str) -> Self {
+        self.remove.push(attr.into());
+        self
+    }
+
+    /// Applies the update to `base` (the live item, or a fresh one with `key`).
+    pub fn apply(&self, key: &Key, base: Option<Item>) -> Item {
+        let mut item = base.unwrap_or_else(|| item(key, Value::Null));
+        for (a, v) in &self.set {
+            item.insert(a.clone(), v.clone());
+        }
+        for (a, by) in &self.add {
+            let current = item.get(a).and_then(Value::as_i64).unwrap_or(0);
+            item.insert(a.clone(), Value::from(current + by));
+        }
+        for a in &self.remove {
+            item.remove(a);
+        }
+        item
+    }
+
+    /// Checks that the update does not touch the key attributes.
+    pub fn check(&self) -> Result<(), StoreError> {
+        let touches_key = self
+            .set
+            .iter()
+            .map(|(a, _)| a)
+            .chain(self.add.iter().map(|(a, _)| a))
+            .chain(self.remove.iter())
+            .any(|a| a == PK || a == SK);
+        if touches_key {
+            return Err(StoreError::Invalid(
+                "an update cannot change pk or sk".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Which sort keys a query covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkRange {
+    /// Every item of the partition.
+    All,
+    /// Sort keys starting with the prefix.
+    BeginsWith(String),
+    /// Sort keys between the bounds, both inclusive.
+    Between(String, String),
+}
+
+/// A query of one partition, in sort-key order.
+#[derive(Debug, Clone)]
+pub struct Query {
+    pub table: Table,
+    pub pk: String,
+    pub range: SkRange,
+    /// Page size (at least 1).
+    pub limit: usize,
+    /// Opaque cursor from a previous page.
+    pub cursor: Option<String>,
+    /// Descending sort-key order when true.
+    pub descending: bool,
+}
+
+impl Query {
+    /// A query of the whole partition `pk`, ascending, 100 items a page.
+    pub fn partition(table: Table, pk: impl Into<String>) -> Self {
+        Self {
+            table,
+            pk: pk.into(),
+            range: SkRange::All,
+            limit: 100,
+            cursor: None,
+            descending: false,
+        }
+    }
+
+    /// Restricts the query to sort keys with `prefix`.
+    pub fn begins_with(mut self, prefix: impl Into<String>) -> Self {
+        self.range = SkRange::BeginsWith(prefix.into());
+        self
+    }
+
+    /// Restricts the query to sort keys in `[from, to]`.
+    pub fn between(mut self, from: impl Into<String>, to: impl Into<String>) -> Self {
+        self.range = SkRange::Between(from.into(), to.into());
+        self
+    }
+
+    /// Sets the page size.
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit.max(1);
+        self
+    }
+
+    /// Continues after a previous page.
+    pub fn after(mut self, cursor: Option<String>) -> Self {
+        self.cursor = cursor;
+        self
+    }
+
+    /// Newest (largest sort key) first.
+    pub fn descending(mut self) -> Self {
+        self.descending = true;
+        self
+    }
+
+    /// The sort key a cursor points after, or an error for a cursor this query did not make.
+    pub fn cursor_sk(&self) -> Result<Option<String>, StoreError> {
+        self.cursor.as_deref().map(decode_cursor).transpose()
+    }
+}
+
+/// Encodes the last sort key of a page as an opaque cursor.
+pub fn encode_cursor(sk: &str) -> String {
+    URL_SAFE_NO_PAD.encode(sk.as_bytes())
+}
+
+fn decode_cursor(cursor: &str) -> Result<String, StoreError> {
+    URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| StoreError::InvalidCursor)
+}
+
+/// One page of query results.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    pub items: Vec<Item>,
+    /// Cursor of the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// One operation of a transaction.
+#[derive(Debug, Clone)]
+pub enum TxOp {
+    Put {
+        table: Table,
+        item: Item,
+        condition: Option<Condition>,
+    },
+    Update {
+        table: Table,
+        key: Key,
+        update: Update,
+        condition: Option<Condition>,
+    },
+    Delete {
+        table: Table,
+        key: Key,
+        condition: Option<Condition>,
+    },
+    Check {
+        table: Table,
+        key: Key,
+        condition: Condition,
+    },
+}
+
+impl TxOp {
+    /// The table and key the operation touches.
+    pub fn target(&self) -> Result<(Table, Key), StoreError> {
+        match self {
+            Self::Put { table, item, .. } => Ok((*table, checked_key(item)?)),
+            Self::Update { table, key, .. }
+            | Self::Delete { table, key, .. }
+            | Self::Check { table, key, .. } => Ok((*table, key.clone())),
+        }
+    }
+
+    /// The operation's condition, if any.
+    pub fn condition(&self) -> Option<&Condition> {
+        match self {
+            Self::Put { condition, .. }
+            | Self::Update { condition, .. }
+            | Self::Delete { condition, .. } => condition.as_ref(),
+            Self::Check { condition, .. } => Some(condition),
+        }
+    }
+}
+
+/// Checks an item's key and size before it is written.
+pub fn checked_key(item: &Item) -> Result<Key, StoreError> {
+    let key =
+        Key::of(item).ok_or_else(|| StoreError::Invalid("item needs string pk and sk".into()))?;
+    if key.pk.is_empty() || key.sk.is_empty() {
+        return Err(StoreError::Invalid("pk and sk must not be empty".into()));
+    }
+    Ok(key)
+}
+
+/// Checks the encoded size of an item against [`MAX_ITEM_BYTES`].
+pub fn check_size(item: &Item) -> Result<(), StoreError> {
+    let size = serde_json::to_vec(item)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
+    if size > MAX_ITEM_BYTES {
+        return Err(StoreError::TooLarge(size));
+    }
+    Ok(())
+}
+
+/// Checks a transaction's shape: 1 to 100 operations on distinct items.
+pub fn check_transaction(ops: &[TxOp]) -> Result<(), StoreError> {
+    if ops.is_empty() || ops.len() > MAX_TX_OPS {
+        return Err(StoreError::Invalid(format!(
+            "a transaction has 1 to {MAX_TX_OPS} operations"
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for op in ops {
+        if !seen.insert(op.target()?) {
+            return Err(StoreError::Invalid(
+                "a transaction touches each item at most once".into(),
+            ));
+        }
+        match op {
+            TxOp::Put { item, .. } => check_size(item)?,
+            TxOp::Update { update, .. } => update.check()?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Why an item store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The condition of operation `index` (0 for single-item calls) did not hold; nothing was written.
+    #[error("condition of operation {index} failed")]
+    ConditionFailed { index: usize },
+    /// A concurrent transaction touched the same items; nothing was written, retrying may succeed.
+    #[error("transaction conflict")]
+    Conflict,
+    /// The item exceeds the size limit.
+    #[error("item too large: {0} bytes")]
+    TooLarge(usize),
+    /// The request itself is invalid (a bug in the caller).
+    #[error("invalid store request: {0}")]
+    Invalid(String),
+    /// The cursor was not made by this query.
+    #[error("invalid cursor")]
+    InvalidCursor,
+    /// The backend could not be reached or failed.
+    #[error("item store unavailable: {0}")]
+    Unavailable(String),
+}
+
+impl StoreError {
+    /// True when the condition of operation `index` failed.
+    pub fn is_condition_failed_at(&self, index: usize) -> bool {
+        matches!(self, Self::ConditionFailed { index: i } if *i == index)
+    }
+}
+
+/// An item store with DynamoDB semantics.
+#[async_trait]
+pub trait ItemStore: Send + Sync {
+    /// The live item under `key`.
+    async fn get(&self, table: Table, key: &Key) -> Result<Option<Item>, StoreError>;
+    /// Writes `item` whole if `condition` holds.
+    async fn put(
+        &self,
+        table: Table,
+        item: Item,
+        condition: Option<Condition>,
+    ) -> Result<(), StoreError>;
+    /// Applies `update` if `condition` holds; returns the item as written.
+    async fn update(
+        &self,
+        table: Table,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError>;
+    /// Deletes the item if `condition` holds; returns the live item it removed, if any.
+    async fn delete(
+        &self,
+        table: Table,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError>;
+    /// One page of a partition in sort-key order, live items only.
+    async fn query(&self, query: Query) -> Result<Page, StoreError>;
+    /// Applies every operation or none; a failed condition names its operation's index.
+    async fn transact(&self, ops: Vec<TxOp>) -> Result<(), StoreError>;
+    /// Checks that the backend answers (readiness).
+    async fn ping(&self) -> Result<(), StoreError>;
+}

@@ -1,0 +1,31 @@
+//! Ports: the narrow interfaces the domain is written against.
+//!
+//! Each port has an embedded adapter (`crate::embedded`) for the local single-process mode
+//! and an AWS adapter (`crate::aws`). Both pass the same conformance suite (`tests/`).
+
+pub mod blobs;
+pub mod clock;
+pub mod items;
+pub mod queue;
+pub mod secrets;
+
+use std::sync::Arc;
+
+pub use blobs::{BlobError, BlobStore};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use items::{Condition, Item, ItemStore, Key, Page, Query, SkRange, StoreError, TxOp, Update};
+pub use queue::{EventQueue, QueueError, ReceivedMessage};
+pub use secrets::{SecretError, SecretSource};
+
+/// Every port the domain needs, bundled for handlers and workers.
+///
+/// Cloning is cheap (reference counted). Process memory holds only caches: every piece of
+/// cross-request state lives behind one of these ports.
+#[derive(Clone)]
+pub struct Ports {
+    pub items: Arc<dyn ItemStore>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub queue: Arc<dyn EventQueue>,
+    pub secrets: Arc<dyn SecretSource>,
+    pub clock: Arc<dyn Clock>,
+}

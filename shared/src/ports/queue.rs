@@ -1,0 +1,48 @@
+//! Event queue port: at-least-once delivery with visibility timeouts and a dead-letter place.
+
+use async_trait::async_trait;
+use std::time::Duration;
+
+/// Why a queue operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("queue unavailable: {0}")]
+    Unavailable(String),
+    #[error("message too large: {0} bytes (limit 262144)")]
+    TooLarge(usize),
+}
+
+/// Largest message body accepted (SQS's limit, enforced by both adapters).
+pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
+/// One delivery of a message. The same message may be delivered more than once.
+#[derive(Debug, Clone)]
+pub struct ReceivedMessage {
+    /// Stable id of the message across deliveries.
+    pub id: String,
+    /// The body as sent.
+    pub body: String,
+    /// Handle for `ack`/`retry_later` of this delivery.
+    pub receipt: String,
+    /// How many times the message has been delivered, this delivery included.
+    pub receive_count: u32,
+}
+
+/// A queue of opaque text messages.
+#[async_trait]
+pub trait EventQueue: Send + Sync {
+    /// Enqueues the bodies (in batches as the backend needs). All or an error.
+    async fn send(&self, bodies: Vec<String>) -> Result<(), QueueError>;
+    /// Up to `max` visible messages, waiting at most `wait` for the first. Each is hidden
+    /// for the visibility timeout and redelivered unless acknowledged.
+    async fn receive(&self, max: usize, wait: Duration)
+    -> Result<Vec<ReceivedMessage>, QueueError>;
+    /// Removes a delivered message for good.
+    async fn ack(&self, receipt: &str) -> Result<(), QueueError>;
+    /// Makes a delivered message visible again after `delay` (a failed attempt).
+    async fn retry_later(&self, receipt: &str, delay: Duration) -> Result<(), QueueError>;
+    /// Moves a delivered message to the dead-letter place with a reason, and removes it here.
+    async fn dead_letter(&self, message: &ReceivedMessage, reason: &str) -> Result<(), QueueError>;
+    /// Bodies currently in the dead-letter place (operators' view; also used by tests).
+    async fn dead_letters(&self, max: usize) -> Result<Vec<String>, QueueError>;
+}

@@ -1,0 +1,91 @@
+//! Liveness, readiness, metrics and the OpenAPI document (no version prefix, no token).
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderValue, StatusCode, header};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::openapi;
+use crate::http::{ApiError, ok};
+use crate::metrics;
+use crate::state::AppState;
+
+/// The health routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/health", get(health))
+        .route("/health/live", get(live))
+        .route("/health/ready", get(ready))
+        .route("/metrics", get(prometheus_metrics))
+        .route("/openapi.json", get(openapi_json))
+}
+
+/// Liveness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthStatus {
+    /// Always `Healthy` when the process answers.
+    pub status: &'static str,
+}
+
+/// Readiness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReadyStatus {
+    /// `Healthy` when every dependency answers.
+    pub status: &'static str,
+    /// `Healthy` when the item store answers.
+    pub database: &'static str,
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/health", tag = "health",
+    responses((status = 200, description = "The service is up", body = inline(crate::http::Envelope<HealthStatus>))))]
+pub async fn health() -> Response {
+    ok(HealthStatus { status: "Healthy" })
+}
+
+/// Liveness for orchestrators.
+#[utoipa::path(get, path = "/health/live", tag = "health",
+    responses((status = 200, description = "The process answers", body = inline(crate::http::Envelope<HealthStatus>))))]
+pub async fn live() -> Response {
+    ok(HealthStatus { status: "Healthy" })
+}
+
+/// Readiness: the item store answers a real read.
+#[utoipa::path(get, path = "/health/ready", tag = "health",
+    responses(
+        (status = 200, description = "Ready", body = inline(crate::http::Envelope<ReadyStatus>)),
+        (status = 503, description = "The item store cannot be reached (`Unhealthy`)")))]
+pub async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
+    match state.ports.items.ping().await {
+        Ok(()) => Ok(ok(ReadyStatus {
+            status: "Healthy",
+            database: "Healthy",
+        })),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness probe failed");
+            Err(ApiError::Unavailable(
+                "Unhealthy: database Unhealthy".into(),
+            ))
+        }
+    }
+}
+
+/// Prometheus text exposition (not enveloped).
+#[utoipa::path(get, path = "/metrics", tag = "health",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4")))]
+pub async fn prometheus_metrics() -> Response {
+    let mut response = metrics::global().render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    response
+}
+
+/// The OpenAPI 3.1 document of the whole API (not enveloped).
+pub async fn openapi_json() -> Response {
+    (StatusCode::OK, axum::Json(openapi::document())).into_response()
+}

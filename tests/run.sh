@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Runs every test of Paddock on a fresh machine:
+#   installs the real protocol peers (DynamoDB Local, moto_server, promtool, cfn-lint),
+#   starts them on loopback, runs the Rust test suites (both adapter sets), lints the SAM
+#   template, and stops everything it started (by process id) on the way out.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+tools=${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}
+mkdir -p "$tools"
+log_dir=$(mktemp -d)
+pids=()
+
+stop_all() {
+  for pid in "${pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap stop_all EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "installing test tools into $tools"
+if ! command -v promtool >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
+  apt_get="apt-get"; [ "$(id -u)" -eq 0 ] || apt_get="sudo apt-get"
+  $apt_get update -qq
+  DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq prometheus openjdk-17-jre-headless >/dev/null
+fi
+if [ ! -x "$tools/venv/bin/moto_server" ] || [ ! -x "$tools/venv/bin/cfn-lint" ]; then
+  python3 -m venv "$tools/venv"
+  "$tools/venv/bin/pip" install -q --upgrade pip
+  "$tools/venv/bin/pip" install -q 'moto[server]' cfn-lint
+fi
+emulator="$tools/node_modules/amplify-dynamodb-simulator/emulator"
+if [ ! -f "$emulator/DynamoDBLocal.jar" ]; then
+  (cd "$tools" && npm install --no-audit --no-fund --silent amplify-dynamodb-simulator)
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_for() { # url, name, pid
+  for _ in $(seq 1 120); do
+    if curl -s -o /dev/null "$1"; then return 0; fi
+    if ! kill -0 "$3" 2>/dev/null; then echo "$2 exited early; its log:"; cat "$log_dir/$2.log"; return 1; fi
+    sleep 0.5
+  done
+  echo "$2 did not answer at $1"; cat "$log_dir/$2.log"; return 1
+}
+
+step "starting DynamoDB Local and moto_server on loopback"
+ddb_port=$(free_port)
+java -Djava.library.path="$emulator/DynamoDBLocal_lib" -jar "$emulator/DynamoDBLocal.jar" \
+  -inMemory -port "$ddb_port" >"$log_dir/dynamodb.log" 2>&1 &
+pids+=($!)
+ddb_pid=$!
+moto_port=$(free_port)
+"$tools/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$log_dir/moto.log" 2>&1 &
+pids+=($!)
+moto_pid=$!
+wait_for "http://127.0.0.1:$ddb_port" dynamodb "$ddb_pid"
+wait_for "http://127.0.0.1:$moto_port/moto-api/" moto "$moto_pid"
+
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$ddb_port"
+export AWS_ENDPOINT_URL_S3="http://127.0.0.1:$moto_port"
+export AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$moto_port"
+export AWS_ENDPOINT_URL_SECRETS_MANAGER="http://127.0.0.1:$moto_port"
+export PADDOCK_TEST_EMULATORS=1
+export PATH="$tools/venv/bin:$PATH"
+
+cd "$root"
+step "cfn-lint template.yaml"
+cfn-lint template.yaml
+
+step "cargo test (embedded adapters, AWS adapters against the emulators, HTTP black-box)"
+cargo test --workspace --all-targets --no-fail-fast -- --test-threads "${PADDOCK_TEST_THREADS:-4}"

@@ -1,0 +1,172 @@
+//! Test harness: both adapter sets on demand, and the local server on a real port.
+//!
+//! The AWS adapters run against DynamoDB Local and moto_server started by `tests/run.sh`,
+//! which exports `AWS_ENDPOINT_URL_*` and `PADDOCK_TEST_EMULATORS=1`.
+
+use paddock::app::Application;
+use paddock::aws;
+use paddock::config::Settings;
+use paddock::ports::{Clock, ManualClock, Ports, SystemClock};
+use paddock::wiring;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tempfile::TempDir;
+use time::OffsetDateTime;
+
+/// Which adapter set a conformance test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Embedded,
+    Aws,
+}
+
+/// Ports under test, with whatever must live as long as they do.
+pub struct TestPorts {
+    pub ports: Ports,
+    pub clock: Arc<ManualClock>,
+    pub settings: Settings,
+    _dir: TempDir,
+}
+
+/// Panics with instructions when the emulators are not running.
+pub fn require_emulators() {
+    assert!(
+        std::env::var_os("PADDOCK_TEST_EMULATORS").is_some(),
+        "the AWS adapter tests need DynamoDB Local and moto_server: run ./tests/run.sh"
+    );
+}
+
+/// A unique short name for per-test resources.
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
+    )
+}
+
+/// Settings for a test: data in `dir`, port 0 on loopback.
+pub fn test_settings(dir: &TempDir) -> Settings {
+    let mut s = Settings::embedded(dir.path(), SocketAddr::from(([127, 0, 0, 1], 0)));
+    s.visibility = Duration::from_secs(2);
+    s
+}
+
+/// Fresh ports of `backend` on a manual clock (fresh tables, bucket and queues for AWS).
+pub async fn ports(backend: Backend) -> TestPorts {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc()));
+    let mut settings = test_settings(&dir);
+    let ports = match backend {
+        Backend::Embedded => {
+            wiring::embedded_ports(&settings, clock.clone()).expect("embedded ports")
+        }
+        Backend::Aws => {
+            require_emulators();
+            settings.backend = paddock::config::Backend::Aws;
+            settings.create_resources = true;
+            settings.table_prefix = unique("t");
+            settings.bucket = Some(unique("b"));
+            let sdk = aws::sdk_config().await;
+            let sqs = aws_sdk_sqs_client(&sdk);
+            let (queue, dlq) = aws::provision::create_queues(&sqs, &unique("q"))
+                .await
+                .expect("queues");
+            settings.events_queue_url = Some(queue);
+            settings.dead_letter_queue_url = Some(dlq);
+            wiring::aws_ports(&mut settings, clock.clone())
+                .await
+                .expect("aws ports")
+        }
+    };
+    TestPorts {
+        ports,
+        clock,
+        settings,
+        _dir: dir,
+    }
+}
+
+fn aws_sdk_sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(sdk)
+}
+
+/// The local server on a free port, on the embedded backend and the system clock.
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub ports: Ports,
+    _dir: TempDir,
+}
+
+/// Starts the whole local server (all groups, relay and worker) on a free port.
+pub async fn spawn_app() -> TestApp {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let settings = test_settings(&dir);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ports = wiring::embedded_ports(&settings, clock).expect("ports");
+    spawn_with(settings, ports, dir).await
+}
+
+/// Starts the local server over given ports.
+pub async fn spawn_with(settings: Settings, ports: Ports, dir: TempDir) -> TestApp {
+    let app = Application::build_with_ports(settings, ports.clone())
+        .await
+        .expect("build app");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until(std::future::pending()));
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    TestApp {
+        address,
+        client,
+        ports,
+        _dir: dir,
+    }
+}
+
+impl TestApp {
+    /// GET `path`.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.address))
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// POST a raw body with a content type.
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> reqwest::Response {
+        self.client
+            .post(format!("{}{path}", self.address))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .expect("request")
+    }
+}
+
+/// Reads an envelope, checking its shape.
+pub async fn envelope(response: reqwest::Response) -> (u16, serde_json::Value) {
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.expect("a JSON envelope");
+    let obj = body.as_object().expect("envelope is an object");
+    assert!(
+        obj.contains_key("success") && obj.contains_key("data") && obj.contains_key("error"),
+        "not an envelope: {body}"
+    );
+    assert_eq!(
+        body["success"].as_bool(),
+        Some(status < 400),
+        "success flag disagrees with status {status}: {body}"
+    );
+    (status, body)
+}

@@ -1,0 +1,151 @@
+//! Conformance suite of the blob store port, run against a directory and moto's S3.
+
+use bytes::Bytes;
+use paddock_tests::{Backend, TestPorts, ports};
+use std::time::Duration;
+
+async fn put_get_replace_delete(t: TestPorts) {
+    let b = &t.ports.blobs;
+    assert!(b.get("packs/u1/p1.zip").await.unwrap().is_none());
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(300_000).collect();
+    b.put(
+        "packs/u1/p1.zip",
+        Bytes::from(bytes.clone()),
+        "application/zip",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        b.get("packs/u1/p1.zip").await.unwrap().unwrap().as_ref(),
+        bytes.as_slice(),
+        "byte-identical"
+    );
+    b.put(
+        "packs/u1/p1.zip",
+        Bytes::from_static(b"second"),
+        "application/zip",
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        b.get("packs/u1/p1.zip").await.unwrap().unwrap().as_ref(),
+        b"second"
+    );
+    b.put("packs/u1/empty", Bytes::new(), "application/octet-stream")
+        .await
+        .unwrap();
+    assert_eq!(b.get("packs/u1/empty").await.unwrap().unwrap().len(), 0);
+    b.delete("packs/u1/p1.zip").await.unwrap();
+    assert!(b.get("packs/u1/p1.zip").await.unwrap().is_none());
+    b.delete("packs/u1/p1.zip")
+        .await
+        .expect("deleting a missing blob succeeds");
+}
+
+async fn list_by_prefix(t: TestPorts) {
+    let b = &t.ports.blobs;
+    for key in [
+        "points/u1/s2.json",
+        "points/u1/s1.json",
+        "points/u10/s1.json",
+        "maps/t1.json",
+    ] {
+        b.put(key, Bytes::from_static(b"{}"), "application/json")
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        b.list("points/u1/").await.unwrap(),
+        vec!["points/u1/s1.json", "points/u1/s2.json"]
+    );
+    assert_eq!(b.list("points/").await.unwrap().len(), 3);
+    assert!(b.list("nothing/").await.unwrap().is_empty());
+}
+
+async fn bad_keys_are_refused(t: TestPorts) {
+    let b = &t.ports.blobs;
+    for key in [
+        "",
+        "../etc/passwd",
+        "a//b",
+        "a/./b",
+        "/abs",
+        "spaces are bad",
+        "a/..",
+        &"k".repeat(600),
+    ] {
+        assert!(
+            b.put(key, Bytes::from_static(b"x"), "text/plain")
+                .await
+                .is_err(),
+            "{key:?} accepted"
+        );
+        assert!(b.get(key).await.is_err(), "{key:?} readable");
+    }
+}
+
+async fn presigned_urls_where_the_backend_has_them(t: TestPorts, expect_url: bool) {
+    let b = &t.ports.blobs;
+    b.put(
+        "packs/u1/p.zip",
+        Bytes::from_static(b"PK"),
+        "application/zip",
+    )
+    .await
+    .unwrap();
+    let url = b
+        .presigned_get("packs/u1/p.zip", Duration::from_secs(300))
+        .await
+        .unwrap();
+    assert_eq!(url.is_some(), expect_url);
+    if let Some(url) = url {
+        assert!(
+            url.contains("X-Amz-Signature") && url.contains("X-Amz-Expires=300"),
+            "{url}"
+        );
+        let fetched = reqwest::get(&url).await.unwrap();
+        assert_eq!(fetched.status(), 200);
+        assert_eq!(fetched.bytes().await.unwrap().as_ref(), b"PK");
+    }
+}
+
+mod embedded {
+    use super::*;
+    #[tokio::test]
+    async fn put_get_replace_delete() {
+        super::put_get_replace_delete(ports(Backend::Embedded).await).await
+    }
+    #[tokio::test]
+    async fn list_by_prefix() {
+        super::list_by_prefix(ports(Backend::Embedded).await).await
+    }
+    #[tokio::test]
+    async fn bad_keys_are_refused() {
+        super::bad_keys_are_refused(ports(Backend::Embedded).await).await
+    }
+    #[tokio::test]
+    async fn no_presigned_urls() {
+        super::presigned_urls_where_the_backend_has_them(ports(Backend::Embedded).await, false)
+            .await
+    }
+}
+
+mod s3_moto {
+    use super::*;
+    #[tokio::test]
+    async fn put_get_replace_delete() {
+        super::put_get_replace_delete(ports(Backend::Aws).await).await
+    }
+    #[tokio::test]
+    async fn list_by_prefix() {
+        super::list_by_prefix(ports(Backend::Aws).await).await
+    }
+    #[tokio::test]
+    async fn bad_keys_are_refused() {
+        super::bad_keys_are_refused(ports(Backend::Aws).await).await
+    }
+    #[tokio::test]
+    async fn presigned_urls_download() {
+        super::presigned_urls_where_the_backend_has_them(ports(Backend::Aws).await, true).await
+    }
+}

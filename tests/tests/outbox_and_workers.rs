@@ -1,0 +1,263 @@
+//! Transactional outbox, relay and worker runner, on both adapter sets; and the Lambda
+//! handlers' event shapes.
+
+use paddock::outbox::{self, Event};
+use paddock::ports::Clock;
+use paddock::ports::items::{Condition, Key, Query, TxOp, item};
+use paddock::tables::Table;
+use paddock::workers::{self, ProcessError, Processor, RetryPolicy};
+use paddock_tests::{Backend, TestPorts, ports};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+fn session_tx(t: &TestPorts, n: u32) -> (Vec<TxOp>, Event) {
+    let event = Event::new(
+        "session.uploaded",
+        Some("u1".into()),
+        json!({"n": n}),
+        t.clock.now(),
+    );
+    let ops = vec![
+        TxOp::Put {
+            table: Table::Sessions,
+            item: item(
+                &Key::new("USER#u1", format!("SESSION#{n}")),
+                json!({"n": n}),
+            ),
+            condition: Some(Condition::NotExists),
+        },
+        event.outbox_op(),
+    ];
+    (ops, event)
+}
+
+async fn outbox_outbox_pending_events(t: &TestPorts) -> usize {
+    let mut n = 0;
+    for shard in 0..outbox::SHARDS {
+        n += t
+            .ports
+            .items
+            .query(Query::partition(
+                Table::Outbox,
+                format!("OUTBOX#{shard:02}"),
+            ))
+            .await
+            .unwrap()
+            .items
+            .len();
+    }
+    n
+}
+
+async fn events_travel_with_their_change_and_are_relayed_once(t: TestPorts) {
+    let mut sent = Vec::new();
+    for n in 0..12 {
+        let (ops, event) = session_tx(&t, n);
+        t.ports.items.transact(ops).await.unwrap();
+        sent.push(event);
+    }
+    // A change that fails its condition leaves no event behind.
+    let (ops, _) = session_tx(&t, 3);
+    assert!(
+        t.ports
+            .items
+            .transact(ops)
+            .await
+            .unwrap_err()
+            .is_condition_failed_at(0)
+    );
+    assert_eq!(outbox_outbox_pending_events(&t).await, 12);
+
+    assert_eq!(outbox::relay_pending(&t.ports).await.unwrap(), 12);
+    assert_eq!(outbox_outbox_pending_events(&t).await, 0);
+    assert_eq!(
+        outbox::relay_pending(&t.ports).await.unwrap(),
+        0,
+        "nothing is relayed twice"
+    );
+
+    let mut received = Vec::new();
+    while received.len() < 12 {
+        let batch = t
+            .ports
+            .queue
+            .receive(10, Duration::from_secs(2))
+            .await
+            .unwrap();
+        assert!(!batch.is_empty(), "events missing from the queue");
+        for m in batch {
+            t.ports.queue.ack(&m.receipt).await.unwrap();
+            received.push(serde_json::from_str::<Event>(&m.body).unwrap());
+        }
+    }
+    received.sort_by_key(|e| e.id);
+    sent.sort_by_key(|e| e.id);
+    assert_eq!(received, sent);
+}
+
+/// A processor that fails `failures[kind]` times with a retryable error, and fails for good
+/// on `poison`; counts calls by event id.
+fn flaky(
+    failures: HashMap<&'static str, u32>,
+    calls: Arc<Mutex<HashMap<String, u32>>>,
+) -> Processor {
+    Arc::new(move |event: Event, _ports| {
+        let calls = calls.clone();
+        let allowed = failures.get(event.kind.as_str()).copied().unwrap_or(0);
+        Box::pin(async move {
+            let n = {
+                let mut c = calls.lock().unwrap();
+                let n = c.entry(event.kind.clone()).or_default();
+                *n += 1;
+                *n
+            };
+            match event.kind.as_str() {
+                "poison" => Err(ProcessError::Poison("refers to nothing".into())),
+                _ if n <= allowed => Err(ProcessError::Retry(anyhow::anyhow!(
+                    "transient failure {n}"
+                ))),
+                _ => Ok(()),
+            }
+        })
+    })
+}
+
+async fn worker_retries_then_dead_letters(t: TestPorts) {
+    let calls = Arc::new(Mutex::new(HashMap::new()));
+    let processor = flaky(
+        HashMap::from([("flaky", 2), ("hopeless", 1000)]),
+        calls.clone(),
+    );
+    for kind in ["ok", "flaky", "hopeless", "poison"] {
+        let event = Event::new(kind, None, json!({}), t.clock.now());
+        t.ports
+            .queue
+            .send(vec![serde_json::to_string(&event).unwrap()])
+            .await
+            .unwrap();
+    }
+    t.ports
+        .queue
+        .send(vec!["not an event".into()])
+        .await
+        .unwrap();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let policy = RetryPolicy {
+        max_receives: 3,
+        base_delay: Duration::from_millis(10),
+    };
+    let runner = tokio::spawn(workers::run_worker(
+        t.ports.clone(),
+        processor,
+        policy,
+        stop_rx,
+    ));
+
+    let mut dead = Vec::new();
+    for _ in 0..60 {
+        dead = t.ports.queue.dead_letters(10).await.unwrap();
+        if dead.len() == 3 && calls.lock().unwrap().get("flaky") == Some(&3) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    stop_tx.send(true).unwrap();
+    runner.await.unwrap();
+
+    let calls = calls.lock().unwrap().clone();
+    assert_eq!(calls.get("ok"), Some(&1));
+    assert_eq!(calls.get("flaky"), Some(&3), "two failures, then success");
+    assert_eq!(calls.get("hopeless"), Some(&3), "max_receives deliveries");
+    assert_eq!(calls.get("poison"), Some(&1), "poison is not retried");
+    let mut kinds: Vec<String> = dead
+        .iter()
+        .map(|b| {
+            serde_json::from_str::<Event>(b)
+                .map(|e| e.kind)
+                .unwrap_or_else(|_| b.clone())
+        })
+        .collect();
+    kinds.sort();
+    assert_eq!(kinds, vec!["hopeless", "not an event", "poison"]);
+}
+
+mod embedded {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread")]
+    async fn events_travel_with_their_change_and_are_relayed_once() {
+        super::events_travel_with_their_change_and_are_relayed_once(ports(Backend::Embedded).await)
+            .await
+    }
+    #[tokio::test(flavor = "multi_thread")]
+    async fn worker_retries_then_dead_letters() {
+        super::worker_retries_then_dead_letters(ports(Backend::Embedded).await).await
+    }
+}
+
+mod aws_emulators {
+    use super::*;
+    #[tokio::test(flavor = "multi_thread")]
+    async fn events_travel_with_their_change_and_are_relayed_once() {
+        super::events_travel_with_their_change_and_are_relayed_once(ports(Backend::Aws).await).await
+    }
+    #[tokio::test(flavor = "multi_thread")]
+    async fn worker_retries_then_dead_letters() {
+        super::worker_retries_then_dead_letters(ports(Backend::Aws).await).await
+    }
+}
+
+#[tokio::test]
+async fn sqs_lambda_handler_reports_only_failed_records() {
+    let t = ports(Backend::Embedded).await;
+    let calls = Arc::new(Mutex::new(HashMap::new()));
+    let processor = flaky(HashMap::from([("flaky", 1)]), calls);
+    let body = |kind: &str| {
+        serde_json::to_string(&Event::new(kind, None, json!({}), t.clock.now())).unwrap()
+    };
+    let event = json!({"Records": [
+        {"messageId": "m1", "receiptHandle": "r1", "body": body("ok"), "attributes": {"ApproximateReceiveCount": "1"}},
+        {"messageId": "m2", "receiptHandle": "r2", "body": body("flaky"), "attributes": {"ApproximateReceiveCount": "1"}},
+    ]});
+    let answer = paddock::lambda::handle_worker_event(&event, &t.ports, &processor).await;
+    assert_eq!(
+        answer,
+        json!({"batchItemFailures": [{"itemIdentifier": "m2"}]})
+    );
+    let tick =
+        paddock::lambda::handle_worker_event(&json!({"maintenance": true}), &t.ports, &processor)
+            .await;
+    assert_eq!(tick, json!({"batchItemFailures": []}));
+}
+
+#[tokio::test]
+async fn stream_lambda_handler_relays_inserts() {
+    let t = ports(Backend::Embedded).await;
+    let event = Event::new(
+        "leaderboard.submit",
+        Some("u9".into()),
+        json!({"lapTimeMs": 90000}),
+        t.clock.now(),
+    );
+    let event_json = serde_json::to_value(&event).unwrap();
+    let image = serde_dynamo::to_item::<_, serde_dynamo::Item>(
+        json!({"pk": "OUTBOX#01", "sk": event.id.to_string(), "event": event_json}),
+    )
+    .unwrap();
+    let stream = json!({"Records": [
+        {"eventName": "REMOVE", "dynamodb": {"SequenceNumber": "1"}},
+        {"eventName": "INSERT", "dynamodb": {"SequenceNumber": "2", "NewImage": serde_json::to_value(&image).unwrap()}},
+    ]});
+    let answer = paddock::lambda::handle_stream_event(&stream, &t.ports).await;
+    assert_eq!(answer, json!({"batchItemFailures": []}));
+    let got = t
+        .ports
+        .queue
+        .receive(10, Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(serde_json::from_str::<Event>(&got[0].body).unwrap(), event);
+}
