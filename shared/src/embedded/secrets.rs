@@ -76,10 +76,10 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
 #[async_trait]
 impl SecretSource for LocalSecrets {
     async fn get(&self, name: &str) -> Result<Option<String>, SecretError> {
-        if let Ok(value) = std::env::var(format!("Secrets__{name}")) {
-            if !value.is_empty() {
-                return Ok(Some(value));
-            }
+        if let Ok(value) = std::env::var(format!("Secrets__{name}"))
+            && !value.is_empty()
+        {
+            return Ok(Some(value));
         }
         let _guard = self.lock.lock().await;
         let mut map = self.read_file()?;

@@ -281,7 +281,7 @@ fn decode_cursor(cursor: &str) -> Result<String, StoreError> {
         .decode(cursor)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| StoreError::InvalidCursor)
+        .ok_or(StoreError::InvalidCursor)
 }
 
 /// One page of query results.

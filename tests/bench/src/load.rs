@@ -1,0 +1,109 @@
+//! A closed-loop HTTP/1.1 load generator over persistent loopback connections.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+/// One request shape, sent again and again.
+#[derive(Clone)]
+pub struct Load {
+    method: http::Method,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Bytes,
+}
+
+impl Load {
+    /// `GET path`.
+    pub fn get(path: &str) -> Self {
+        Self {
+            method: http::Method::GET,
+            path: path.into(),
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+}
+
+/// Results of one measurement.
+pub struct Stats {
+    pub rps: f64,
+    pub p50: Duration,
+    pub p99: Duration,
+    pub errors: usize,
+}
+
+/// Runs `connections` loops against `addr` for `duration`; each loop waits for its answer
+/// before sending the next request.
+pub async fn run(
+    addr: SocketAddr,
+    load: &Load,
+    connections: usize,
+    duration: Duration,
+) -> anyhow::Result<Stats> {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let load = load.clone();
+        tasks.push(tokio::spawn(async move {
+            connection(addr, load, deadline).await
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (lat, err) = t.await??;
+        latencies.extend(lat);
+        errors += err;
+    }
+    let elapsed = started.elapsed();
+    latencies.sort_unstable();
+    let pick = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+    };
+    Ok(Stats {
+        rps: latencies.len() as f64 / elapsed.as_secs_f64(),
+        p50: pick(0.50).unwrap_or_default(),
+        p99: pick(0.99).unwrap_or_default(),
+        errors,
+    })
+}
+
+async fn connection(
+    addr: SocketAddr,
+    load: Load,
+    deadline: Instant,
+) -> anyhow::Result<(Vec<Duration>, usize)> {
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    while Instant::now() < deadline {
+        let mut req = Request::builder()
+            .method(load.method.clone())
+            .uri(&load.path)
+            .header("host", "127.0.0.1");
+        for (k, v) in &load.headers {
+            req = req.header(k, v);
+        }
+        let req = req.body(Full::new(load.body.clone()))?;
+        let t0 = Instant::now();
+        sender.ready().await?;
+        let res = sender.send_request(req).await?;
+        let ok = res.status().is_success();
+        res.into_body().collect().await?;
+        latencies.push(t0.elapsed());
+        if !ok {
+            errors += 1;
+        }
+    }
+    Ok((latencies, errors))
+}
