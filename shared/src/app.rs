@@ -78,12 +78,15 @@ impl Application {
         ));
 
         let router = app_router(self.state);
-        let served = axum::serve(self.listener, router)
-            .with_graceful_shutdown(async move {
-                stop.await;
-                tracing::info!("shutting down: draining requests and stopping workers");
-            })
-            .await;
+        let served = axum::serve(
+            self.listener,
+            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            stop.await;
+            tracing::info!("shutting down: draining requests and stopping workers");
+        })
+        .await;
         let _ = stop_tx.send(true);
         let _ = tokio::join!(relay, worker);
         served.context("serving HTTP")

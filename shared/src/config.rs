@@ -32,6 +32,37 @@ pub struct JwtSettings {
     pub expiry_minutes: u32,
 }
 
+/// Sign-in settings (`Auth__*`).
+#[derive(Debug, Clone)]
+pub struct AuthSettings {
+    /// `Auth__PublicUrl`: the service's public base URL, for provider callbacks
+    /// (default `http://<Server__Address>`).
+    pub public_url: Option<String>,
+    /// `Auth__LoginAttemptsPerAccount`: login attempts per (client address, account) a window (10).
+    pub login_attempts_per_account: u32,
+    /// `Auth__AttemptsPerAddress`: registrations and logins per client address a window (100).
+    pub attempts_per_address: u32,
+    /// `Auth__ProviderStartsPerAddress`: provider sign-in starts per client address a window (10).
+    pub provider_starts_per_address: u32,
+    /// `Auth__RateWindowSeconds`: the rate-limit window (300).
+    pub rate_window_secs: i64,
+    /// `Auth__Providers__<name>__Kind|ClientId|ClientSecret|Issuer|Scopes`.
+    pub providers: Vec<crate::identity::providers::ProviderConfig>,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            public_url: None,
+            login_attempts_per_account: 10,
+            attempts_per_address: 100,
+            provider_starts_per_address: 10,
+            rate_window_secs: 300,
+            providers: Vec::new(),
+        }
+    }
+}
+
 /// Every setting of the service.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -65,6 +96,8 @@ pub struct Settings {
     pub request_timeout: Duration,
     /// `Log__Format`: `pretty` or `json` (default pretty locally, json in Lambda).
     pub log_format: LogFormat,
+    /// Sign-in settings.
+    pub auth: AuthSettings,
 }
 
 /// A configuration value that could not be used.
@@ -98,18 +131,21 @@ impl Settings {
             max_body_bytes: 1024 * 1024,
             request_timeout: Duration::from_secs(25),
             log_format: LogFormat::Pretty,
+            auth: AuthSettings::default(),
         }
     }
 
     /// Reads every key from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(|k| std::env::var(k).ok())
+        Self::from_vars(&std::env::vars().collect())
     }
 
-    /// Reads every key through `get` (the environment, or a map in tests).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+    /// Reads every key from `vars` (the environment, or a map in tests).
+    pub fn from_vars(
+        vars: &std::collections::HashMap<String, String>,
+    ) -> Result<Self, ConfigError> {
         let get = |k: &str| {
-            get(k)
+            vars.get(k)
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
@@ -169,6 +205,23 @@ impl Settings {
                 _ => return Err(bad("Log__Format", "must be `json` or `pretty`")),
             };
         }
+        let a = &mut s.auth;
+        a.public_url = get("Auth__PublicUrl").map(|u| u.trim_end_matches('/').to_owned());
+        if let Some(v) = get("Auth__LoginAttemptsPerAccount") {
+            a.login_attempts_per_account =
+                bounded("Auth__LoginAttemptsPerAccount", &v, 1, 100_000)? as u32;
+        }
+        if let Some(v) = get("Auth__AttemptsPerAddress") {
+            a.attempts_per_address = bounded("Auth__AttemptsPerAddress", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Auth__ProviderStartsPerAddress") {
+            a.provider_starts_per_address =
+                bounded("Auth__ProviderStartsPerAddress", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Auth__RateWindowSeconds") {
+            a.rate_window_secs = bounded("Auth__RateWindowSeconds", &v, 1, 86_400)? as i64;
+        }
+        a.providers = providers(vars)?;
         if s.backend == Backend::Aws {
             for (key, value) in [
                 ("Blobs__Bucket", &s.bucket),
@@ -181,6 +234,73 @@ impl Settings {
         }
         Ok(s)
     }
+}
+
+/// Reads `Auth__Providers__<name>__<Field>` for every name present.
+fn providers(
+    vars: &std::collections::HashMap<String, String>,
+) -> Result<Vec<crate::identity::providers::ProviderConfig>, ConfigError> {
+    use crate::identity::providers::{ProviderConfig, ProviderKind};
+    let mut names: Vec<String> = vars
+        .keys()
+        .filter_map(|k| k.strip_prefix("Auth__Providers__"))
+        .filter_map(|rest| rest.split_once("__").map(|(name, _)| name.to_owned()))
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for name in names {
+        let field = |f: &str| {
+            vars.get(&format!("Auth__Providers__{name}__{f}"))
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let slot = name.to_ascii_lowercase();
+        if slot.is_empty() || !slot.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(bad(
+                "Auth__Providers",
+                &format!("provider name {name:?} must be letters, digits and '-'"),
+            ));
+        }
+        let kind_text = field("Kind").unwrap_or_else(|| slot.clone());
+        let kind = ProviderKind::parse(&kind_text).ok_or_else(|| {
+            bad(
+                "Auth__Providers__<name>__Kind",
+                &format!("{kind_text:?} is not oidc, google, microsoft or discord"),
+            )
+        })?;
+        let client_id = field("ClientId").ok_or_else(|| {
+            bad(
+                "Auth__Providers__<name>__ClientId",
+                &format!("missing for provider {slot}"),
+            )
+        })?;
+        let issuer = field("Issuer");
+        if kind == ProviderKind::Oidc && issuer.is_none() {
+            return Err(bad(
+                "Auth__Providers__<name>__Issuer",
+                &format!("required for the oidc provider {slot}"),
+            ));
+        }
+        let default_scopes = match kind {
+            ProviderKind::Discord => "identify email",
+            _ => "openid email profile",
+        };
+        let scopes = field("Scopes")
+            .unwrap_or_else(|| default_scopes.to_owned())
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+        out.push(ProviderConfig {
+            name: slot,
+            kind,
+            client_id,
+            client_secret: field("ClientSecret"),
+            issuer,
+            scopes,
+        });
+    }
+    Ok(out)
 }
 
 fn bad(key: &'static str, reason: &str) -> ConfigError {
@@ -213,7 +333,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        Settings::from_lookup(|k| map.get(k).cloned())
+        Settings::from_vars(&map)
     }
 
     #[test]

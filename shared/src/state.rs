@@ -1,23 +1,68 @@
 //! State shared by every handler.
 
 use std::sync::Arc;
+use tokio::sync::OnceCell;
 
 use crate::config::Settings;
+use crate::http::ApiError;
+use crate::identity::access_tokens::AccessTokens;
+use crate::identity::providers::{self, Providers};
 use crate::ports::Ports;
 
-/// The ports and settings, cloned into every handler.
+/// The ports, settings and per-process caches, cloned into every handler.
 #[derive(Clone)]
 pub struct AppState {
     pub ports: Ports,
     pub settings: Arc<Settings>,
+    /// Identity providers by name (their discovery documents and keys are cached inside).
+    pub providers: Providers,
+    /// The access-token key, read from the secrets port once.
+    access_tokens: Arc<OnceCell<AccessTokens>>,
 }
 
 impl AppState {
     /// State over `ports` with `settings`.
     pub fn new(ports: Ports, settings: Settings) -> Self {
+        let providers = providers::from_configs(&settings.auth.providers);
         Self {
             ports,
             settings: Arc::new(settings),
+            providers,
+            access_tokens: Arc::new(OnceCell::new()),
         }
+    }
+
+    /// The access-token signer and checker.
+    pub async fn access_tokens(&self) -> Result<&AccessTokens, ApiError> {
+        self.access_tokens
+            .get_or_try_init(|| async {
+                let key = self
+                    .ports
+                    .secrets
+                    .get("jwtSigningKey")
+                    .await?
+                    .ok_or_else(|| {
+                        ApiError::Unavailable(
+                            "sign-in is not configured: the jwtSigningKey secret is missing".into(),
+                        )
+                    })?;
+                if key.len() < 32 {
+                    return Err(ApiError::Unavailable(
+                        "sign-in is misconfigured: jwtSigningKey is shorter than 32 characters"
+                            .into(),
+                    ));
+                }
+                Ok(AccessTokens::new(&key, &self.settings.jwt))
+            })
+            .await
+    }
+
+    /// The public base URL (for provider callbacks).
+    pub fn public_url(&self) -> String {
+        self.settings
+            .auth
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.settings.address))
     }
 }

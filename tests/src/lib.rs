@@ -26,7 +26,7 @@ pub struct TestPorts {
     pub ports: Ports,
     pub clock: Arc<ManualClock>,
     pub settings: Settings,
-    _dir: TempDir,
+    pub dir: TempDir,
 }
 
 /// Panics with instructions when the emulators are not running.
@@ -83,7 +83,7 @@ pub async fn ports(backend: Backend) -> TestPorts {
         ports,
         clock,
         settings,
-        _dir: dir,
+        dir,
     }
 }
 
@@ -106,6 +106,13 @@ pub async fn spawn_app() -> TestApp {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ports = wiring::embedded_ports(&settings, clock).expect("ports");
     spawn_with(settings, ports, dir).await
+}
+
+/// The local server over fresh ports of `backend` on a manual clock.
+pub async fn spawn_on(backend: Backend) -> (TestApp, Arc<ManualClock>) {
+    let t = ports(backend).await;
+    let clock = t.clock.clone();
+    (spawn_with(t.settings, t.ports, t.dir).await, clock)
 }
 
 /// Starts the local server over given ports.
@@ -135,6 +142,36 @@ impl TestApp {
             .send()
             .await
             .expect("request")
+    }
+
+    /// POST a JSON body.
+    pub async fn post_json(&self, path: &str, body: &serde_json::Value) -> reqwest::Response {
+        self.client
+            .post(format!("{}{path}", self.address))
+            .json(body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// GET with a bearer token.
+    pub async fn get_auth(&self, path: &str, token: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.address))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Registers a driver; returns the token response's data.
+    pub async fn register(&self, email: &str, password: &str) -> serde_json::Value {
+        let res = self
+            .post_json("/v1/auth/register", &serde_json::json!({"email": email, "password": password, "displayName": "Test Driver"}))
+            .await;
+        let (status, body) = envelope(res).await;
+        assert_eq!(status, 201, "{body}");
+        body["data"].clone()
     }
 
     /// POST a raw body with a content type.

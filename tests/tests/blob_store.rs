@@ -103,7 +103,11 @@ async fn presigned_urls_where_the_backend_has_them(t: TestPorts, expect_url: boo
             url.contains("X-Amz-Signature") && url.contains("X-Amz-Expires=300"),
             "{url}"
         );
-        let fetched = reqwest::get(&url).await.unwrap();
+        let fetched = paddock::identity::providers::http_client()
+            .get(&url)
+            .send()
+            .await
+            .unwrap();
         assert_eq!(fetched.status(), 200);
         assert_eq!(fetched.bytes().await.unwrap().as_ref(), b"PK");
     }

@@ -1,5 +1,6 @@
 //! Endpoint groups. Each group is one Lambda function in AWS; locally all are merged.
 
+pub mod auth;
 pub mod health;
 pub mod openapi;
 
@@ -38,9 +39,9 @@ impl Group {
     pub fn routes(self) -> Router<AppState> {
         match self {
             Group::Health => health::routes(),
+            Group::Auth => auth::routes(),
             // Groups whose endpoints are not built yet answer with the envelope's 404.
-            Group::Auth
-            | Group::Sessions
+            Group::Sessions
             | Group::Leaderboards
             | Group::Ai
             | Group::Activity

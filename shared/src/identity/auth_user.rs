@@ -1,0 +1,72 @@
+//! The extractor that authenticates every protected endpoint, and the client address.
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use http::header;
+use http::request::Parts;
+use std::net::SocketAddr;
+
+use super::access_tokens::Claims;
+use super::refresh_tokens;
+use crate::http::ApiError;
+use crate::state::AppState;
+
+/// The caller of a protected endpoint: a valid access token of a family that is not revoked.
+#[derive(Debug, Clone)]
+pub struct AuthUser {
+    pub user_id: String,
+    pub claims: Claims,
+}
+
+/// The bearer token of a request, if any.
+pub fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token =
+            bearer(parts).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let claims = state
+            .access_tokens()
+            .await?
+            .verify(token, state.ports.clock.now())
+            .map_err(|reason| ApiError::Unauthorized(reason.into()))?;
+        if !refresh_tokens::family_active(&state.ports, &claims.sid, &claims.sub).await? {
+            return Err(ApiError::Unauthorized("session has been revoked".into()));
+        }
+        Ok(Self {
+            user_id: claims.sub.clone(),
+            claims,
+        })
+    }
+}
+
+/// The client's address: API Gateway's source IP in Lambda, the peer address locally.
+/// Forwarding headers are not trusted (anyone can set them).
+#[derive(Debug, Clone)]
+pub struct ClientAddr(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        use lambda_http::request::RequestContext;
+        if let Some(RequestContext::ApiGatewayV2(ctx)) = parts.extensions.get::<RequestContext>()
+            && let Some(ip) = ctx.http.source_ip.as_deref()
+        {
+            return Ok(Self(ip.to_owned()));
+        }
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip().to_string());
+        Ok(Self(peer.unwrap_or_else(|| "unknown".into())))
+    }
+}

@@ -1,0 +1,80 @@
+//! One-time exchange codes of the desktop sign-in flow.
+//!
+//! Key (table `tokens`): `CODE#<sha256 hex of the code>` / `CODE`:
+//! `{userId, codeChallenge, ttl}`. A code lives 5 minutes and is consumed by a conditional
+//! delete, so of two exchanges of one code exactly one gets it.
+
+use serde_json::{Value, json};
+
+use crate::ports::Ports;
+use crate::ports::items::{Condition, Key, StoreError, item};
+use crate::tables::Table;
+
+/// Exchange-code lifetime.
+pub const LIFETIME_SECS: i64 = 5 * 60;
+
+fn code_key(code: &str) -> Key {
+    Key::new(format!("CODE#{}", super::sha256_hex(code)), "CODE")
+}
+
+/// Issues a code (128+ random bits) for `user_id`, bound to the desktop's PKCE challenge.
+pub async fn issue(
+    ports: &Ports,
+    user_id: &str,
+    code_challenge: &str,
+) -> Result<String, StoreError> {
+    let code = super::random_token(32);
+    let ttl = ports.clock.unix() + LIFETIME_SECS;
+    let record = item(
+        &code_key(&code),
+        json!({"userId": user_id, "codeChallenge": code_challenge, "ttl": ttl}),
+    );
+    ports
+        .items
+        .put(Table::Tokens, record, Some(Condition::NotExists))
+        .await?;
+    Ok(code)
+}
+
+/// Why an exchange was refused (all answer 400).
+#[derive(Debug, thiserror::Error)]
+pub enum ExchangeError {
+    #[error("code is invalid, expired or already used")]
+    Invalid,
+    #[error("codeVerifier does not match the code_challenge given at login")]
+    WrongVerifier,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Consumes `code` and checks `verifier` against its challenge; returns the user id.
+/// A wrong verifier still consumes the code, so it cannot be guessed at.
+pub async fn redeem(ports: &Ports, code: &str, verifier: &str) -> Result<String, ExchangeError> {
+    let consumed = match ports
+        .items
+        .delete(Table::Tokens, &code_key(code), Some(Condition::Exists))
+        .await
+    {
+        Ok(Some(item)) => item,
+        Ok(None) => return Err(ExchangeError::Invalid),
+        Err(e) if e.is_condition_failed_at(0) => return Err(ExchangeError::Invalid),
+        Err(e) => return Err(e.into()),
+    };
+    let challenge = consumed
+        .get("codeChallenge")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !constant_time_eq(&super::s256(verifier), challenge) {
+        return Err(ExchangeError::WrongVerifier);
+    }
+    consumed
+        .get("userId")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or(ExchangeError::Invalid)
+}
+
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}

@@ -1,0 +1,38 @@
+//! Identity: accounts, passwords, access tokens, rotating refresh tokens, rate limits,
+//! one-time exchange codes and the desktop sign-in flow with identity providers.
+
+pub mod access_tokens;
+pub mod auth_user;
+pub mod exchange_codes;
+pub mod fields;
+pub mod passwords;
+pub mod providers;
+pub mod rate_limits;
+pub mod refresh_tokens;
+pub mod sign_in_flows;
+pub mod users;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+/// `n` random bytes from the OS generator, base64url without padding.
+pub fn random_token(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    rand::rng().fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Hex SHA-256 of a secret value: what the store keeps instead of the value.
+pub fn sha256_hex(value: &str) -> String {
+    Sha256::digest(value.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// base64url(SHA-256(value)): the PKCE S256 transform.
+pub fn s256(value: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(value.as_bytes()))
+}

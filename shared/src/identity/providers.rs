@@ -1,0 +1,468 @@
+//! Identity providers: a generic OpenID Connect provider (issuer discovery, ID token checked
+//! against the provider's JWKS) and presets for Google (OIDC), Microsoft and Discord (OAuth2 +
+//! user-info). The provider's code is exchanged with the `oauth2` crate.
+
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{DecodingKey, Validation};
+use oauth2::basic::{
+    BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
+    BasicTokenType,
+};
+use oauth2::{
+    AuthUrl, AuthorizationCode, Client, ClientId, ClientSecret, CsrfToken, EndpointNotSet,
+    EndpointSet, ExtraTokenFields, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
+    StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, OnceCell};
+
+/// How a provider is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Any OpenID Connect provider, found by issuer discovery.
+    Oidc,
+    /// Google (OpenID Connect).
+    Google,
+    /// Microsoft personal and work accounts (OAuth2 + OIDC user-info).
+    Microsoft,
+    /// Discord (OAuth2 + user-info).
+    Discord,
+}
+
+impl ProviderKind {
+    /// Parses a configured kind.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "oidc" | "openid" => Some(Self::Oidc),
+            "google" => Some(Self::Google),
+            "microsoft" => Some(Self::Microsoft),
+            "discord" => Some(Self::Discord),
+            _ => None,
+        }
+    }
+}
+
+/// A configured provider (`Auth__Providers__<name>__*`).
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The path segment, e.g. `google` in `/v1/auth/login/google`.
+    pub name: String,
+    pub kind: ProviderKind,
+    pub client_id: String,
+    /// From `...__ClientSecret`, or the secret named `<name>ClientSecret`.
+    pub client_secret: Option<String>,
+    /// The issuer (required for `oidc`).
+    pub issuer: Option<String>,
+    pub scopes: Vec<String>,
+}
+
+/// The endpoints of a provider.
+#[derive(Debug, Clone)]
+struct Endpoints {
+    issuer: Option<String>,
+    authorize: String,
+    token: String,
+    userinfo: Option<String>,
+    jwks: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Discovery {
+    issuer: String,
+    authorization_endpoint: String,
+    token_endpoint: String,
+    userinfo_endpoint: Option<String>,
+    jwks_uri: Option<String>,
+}
+
+/// The `id_token` of an OIDC token response.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IdTokenField {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id_token: Option<String>,
+}
+impl ExtraTokenFields for IdTokenField {}
+
+type TokenResponseWithId = StandardTokenResponse<IdTokenField, BasicTokenType>;
+type OAuthClient = Client<
+    BasicErrorResponse,
+    TokenResponseWithId,
+    BasicTokenIntrospectionResponse,
+    StandardRevocableToken,
+    BasicRevocationErrorResponse,
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointSet,
+>;
+
+/// Who the provider says signed in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderIdentity {
+    pub subject: String,
+    pub email: Option<String>,
+    pub email_verified: bool,
+    pub name: Option<String>,
+    pub picture: Option<String>,
+}
+
+/// A provider ready for sign-ins: configuration, discovered endpoints and cached keys.
+pub struct Provider {
+    config: ProviderConfig,
+    endpoints: OnceCell<Endpoints>,
+    jwks: Mutex<Option<JwkSet>>,
+    http: reqwest::Client,
+}
+
+/// Where the provider is asked to send the browser back.
+pub fn callback_url(public_url: &str, provider: &str) -> String {
+    format!(
+        "{}/v1/auth/callback/{provider}",
+        public_url.trim_end_matches('/')
+    )
+}
+
+/// The HTTP client for provider calls: rustls on ring, no redirects, bounded time.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("HTTP client configuration is valid")
+}
+
+/// Why a provider step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("provider unreachable or misbehaving: {0}")]
+    Upstream(String),
+    #[error("provider answer rejected: {0}")]
+    Rejected(String),
+}
+
+fn upstream(e: impl std::fmt::Display) -> ProviderError {
+    ProviderError::Upstream(e.to_string())
+}
+
+impl Provider {
+    /// A provider from its configuration (endpoints are discovered on first use).
+    pub fn new(config: ProviderConfig, http: reqwest::Client) -> Self {
+        Self {
+            config,
+            endpoints: OnceCell::new(),
+            jwks: Mutex::new(None),
+            http,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.config
+    }
+
+    async fn endpoints(&self) -> Result<&Endpoints, ProviderError> {
+        self.endpoints
+            .get_or_try_init(|| async {
+                let issuer = match self.config.kind {
+                    ProviderKind::Oidc => self.config.issuer.clone(),
+                    ProviderKind::Google => Some("https://accounts.google.com".to_owned()),
+                    ProviderKind::Microsoft => {
+                        return Ok(Endpoints {
+                            issuer: None,
+                            authorize:
+                                "https://login.microsoftonline.com/common/oauth2/v2.0/authorize"
+                                    .into(),
+                            token: "https://login.microsoftonline.com/common/oauth2/v2.0/token"
+                                .into(),
+                            userinfo: Some("https://graph.microsoft.com/oidc/userinfo".into()),
+                            jwks: None,
+                        });
+                    }
+                    ProviderKind::Discord => {
+                        return Ok(Endpoints {
+                            issuer: None,
+                            authorize: "https://discord.com/oauth2/authorize".into(),
+                            token: "https://discord.com/api/oauth2/token".into(),
+                            userinfo: Some("https://discord.com/api/users/@me".into()),
+                            jwks: None,
+                        });
+                    }
+                };
+                let issuer =
+                    issuer.ok_or_else(|| ProviderError::Rejected("no issuer configured".into()))?;
+                let url = format!(
+                    "{}/.well-known/openid-configuration",
+                    issuer.trim_end_matches('/')
+                );
+                let doc: Discovery = self
+                    .http
+                    .get(&url)
+                    .send()
+                    .await
+                    .map_err(upstream)?
+                    .error_for_status()
+                    .map_err(upstream)?
+                    .json()
+                    .await
+                    .map_err(upstream)?;
+                if doc.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
+                    return Err(ProviderError::Rejected(format!(
+                        "discovery names issuer {} instead of {issuer}",
+                        doc.issuer
+                    )));
+                }
+                Ok(Endpoints {
+                    issuer: Some(doc.issuer),
+                    authorize: doc.authorization_endpoint,
+                    token: doc.token_endpoint,
+                    userinfo: doc.userinfo_endpoint,
+                    jwks: doc.jwks_uri,
+                })
+            })
+            .await
+    }
+
+    async fn oauth_client(
+        &self,
+        redirect: &str,
+        secret: Option<String>,
+    ) -> Result<OAuthClient, ProviderError> {
+        let e = self.endpoints().await?;
+        let mut client = Client::new(ClientId::new(self.config.client_id.clone()))
+            .set_auth_uri(AuthUrl::new(e.authorize.clone()).map_err(upstream)?)
+            .set_token_uri(TokenUrl::new(e.token.clone()).map_err(upstream)?)
+            .set_redirect_uri(RedirectUrl::new(redirect.to_owned()).map_err(upstream)?);
+        if let Some(secret) = secret {
+            client = client.set_client_secret(ClientSecret::new(secret));
+        }
+        Ok(client)
+    }
+
+    /// The provider URL to send the browser to, with our state, nonce and PKCE challenge.
+    pub async fn authorize_url(
+        &self,
+        redirect: &str,
+        state: &str,
+        nonce: &str,
+        pkce_challenge: PkceCodeChallenge,
+    ) -> Result<String, ProviderError> {
+        let client = self.oauth_client(redirect, None).await?;
+        let state = state.to_owned();
+        let mut request = client
+            .authorize_url(move || CsrfToken::new(state))
+            .add_scopes(self.config.scopes.iter().cloned().map(Scope::new))
+            .set_pkce_challenge(pkce_challenge);
+        if self.endpoints().await?.jwks.is_some() {
+            request = request.add_extra_param("nonce", nonce);
+        }
+        Ok(request.url().0.to_string())
+    }
+
+    /// Exchanges the provider's code and reads who signed in.
+    pub async fn identify(
+        &self,
+        redirect: &str,
+        secret: Option<String>,
+        code: &str,
+        pkce_verifier: &str,
+        nonce: &str,
+    ) -> Result<ProviderIdentity, ProviderError> {
+        let client = self.oauth_client(redirect, secret).await?;
+        let http = self.http.clone();
+        let send = move |req: oauth2::HttpRequest| {
+            let http = http.clone();
+            async move { send_oauth_request(&http, req).await }
+        };
+        let tokens = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .set_pkce_verifier(PkceCodeVerifier::new(pkce_verifier.to_owned()))
+            .request_async(&send)
+            .await
+            .map_err(|e| ProviderError::Rejected(format!("code exchange failed: {e}")))?;
+        if let (Some(id_token), Some(_)) = (
+            tokens.extra_fields().id_token.as_deref(),
+            self.endpoints().await?.jwks.as_ref(),
+        ) {
+            return self.check_id_token(id_token, nonce).await;
+        }
+        self.userinfo(tokens.access_token().secret()).await
+    }
+
+    async fn check_id_token(
+        &self,
+        id_token: &str,
+        nonce: &str,
+    ) -> Result<ProviderIdentity, ProviderError> {
+        let header = jsonwebtoken::decode_header(id_token)
+            .map_err(|e| ProviderError::Rejected(format!("id_token: {e}")))?;
+        let kid = header.kid.clone().unwrap_or_default();
+        let key = match self.key_for(&kid, false).await? {
+            Some(k) => k,
+            // Keys rotate: refetch once for an unknown key id.
+            None => self.key_for(&kid, true).await?.ok_or_else(|| {
+                ProviderError::Rejected("id_token signed with an unknown key".into())
+            })?,
+        };
+        let issuer = self.endpoints().await?.issuer.clone().unwrap_or_default();
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[&self.config.client_id]);
+        validation.leeway = 60;
+        let claims = jsonwebtoken::decode::<BTreeMap<String, Value>>(id_token, &key, &validation)
+            .map_err(|e| ProviderError::Rejected(format!("id_token: {e}")))?
+            .claims;
+        if claims.get("nonce").and_then(Value::as_str) != Some(nonce) {
+            return Err(ProviderError::Rejected(
+                "id_token nonce does not match this sign-in".into(),
+            ));
+        }
+        identity_from_claims(&claims)
+            .ok_or_else(|| ProviderError::Rejected("id_token without a subject".into()))
+    }
+
+    async fn key_for(
+        &self,
+        kid: &str,
+        refresh: bool,
+    ) -> Result<Option<DecodingKey>, ProviderError> {
+        let mut cached = self.jwks.lock().await;
+        if refresh || cached.is_none() {
+            let url = self
+                .endpoints()
+                .await?
+                .jwks
+                .clone()
+                .ok_or_else(|| ProviderError::Rejected("no jwks_uri".into()))?;
+            let set: JwkSet = self
+                .http
+                .get(&url)
+                .send()
+                .await
+                .map_err(upstream)?
+                .error_for_status()
+                .map_err(upstream)?
+                .json()
+                .await
+                .map_err(upstream)?;
+            *cached = Some(set);
+        }
+        let set = cached.as_ref().expect("just filled");
+        let jwk = if kid.is_empty() && set.keys.len() == 1 {
+            set.keys.first()
+        } else {
+            set.find(kid)
+        };
+        jwk.map(|j| {
+            DecodingKey::from_jwk(j)
+                .map_err(|e| ProviderError::Rejected(format!("unusable JWK: {e}")))
+        })
+        .transpose()
+    }
+
+    async fn userinfo(&self, access_token: &str) -> Result<ProviderIdentity, ProviderError> {
+        let url = self
+            .endpoints()
+            .await?
+            .userinfo
+            .clone()
+            .ok_or_else(|| ProviderError::Rejected("no user-info endpoint".into()))?;
+        let info: BTreeMap<String, Value> = self
+            .http
+            .get(&url)
+            .bearer_auth(access_token)
+            .send()
+            .await
+            .map_err(upstream)?
+            .error_for_status()
+            .map_err(upstream)?
+            .json()
+            .await
+            .map_err(upstream)?;
+        let identity = match self.config.kind {
+            ProviderKind::Discord => discord_identity(&info),
+            _ => identity_from_claims(&info),
+        };
+        identity.ok_or_else(|| ProviderError::Rejected("user-info without a subject".into()))
+    }
+}
+
+async fn send_oauth_request(
+    http: &reqwest::Client,
+    req: oauth2::HttpRequest,
+) -> Result<oauth2::HttpResponse, reqwest::Error> {
+    let (parts, body) = req.into_parts();
+    let response = http
+        .request(parts.method, parts.uri.to_string())
+        .headers(parts.headers)
+        .body(body)
+        .send()
+        .await?;
+    let mut builder = http::Response::builder().status(response.status());
+    for (k, v) in response.headers() {
+        builder = builder.header(k, v);
+    }
+    let bytes = response.bytes().await?;
+    Ok(builder
+        .body(bytes.to_vec())
+        .expect("a response rebuilt from a valid one"))
+}
+
+fn text(claims: &BTreeMap<String, Value>, key: &str) -> Option<String> {
+    claims
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+fn identity_from_claims(claims: &BTreeMap<String, Value>) -> Option<ProviderIdentity> {
+    Some(ProviderIdentity {
+        subject: text(claims, "sub")?,
+        email: text(claims, "email"),
+        email_verified: matches!(claims.get("email_verified"), Some(Value::Bool(true)))
+            || claims.get("email_verified").and_then(Value::as_str) == Some("true"),
+        name: text(claims, "name").or_else(|| text(claims, "preferred_username")),
+        picture: text(claims, "picture"),
+    })
+}
+
+fn discord_identity(info: &BTreeMap<String, Value>) -> Option<ProviderIdentity> {
+    let id = text(info, "id")?;
+    let picture =
+        text(info, "avatar").map(|a| format!("https://cdn.discordapp.com/avatars/{id}/{a}.png"));
+    Some(ProviderIdentity {
+        email: text(info, "email"),
+        email_verified: info
+            .get("verified")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        name: text(info, "global_name").or_else(|| text(info, "username")),
+        picture,
+        subject: id,
+    })
+}
+
+/// The configured providers by name.
+pub type Providers = Arc<BTreeMap<String, Arc<Provider>>>;
+
+/// Builds the providers from their configurations.
+pub fn from_configs(configs: &[ProviderConfig]) -> Providers {
+    let http = http_client();
+    Arc::new(
+        configs
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone(),
+                    Arc::new(Provider::new(c.clone(), http.clone())),
+                )
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,196 @@
+//! Rotating refresh tokens in families.
+//!
+//! Keys (table `tokens`):
+//! - `REFRESH#<sha256 hex of the token>` / `TOKEN`: `{userId, familyId, used, expiresAt, ttl}`.
+//!   Only the hash is stored; the raw value exists only in the client's hands.
+//! - `FAMILY#<id>` / `STATE`: `{userId, revoked, ttl}`. The family id is the access tokens'
+//!   `sid`, so revoking a family also shuts out its access tokens.
+//!
+//! Rotation is one transaction: mark the old token used (condition: unused), check the family
+//! is not revoked, store the new token. A used token presented again is a replay: the whole
+//! family is revoked.
+
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::ports::Ports;
+use crate::ports::items::{Condition, Key, StoreError, TxOp, Update, item};
+use crate::tables::Table;
+
+/// Refresh-token lifetime: 30 days.
+pub const LIFETIME_SECS: i64 = 30 * 24 * 3600;
+
+fn token_key(raw: &str) -> Key {
+    Key::new(format!("REFRESH#{}", super::sha256_hex(raw)), "TOKEN")
+}
+
+/// The key of a token family's state.
+pub fn family_key(family_id: &str) -> Key {
+    Key::new(format!("FAMILY#{family_id}"), "STATE")
+}
+
+/// A freshly issued refresh token.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    /// The raw value for the client (32 random bytes, base64url).
+    pub raw: String,
+    pub family_id: String,
+    pub user_id: String,
+}
+
+fn token_op(raw: &str, user_id: &str, family_id: &str, now: OffsetDateTime) -> TxOp {
+    let expires = now.unix_timestamp() + LIFETIME_SECS;
+    TxOp::Put {
+        table: Table::Tokens,
+        item: item(
+            &token_key(raw),
+            json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, "ttl": expires}),
+        ),
+        condition: Some(Condition::NotExists),
+    }
+}
+
+/// Starts a new family (a sign-in) with its first token.
+pub async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, StoreError> {
+    let now = ports.clock.now();
+    let family_id = uuid::Uuid::new_v4().to_string();
+    let raw = super::random_token(32);
+    let family = TxOp::Put {
+        table: Table::Tokens,
+        item: item(
+            &family_key(&family_id),
+            json!({"userId": user_id, "revoked": false, "ttl": now.unix_timestamp() + LIFETIME_SECS}),
+        ),
+        condition: Some(Condition::NotExists),
+    };
+    ports
+        .items
+        .transact(vec![family, token_op(&raw, user_id, &family_id, now)])
+        .await?;
+    Ok(Issued {
+        raw,
+        family_id,
+        user_id: user_id.to_owned(),
+    })
+}
+
+/// Why a refresh was refused (all answer 401).
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error("refresh token is invalid or expired")]
+    Invalid,
+    #[error("refresh token was already used; the session has been revoked")]
+    Replayed,
+    #[error("the session has been revoked")]
+    Revoked,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Rotates `raw`: exactly one of any number of concurrent calls succeeds.
+pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
+    let key = token_key(raw);
+    for _ in 0..5 {
+        let Some(current) = ports.items.get(Table::Tokens, &key).await? else {
+            return Err(RefreshError::Invalid);
+        };
+        let text = |k: &str| {
+            current
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (user_id, family_id) = (text("userId"), text("familyId"));
+        if current.get("used").and_then(Value::as_bool) != Some(false) {
+            revoke_family(ports, &family_id).await?;
+            return Err(RefreshError::Replayed);
+        }
+        let now = ports.clock.now();
+        let new_raw = super::random_token(32);
+        let ops = vec![
+            TxOp::Update {
+                table: Table::Tokens,
+                key: key.clone(),
+                update: Update::set("used", true).and_set("usedAt", now.unix_timestamp()),
+                condition: Some(Condition::And(vec![
+                    Condition::Exists,
+                    Condition::eq("used", false),
+                ])),
+            },
+            TxOp::Update {
+                table: Table::Tokens,
+                key: family_key(&family_id),
+                update: Update::set("ttl", now.unix_timestamp() + LIFETIME_SECS),
+                condition: Some(Condition::And(vec![
+                    Condition::Exists,
+                    Condition::eq("revoked", false),
+                ])),
+            },
+            token_op(&new_raw, &user_id, &family_id, now),
+        ];
+        match ports.items.transact(ops).await {
+            Ok(()) => {
+                return Ok(Issued {
+                    raw: new_raw,
+                    family_id,
+                    user_id,
+                });
+            }
+            // Someone used it between our read and our write: that is a replay too.
+            Err(e) if e.is_condition_failed_at(0) => {
+                revoke_family(ports, &family_id).await?;
+                return Err(RefreshError::Replayed);
+            }
+            Err(e) if e.is_condition_failed_at(1) => return Err(RefreshError::Revoked),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(RefreshError::Store(StoreError::Conflict))
+}
+
+/// The family of a live refresh token, if any.
+pub async fn family_of(ports: &Ports, raw: &str) -> Result<Option<(String, String)>, StoreError> {
+    let token = ports.items.get(Table::Tokens, &token_key(raw)).await?;
+    Ok(token.and_then(|t| {
+        Some((
+            t.get("userId")?.as_str()?.to_owned(),
+            t.get("familyId")?.as_str()?.to_owned(),
+        ))
+    }))
+}
+
+/// Revokes a family: its refresh tokens and its access tokens stop working.
+pub async fn revoke_family(ports: &Ports, family_id: &str) -> Result<(), StoreError> {
+    match ports
+        .items
+        .update(
+            Table::Tokens,
+            &family_key(family_id),
+            Update::set("revoked", true),
+            Some(Condition::Exists),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_condition_failed_at(0) => Ok(()), // already gone: nothing left to revoke
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `family_id` belongs to `user_id` and is not revoked (a consistent read).
+pub async fn family_active(
+    ports: &Ports,
+    family_id: &str,
+    user_id: &str,
+) -> Result<bool, StoreError> {
+    let family = ports
+        .items
+        .get(Table::Tokens, &family_key(family_id))
+        .await?;
+    Ok(family.is_some_and(|f| {
+        f.get("revoked").and_then(Value::as_bool) == Some(false)
+            && f.get("userId").and_then(Value::as_str) == Some(user_id)
+    }))
+}
