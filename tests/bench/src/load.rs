@@ -26,6 +26,22 @@ impl Load {
             body: Bytes::new(),
         }
     }
+
+    /// `POST path` with a JSON body.
+    pub fn post_json(path: &str, body: &serde_json::Value) -> Self {
+        Self {
+            method: http::Method::POST,
+            path: path.into(),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Bytes::from(body.to_string()),
+        }
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
 }
 
 /// Results of one measurement.
@@ -60,19 +76,7 @@ pub async fn run(
         latencies.extend(lat);
         errors += err;
     }
-    let elapsed = started.elapsed();
-    latencies.sort_unstable();
-    let pick = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
-            .copied()
-    };
-    Ok(Stats {
-        rps: latencies.len() as f64 / elapsed.as_secs_f64(),
-        p50: pick(0.50).unwrap_or_default(),
-        p99: pick(0.99).unwrap_or_default(),
-        errors,
-    })
+    Ok(stats(latencies, errors, started.elapsed()))
 }
 
 async fn connection(
@@ -106,4 +110,78 @@ async fn connection(
         }
     }
     Ok((latencies, errors))
+}
+
+/// Runs one refresh chain per token: each request presents the refresh token the previous
+/// answer returned (rotation makes every request different).
+pub async fn run_refresh_chains(
+    addr: SocketAddr,
+    tokens: Vec<String>,
+    duration: Duration,
+) -> anyhow::Result<Stats> {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let tasks: Vec<_> = tokens
+        .into_iter()
+        .map(|t| tokio::spawn(refresh_chain(addr, t, deadline)))
+        .collect();
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (lat, err) = t.await??;
+        latencies.extend(lat);
+        errors += err;
+    }
+    Ok(stats(latencies, errors, started.elapsed()))
+}
+
+async fn refresh_chain(
+    addr: SocketAddr,
+    mut token: String,
+    deadline: Instant,
+) -> anyhow::Result<(Vec<Duration>, usize)> {
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    let (mut latencies, mut errors) = (Vec::new(), 0);
+    while Instant::now() < deadline {
+        let body = serde_json::json!({"refreshToken": token}).to_string();
+        let req = Request::post("/v1/auth/refresh")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))?;
+        let t0 = Instant::now();
+        sender.ready().await?;
+        let res = sender.send_request(req).await?;
+        let ok = res.status().is_success();
+        let bytes = res.into_body().collect().await?.to_bytes();
+        latencies.push(t0.elapsed());
+        if !ok {
+            errors += 1;
+            break;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&bytes)?;
+        token = v["data"]["refreshToken"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+    }
+    Ok((latencies, errors))
+}
+
+/// Requests/s and latency percentiles of a measurement.
+pub fn stats(mut latencies: Vec<Duration>, errors: usize, elapsed: Duration) -> Stats {
+    latencies.sort_unstable();
+    let pick = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+    };
+    Stats {
+        rps: latencies.len() as f64 / elapsed.as_secs_f64(),
+        p50: pick(0.50).unwrap_or_default(),
+        p99: pick(0.99).unwrap_or_default(),
+        errors,
+    }
 }

@@ -62,7 +62,10 @@ async fn spawn_baseline() -> anyhow::Result<SocketAddr> {
 }
 
 async fn spawn_paddock(dir: &std::path::Path) -> anyhow::Result<SocketAddr> {
-    let settings = Settings::embedded(dir, SocketAddr::from(([127, 0, 0, 1], 0)));
+    let mut settings = Settings::embedded(dir, SocketAddr::from(([127, 0, 0, 1], 0)));
+    // The bench signs in thousands of times from one address; the limits are not under test.
+    settings.auth.login_attempts_per_account = u32::MAX;
+    settings.auth.attempts_per_address = u32::MAX;
     let app = Application::build(settings).await?;
     let addr = SocketAddr::from(([127, 0, 0, 1], app.port()));
     tokio::spawn(app.run_until(std::future::pending()));
@@ -121,5 +124,138 @@ async fn main() -> anyhow::Result<()> {
     let (base, pad) = (best_base.expect("a round"), best_paddock.expect("a round"));
     row("baseline: bare axum GET /health", &base, None);
     row("paddock:  GET /health", &pad, Some(&base));
+
+    // Identity scenarios.
+    let client = Client::new(paddock);
+    let creds = serde_json::json!({"email": "bench@example.com", "password": "correct horse battery", "displayName": "Bench"});
+    let registered = client.post("/v1/auth/register", &creds).await?;
+    let access = registered["data"]["accessToken"]
+        .as_str()
+        .context("register answered no token")?
+        .to_owned();
+    let validate = run(
+        paddock,
+        Load::get("/v1/auth/validate").header("authorization", &format!("Bearer {access}")),
+    )
+    .await?;
+    row("paddock:  GET /v1/auth/validate", &validate, Some(&base));
+    let mut tokens = Vec::new();
+    for _ in 0..o.connections {
+        let login = client.post("/v1/auth/login/email", &creds).await?;
+        tokens.push(
+            login["data"]["refreshToken"]
+                .as_str()
+                .context("login answered no token")?
+                .to_owned(),
+        );
+    }
+    let refresh = load::run_refresh_chains(paddock, tokens, Duration::from_secs(o.seconds)).await?;
+    row("paddock:  POST /v1/auth/refresh", &refresh, Some(&base));
+
+    // Login is dominated by one argon2id verify: compare with that verify alone, both at the
+    // machine's parallelism.
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let login = load::run(
+        paddock,
+        &Load::post_json("/v1/auth/login/email", &creds),
+        cores,
+        Duration::from_secs(o.seconds),
+    )
+    .await?;
+    let verify = argon2_verifies(cores, Duration::from_secs(o.seconds)).await?;
+    println!(
+        "{:<34} {:>10.1} verify/s  p50 {:>7.3} ms",
+        "baseline: bare argon2id verify",
+        verify.rps,
+        verify.p50.as_secs_f64() * 1e3
+    );
+    println!(
+        "{:<34} {:>10.1} login/s   p50 {:>7.3} ms   errors {:>3}   cost {:.2}x one verify (p50), {:.2}x (throughput)",
+        "paddock:  POST /v1/auth/login/email",
+        login.rps,
+        login.p50.as_secs_f64() * 1e3,
+        login.errors,
+        login.p50.as_secs_f64() / verify.p50.as_secs_f64(),
+        verify.rps / login.rps
+    );
     Ok(())
+}
+
+/// A minimal JSON client for setting scenarios up.
+struct Client {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Client {
+    fn new(addr: SocketAddr) -> Self {
+        Self {
+            http: reqwest::Client::new(),
+            base: format!("http://{addr}"),
+        }
+    }
+
+    async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> anyhow::Result<serde_json::Value> {
+        Ok(self
+            .http
+            .post(format!("{}{path}", self.base))
+            .json(body)
+            .send()
+            .await?
+            .json()
+            .await?)
+    }
+}
+
+/// Bare argon2id verifies with the service's parameters on the blocking pool.
+async fn argon2_verifies(parallel: usize, duration: Duration) -> anyhow::Result<Stats> {
+    use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+    use argon2::{Algorithm, Argon2, Params, Version};
+    let argon = || {
+        Argon2::new(
+            Algorithm::Argon2id,
+            Version::V0x13,
+            Params::new(19 * 1024, 2, 1, None).expect("params"),
+        )
+    };
+    let salt = SaltString::encode_b64(b"benchmark-salt-16").map_err(|e| anyhow::anyhow!("{e}"))?;
+    let phc = argon()
+        .hash_password(b"correct horse battery", &salt)
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .to_string();
+    let started = std::time::Instant::now();
+    let deadline = started + duration;
+    let tasks: Vec<_> = (0..parallel)
+        .map(|_| {
+            let phc = phc.clone();
+            tokio::spawn(async move {
+                let mut lat = Vec::new();
+                while std::time::Instant::now() < deadline {
+                    let phc = phc.clone();
+                    let t0 = std::time::Instant::now();
+                    tokio::task::spawn_blocking(move || {
+                        let parsed = PasswordHash::new(&phc).expect("phc");
+                        argon()
+                            .verify_password(b"correct horse battery", &parsed)
+                            .is_ok()
+                    })
+                    .await
+                    .expect("verify task");
+                    lat.push(t0.elapsed());
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await?);
+    }
+    Ok(load::stats(all, 0, started.elapsed()))
 }
