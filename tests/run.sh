@@ -24,10 +24,11 @@ trap stop_all EXIT
 step() { printf '\n== %s\n' "$*"; }
 
 step "installing test tools into $tools"
-if ! command -v promtool >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
+if ! command -v promtool >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1 \
+   || ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   apt_get="apt-get"; [ "$(id -u)" -eq 0 ] || apt_get="sudo apt-get"
   $apt_get update -qq
-  DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq prometheus openjdk-17-jre-headless >/dev/null
+  DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq prometheus openjdk-17-jre-headless chromium chromium-driver >/dev/null
 fi
 if [ ! -x "$tools/venv/bin/moto_server" ] || [ ! -x "$tools/venv/bin/cfn-lint" ]; then
   python3 -m venv "$tools/venv"
@@ -37,6 +38,11 @@ fi
 emulator="$tools/node_modules/amplify-dynamodb-simulator/emulator"
 if [ ! -f "$emulator/DynamoDBLocal.jar" ]; then
   (cd "$tools" && npm install --no-audit --no-fund --silent amplify-dynamodb-simulator)
+fi
+mkdir -p "$tools/oidc"
+cp "$root/tests/oidc/package.json" "$root/tests/oidc/provider.mjs" "$tools/oidc/"
+if [ ! -d "$tools/oidc/node_modules/oidc-provider" ]; then
+  npm install --prefix "$tools/oidc" --no-audit --no-fund --silent
 fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
@@ -61,6 +67,26 @@ pids+=($!)
 moto_pid=$!
 wait_for "http://127.0.0.1:$ddb_port" dynamodb "$ddb_pid"
 wait_for "http://127.0.0.1:$moto_port/moto-api/" moto "$moto_pid"
+
+step "starting the OpenID Connect provider and chromedriver on loopback"
+app_port=$(free_port)
+oidc_port=$(free_port)
+export PADDOCK_TEST_APP_PORT=$app_port
+export PADDOCK_TEST_OIDC_ISSUER="http://127.0.0.1:$oidc_port"
+export PADDOCK_TEST_OIDC_CLIENT_ID=paddock-e2e
+export PADDOCK_TEST_OIDC_CLIENT_SECRET="$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')"
+OIDC_PORT=$oidc_port OIDC_CLIENT_ID=$PADDOCK_TEST_OIDC_CLIENT_ID OIDC_CLIENT_SECRET=$PADDOCK_TEST_OIDC_CLIENT_SECRET \
+  OIDC_REDIRECT_URI="http://127.0.0.1:$app_port/v1/auth/callback/oidc" \
+  node "$tools/oidc/provider.mjs" >"$log_dir/oidc.log" 2>&1 &
+pids+=($!)
+oidc_pid=$!
+wd_port=$(free_port)
+chromedriver --port="$wd_port" >"$log_dir/chromedriver.log" 2>&1 &
+pids+=($!)
+wd_pid=$!
+export PADDOCK_TEST_WEBDRIVER="http://127.0.0.1:$wd_port"
+wait_for "$PADDOCK_TEST_OIDC_ISSUER/.well-known/openid-configuration" oidc "$oidc_pid"
+wait_for "$PADDOCK_TEST_WEBDRIVER/status" chromedriver "$wd_pid"
 
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$ddb_port"

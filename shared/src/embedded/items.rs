@@ -156,9 +156,13 @@ fn apply(conn: &Connection, op: &TxOp, index: usize, now: i64) -> Result<(), Sto
 #[async_trait]
 impl ItemStore for SqliteItemStore {
     async fn get(&self, table: Table, key: &Key) -> Result<Option<Item>, StoreError> {
-        let key = key.clone();
-        let now = self.clock.unix();
-        Self::with(self.reader(), move |conn| live(conn, table, &key, now)).await
+        // A primary-key lookup takes microseconds: run it here rather than pay a hop to the
+        // blocking pool (which costs more than the read). Writes and queries still hop.
+        let conn = self.reader();
+        let guard = conn
+            .lock()
+            .map_err(|_| StoreError::Unavailable("connection poisoned".into()))?;
+        live(&guard, table, key, self.clock.unix())
     }
 
     async fn put(

@@ -1,0 +1,354 @@
+//! The desktop sign-in flow end to end: a real OpenID Connect provider (npm `oidc-provider`)
+//! and headless Chromium driven over WebDriver, both started by `tests/run.sh` on loopback.
+//! The test plays the desktop client: PKCE verifier and challenge, a loopback listener on a
+//! random port, the code exchange and `/v1/auth/validate`.
+
+use fantoccini::{ClientBuilder, Locator};
+use paddock::config::Settings;
+use paddock::identity::providers::{ProviderConfig, ProviderKind};
+use paddock::identity::{random_token, s256};
+use paddock_tests::{TestApp, envelope, spawn_with};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+fn env(name: &str) -> String {
+    std::env::var(name)
+        .unwrap_or_else(|_| panic!("{name} is not set: the browser test runs from ./tests/run.sh"))
+}
+
+/// The server, configured with the test provider under the name `oidc`, on the port the
+/// provider has registered as its redirect target.
+async fn app_with_provider(registered_port: bool) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let port: u16 = if registered_port {
+        env("PADDOCK_TEST_APP_PORT").parse().unwrap()
+    } else {
+        0
+    };
+    let mut settings = Settings::embedded(dir.path(), SocketAddr::from(([127, 0, 0, 1], port)));
+    settings.auth.providers = vec![ProviderConfig {
+        name: "oidc".into(),
+        kind: ProviderKind::Oidc,
+        client_id: env("PADDOCK_TEST_OIDC_CLIENT_ID"),
+        client_secret: Some(env("PADDOCK_TEST_OIDC_CLIENT_SECRET")),
+        issuer: Some(env("PADDOCK_TEST_OIDC_ISSUER")),
+        scopes: vec!["openid".into(), "email".into(), "profile".into()],
+    }];
+    let ports =
+        paddock::wiring::embedded_ports(&settings, Arc::new(paddock::ports::SystemClock)).unwrap();
+    spawn_with(settings, ports, dir).await
+}
+
+/// The desktop client's loopback listener: answers one request and reports its query.
+async fn desktop_listener() -> (String, tokio::task::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let redirect = format!(
+        "http://127.0.0.1:{}/callback",
+        listener.local_addr().unwrap().port()
+    );
+    let task = tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 8192];
+            let n = sock.read(&mut buf).await.unwrap();
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let target = head
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned();
+            let page = "<html><body>Signed in. You can close this window.</body></html>";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = sock.write_all(answer.as_bytes()).await;
+            if target.starts_with("/callback") {
+                return target;
+            }
+        }
+    });
+    (redirect, task)
+}
+
+async fn open_browser() -> fantoccini::Client {
+    let profile = tempfile::tempdir().unwrap().keep();
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
+                     format!("--user-data-dir={}", profile.display())]
+        }
+    });
+    let caps = caps.as_object().unwrap().clone().into_iter().collect();
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&env("PADDOCK_TEST_WEBDRIVER"))
+        .await
+        .expect("a WebDriver session")
+}
+
+fn query_param(target: &str, name: &str) -> Option<String> {
+    let url = reqwest::Url::parse(&format!("http://x{target}")).ok()?;
+    url.query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
+    let app = app_with_provider(true).await;
+    let verifier = random_token(48);
+    let challenge = s256(&verifier);
+    let (redirect, listener) = desktop_listener().await;
+    let start = format!(
+        "{}/v1/auth/login/oidc?redirect_uri={redirect}&code_challenge={challenge}",
+        app.address
+    );
+
+    let browser = open_browser().await;
+    browser.goto(&start).await.unwrap();
+    // The provider's login form (its development interaction).
+    let login = browser
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css("input[name=login]"))
+        .await
+        .unwrap();
+    login.send_keys("lewis@paddock.example").await.unwrap();
+    browser
+        .find(Locator::Css("input[name=password]"))
+        .await
+        .unwrap()
+        .send_keys("any password")
+        .await
+        .unwrap();
+    browser
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    let target = tokio::time::timeout(Duration::from_secs(20), listener)
+        .await
+        .expect("the browser reached the desktop listener")
+        .unwrap();
+    let final_url = browser.current_url().await.unwrap();
+    browser.close().await.unwrap();
+    assert!(final_url.as_str().starts_with(&redirect), "{final_url}");
+    assert!(
+        !target.contains("eyJ"),
+        "no token in a redirect URL: {target}"
+    );
+    let code = query_param(&target, "code").expect("a code on the redirect");
+
+    let (status, body) = envelope(
+        app.post_json(
+            "/v1/auth/exchange",
+            &json!({"code": code, "codeVerifier": verifier}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let user = &body["data"]["user"];
+    assert_eq!(user["email"], "lewis@paddock.example");
+    assert_eq!(user["displayName"], "Driver lewis@paddock.example");
+    let access = body["data"]["accessToken"].as_str().unwrap();
+    let (status, body) = envelope(app.get_auth("/v1/auth/validate", access).await).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["userId"], user["id"]);
+
+    // The code was consumed: a replay answers 400.
+    let (status, _) = envelope(
+        app.post_json(
+            "/v1/auth/exchange",
+            &json!({"code": code, "codeVerifier": verifier}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+
+    // Signing in again with the same provider identity finds the same account.
+    let verifier2 = random_token(48);
+    let (redirect2, listener2) = desktop_listener().await;
+    let browser = open_browser().await;
+    browser
+        .goto(&format!(
+            "{}/v1/auth/login/oidc?redirect_uri={redirect2}&code_challenge={}",
+            app.address,
+            s256(&verifier2)
+        ))
+        .await
+        .unwrap();
+    let login = browser
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css("input[name=login]"))
+        .await
+        .unwrap();
+    login.send_keys("lewis@paddock.example").await.unwrap();
+    browser
+        .find(Locator::Css("input[name=password]"))
+        .await
+        .unwrap()
+        .send_keys("x")
+        .await
+        .unwrap();
+    browser
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let target2 = tokio::time::timeout(Duration::from_secs(20), listener2)
+        .await
+        .unwrap()
+        .unwrap();
+    browser.close().await.unwrap();
+    let code2 = query_param(&target2, "code").unwrap();
+    // A wrong verifier is refused.
+    let (status, _) = envelope(
+        app.post_json(
+            "/v1/auth/exchange",
+            &json!({"code": code2, "codeVerifier": random_token(48)}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+
+    let verifier3 = random_token(48);
+    let (redirect3, listener3) = desktop_listener().await;
+    let browser = open_browser().await;
+    browser
+        .goto(&format!(
+            "{}/v1/auth/login/oidc?redirect_uri={redirect3}&code_challenge={}",
+            app.address,
+            s256(&verifier3)
+        ))
+        .await
+        .unwrap();
+    let login = browser
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css("input[name=login]"))
+        .await
+        .unwrap();
+    login.send_keys("lewis@paddock.example").await.unwrap();
+    browser
+        .find(Locator::Css("input[name=password]"))
+        .await
+        .unwrap()
+        .send_keys("x")
+        .await
+        .unwrap();
+    browser
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let target3 = tokio::time::timeout(Duration::from_secs(20), listener3)
+        .await
+        .unwrap()
+        .unwrap();
+    browser.close().await.unwrap();
+    let (status, body) = envelope(
+        app.post_json(
+            "/v1/auth/exchange",
+            &json!({"code": query_param(&target3, "code").unwrap(), "codeVerifier": verifier3}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"]["user"]["id"], user["id"],
+        "same provider identity, same account"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forged_state_and_foreign_redirects_are_refused() {
+    // Only the start and the callback's checks are exercised: any port will do.
+    let app = app_with_provider(false).await;
+    let challenge = s256(&random_token(48));
+    // A foreign redirect_uri never reaches the provider.
+    let res = app.get(&format!("/v1/auth/login/oidc?redirect_uri=https://evil.example/callback&code_challenge={challenge}")).await;
+    assert_eq!(envelope(res).await.0, 400);
+    // A real start sets the flow cookie and redirects to the provider with state, nonce and PKCE.
+    let res = app.get(&format!("/v1/auth/login/oidc?redirect_uri=http://127.0.0.1:1/callback&code_challenge={challenge}")).await;
+    assert_eq!(res.status(), 303);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    let location = res.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        location.starts_with(&env("PADDOCK_TEST_OIDC_ISSUER")),
+        "{location}"
+    );
+    let provider_url = reqwest::Url::parse(&location).unwrap();
+    let param = |n: &str| {
+        provider_url
+            .query_pairs()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.into_owned())
+    };
+    let state = param("state").unwrap();
+    assert!(param("nonce").is_some());
+    assert_eq!(param("code_challenge_method").as_deref(), Some("S256"));
+    assert_ne!(
+        param("code_challenge").as_deref(),
+        Some(challenge.as_str()),
+        "the provider gets the server's own challenge"
+    );
+
+    let flow_cookie = cookie.split(';').next().unwrap().to_owned();
+    let callback = |query: String, cookie: Option<String>| {
+        let mut req = app
+            .client
+            .get(format!("{}/v1/auth/callback/oidc?{query}", app.address));
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        req.send()
+    };
+    // A forged state (with the real cookie) is refused.
+    let res = callback(
+        format!("state={}&code=x", random_token(32)),
+        Some(flow_cookie.clone()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(envelope(res).await.0, 400);
+    // The real state without the cookie (another browser) is refused.
+    let res = callback(format!("state={state}&code=x"), None)
+        .await
+        .unwrap();
+    assert_eq!(envelope(res).await.0, 400);
+    // The real state at another provider's callback (mix-up) is refused.
+    let res = app
+        .client
+        .get(format!(
+            "{}/v1/auth/callback/other?state={state}&code=x",
+            app.address
+        ))
+        .header("cookie", &flow_cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(envelope(res).await.0, 400);
+}
