@@ -552,119 +552,73 @@ async fn no_raw_secret_is_readable_from_storage(app: TestApp, dump: impl AsyncFn
     }
 }
 
-mod embedded {
-    use super::*;
-    async fn app() -> TestApp {
-        spawn_on(Backend::Embedded).await.0
-    }
+/// Runs each scenario against a fresh server on each backend.
+macro_rules! on_both_backends {
+    (plain: [$($plain:ident),* $(,)?], clocked: [$($clocked:ident),* $(,)?]) => {
+        mod embedded {
+            use super::*;
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $plain() { super::$plain(spawn_on(Backend::Embedded).await.0).await } )*
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $clocked() { let (app, clock) = spawn_on(Backend::Embedded).await; super::$clocked(app, clock).await } )*
     #[tokio::test(flavor = "multi_thread")]
-    async fn register_and_login() {
-        super::register_and_login(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn eleventh_login_attempt_is_limited() {
-        super::eleventh_login_attempt_is_limited(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn refresh_rotation_replay_and_revocation() {
-        super::refresh_rotation_replay_and_revocation(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn concurrent_refreshes_have_one_winner() {
-        super::concurrent_refreshes_have_one_winner(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn logout_revokes_and_validate_answers_401() {
-        super::logout_revokes_and_validate_answers_401(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn access_tokens_are_checked_strictly() {
-        let (app, clock) = spawn_on(Backend::Embedded).await;
-        super::access_tokens_are_checked_strictly(app, clock).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn exchange_codes_are_single_use() {
-        let (app, clock) = spawn_on(Backend::Embedded).await;
-        super::exchange_codes_are_single_use(app, clock).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn sign_in_start_checks_its_inputs() {
-        super::sign_in_start_checks_its_inputs(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn no_raw_secret_is_readable_from_storage() {
-        let t = paddock_tests::ports(Backend::Embedded).await;
-        let dir = t.dir.path().to_path_buf();
-        let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
-        super::no_raw_secret_is_readable_from_storage(app, async move || {
-            let mut all = String::new();
-            for name in ["paddock.db", "paddock.db-wal"] {
-                if let Ok(bytes) = std::fs::read(dir.join(name)) {
-                    all.push_str(&String::from_utf8_lossy(&bytes));
-                }
+            async fn no_raw_secret_is_readable_from_storage() {
+                let t = paddock_tests::ports(Backend::Embedded).await;
+                let dir = t.dir.path().to_path_buf();
+                let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
+                super::no_raw_secret_is_readable_from_storage(app, async move || {
+                    let mut all = String::new();
+                    for name in ["paddock.db", "paddock.db-wal"] {
+                        if let Ok(bytes) = std::fs::read(dir.join(name)) {
+                            all.push_str(&String::from_utf8_lossy(&bytes));
+                        }
+                    }
+                    all
+                })
+                .await
             }
-            all
-        })
-        .await
-    }
+        }
+        mod dynamodb_local {
+            use super::*;
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $plain() { super::$plain(spawn_on(Backend::Aws).await.0).await } )*
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $clocked() { let (app, clock) = spawn_on(Backend::Aws).await; super::$clocked(app, clock).await } )*
+    #[tokio::test(flavor = "multi_thread")]
+            async fn no_raw_secret_is_readable_from_storage() {
+                let t = paddock_tests::ports(Backend::Aws).await;
+                let prefix = t.settings.table_prefix.clone();
+                let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
+                super::no_raw_secret_is_readable_from_storage(app, async move || {
+                    let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
+                    let mut all = String::new();
+                    for table in paddock::tables::Table::ALL {
+                        let mut pages = client
+                            .scan()
+                            .table_name(table.physical(&prefix))
+                            .into_paginator()
+                            .items()
+                            .send();
+                        while let Some(item) = pages.next().await {
+                            all.push_str(&format!("{:?}\n", item.unwrap()));
+                        }
+                    }
+                    all
+                })
+                .await
+            }
+        }
+    };
 }
 
-mod dynamodb_local {
-    use super::*;
-    async fn app() -> TestApp {
-        spawn_on(Backend::Aws).await.0
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn register_and_login() {
-        super::register_and_login(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn eleventh_login_attempt_is_limited() {
-        super::eleventh_login_attempt_is_limited(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn refresh_rotation_replay_and_revocation() {
-        super::refresh_rotation_replay_and_revocation(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn concurrent_refreshes_have_one_winner() {
-        super::concurrent_refreshes_have_one_winner(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn logout_revokes_and_validate_answers_401() {
-        super::logout_revokes_and_validate_answers_401(app().await).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn access_tokens_are_checked_strictly() {
-        let (app, clock) = spawn_on(Backend::Aws).await;
-        super::access_tokens_are_checked_strictly(app, clock).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn exchange_codes_are_single_use() {
-        let (app, clock) = spawn_on(Backend::Aws).await;
-        super::exchange_codes_are_single_use(app, clock).await
-    }
-    #[tokio::test(flavor = "multi_thread")]
-    async fn no_raw_secret_is_readable_from_storage() {
-        let t = paddock_tests::ports(Backend::Aws).await;
-        let prefix = t.settings.table_prefix.clone();
-        let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
-        super::no_raw_secret_is_readable_from_storage(app, async move || {
-            let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
-            let mut all = String::new();
-            for table in paddock::tables::Table::ALL {
-                let mut pages = client
-                    .scan()
-                    .table_name(table.physical(&prefix))
-                    .into_paginator()
-                    .items()
-                    .send();
-                while let Some(item) = pages.next().await {
-                    all.push_str(&format!("{:?}\n", item.unwrap()));
-                }
-            }
-            all
-        })
-        .await
-    }
-}
+on_both_backends!(
+    plain: [
+        register_and_login,
+        eleventh_login_attempt_is_limited,
+        refresh_rotation_replay_and_revocation,
+        concurrent_refreshes_have_one_winner,
+        logout_revokes_and_validate_answers_401,
+        sign_in_start_checks_its_inputs,
+    ],
+    clocked: [access_tokens_are_checked_strictly, exchange_codes_are_single_use]
+);

@@ -100,27 +100,27 @@ fn query_param(target: &str, name: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
-    let app = app_with_provider(true).await;
+/// Plays the desktop client and the user once: starts the flow for a fresh PKCE pair and a
+/// fresh loopback listener, signs in at the provider's form in the browser, and returns the
+/// query the listener received, the verifier, and the browser's final URL.
+async fn sign_in_in_browser(app: &TestApp, login: &str) -> (String, String, String) {
     let verifier = random_token(48);
-    let challenge = s256(&verifier);
     let (redirect, listener) = desktop_listener().await;
     let start = format!(
-        "{}/v1/auth/login/oidc?redirect_uri={redirect}&code_challenge={challenge}",
-        app.address
+        "{}/v1/auth/login/oidc?redirect_uri={redirect}&code_challenge={}",
+        app.address,
+        s256(&verifier)
     );
-
     let browser = open_browser().await;
     browser.goto(&start).await.unwrap();
-    // The provider's login form (its development interaction).
-    let login = browser
+    // The provider's login form (its development interaction); consent is pre-granted.
+    let field = browser
         .wait()
         .at_most(Duration::from_secs(15))
         .for_element(Locator::Css("input[name=login]"))
         .await
         .unwrap();
-    login.send_keys("lewis@paddock.example").await.unwrap();
+    field.send_keys(login).await.unwrap();
     browser
         .find(Locator::Css("input[name=password]"))
         .await
@@ -135,14 +135,20 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
         .click()
         .await
         .unwrap();
-
     let target = tokio::time::timeout(Duration::from_secs(20), listener)
         .await
         .expect("the browser reached the desktop listener")
         .unwrap();
-    let final_url = browser.current_url().await.unwrap();
+    let final_url = browser.current_url().await.unwrap().to_string();
     browser.close().await.unwrap();
-    assert!(final_url.as_str().starts_with(&redirect), "{final_url}");
+    assert!(final_url.starts_with(&redirect), "{final_url}");
+    (target, verifier, final_url)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
+    let app = app_with_provider(true).await;
+    let (target, verifier, _) = sign_in_in_browser(&app, "lewis@paddock.example").await;
     assert!(
         !target.contains("eyJ"),
         "no token in a redirect URL: {target}"
@@ -158,7 +164,7 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let user = &body["data"]["user"];
+    let user = body["data"]["user"].clone();
     assert_eq!(user["email"], "lewis@paddock.example");
     assert_eq!(user["displayName"], "Driver lewis@paddock.example");
     let access = body["data"]["accessToken"].as_str().unwrap();
@@ -177,101 +183,21 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
     .await;
     assert_eq!(status, 400);
 
-    // Signing in again with the same provider identity finds the same account.
-    let verifier2 = random_token(48);
-    let (redirect2, listener2) = desktop_listener().await;
-    let browser = open_browser().await;
-    browser
-        .goto(&format!(
-            "{}/v1/auth/login/oidc?redirect_uri={redirect2}&code_challenge={}",
-            app.address,
-            s256(&verifier2)
-        ))
-        .await
-        .unwrap();
-    let login = browser
-        .wait()
-        .at_most(Duration::from_secs(15))
-        .for_element(Locator::Css("input[name=login]"))
-        .await
-        .unwrap();
-    login.send_keys("lewis@paddock.example").await.unwrap();
-    browser
-        .find(Locator::Css("input[name=password]"))
-        .await
-        .unwrap()
-        .send_keys("x")
-        .await
-        .unwrap();
-    browser
-        .find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let target2 = tokio::time::timeout(Duration::from_secs(20), listener2)
-        .await
-        .unwrap()
-        .unwrap();
-    browser.close().await.unwrap();
-    let code2 = query_param(&target2, "code").unwrap();
     // A wrong verifier is refused.
-    let (status, _) = envelope(
-        app.post_json(
-            "/v1/auth/exchange",
-            &json!({"code": code2, "codeVerifier": random_token(48)}),
-        )
-        .await,
-    )
-    .await;
-    assert_eq!(status, 400);
+    let (target, _, _) = sign_in_in_browser(&app, "lewis@paddock.example").await;
+    let body =
+        json!({"code": query_param(&target, "code").unwrap(), "codeVerifier": random_token(48)});
+    assert_eq!(
+        envelope(app.post_json("/v1/auth/exchange", &body).await)
+            .await
+            .0,
+        400
+    );
 
-    let verifier3 = random_token(48);
-    let (redirect3, listener3) = desktop_listener().await;
-    let browser = open_browser().await;
-    browser
-        .goto(&format!(
-            "{}/v1/auth/login/oidc?redirect_uri={redirect3}&code_challenge={}",
-            app.address,
-            s256(&verifier3)
-        ))
-        .await
-        .unwrap();
-    let login = browser
-        .wait()
-        .at_most(Duration::from_secs(15))
-        .for_element(Locator::Css("input[name=login]"))
-        .await
-        .unwrap();
-    login.send_keys("lewis@paddock.example").await.unwrap();
-    browser
-        .find(Locator::Css("input[name=password]"))
-        .await
-        .unwrap()
-        .send_keys("x")
-        .await
-        .unwrap();
-    browser
-        .find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let target3 = tokio::time::timeout(Duration::from_secs(20), listener3)
-        .await
-        .unwrap()
-        .unwrap();
-    browser.close().await.unwrap();
-    let (status, body) = envelope(
-        app.post_json(
-            "/v1/auth/exchange",
-            &json!({"code": query_param(&target3, "code").unwrap(), "codeVerifier": verifier3}),
-        )
-        .await,
-    )
-    .await;
+    // Signing in again with the same provider identity finds the same account.
+    let (target, verifier, _) = sign_in_in_browser(&app, "lewis@paddock.example").await;
+    let body = json!({"code": query_param(&target, "code").unwrap(), "codeVerifier": verifier});
+    let (status, body) = envelope(app.post_json("/v1/auth/exchange", &body).await).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(
         body["data"]["user"]["id"], user["id"],

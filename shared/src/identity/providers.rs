@@ -200,17 +200,7 @@ impl Provider {
                     "{}/.well-known/openid-configuration",
                     issuer.trim_end_matches('/')
                 );
-                let doc: Discovery = self
-                    .http
-                    .get(&url)
-                    .send()
-                    .await
-                    .map_err(upstream)?
-                    .error_for_status()
-                    .map_err(upstream)?
-                    .json()
-                    .await
-                    .map_err(upstream)?;
+                let doc: Discovery = self.get_json(&url, None).await?;
                 if doc.issuer.trim_end_matches('/') != issuer.trim_end_matches('/') {
                     return Err(ProviderError::Rejected(format!(
                         "discovery names issuer {} instead of {issuer}",
@@ -226,6 +216,27 @@ impl Provider {
                 })
             })
             .await
+    }
+
+    /// GETs a JSON document from the provider.
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        url: &str,
+        bearer: Option<&str>,
+    ) -> Result<T, ProviderError> {
+        let mut request = self.http.get(url);
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        request
+            .send()
+            .await
+            .map_err(upstream)?
+            .error_for_status()
+            .map_err(upstream)?
+            .json()
+            .await
+            .map_err(upstream)
     }
 
     async fn oauth_client(
@@ -339,17 +350,7 @@ impl Provider {
                 .jwks
                 .clone()
                 .ok_or_else(|| ProviderError::Rejected("no jwks_uri".into()))?;
-            let set: JwkSet = self
-                .http
-                .get(&url)
-                .send()
-                .await
-                .map_err(upstream)?
-                .error_for_status()
-                .map_err(upstream)?
-                .json()
-                .await
-                .map_err(upstream)?;
+            let set: JwkSet = self.get_json(&url, None).await?;
             *cached = Some(set);
         }
         let set = cached.as_ref().expect("just filled");
@@ -372,18 +373,7 @@ impl Provider {
             .userinfo
             .clone()
             .ok_or_else(|| ProviderError::Rejected("no user-info endpoint".into()))?;
-        let info: BTreeMap<String, Value> = self
-            .http
-            .get(&url)
-            .bearer_auth(access_token)
-            .send()
-            .await
-            .map_err(upstream)?
-            .error_for_status()
-            .map_err(upstream)?
-            .json()
-            .await
-            .map_err(upstream)?;
+        let info: BTreeMap<String, Value> = self.get_json(&url, Some(access_token)).await?;
         let identity = match self.config.kind {
             ProviderKind::Discord => discord_identity(&info),
             _ => identity_from_claims(&info),

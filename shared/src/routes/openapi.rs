@@ -1,18 +1,47 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
 
-use super::health;
+use super::{auth, health};
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Paddock", description = "Cloud companion service of the desktop sim-racing telemetry analyser. \
-        Every response is wrapped in the envelope `{success, data, error}`."),
-    paths(health::health, health::live, health::ready, health::prometheus_metrics),
-    components(schemas(health::HealthStatus, health::ReadyStatus)),
-    tags((name = "health", description = "Liveness, readiness and metrics"))
+        Every response is wrapped in the envelope `{success, data, error}`. Request bodies accept camelCase \
+        and PascalCase field names."),
+    paths(
+        health::health, health::live, health::ready, health::prometheus_metrics,
+        auth::register, auth::login_email, auth::refresh, auth::logout, auth::validate, auth::exchange,
+        auth::login_provider, auth::callback,
+    ),
+    components(schemas(
+        health::HealthStatus, health::ReadyStatus,
+        auth::RegisterRequest, auth::LoginRequest, auth::RefreshRequest, auth::ExchangeRequest,
+        auth::TokenResponse, auth::ValidateResponse, crate::identity::users::User,
+    )),
+    modifiers(&BearerAuth),
+    tags((name = "health", description = "Liveness, readiness and metrics"),
+         (name = "auth", description = "Sign-in, tokens and the desktop PKCE flow"))
 )]
 struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
 
 /// The document served at `/openapi.json`.
 pub fn document() -> utoipa::openapi::OpenApi {
