@@ -134,12 +134,9 @@ async fn tokens_for(
     Ok(response)
 }
 
+/// The per-address cap on registrations and logins.
 fn address_limit(state: &AppState) -> Limit {
-    Limit {
-        name: "auth-address",
-        max: state.settings.auth.attempts_per_address,
-        window_secs: state.settings.auth.rate_window_secs,
-    }
+    Limit::new("all", state.settings.auth.attempts_per_address)
 }
 
 /// Creates an account and signs it in.
@@ -165,7 +162,14 @@ pub async fn register(
         password.expect("checked"),
         name.expect("checked"),
     );
-    rate_limits::hit(&state.ports, address_limit(&state), &addr).await?;
+    rate_limits::hit(
+        &state.ports,
+        "auth",
+        &addr,
+        state.settings.auth.rate_window_secs,
+        &[address_limit(&state)],
+    )
+    .await?;
 
     let hash = passwords::hash(password).await?;
     let user = User::new(
@@ -200,18 +204,16 @@ pub async fn login_email(
     p.finish()?;
     let (email, password) = (email.expect("checked"), password.expect("checked"));
     let auth = &state.settings.auth;
-    rate_limits::hit(&state.ports, address_limit(&state), &addr).await?;
-    let per_account = Limit {
-        name: "login",
-        max: auth.login_attempts_per_account,
-        window_secs: auth.rate_window_secs,
-    };
-    rate_limits::hit(
-        &state.ports,
-        per_account,
-        &format!("{addr}#{}", email.normalized()),
-    )
-    .await?;
+    // One update counts the attempt against the address and against (address, account).
+    let account_counter = format!(
+        "account:{}",
+        &crate::identity::sha256_hex(&email.normalized())[..32]
+    );
+    let limits = [
+        address_limit(&state),
+        Limit::new(account_counter, auth.login_attempts_per_account),
+    ];
+    rate_limits::hit(&state.ports, "auth", &addr, auth.rate_window_secs, &limits).await?;
 
     let account = users::find_by_email(&state.ports, &email.normalized()).await?;
     let (user_id, hash) = match account {
@@ -438,12 +440,15 @@ pub async fn login_provider(
             ))
         })?;
     let auth = &state.settings.auth;
-    let limit = Limit {
-        name: "provider-start",
-        max: auth.provider_starts_per_address,
-        window_secs: auth.rate_window_secs,
-    };
-    rate_limits::hit(&state.ports, limit, &addr).await?;
+    let limit = Limit::new("starts", auth.provider_starts_per_address);
+    rate_limits::hit(
+        &state.ports,
+        "provider-start",
+        &addr,
+        auth.rate_window_secs,
+        &[limit],
+    )
+    .await?;
 
     let (pkce_challenge, pkce_verifier) = PkceCodeChallenge::new_random_sha256();
     let flow_state = random_token(32);
