@@ -17,9 +17,9 @@ pub struct AuthUser {
     pub claims: Claims,
 }
 
-/// The bearer token of a request, if any.
-pub fn bearer(parts: &Parts) -> Option<&str> {
-    let value = parts.headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+/// The bearer token of a request's headers, if any.
+pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")
@@ -31,8 +31,8 @@ impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token =
-            bearer(parts).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let token = bearer(&parts.headers)
+            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
         let claims = state
             .access_tokens()
             .await?

@@ -12,7 +12,7 @@ use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok};
-use crate::identity::auth_user::{AuthUser, ClientAddr};
+use crate::identity::auth_user::{AuthUser, ClientAddr, bearer};
 use crate::identity::exchange_codes::{self, ExchangeError};
 use crate::identity::fields::{DisplayName, Email, Password, Problems};
 use crate::identity::rate_limits::{self, Limit};
@@ -277,19 +277,13 @@ pub async fn logout(
     let family = match family {
         Some(f) => f,
         None => {
-            let token = headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.split_once(' '))
-                .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-                .map(|(_, t)| t.trim().to_owned())
-                .ok_or_else(|| {
-                    ApiError::Unauthorized("refreshToken or a bearer token is required".into())
-                })?;
+            let token = bearer(&headers).ok_or_else(|| {
+                ApiError::Unauthorized("refreshToken or a bearer token is required".into())
+            })?;
             let claims = state
                 .access_tokens()
                 .await?
-                .verify(&token, state.ports.clock.now())
+                .verify(token, state.ports.clock.now())
                 .map_err(|r| ApiError::Unauthorized(r.into()))?;
             claims.sid
         }
