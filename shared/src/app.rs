@@ -32,7 +32,7 @@ impl Application {
             .with_context(|| format!("binding {} (Server__Address)", settings.address))?;
         Ok(Self {
             listener,
-            state: AppState::new(ports, settings),
+            state: AppState::new(ports, settings).with_identity_providers(),
         })
     }
 

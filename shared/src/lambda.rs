@@ -3,38 +3,47 @@
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::{Value, json};
 
+use axum::Router;
+use std::sync::Arc;
+
 use crate::config::{LogFormat, Settings};
-use crate::ports::Ports;
 use crate::ports::items::Item;
 use crate::ports::queue::ReceivedMessage;
-use crate::routes::{Group, group_router};
+use crate::ports::{Ports, SystemClock};
+use crate::routes::group_router;
 use crate::state::AppState;
+pub use crate::wiring::AwsWiring;
 use crate::workers::{self, ProcessError, Processor};
 use crate::{outbox, telemetry};
 
 /// The error type Lambda entry points return.
 pub type Error = lambda_runtime::Error;
 
-async fn start() -> Result<(Settings, Ports), Error> {
+/// Reads the settings, starts JSON logging and connects the item store; the function then
+/// adds the other AWS services it uses (see [`AwsWiring`]).
+pub async fn start() -> Result<AwsWiring, Error> {
     let mut settings = Settings::from_env()?;
     if std::env::var_os("Log__Format").is_none() {
         settings.log_format = LogFormat::Json;
     }
     telemetry::init(settings.log_format);
-    let ports = crate::wiring::ports(&mut settings).await?;
-    Ok((settings, ports))
+    Ok(AwsWiring::connect(settings, Arc::new(SystemClock)).await?)
 }
 
-/// Serves one endpoint group behind API Gateway.
-pub async fn serve_group(group: Group) -> Result<(), Error> {
-    let (settings, ports) = start().await?;
-    lambda_http::run(group_router(group, AppState::new(ports, settings))).await
+/// Serves one endpoint group's routes behind API Gateway.
+pub async fn serve_group(routes: Router<AppState>, wiring: AwsWiring) -> Result<(), Error> {
+    let (settings, ports) = wiring.finish();
+    serve_state(routes, AppState::new(ports, settings)).await
+}
+
+/// Serves routes over a prepared state (the auth group adds its identity providers).
+pub async fn serve_state(routes: Router<AppState>, state: AppState) -> Result<(), Error> {
+    lambda_http::run(group_router(routes, state)).await
 }
 
 /// The SQS-triggered event worker (also invoked by the maintenance schedule).
-pub async fn serve_event_worker() -> Result<(), Error> {
-    let (_, ports) = start().await?;
-    let processor = workers::default_processor();
+pub async fn serve_event_worker(wiring: AwsWiring, processor: Processor) -> Result<(), Error> {
+    let (_, ports) = wiring.finish();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let (ports, processor) = (ports.clone(), processor.clone());
         async move { Ok::<_, Error>(handle_worker_event(&event.payload, &ports, &processor).await) }
@@ -86,8 +95,8 @@ pub async fn handle_worker_event(event: &Value, ports: &Ports, processor: &Proce
 }
 
 /// The DynamoDB-stream-triggered outbox relay.
-pub async fn serve_outbox_relay() -> Result<(), Error> {
-    let (_, ports) = start().await?;
+pub async fn serve_outbox_relay(wiring: AwsWiring) -> Result<(), Error> {
+    let (_, ports) = wiring.finish();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
         let ports = ports.clone();
         async move { Ok::<_, Error>(handle_stream_event(&event.payload, &ports).await) }

@@ -15,6 +15,8 @@ pub struct AppState {
     pub ports: Ports,
     pub settings: Arc<Settings>,
     /// Identity providers by name (their discovery documents and keys are cached inside).
+    /// Empty unless [`AppState::with_identity_providers`] was called: only the auth group
+    /// needs them, and leaving them out keeps the HTTP client out of the other functions.
     pub providers: Providers,
     /// The access-token key, read from the secrets port once.
     access_tokens: Arc<OnceCell<AccessTokens>>,
@@ -23,13 +25,18 @@ pub struct AppState {
 impl AppState {
     /// State over `ports` with `settings`.
     pub fn new(ports: Ports, settings: Settings) -> Self {
-        let providers = providers::from_configs(&settings.auth.providers);
         Self {
             ports,
             settings: Arc::new(settings),
-            providers,
+            providers: Providers::default(),
             access_tokens: Arc::new(OnceCell::new()),
         }
+    }
+
+    /// The same state with the configured sign-in providers (`Auth__Providers__*`).
+    pub fn with_identity_providers(mut self) -> Self {
+        self.providers = providers::from_configs(&self.settings.auth.providers);
+        self
     }
 
     /// The access-token signer and checker.

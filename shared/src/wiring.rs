@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::aws;
 use crate::config::{Backend, Settings};
 use crate::embedded;
+use crate::ports::unwired::Unwired;
 use crate::ports::{Clock, Ports, SystemClock};
 
 /// Secret names generated on first use by the local backend.
@@ -43,57 +44,112 @@ pub fn embedded_ports(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::Res
 /// DynamoDB, S3, SQS and Secrets Manager; creates the resources first when asked to
 /// (`Store__CreateResources`, for emulators), filling in the settings' names and URLs.
 pub async fn aws_ports(settings: &mut Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Ports> {
-    let sdk = aws::sdk_config().await;
-    let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
-    let s3 = s3_client(&sdk);
-    let sqs = aws_sdk_sqs::Client::new(&sdk);
-    if settings.create_resources {
-        aws::provision::create_tables(&dynamo, &settings.table_prefix).await?;
-        let bucket = settings
-            .bucket
-            .get_or_insert_with(|| "paddock-blobs".into())
-            .clone();
-        aws::provision::create_bucket(&s3, &bucket).await?;
-        if settings.events_queue_url.is_none() {
-            let (queue, dlq) = aws::provision::create_queues(&sqs, "paddock-events").await?;
-            settings.events_queue_url = Some(queue);
-            settings.dead_letter_queue_url.get_or_insert(dlq);
+    let wiring = AwsWiring::connect(settings.clone(), clock).await?;
+    let wiring = wiring.blobs().await?.queue().await?.secrets();
+    let (wired_settings, ports) = wiring.finish();
+    *settings = wired_settings;
+    Ok(ports)
+}
+
+/// Builds AWS ports one service at a time.
+///
+/// A Lambda function calls only the methods for the services it uses; the SDK clients of the
+/// others are then never referenced, and the linker leaves them out of its binary. Ports that
+/// are not wired answer `Unavailable` ([`Unwired`]).
+pub struct AwsWiring {
+    settings: Settings,
+    sdk: aws_config::SdkConfig,
+    ports: Ports,
+}
+
+impl AwsWiring {
+    /// The item store on DynamoDB (every function needs it); tables are created first when
+    /// `Store__CreateResources` is set.
+    pub async fn connect(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        let sdk = aws::sdk_config().await;
+        let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+        if settings.create_resources {
+            aws::provision::create_tables(&dynamo, &settings.table_prefix).await?;
         }
-    }
-    let bucket = settings
-        .bucket
-        .clone()
-        .context("Blobs__Bucket is required when Store__Backend=aws")?;
-    let queue_url = settings
-        .events_queue_url
-        .clone()
-        .context("Queue__EventsUrl is required when Store__Backend=aws")?;
-    let secrets: Arc<dyn crate::ports::SecretSource> = match &settings.secret_id {
-        Some(id) => Arc::new(aws::SecretsManagerSecrets::new(
-            aws_sdk_secretsmanager::Client::new(&sdk),
-            id,
-        )),
-        None => Arc::new(embedded::LocalSecrets::new(
-            settings.data_dir.clone(),
-            GENERATED_SECRETS,
-        )),
-    };
-    Ok(Ports {
-        items: Arc::new(aws::DynamoItemStore::new(
+        let items = Arc::new(aws::DynamoItemStore::new(
             dynamo,
             settings.table_prefix.clone(),
             clock.clone(),
-        )),
-        blobs: Arc::new(aws::S3BlobStore::new(s3, bucket)),
-        queue: Arc::new(aws::SqsQueue::new(
+        ));
+        Ok(Self {
+            settings,
+            sdk,
+            ports: Ports {
+                items,
+                blobs: Arc::new(Unwired),
+                queue: Arc::new(Unwired),
+                secrets: Arc::new(Unwired),
+                clock,
+            },
+        })
+    }
+
+    /// Adds the blob store on S3 (`Blobs__Bucket`).
+    pub async fn blobs(mut self) -> anyhow::Result<Self> {
+        let s3 = s3_client(&self.sdk);
+        if self.settings.create_resources {
+            let bucket = self
+                .settings
+                .bucket
+                .get_or_insert_with(|| "paddock-blobs".into());
+            aws::provision::create_bucket(&s3, bucket).await?;
+        }
+        let bucket = self
+            .settings
+            .bucket
+            .clone()
+            .context("Blobs__Bucket is required when Store__Backend=aws")?;
+        self.ports.blobs = Arc::new(aws::S3BlobStore::new(s3, bucket));
+        Ok(self)
+    }
+
+    /// Adds the event queue on SQS (`Queue__EventsUrl`, `Queue__DeadLetterUrl`).
+    pub async fn queue(mut self) -> anyhow::Result<Self> {
+        let sqs = aws_sdk_sqs::Client::new(&self.sdk);
+        if self.settings.create_resources && self.settings.events_queue_url.is_none() {
+            let (queue, dlq) = aws::provision::create_queues(&sqs, "paddock-events").await?;
+            self.settings.events_queue_url = Some(queue);
+            self.settings.dead_letter_queue_url.get_or_insert(dlq);
+        }
+        let queue_url = self
+            .settings
+            .events_queue_url
+            .clone()
+            .context("Queue__EventsUrl is required when Store__Backend=aws")?;
+        self.ports.queue = Arc::new(aws::SqsQueue::new(
             sqs,
             queue_url,
-            settings.dead_letter_queue_url.clone(),
-            settings.visibility,
-        )),
-        secrets,
-        clock,
-    })
+            self.settings.dead_letter_queue_url.clone(),
+            self.settings.visibility,
+        ));
+        Ok(self)
+    }
+
+    /// Adds the secret source: Secrets Manager when `Secrets__Id` names a secret, else
+    /// secrets generated and kept in the data directory (emulator runs).
+    pub fn secrets(mut self) -> Self {
+        self.ports.secrets = match &self.settings.secret_id {
+            Some(id) => Arc::new(aws::SecretsManagerSecrets::new(
+                aws_sdk_secretsmanager::Client::new(&self.sdk),
+                id,
+            )),
+            None => Arc::new(embedded::LocalSecrets::new(
+                self.settings.data_dir.clone(),
+                GENERATED_SECRETS,
+            )),
+        };
+        self
+    }
+
+    /// The settings (with names filled in by provisioning) and the wired ports.
+    pub fn finish(self) -> (Settings, Ports) {
+        (self.settings, self.ports)
+    }
 }
 
 /// An S3 client; path-style addressing when an endpoint override points at an emulator.

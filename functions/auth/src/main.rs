@@ -1,9 +1,12 @@
 //! Lambda function serving the auth endpoint group.
 
-use paddock::lambda::{Error, serve_group};
-use paddock::routes::Group;
+use paddock::lambda::{Error, serve_state, start};
+use paddock::routes::auth;
+use paddock::state::AppState;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    serve_group(Group::Auth).await
+    let (settings, ports) = start().await?.secrets().finish();
+    let state = AppState::new(ports, settings).with_identity_providers();
+    serve_state(auth::routes(), state).await
 }

@@ -1,9 +1,10 @@
-//! Lambda function serving the health endpoint group.
+//! Lambda function serving health, readiness, metrics and the OpenAPI document.
 
-use paddock::lambda::{Error, serve_group};
-use paddock::routes::Group;
+use paddock::lambda::{Error, serve_group, start};
+use paddock::routes::health;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    serve_group(Group::Health).await
+    // Readiness checks the item store only.
+    serve_group(health::routes(), start().await?).await
 }

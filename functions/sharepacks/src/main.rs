@@ -1,9 +1,10 @@
 //! Lambda function serving the sharepacks endpoint group.
 
-use paddock::lambda::{Error, serve_group};
-use paddock::routes::Group;
+use paddock::lambda::{Error, serve_group, start};
+use paddock::routes;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    serve_group(Group::Sharepacks).await
+    let wiring = start().await?.blobs().await?.secrets();
+    serve_group(routes::unbuilt_routes(), wiring).await
 }

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod items;
 pub mod queue;
 pub mod secrets;
+pub mod unwired;
 
 use std::sync::Arc;
 
