@@ -61,6 +61,10 @@ impl Application {
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let ports = self.state.ports.clone();
+        // No worker of this process runs yet, so every job left in processing is stuck.
+        crate::tracks::jobs::reset_stuck(&ports, crate::tracks::jobs::Stuck::All)
+            .await
+            .context("returning stuck track jobs to pending")?;
         let policy = RetryPolicy {
             max_receives: self.state.settings.max_receives,
             ..RetryPolicy::default()

@@ -98,6 +98,11 @@ pub struct Settings {
     pub log_format: LogFormat,
     /// Sign-in settings.
     pub auth: AuthSettings,
+    /// `Limits__UploadsPerMinute`: session uploads per user a minute (default 30).
+    pub uploads_per_minute: u32,
+    /// `Leaderboards__CacheSeconds`: how long a process serves a leaderboard from memory
+    /// (default 5; 0 turns the cache off). Also the `Cache-Control` max-age.
+    pub leaderboard_cache: Duration,
 }
 
 /// A configuration value that could not be used.
@@ -132,6 +137,8 @@ impl Settings {
             request_timeout: Duration::from_secs(25),
             log_format: LogFormat::Pretty,
             auth: AuthSettings::default(),
+            uploads_per_minute: 30,
+            leaderboard_cache: Duration::from_secs(5),
         }
     }
 
@@ -222,6 +229,13 @@ impl Settings {
             a.rate_window_secs = bounded("Auth__RateWindowSeconds", &v, 1, 86_400)? as i64;
         }
         a.providers = providers(vars)?;
+        if let Some(v) = get("Limits__UploadsPerMinute") {
+            s.uploads_per_minute = bounded("Limits__UploadsPerMinute", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Leaderboards__CacheSeconds") {
+            s.leaderboard_cache =
+                Duration::from_secs(bounded("Leaderboards__CacheSeconds", &v, 0, 3600)?);
+        }
         if s.backend == Backend::Aws {
             for (key, value) in [
                 ("Blobs__Bucket", &s.bucket),

@@ -54,8 +54,12 @@ pub async fn serve_event_worker(wiring: AwsWiring, processor: Processor) -> Resu
 /// Handles an SQS batch; answers the records to redeliver (`batchItemFailures`).
 pub async fn handle_worker_event(event: &Value, ports: &Ports, processor: &Processor) -> Value {
     let Some(records) = event.get("Records").and_then(Value::as_array) else {
-        // The maintenance schedule: nothing periodic is due yet beyond logging the tick.
-        tracing::info!("maintenance tick");
+        // The maintenance schedule: hand track jobs with an expired lease back to the workers.
+        let stuck =
+            crate::tracks::jobs::reset_stuck(ports, crate::tracks::jobs::Stuck::LeaseExpired);
+        if let Err(e) = stuck.await {
+            tracing::error!(error = %e, "maintenance: could not reset stuck track jobs");
+        }
         return json!({ "batchItemFailures": [] });
     };
     let mut failures = Vec::new();

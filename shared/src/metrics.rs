@@ -15,6 +15,18 @@ pub struct Metrics {
     pub outbox_relayed: IntCounter,
     /// Events handled by the workers, by kind and outcome (`ok`, `retry`, `dead_letter`).
     pub events: IntCounterVec,
+    /// Session uploads, by result (`created`, `duplicate`).
+    pub sessions_uploaded: IntCounterVec,
+    /// Leaderboard submissions, by result (`improved`, `unchanged`, `rejected`).
+    pub leaderboard_submissions: IntCounterVec,
+    /// Leaderboard page lookups, by cache result (`hit`, `miss`).
+    pub leaderboard_cache: IntCounterVec,
+    /// Track-processing job outcomes (`done`, `failed`, `retry`).
+    pub track_jobs: IntCounterVec,
+}
+
+fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
+    IntCounterVec::new(Opts::new(name, help), &[label]).expect("valid metric")
 }
 
 static GLOBAL: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -60,11 +72,35 @@ impl Metrics {
             &["kind", "outcome"],
         )
         .expect("valid metric");
+        let sessions_uploaded = counter_vec(
+            "paddock_sessions_uploaded_total",
+            "Session uploads, by result (created or duplicate).",
+            "result",
+        );
+        let leaderboard_submissions = counter_vec(
+            "paddock_leaderboard_submissions_total",
+            "Leaderboard submissions, by result (improved, unchanged or rejected).",
+            "result",
+        );
+        let leaderboard_cache = counter_vec(
+            "paddock_leaderboard_cache_total",
+            "Leaderboard page lookups, by in-process cache result (hit or miss).",
+            "result",
+        );
+        let track_jobs = counter_vec(
+            "paddock_track_jobs_total",
+            "Track-processing job outcomes (done, failed or retry).",
+            "outcome",
+        );
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(latency.clone()),
             Box::new(outbox_relayed.clone()),
             Box::new(events.clone()),
+            Box::new(sessions_uploaded.clone()),
+            Box::new(leaderboard_submissions.clone()),
+            Box::new(leaderboard_cache.clone()),
+            Box::new(track_jobs.clone()),
         ] {
             registry.register(collector).expect("unique metric");
         }
@@ -74,6 +110,10 @@ impl Metrics {
             latency,
             outbox_relayed,
             events,
+            sessions_uploaded,
+            leaderboard_submissions,
+            leaderboard_cache,
+            track_jobs,
         }
     }
 

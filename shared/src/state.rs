@@ -7,6 +7,7 @@ use crate::config::Settings;
 use crate::http::ApiError;
 use crate::identity::access_tokens::AccessTokens;
 use crate::identity::providers::{self, Providers};
+use crate::leaderboards::BoardCache;
 use crate::ports::Ports;
 
 /// The ports, settings and per-process caches, cloned into every handler.
@@ -18,6 +19,8 @@ pub struct AppState {
     /// Empty unless [`AppState::with_identity_providers`] was called: only the auth group
     /// needs them, and leaving them out keeps the HTTP client out of the other functions.
     pub providers: Providers,
+    /// Leaderboard boards and rendered pages, kept for a few seconds.
+    pub leaderboards: Arc<BoardCache>,
     /// The access-token key, read from the secrets port once.
     access_tokens: Arc<OnceCell<AccessTokens>>,
 }
@@ -27,6 +30,7 @@ impl AppState {
     pub fn new(ports: Ports, settings: Settings) -> Self {
         Self {
             ports,
+            leaderboards: Arc::new(BoardCache::new(settings.leaderboard_cache)),
             settings: Arc::new(settings),
             providers: Providers::default(),
             access_tokens: Arc::new(OnceCell::new()),

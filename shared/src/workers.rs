@@ -32,13 +32,30 @@ pub type Processor =
 
 /// The service's processor: dispatches each event kind to its handlers.
 pub fn default_processor() -> Processor {
-    Arc::new(|event: Event, _ports: Ports| {
-        Box::pin(async move {
+    Arc::new(|event: Event, ports: Ports| Box::pin(async move { dispatch(event, ports).await }))
+}
+
+async fn dispatch(event: Event, ports: Ports) -> Result<(), ProcessError> {
+    let job = || {
+        event
+            .payload
+            .get("jobId")
+            .and_then(serde_json::Value::as_str)
+    };
+    match event.kind.as_str() {
+        // An upload with track points, or a job returned to pending: build the track map.
+        crate::sessions::create::UPLOADED_EVENT | crate::tracks::jobs::PROCESS_EVENT => {
+            if let Some(job_id) = job() {
+                crate::tracks::maps::process_job(&ports, job_id).await?;
+            }
+            Ok(())
+        }
+        _ => {
             // Event kinds without a handler yet are acknowledged, so they do not pile up.
             tracing::debug!(kind = %event.kind, id = %event.id, "event has no processor");
             Ok(())
-        })
-    })
+        }
+    }
 }
 
 /// The transaction operation that marks `event_id` as handled by `processor`; put it in the

@@ -5,6 +5,7 @@ use paddock::routes;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let wiring = start().await?.secrets();
-    serve_group(routes::unbuilt_routes(), wiring).await
+    // Track maps are read from the blob store.
+    let wiring = start().await?.blobs().await?.secrets();
+    serve_group(routes::activity_routes(), wiring).await
 }

@@ -6,5 +6,5 @@ use paddock::routes;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let wiring = start().await?.secrets();
-    serve_group(routes::unbuilt_routes(), wiring).await
+    serve_group(routes::leaderboards::routes(), wiring).await
 }

@@ -6,5 +6,5 @@ use paddock::routes;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let wiring = start().await?.blobs().await?.secrets();
-    serve_group(routes::unbuilt_routes(), wiring).await
+    serve_group(routes::sessions::routes(), wiring).await
 }

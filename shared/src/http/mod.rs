@@ -4,8 +4,10 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod middleware;
+pub mod paging;
 
 pub use envelope::{Envelope, ok};
 pub use error::ApiError;
 pub use extract::{ApiJson, ApiQuery};
 pub use middleware::{RequestId, with_service_layers};
+pub use paging::{PageParams, Paged};

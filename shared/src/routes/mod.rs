@@ -5,7 +5,10 @@
 
 pub mod auth;
 pub mod health;
+pub mod leaderboards;
 pub mod openapi;
+pub mod sessions;
+pub mod tracks;
 
 use axum::Router;
 
@@ -17,9 +20,17 @@ pub fn unbuilt_routes() -> Router<AppState> {
     Router::new()
 }
 
+/// The activity group: feed, achievements and tracks (one function).
+pub fn activity_routes() -> Router<AppState> {
+    tracks::routes()
+}
+
 /// One group's routes with the service layers, ready to serve (a Lambda function).
 pub fn group_router(routes: Router<AppState>, state: AppState) -> Router {
-    let (limit, timeout) = (state.settings.max_body_bytes, state.settings.request_timeout);
+    let (limit, timeout) = (
+        state.settings.max_body_bytes,
+        state.settings.request_timeout,
+    );
     with_service_layers(routes.with_state(state), limit, timeout)
 }
 
@@ -27,6 +38,9 @@ pub fn group_router(routes: Router<AppState>, state: AppState) -> Router {
 pub fn app_router(state: AppState) -> Router {
     let routes = Router::new()
         .merge(health::routes())
-        .merge(auth::routes());
+        .merge(auth::routes())
+        .merge(sessions::routes())
+        .merge(leaderboards::routes())
+        .merge(activity_routes());
     group_router(routes, state)
 }

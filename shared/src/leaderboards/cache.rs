@@ -1,0 +1,216 @@
+//! The in-process leaderboard cache: whole boards for a few seconds, and each requested page
+//! rendered once per board snapshot (body bytes and ETag), so a cached page is a map lookup.
+//!
+//! Process memory holds caches only: a board is re-read once its lifetime is over, and a
+//! submission in this process replaces its track's board at once. Other processes (other
+//! Lambda instances) see a new best lap within the lifetime.
+
+use bytes::Bytes;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use utoipa::ToSchema;
+
+use super::board::{Board, Row};
+use super::format_lap_time;
+use crate::http::Envelope;
+use crate::tracks::Track;
+
+/// Boards kept at most; beyond it the cache starts over (bounded memory).
+const MAX_BOARDS: usize = 1_000;
+/// Rendered pages kept per board at most.
+const MAX_PAGES: usize = 256;
+
+/// One ranked entry as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderboardEntry {
+    /// 1 is fastest.
+    pub rank: usize,
+    pub user_id: String,
+    pub display_name: String,
+    pub avatar_url: Option<String>,
+    pub lap_time_ms: i64,
+    /// `M:SS.mmm`.
+    pub lap_time: String,
+    pub vehicle_name: String,
+    pub session_id: String,
+    /// RFC 3339.
+    pub submitted_at: String,
+}
+
+/// A page of a leaderboard.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderboardPage {
+    pub track: Track,
+    pub entries: Vec<LeaderboardEntry>,
+    pub next_cursor: Option<String>,
+    /// Entries on the board (with the vehicle filter applied).
+    pub total_entries: usize,
+}
+
+/// Which page of a board.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PageKey {
+    /// Lower-cased vehicle filter.
+    pub vehicle: Option<String>,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// A page rendered as the response body.
+#[derive(Debug, Clone)]
+pub struct RenderedPage {
+    /// The whole enveloped JSON body.
+    pub body: Bytes,
+    /// Strong ETag of the body.
+    pub etag: String,
+}
+
+struct Snapshot {
+    loaded: Instant,
+    track: Track,
+    board: Board,
+    pages: Mutex<HashMap<PageKey, RenderedPage>>,
+}
+
+/// Boards by track id.
+pub struct BoardCache {
+    lifetime: Duration,
+    boards: Mutex<HashMap<String, Arc<Snapshot>>>,
+}
+
+impl BoardCache {
+    /// A cache keeping boards for `lifetime` (zero: every read goes to the store).
+    pub fn new(lifetime: Duration) -> Self {
+        Self {
+            lifetime,
+            boards: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The cache lifetime (also the `Cache-Control` max-age).
+    pub fn lifetime(&self) -> Duration {
+        self.lifetime
+    }
+
+    /// A page of a cached, still fresh board; `None` on a miss.
+    pub fn page(&self, track_id: &str, key: &PageKey) -> Option<RenderedPage> {
+        let snapshot = {
+            let boards = self.boards.lock().ok()?;
+            boards.get(track_id).cloned()?
+        };
+        if snapshot.loaded.elapsed() >= self.lifetime {
+            return None;
+        }
+        let mut pages = snapshot.pages.lock().ok()?;
+        if let Some(page) = pages.get(key) {
+            return Some(page.clone());
+        }
+        let page = render(&snapshot.track, &snapshot.board, key);
+        if pages.len() < MAX_PAGES {
+            pages.insert(key.clone(), page.clone());
+        }
+        Some(page)
+    }
+
+    /// Stores a freshly read board and answers the page asked for.
+    pub fn store(&self, track: Track, board: Board, key: &PageKey) -> RenderedPage {
+        let page = render(&track, &board, key);
+        if self.lifetime.is_zero() {
+            return page;
+        }
+        let snapshot = Snapshot {
+            loaded: Instant::now(),
+            track: track.clone(),
+            board,
+            pages: Mutex::new(HashMap::from([(key.clone(), page.clone())])),
+        };
+        if let Ok(mut boards) = self.boards.lock() {
+            if boards.len() >= MAX_BOARDS {
+                boards.retain(|_, s| s.loaded.elapsed() < self.lifetime);
+                if boards.len() >= MAX_BOARDS {
+                    boards.clear();
+                }
+            }
+            boards.insert(track.id.clone(), Arc::new(snapshot));
+        }
+        page
+    }
+
+    /// Forgets the board of `track_id` (a submission changed it).
+    pub fn invalidate(&self, track_id: &str) {
+        if let Ok(mut boards) = self.boards.lock() {
+            boards.remove(track_id);
+        }
+    }
+}
+
+/// Encodes the offset of the next page (opaque to clients).
+fn encode_cursor(offset: usize) -> String {
+    crate::ports::items::encode_cursor(&format!("rank:{offset}"))
+}
+
+/// Reads a cursor made by [`encode_cursor`].
+pub fn decode_cursor(cursor: &str) -> Option<usize> {
+    use base64::Engine;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    std::str::from_utf8(&raw)
+        .ok()?
+        .strip_prefix("rank:")?
+        .parse()
+        .ok()
+}
+
+fn render(track: &Track, board: &Board, key: &PageKey) -> RenderedPage {
+    let matches = |r: &&Row| {
+        key.vehicle
+            .as_deref()
+            .is_none_or(|v| r.vehicle_name.to_lowercase() == v)
+    };
+    let total = board.rows.iter().filter(matches).count();
+    let entries: Vec<LeaderboardEntry> = board
+        .rows
+        .iter()
+        .filter(matches)
+        .enumerate()
+        .skip(key.offset)
+        .take(key.limit)
+        .map(|(i, r)| LeaderboardEntry {
+            rank: i + 1,
+            user_id: r.user_id.clone(),
+            display_name: r.display_name.clone(),
+            avatar_url: r.avatar_url.clone(),
+            lap_time_ms: r.lap_time_ms,
+            lap_time: format_lap_time(r.lap_time_ms),
+            vehicle_name: r.vehicle_name.clone(),
+            session_id: r.session_id.clone(),
+            submitted_at: r.submitted_at.clone(),
+        })
+        .collect();
+    let end = key.offset + entries.len();
+    let page = LeaderboardPage {
+        track: track.clone(),
+        next_cursor: (end < total).then(|| encode_cursor(end)),
+        entries,
+        total_entries: total,
+    };
+    let body = serde_json::to_vec(&Envelope::ok(page)).unwrap_or_default();
+    let digest = Sha256::digest(&body);
+    let etag = format!(
+        "\"{}\"",
+        digest[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    RenderedPage {
+        body: Bytes::from(body),
+        etag,
+    }
+}

@@ -1,0 +1,35 @@
+//! Leaderboards: one best lap per (track, user), ranked by lap time.
+//!
+//! Key layout (table `leaderboards`, partition `BOARD#<track id>`):
+//! - `ENTRY#<user id>`: the user's entry. Every change to it is conditional on the entry as
+//!   last read (absent, or its `rankKey`), which keeps one entry per (track, user) and makes
+//!   concurrent submissions end at the fastest lap.
+//! - `RANK#<lap ms, 10 digits>#<submitted µs, 16 digits>#<user id>`: the same entry under a
+//!   sort key that orders the board (equal times: earlier submission first). The entry and its
+//!   rank row change in one transaction.
+
+pub mod board;
+pub mod cache;
+pub mod submit;
+
+pub use board::{Board, Row};
+pub use cache::BoardCache;
+
+/// A lap time as the desktop client shows it: `M:SS.mmm` (minutes grow past 59).
+pub fn format_lap_time(ms: i64) -> String {
+    let ms = ms.max(0);
+    format!("{}:{:02}.{:03}", ms / 60_000, (ms / 1000) % 60, ms % 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_lap_time;
+
+    #[test]
+    fn lap_times_are_minutes_seconds_and_millis() {
+        assert_eq!(format_lap_time(83_456), "1:23.456");
+        assert_eq!(format_lap_time(59_999), "0:59.999");
+        assert_eq!(format_lap_time(600_005), "10:00.005");
+        assert_eq!(format_lap_time(0), "0:00.000");
+    }
+}

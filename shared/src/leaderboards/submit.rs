@@ -1,0 +1,181 @@
+//! `POST /v1/leaderboards/submit`: the server's own quality check, then a conditional
+//! replace of the caller's entry.
+
+use serde::Serialize;
+use serde_json::json;
+use std::time::Duration;
+use utoipa::ToSchema;
+
+use super::board::{Board, Row, entry_key, rank_sk, submitted_at};
+use crate::http::ApiError;
+use crate::outbox::Event;
+use crate::ports::Ports;
+use crate::ports::items::{Condition, Key, StoreError, TxOp, item};
+use crate::sessions::records::StoredSession;
+use crate::tables::Table;
+
+/// The least quality a ranked lap needs, inclusive.
+pub const MIN_QUALITY: f64 = 0.8;
+/// The event every submission emits.
+pub const SUBMIT_EVENT: &str = "leaderboard.submit";
+/// Rounds of read-and-replace before giving up under heavy contention on one entry.
+const ROUNDS: u32 = 8;
+
+/// The answer of a submission.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmitOutcome {
+    /// True when the lap replaced the caller's entry (or created it).
+    pub improved: bool,
+    /// The submitted lap time.
+    pub lap_time_ms: i64,
+    /// The entry's time before this submission; null when there was none.
+    pub previous_best_ms: Option<i64>,
+    /// The caller's rank after the submission (1 is fastest).
+    pub rank: Option<usize>,
+    pub track_id: String,
+}
+
+/// Who submits.
+#[derive(Debug, Clone)]
+pub struct Driver {
+    pub user_id: String,
+    pub display_name: String,
+    pub avatar_url: Option<String>,
+}
+
+/// Checks the stored laps of `session`: a lap with `lap_time_ms` exists, is valid and has a
+/// combined quality of at least [`MIN_QUALITY`]. The error says why not.
+pub fn check_lap(session: &StoredSession, lap_time_ms: i64) -> Result<(), String> {
+    let matching: Vec<_> = session
+        .laps
+        .iter()
+        .filter(|l| l.lap_time_ms == lap_time_ms)
+        .collect();
+    if matching.is_empty() {
+        return Err(format!(
+            "lapTimeMs: session {} has no lap of {lap_time_ms} ms",
+            session.summary.id
+        ));
+    }
+    if !matching.iter().any(|l| l.is_valid) {
+        return Err("lapTimeMs: the lap with this time is not valid".into());
+    }
+    if !matching
+        .iter()
+        .any(|l| l.is_valid && l.quality_combined >= MIN_QUALITY)
+    {
+        return Err(format!(
+            "lapTimeMs: the lap's stored quality is below {MIN_QUALITY}"
+        ));
+    }
+    Ok(())
+}
+
+/// Submits a checked lap of `session` for `driver`; answers the outcome and the board as
+/// it is afterwards.
+pub async fn submit(
+    ports: &Ports,
+    driver: &Driver,
+    session: &StoredSession,
+    lap_time_ms: i64,
+) -> Result<(SubmitOutcome, Board), ApiError> {
+    let track_id = session.summary.track_id.clone();
+    let key = entry_key(&track_id, &driver.user_id);
+    let mut previous = None;
+    let mut improved = false;
+    for round in 0..ROUNDS {
+        let current = ports.items.get(Table::Leaderboards, &key).await?;
+        let current_rank_key = current
+            .as_ref()
+            .and_then(|c| c.get("rankKey"))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        previous = current.as_ref().and_then(Row::from_item);
+        let now = ports.clock.now();
+        let event = Event::new(
+            SUBMIT_EVENT,
+            Some(driver.user_id.clone()),
+            json!({
+                "trackId": track_id,
+                "sessionId": session.summary.id,
+                "lapTimeMs": lap_time_ms,
+                "previousBestMs": previous.as_ref().map(|p| p.lap_time_ms),
+                "improved": previous.as_ref().is_none_or(|p| lap_time_ms < p.lap_time_ms),
+            }),
+            now,
+        );
+        if previous
+            .as_ref()
+            .is_some_and(|p| p.lap_time_ms <= lap_time_ms)
+        {
+            // Not faster: the entry stays; the submission is still recorded as an event.
+            ports.items.transact(vec![event.outbox_op()]).await?;
+            break;
+        }
+        let row = Row {
+            user_id: driver.user_id.clone(),
+            display_name: driver.display_name.clone(),
+            avatar_url: driver.avatar_url.clone(),
+            lap_time_ms,
+            vehicle_name: session.summary.vehicle_name.clone(),
+            session_id: session.summary.id.clone(),
+            submitted_at: submitted_at(now),
+        };
+        let rank_key = rank_sk(lap_time_ms, now, &driver.user_id);
+        let unchanged = match &current_rank_key {
+            Some(k) => Condition::eq("rankKey", k.as_str()),
+            None => Condition::NotExists,
+        };
+        let mut ops = vec![
+            TxOp::Put {
+                table: Table::Leaderboards,
+                item: item(&key, row.attributes(&rank_key)),
+                condition: Some(unchanged),
+            },
+            TxOp::Put {
+                table: Table::Leaderboards,
+                item: row.rank_item(&track_id, &rank_key),
+                condition: Some(Condition::NotExists),
+            },
+            event.outbox_op(),
+        ];
+        if let Some(old) = &current_rank_key {
+            ops.push(TxOp::Delete {
+                table: Table::Leaderboards,
+                key: Key::new(key.pk.clone(), old.as_str()),
+                condition: None,
+            });
+        }
+        match ports.items.transact(ops).await {
+            Ok(()) => {
+                improved = true;
+                break;
+            }
+            // Another submission changed the entry meanwhile: read it again and compare.
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if round + 1 == ROUNDS {
+            return Err(ApiError::Conflict(
+                "too many concurrent submissions for this entry, please retry".into(),
+            ));
+        }
+    }
+    let board = Board::load(ports, &track_id).await?;
+    let outcome = SubmitOutcome {
+        improved,
+        lap_time_ms,
+        previous_best_ms: previous.map(|p| p.lap_time_ms),
+        rank: board.rank_of(&driver.user_id),
+        track_id,
+    };
+    let result = if improved { "improved" } else { "unchanged" };
+    crate::metrics::global()
+        .leaderboard_submissions
+        .with_label_values(&[result])
+        .inc();
+    Ok((outcome, board))
+}

@@ -1,0 +1,269 @@
+//! `/v1/leaderboards`: ranked best laps (public, cached) and submissions.
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok, paging};
+use crate::identity::auth_user::AuthUser;
+use crate::identity::fields::Problems;
+use crate::leaderboards::Board;
+use crate::leaderboards::cache::{self, LeaderboardPage, PageKey, RenderedPage};
+use crate::leaderboards::submit::{self, Driver, MIN_QUALITY, SubmitOutcome};
+use crate::sessions::records;
+use crate::state::AppState;
+use crate::tracks::{self, Track, TrackKey};
+
+/// The leaderboards routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/leaderboards", get(leaderboard))
+        .route("/v1/leaderboards/submit", post(submit_lap))
+}
+
+/// Which board, and which page of it.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct LeaderboardQuery {
+    /// The track id (or give gameId, trackName and trackLayout).
+    pub track_id: Option<String>,
+    pub game_id: Option<String>,
+    pub track_name: Option<String>,
+    /// Empty or absent for tracks without layouts.
+    pub track_layout: Option<String>,
+    /// Only entries set in this vehicle (case-insensitive).
+    pub vehicle_name: Option<String>,
+    /// Page size, 1 to 100 (default 20).
+    pub limit: Option<String>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// Ranked best laps of a track. Public; cached in the process for a few seconds, with
+/// `Cache-Control` and `ETag` (send `If-None-Match` for a 304).
+#[utoipa::path(get, path = "/v1/leaderboards", tag = "leaderboards", params(LeaderboardQuery),
+    responses((status = 200, description = "One page of the board", body = inline(Envelope<LeaderboardPage>)),
+              (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 400, description = "No track given, or a bad limit or cursor"),
+              (status = 404, description = "Unknown trackId")))]
+pub async fn leaderboard(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<LeaderboardQuery>,
+) -> Result<Response, ApiError> {
+    let nonempty = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let named = match (
+        nonempty(&q.track_id),
+        nonempty(&q.game_id),
+        nonempty(&q.track_name),
+    ) {
+        (Some(id), _, _) => {
+            if uuid::Uuid::parse_str(&id).is_err() {
+                return Err(ApiError::invalid("trackId", "must be a track id (UUID)"));
+            }
+            Err(id)
+        }
+        (None, Some(game), Some(name)) => Ok(TrackKey::new(
+            &game,
+            &name,
+            q.track_layout.as_deref().unwrap_or_default(),
+        )),
+        _ => {
+            return Err(ApiError::invalid(
+                "trackId",
+                "is required (or gameId and trackName, with trackLayout when the track has layouts)",
+            ));
+        }
+    };
+    let track_id = match &named {
+        Ok(key) => key.id(),
+        Err(id) => id.clone(),
+    };
+    let offset = match nonempty(&q.cursor) {
+        Some(c) => cache::decode_cursor(&c)
+            .ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this list returned"))?,
+        None => 0,
+    };
+    let key = PageKey {
+        vehicle: nonempty(&q.vehicle_name).map(|v| v.to_lowercase()),
+        offset,
+        limit: paging::parse_limit(q.limit.as_deref())?,
+    };
+    let metric = |result: &str| {
+        crate::metrics::global()
+            .leaderboard_cache
+            .with_label_values(&[result])
+            .inc();
+    };
+    let page = match state.leaderboards.page(&track_id, &key) {
+        Some(page) => {
+            metric("hit");
+            page
+        }
+        None => {
+            metric("miss");
+            let track = match tracks::get(&state.ports, &track_id).await? {
+                Some(track) => track,
+                None => match &named {
+                    Ok(key) => Track::empty(key),
+                    Err(_) => return Err(ApiError::NotFound("track not found".into())),
+                },
+            };
+            let board = Board::load(&state.ports, &track_id).await?;
+            state.leaderboards.store(track, board, &key)
+        }
+    };
+    Ok(page_response(&state, &headers, page))
+}
+
+fn page_response(state: &AppState, headers: &HeaderMap, page: RenderedPage) -> Response {
+    let max_age = state.leaderboards.lifetime().as_secs();
+    let cache_control = HeaderValue::from_str(&format!("public, max-age={max_age}"))
+        .unwrap_or(HeaderValue::from_static("no-cache"));
+    let etag = HeaderValue::from_str(&page.etag).unwrap_or(HeaderValue::from_static("\"\""));
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|tags| {
+            tags.split(',')
+                .any(|t| t.trim() == page.etag || t.trim() == "*")
+        });
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            page.body,
+        )
+            .into_response()
+    };
+    let h = response.headers_mut();
+    h.insert(header::CACHE_CONTROL, cache_control);
+    h.insert(header::ETAG, etag);
+    response
+}
+
+/// `POST /v1/leaderboards/submit` body (`LeaderboardSubmitDto`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmitRequest {
+    /// The server-side id of one of the caller's sessions.
+    pub session_id: Option<String>,
+    /// The lap time to rank, in milliseconds.
+    pub lap_time_ms: Option<serde_json::Value>,
+    /// The client's quality score, 0 to 1; at least 0.8 to rank.
+    pub quality_score: Option<serde_json::Value>,
+}
+
+/// Submits a lap of one of the caller's sessions. A faster lap replaces the caller's entry
+/// on that track; a slower or equal one leaves it (200, `improved: false`).
+#[utoipa::path(post, path = "/v1/leaderboards/submit", tag = "leaderboards", security(("bearer" = [])),
+    request_body = SubmitRequest,
+    responses((status = 200, description = "Submitted (see `improved`)", body = inline(Envelope<SubmitOutcome>)),
+              (status = 400, description = "A field breaks a rule"), (status = 401, description = "No valid token"),
+              (status = 404, description = "No such session of the caller"),
+              (status = 422, description = "Quality below 0.8, or the session has no valid lap of that time and quality")))]
+pub async fn submit_lap(
+    State(state): State<AppState>,
+    user: AuthUser,
+    ApiJson(body): ApiJson<SubmitRequest>,
+) -> Result<Response, ApiError> {
+    let mut p = Problems::default();
+    let session_id = match body.session_id.as_deref().map(str::trim) {
+        None | Some("") => {
+            p.add("sessionId", "is required");
+            None
+        }
+        Some(id) if uuid::Uuid::parse_str(id).is_err() => {
+            p.add("sessionId", "must be a session id (UUID)");
+            None
+        }
+        Some(id) => Some(id.to_owned()),
+    };
+    let lap_time_ms = match &body.lap_time_ms {
+        None | Some(serde_json::Value::Null) => {
+            p.add("lapTimeMs", "is required");
+            None
+        }
+        Some(v) => match v.as_i64() {
+            Some(ms) if (1..=crate::sessions::upload::MAX_LAP_MS).contains(&ms) => Some(ms),
+            _ => {
+                p.add(
+                    "lapTimeMs",
+                    "must be a whole number of milliseconds from 1 to 86400000",
+                );
+                None
+            }
+        },
+    };
+    let quality = match &body.quality_score {
+        None | Some(serde_json::Value::Null) => {
+            p.add("qualityScore", "is required");
+            None
+        }
+        Some(v) => match v.as_f64() {
+            Some(q) if (0.0..=1.0).contains(&q) => Some(q),
+            _ => {
+                p.add("qualityScore", "must be a number from 0 to 1");
+                None
+            }
+        },
+    };
+    p.finish()?;
+    let (Some(session_id), Some(lap_time_ms), Some(quality)) = (session_id, lap_time_ms, quality)
+    else {
+        return Err(ApiError::Internal(anyhow::anyhow!(
+            "checked fields missing"
+        )));
+    };
+    let rejected = || {
+        crate::metrics::global()
+            .leaderboard_submissions
+            .with_label_values(&["rejected"])
+            .inc();
+    };
+    let session = records::get(&state.ports, &user.user_id, &session_id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("session not found".into()))?;
+    if quality < MIN_QUALITY {
+        rejected();
+        return Err(ApiError::Unprocessable(format!(
+            "qualityScore: must be at least {MIN_QUALITY} to rank"
+        )));
+    }
+    if let Err(reason) = submit::check_lap(&session, lap_time_ms) {
+        rejected();
+        return Err(ApiError::Unprocessable(reason));
+    }
+    let driver = Driver {
+        user_id: user.user_id.clone(),
+        display_name: user.claims.display_name.clone(),
+        avatar_url: user.claims.avatar_url.clone(),
+    };
+    let (outcome, fresh_board) =
+        submit::submit(&state.ports, &driver, &session, lap_time_ms).await?;
+    // This process shows the new board at once; others within the cache lifetime.
+    state.leaderboards.invalidate(&outcome.track_id);
+    if let Some(track) = tracks::get(&state.ports, &outcome.track_id).await? {
+        let first = PageKey {
+            vehicle: None,
+            offset: 0,
+            limit: paging::DEFAULT_LIMIT,
+        };
+        state.leaderboards.store(track, fresh_board, &first);
+    }
+    Ok(ok(outcome))
+}

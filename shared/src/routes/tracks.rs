@@ -1,0 +1,84 @@
+//! `/v1/tracks`: canonical tracks with uploaded sessions, and their centreline maps.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderValue, header};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::http::{ApiError, ApiQuery, Envelope, PageParams, Paged, ok};
+use crate::identity::auth_user::AuthUser;
+use crate::state::AppState;
+use crate::tracks::maps::{self, TrackMap};
+use crate::tracks::{self, Track};
+
+/// The tracks routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/tracks", get(list))
+        .route("/v1/tracks/{id}/map", get(map))
+}
+
+/// Tracks that have uploaded sessions, with session counts and whether a map exists.
+#[utoipa::path(get, path = "/v1/tracks", tag = "tracks", security(("bearer" = [])), params(PageParams),
+    responses((status = 200, description = "One page", body = inline(Envelope<Paged<Track>>)),
+              (status = 401, description = "No valid token")))]
+pub async fn list(
+    State(state): State<AppState>,
+    _user: AuthUser,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> Result<Response, ApiError> {
+    let (items, next_cursor) = tracks::list(&state.ports, page.limit()?, page.cursor()).await?;
+    Ok(ok(Paged { items, next_cursor }))
+}
+
+/// `?format=` of the map.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MapQuery {
+    /// `json` (default) or `svg`.
+    pub format: Option<String>,
+}
+
+/// A track's centreline: JSON points, or an SVG picture with `?format=svg`.
+#[utoipa::path(get, path = "/v1/tracks/{id}/map", tag = "tracks", security(("bearer" = [])),
+    params(("id" = String, Path, description = "Track id"), MapQuery),
+    responses((status = 200, description = "The map (JSON in the envelope, or `image/svg+xml`)",
+               body = inline(Envelope<TrackMap>)),
+              (status = 400, description = "Unknown format"),
+              (status = 404, description = "Unknown track, or no map built yet")))]
+pub async fn map(
+    State(state): State<AppState>,
+    _user: AuthUser,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<MapQuery>,
+) -> Result<Response, ApiError> {
+    let svg = match query
+        .format
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        None | Some("json") => false,
+        Some("svg") => true,
+        Some(_) => return Err(ApiError::invalid("format", "must be json or svg")),
+    };
+    let found = match uuid::Uuid::parse_str(&id) {
+        Ok(_) => maps::current(&state.ports, &id).await?,
+        Err(_) => None,
+    };
+    let map = found.ok_or_else(|| {
+        ApiError::NotFound("no map for this track yet (unknown track, or no track points)".into())
+    })?;
+    if !svg {
+        return Ok(ok(map));
+    }
+    let mut response = maps::svg(&map).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("image/svg+xml"),
+    );
+    Ok(response)
+}

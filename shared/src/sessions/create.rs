@@ -1,0 +1,191 @@
+//! The upload: session, laps, idempotency record, track count, processing job and the
+//! `session.uploaded` event, written in one transaction.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::time::Duration;
+use utoipa::ToSchema;
+
+use super::records::{client_key, new_session_id, session_item};
+use super::upload::SessionUpload;
+use crate::http::ApiError;
+use crate::outbox::Event;
+use crate::ports::Ports;
+use crate::ports::items::{Condition, StoreError, TxOp, item};
+use crate::tables::Table;
+use crate::tracks::{self, TrackKey, jobs, maps};
+
+/// The event an upload emits.
+pub const UPLOADED_EVENT: &str = "session.uploaded";
+/// Transaction conflicts (a concurrent duplicate in flight) are retried this often.
+const CONFLICT_RETRIES: u32 = 4;
+
+/// What `POST /v1/sessions` answers.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Receipt {
+    pub session_id: String,
+    pub track_id: String,
+    pub lap_count: usize,
+    /// True when this ClientSessionId was uploaded before; nothing was written.
+    pub duplicate: bool,
+}
+
+impl Receipt {
+    fn from_record(record: &crate::ports::Item) -> Option<Self> {
+        Some(Self {
+            session_id: record.get("sessionId")?.as_str()?.to_owned(),
+            track_id: record.get("trackId")?.as_str()?.to_owned(),
+            lap_count: usize::try_from(record.get("lapCount")?.as_u64()?).ok()?,
+            duplicate: true,
+        })
+    }
+}
+
+async fn earlier_upload(
+    ports: &Ports,
+    user_id: &str,
+    client_session_id: &str,
+) -> Result<Option<Receipt>, StoreError> {
+    let record = ports
+        .items
+        .get(Table::Sessions, &client_key(user_id, client_session_id))
+        .await?;
+    Ok(record.as_ref().and_then(Receipt::from_record))
+}
+
+/// Stores an upload of `user_id`, or answers the earlier upload of its ClientSessionId.
+pub async fn create(
+    ports: &Ports,
+    user_id: &str,
+    upload: SessionUpload,
+) -> Result<Receipt, ApiError> {
+    if let Some(earlier) = earlier_upload(ports, user_id, &upload.client_session_id).await? {
+        return Ok(earlier);
+    }
+    let now = ports.clock.now();
+    let track = TrackKey::new(&upload.game_id, &upload.track_name, &upload.track_layout);
+    let track_id = track.id();
+    let session_id = new_session_id(upload.recorded_at);
+    let receipt = Receipt {
+        session_id: session_id.clone(),
+        track_id: track_id.clone(),
+        lap_count: upload.laps.len(),
+        duplicate: false,
+    };
+
+    // Points go to the blob store first; the job that refers to them is part of the
+    // transaction, so a failed transaction leaves at most an unreferenced blob, removed below.
+    let job = match &upload.track_points {
+        Some(points) => {
+            let key = maps::points_key(&track_id, &session_id);
+            ports
+                .blobs
+                .put(&key, maps::encode_points(points), "application/json")
+                .await?;
+            Some((uuid::Uuid::now_v7().to_string(), key))
+        }
+        None => None,
+    };
+    let job_id = job.as_ref().map(|(id, _)| id.as_str());
+
+    let record = TxOp::Put {
+        table: Table::Sessions,
+        item: item(
+            &client_key(user_id, &upload.client_session_id),
+            json!({
+                "sessionId": session_id,
+                "trackId": track_id,
+                "lapCount": upload.laps.len(),
+            }),
+        ),
+        condition: Some(Condition::NotExists),
+    };
+    let session = TxOp::Put {
+        table: Table::Sessions,
+        item: session_item(user_id, &session_id, &track_id, &upload, job_id, now),
+        condition: Some(Condition::NotExists),
+    };
+    let event = Event::new(
+        UPLOADED_EVENT,
+        Some(user_id.to_owned()),
+        json!({
+            "sessionId": session_id,
+            "trackId": track_id,
+            "gameId": upload.game_id,
+            "trackName": upload.track_name,
+            "trackLayout": upload.track_layout,
+            "vehicleName": upload.vehicle_name,
+            "recordedAt": session_item_time(&upload),
+            "sessionPhase": upload.session_phase,
+            "bestLapMs": upload.best_lap_ms,
+            "lapCount": upload.laps.len(),
+            "jobId": job_id,
+        }),
+        now,
+    );
+    let mut ops = vec![
+        record,
+        session,
+        tracks::count_session_op(&track),
+        event.outbox_op(),
+    ];
+    if let Some((id, key)) = &job {
+        ops.push(jobs::create_op(
+            id,
+            &track_id,
+            &session_id,
+            user_id,
+            key,
+            now,
+        ));
+    }
+
+    let mut attempt = 0;
+    let outcome = loop {
+        match ports.items.transact(ops.clone()).await {
+            Err(StoreError::Conflict) if attempt < CONFLICT_RETRIES => {
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
+            }
+            other => break other,
+        }
+    };
+    match outcome {
+        Ok(()) => {
+            if let Err(e) = tracks::note_session_time(ports, &track_id, upload.recorded_at).await {
+                tracing::warn!(error = %e, track_id, "could not move the track's lastSessionAt");
+            }
+            crate::metrics::global()
+                .sessions_uploaded
+                .with_label_values(&["created"])
+                .inc();
+            Ok(receipt)
+        }
+        Err(e) => {
+            if let Some((_, key)) = &job {
+                let _ = ports.blobs.delete(key).await;
+            }
+            match e {
+                // A concurrent duplicate won: answer with its session.
+                StoreError::ConditionFailed { .. } | StoreError::Conflict => {
+                    earlier_upload(ports, user_id, &upload.client_session_id)
+                        .await?
+                        .ok_or_else(|| {
+                            ApiError::Conflict("a concurrent upload is in progress, retry".into())
+                        })
+                }
+                other => Err(other.into()),
+            }
+        }
+    }
+}
+
+fn session_item_time(upload: &SessionUpload) -> Value {
+    json!(
+        upload
+            .recorded_at
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default()
+    )
+}

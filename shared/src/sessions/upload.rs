@@ -1,0 +1,305 @@
+//! The body of `POST /v1/sessions`, parsed field by field so that one 400 lists every problem.
+//!
+//! The body is read as JSON first and then checked by hand rather than by a typed
+//! deserializer: a typed deserializer stops at the first wrong type, while the desktop client's
+//! developers want every problem of an upload named at once (`laps[3].lapTimeMs: ...`).
+
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::http::ApiError;
+use crate::identity::fields::Problems;
+
+/// At most this many laps per upload (a 24-hour race at 1:30 a lap is under 1,000).
+pub const MAX_LAPS: usize = 1_000;
+/// At most this many track points per upload.
+pub const MAX_TRACK_POINTS: usize = 10_000;
+/// Longest accepted lap: one day, in milliseconds.
+pub const MAX_LAP_MS: i64 = 86_400_000;
+/// At most this many problems are listed in one answer (the rest are counted).
+const MAX_LISTED_PROBLEMS: usize = 25;
+
+/// One lap summary (`LapSummaryDto`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lap {
+    pub lap_index: u32,
+    pub lap_time_ms: i64,
+    pub is_valid: bool,
+    pub counts_for_session_timing: bool,
+    pub quality_combined: f64,
+    pub quality_coherence: f64,
+    pub quality_stability: f64,
+    pub quality_completeness: f64,
+    pub num_penalties: u32,
+    pub num_pitstops: u32,
+    pub in_pits_at_lap_end: bool,
+}
+
+/// One sampled position (`TrackPointDto`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrackPoint {
+    pub x: f64,
+    pub y: f64,
+    pub distance: f64,
+}
+
+/// A checked `SessionUploadDto`.
+#[derive(Debug, Clone)]
+pub struct SessionUpload {
+    pub game_id: String,
+    pub track_name: String,
+    pub track_layout: String,
+    pub vehicle_name: String,
+    pub recorded_at: OffsetDateTime,
+    pub laps: Vec<Lap>,
+    pub best_lap_ms: i64,
+    pub weather_summary: String,
+    pub session_phase: String,
+    pub client_session_id: String,
+    pub track_points: Option<Vec<TrackPoint>>,
+}
+
+/// Reads the body (keys already camelCase), or answers one 400 naming every problem.
+pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, ApiError> {
+    let Value::Object(body) = body else {
+        return Err(ApiError::BadRequest(
+            "body: must be a JSON object (SessionUploadDto)".into(),
+        ));
+    };
+    let mut p = Fields::new(&body, "");
+    let game_id = p.text("gameId", 1, 64);
+    let track_name = p.text("trackName", 1, 128);
+    let track_layout = p.text("trackLayout", 0, 128);
+    let vehicle_name = p.text("vehicleName", 1, 128);
+    let recorded_at = p.timestamp("recordedAt", now);
+    let best_lap_ms = p.integer("bestLapMs", 1, MAX_LAP_MS);
+    let weather_summary = p.text("weatherSummary", 0, 256);
+    let session_phase = p.text("sessionPhase", 1, 64);
+    let client_session_id = p.text("clientSessionId", 1, 128);
+    let laps = p.list("laps", 1, MAX_LAPS, |p| {
+        Some(Lap {
+            lap_index: p.integer("lapIndex", 0, 100_000).map(|v| v as u32)?,
+            lap_time_ms: p.integer("lapTimeMs", 1, MAX_LAP_MS)?,
+            is_valid: p.boolean("isValid")?,
+            counts_for_session_timing: p.boolean("countsForSessionTiming")?,
+            quality_combined: p.fraction("qualityCombined")?,
+            quality_coherence: p.fraction("qualityCoherence")?,
+            quality_stability: p.fraction("qualityStability")?,
+            quality_completeness: p.fraction("qualityCompleteness")?,
+            num_penalties: p.integer("numPenalties", 0, 10_000).map(|v| v as u32)?,
+            num_pitstops: p.integer("numPitstops", 0, 10_000).map(|v| v as u32)?,
+            in_pits_at_lap_end: p.boolean("inPitsAtLapEnd")?,
+        })
+    });
+    let track_points = match body.get("trackPoints") {
+        None | Some(Value::Null) => None,
+        Some(_) => p.list("trackPoints", 0, MAX_TRACK_POINTS, |p| {
+            Some(TrackPoint {
+                x: p.coordinate("x")?,
+                y: p.coordinate("y")?,
+                distance: p.number("distance", 0.0, 1_000_000.0)?,
+            })
+        }),
+    };
+    if let Some(laps) = &laps {
+        let mut seen = std::collections::HashSet::new();
+        for (i, lap) in laps.iter().enumerate() {
+            if !seen.insert(lap.lap_index) {
+                p.problem(
+                    &format!("laps[{i}].lapIndex"),
+                    "must be unique within the session",
+                );
+            }
+        }
+    }
+    p.finish()?;
+    let missing = || ApiError::Internal(anyhow::anyhow!("checked field missing"));
+    Ok(SessionUpload {
+        game_id: game_id.ok_or_else(missing)?,
+        track_name: track_name.ok_or_else(missing)?,
+        track_layout: track_layout.ok_or_else(missing)?,
+        vehicle_name: vehicle_name.ok_or_else(missing)?,
+        recorded_at: recorded_at.ok_or_else(missing)?,
+        laps: laps.ok_or_else(missing)?,
+        best_lap_ms: best_lap_ms.ok_or_else(missing)?,
+        weather_summary: weather_summary.ok_or_else(missing)?,
+        session_phase: session_phase.ok_or_else(missing)?,
+        client_session_id: client_session_id.ok_or_else(missing)?,
+        track_points: track_points.filter(|points| !points.is_empty()),
+    })
+}
+
+/// Reads fields of one JSON object, recording a problem per bad field.
+struct Fields<'a> {
+    object: &'a Map<String, Value>,
+    prefix: String,
+    problems: Problems,
+    count: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn new(object: &'a Map<String, Value>, prefix: &str) -> Self {
+        Self {
+            object,
+            prefix: prefix.to_owned(),
+            problems: Problems::default(),
+            count: 0,
+        }
+    }
+
+    fn problem(&mut self, field: &str, rule: &str) {
+        self.count += 1;
+        if self.count <= MAX_LISTED_PROBLEMS {
+            self.problems.add(&format!("{}{field}", self.prefix), rule);
+        }
+    }
+
+    fn finish(mut self) -> Result<(), ApiError> {
+        if self.count > MAX_LISTED_PROBLEMS {
+            let more = format!("and {} more problems", self.count - MAX_LISTED_PROBLEMS);
+            self.problems.add("body", &more);
+        }
+        self.problems.finish()
+    }
+
+    /// The value of a required field, or a problem when it is missing or null.
+    fn required(&mut self, field: &str) -> Option<&'a Value> {
+        match self.object.get(field) {
+            None | Some(Value::Null) => {
+                self.problem(field, "is required");
+                None
+            }
+            Some(v) => Some(v),
+        }
+    }
+
+    fn text(&mut self, field: &str, min: usize, max: usize) -> Option<String> {
+        let Some(value) = self.required(field)?.as_str() else {
+            self.problem(field, "must be a string");
+            return None;
+        };
+        let value = value.trim();
+        let n = value.chars().count();
+        if n < min || n > max {
+            let rule = if min == 0 {
+                format!("must be at most {max} characters")
+            } else {
+                format!("must be {min} to {max} characters")
+            };
+            self.problem(field, &rule);
+            return None;
+        }
+        if value.chars().any(char::is_control) {
+            self.problem(field, "must not contain control characters");
+            return None;
+        }
+        Some(value.to_owned())
+    }
+
+    fn integer(&mut self, field: &str, min: i64, max: i64) -> Option<i64> {
+        let value = self.required(field)?;
+        match value.as_i64() {
+            Some(v) if (min..=max).contains(&v) => Some(v),
+            Some(_) => {
+                self.problem(field, &format!("must be between {min} and {max}"));
+                None
+            }
+            None => {
+                self.problem(field, "must be a whole number");
+                None
+            }
+        }
+    }
+
+    fn number(&mut self, field: &str, min: f64, max: f64) -> Option<f64> {
+        let value = self.required(field)?;
+        match value.as_f64() {
+            Some(v) if v.is_finite() && (min..=max).contains(&v) => Some(v),
+            Some(_) => {
+                self.problem(field, &format!("must be between {min} and {max}"));
+                None
+            }
+            None => {
+                self.problem(field, "must be a number");
+                None
+            }
+        }
+    }
+
+    fn fraction(&mut self, field: &str) -> Option<f64> {
+        self.number(field, 0.0, 1.0)
+    }
+
+    fn coordinate(&mut self, field: &str) -> Option<f64> {
+        self.number(field, -1_000_000.0, 1_000_000.0)
+    }
+
+    fn boolean(&mut self, field: &str) -> Option<bool> {
+        let value = self.required(field)?;
+        let parsed = value.as_bool();
+        if parsed.is_none() {
+            self.problem(field, "must be true or false");
+        }
+        parsed
+    }
+
+    fn timestamp(&mut self, field: &str, now: OffsetDateTime) -> Option<OffsetDateTime> {
+        let value = self.required(field)?;
+        let Some(parsed) = value
+            .as_str()
+            .and_then(|s| OffsetDateTime::parse(s, &Rfc3339).ok())
+        else {
+            self.problem(field, "must be an RFC 3339 date and time");
+            return None;
+        };
+        let earliest = time::macros::datetime!(2000-01-01 0:00 UTC);
+        if parsed < earliest || parsed > now + time::Duration::days(1) {
+            self.problem(field, "must be after 2000-01-01 and not in the future");
+            return None;
+        }
+        Some(parsed.to_offset(time::UtcOffset::UTC))
+    }
+
+    /// A list of objects, each read by `element` with its own field prefix (`laps[3].`).
+    fn list<T>(
+        &mut self,
+        field: &str,
+        min: usize,
+        max: usize,
+        mut element: impl FnMut(&mut Fields<'a>) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let Some(items) = self.required(field)?.as_array() else {
+            self.problem(field, "must be a list");
+            return None;
+        };
+        if items.len() < min || items.len() > max {
+            self.problem(field, &format!("must hold {min} to {max} entries"));
+            return None;
+        }
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            let path = format!("{}{field}[{i}]", self.prefix);
+            let Some(object) = item.as_object() else {
+                self.problem(&format!("{field}[{i}]"), "must be an object");
+                ok = false;
+                continue;
+            };
+            let mut inner = Fields {
+                object,
+                prefix: format!("{path}."),
+                problems: std::mem::take(&mut self.problems),
+                count: self.count,
+            };
+            let parsed = element(&mut inner);
+            self.problems = inner.problems;
+            self.count = inner.count;
+            match parsed {
+                Some(v) => out.push(v),
+                None => ok = false,
+            }
+        }
+        ok.then_some(out)
+    }
+}
