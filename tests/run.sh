@@ -101,4 +101,4 @@ step "cfn-lint template.yaml"
 cfn-lint template.yaml
 
 step "cargo test (embedded adapters, AWS adapters against the emulators, HTTP black-box)"
-cargo test --workspace --all-targets --no-fail-fast -- --test-threads "${PADDOCK_TEST_THREADS:-4}"
+cargo test --workspace --no-fail-fast "${@:---all-targets}" -- --test-threads "${PADDOCK_TEST_THREADS:-4}"

@@ -174,6 +174,43 @@ impl TestApp {
         body["data"].clone()
     }
 
+    /// POST a JSON body with a bearer token.
+    pub async fn post_json_auth(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        token: &str,
+    ) -> reqwest::Response {
+        self.client
+            .post(format!("{}{path}", self.address))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Registers a driver named `name`; answers (access token, user id).
+    pub async fn driver(&self, name: &str) -> (String, String) {
+        let res = self
+            .post_json(
+                "/v1/auth/register",
+                &serde_json::json!({
+                    "email": format!("{}@example.com", unique(name)),
+                    "password": "correct horse battery",
+                    "displayName": name,
+                }),
+            )
+            .await;
+        let (status, body) = envelope(res).await;
+        assert_eq!(status, 201, "{body}");
+        let data = &body["data"];
+        (
+            data["accessToken"].as_str().expect("token").to_owned(),
+            data["user"]["id"].as_str().expect("id").to_owned(),
+        )
+    }
+
     /// POST a raw body with a content type.
     pub async fn post_raw(
         &self,
@@ -206,4 +243,51 @@ pub async fn envelope(response: reqwest::Response) -> (u16, serde_json::Value) {
         "success flag disagrees with status {status}: {body}"
     );
     (status, body)
+}
+
+/// One lap of a test upload: (lap time ms, valid, combined quality).
+pub type TestLap = (i64, bool, f64);
+
+/// A `SessionUploadDto` in the desktop client's PascalCase, with `points` track points on a
+/// circle of about 1 km.
+pub fn session_body(
+    client_session_id: &str,
+    recorded_at: &str,
+    laps: &[TestLap],
+    points: usize,
+) -> serde_json::Value {
+    let laps: Vec<serde_json::Value> = laps
+        .iter()
+        .enumerate()
+        .map(|(i, &(ms, valid, quality))| {
+            serde_json::json!({
+                "LapIndex": i, "LapTimeMs": ms, "IsValid": valid, "CountsForSessionTiming": valid,
+                "QualityCombined": quality, "QualityCoherence": 0.9, "QualityStability": 0.95,
+                "QualityCompleteness": 1.0, "NumPenalties": 0, "NumPitstops": 0, "InPitsAtLapEnd": false,
+            })
+        })
+        .collect();
+    let best = laps
+        .iter()
+        .filter_map(|l| l["LapTimeMs"].as_i64())
+        .min()
+        .unwrap_or(1);
+    let mut body = serde_json::json!({
+        "GameId": "acc", "TrackName": "Spa-Francorchamps", "TrackLayout": "GP",
+        "VehicleName": "Porsche 992 GT3 R", "RecordedAt": recorded_at, "Laps": laps,
+        "BestLapMs": best, "WeatherSummary": "dry, 22C", "SessionPhase": "practice",
+        "ClientSessionId": client_session_id,
+    });
+    if points > 0 {
+        let radius = 1000.0 / std::f64::consts::TAU;
+        let track: Vec<serde_json::Value> = (0..points)
+            .map(|i| {
+                let d = 1000.0 * i as f64 / points as f64;
+                let a = d / radius;
+                serde_json::json!({"X": radius * a.cos(), "Y": radius * a.sin(), "Distance": d})
+            })
+            .collect();
+        body["TrackPoints"] = serde_json::Value::Array(track);
+    }
+    body
 }

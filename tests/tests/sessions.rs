@@ -1,0 +1,548 @@
+//! Session sync and tracks: idempotent uploads, validation, reads, track maps and their
+//! processing jobs, in local mode and against DynamoDB Local (S3 on moto_server).
+
+use futures::future::join_all;
+use paddock::ports::{Clock, ManualClock};
+use paddock::tracks::jobs::{self, Stuck};
+use paddock_tests::{Backend, TestApp, envelope, session_body, spawn_on};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+const LAPS: &[(i64, bool, f64)] = &[
+    (92_000, true, 0.9),
+    (91_500, true, 0.95),
+    (95_000, false, 0.5),
+];
+
+async fn upload(app: &TestApp, token: &str, body: &Value) -> (u16, Value) {
+    envelope(app.post_json_auth("/v1/sessions", body, token).await).await
+}
+
+async fn upload_is_idempotent_and_reads_back(app: TestApp) {
+    let (token, _) = app.driver("Ana").await;
+    let body = session_body("client-1", "2026-11-01T10:00:00.250Z", LAPS, 0);
+    let (status, first) = upload(&app, &token, &body).await;
+    assert_eq!(status, 201, "{first}");
+    let receipt = &first["data"];
+    assert_eq!(receipt["lapCount"], 3);
+    assert_eq!(receipt["duplicate"], false);
+    let id = receipt["sessionId"].as_str().unwrap().to_owned();
+
+    let (status, again) = upload(&app, &token, &body).await;
+    assert_eq!(status, 200, "a repeat answers 200: {again}");
+    assert_eq!(again["data"]["sessionId"], id.as_str());
+    assert_eq!(again["data"]["trackId"], receipt["trackId"]);
+    assert_eq!(again["data"]["duplicate"], true);
+
+    // Two more sessions, recorded earlier and later, uploaded in another order.
+    let (s, _) = upload(
+        &app,
+        &token,
+        &session_body("client-0", "2026-10-01T09:00:00Z", LAPS, 0),
+    )
+    .await;
+    assert_eq!(s, 201);
+    let (s, newest) = upload(
+        &app,
+        &token,
+        &session_body("client-2", "2026-11-05T18:30:00+02:00", LAPS, 0),
+    )
+    .await;
+    assert_eq!(s, 201);
+
+    let (status, page) = envelope(app.get_auth("/v1/sessions?limit=2", &token).await).await;
+    assert_eq!(status, 200, "{page}");
+    let items = page["data"]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 2);
+    assert_eq!(
+        items[0]["id"], newest["data"]["sessionId"],
+        "newest RecordedAt first"
+    );
+    assert_eq!(
+        items[0]["recordedAt"], "2026-11-05T16:30:00Z",
+        "the client's time, in UTC"
+    );
+    assert_eq!(items[1]["id"], id.as_str());
+    let cursor = page["data"]["nextCursor"]
+        .as_str()
+        .expect("a second page")
+        .to_owned();
+    let (_, rest) = envelope(
+        app.get_auth(&format!("/v1/sessions?limit=2&cursor={cursor}"), &token)
+            .await,
+    )
+    .await;
+    let rest = rest["data"]["items"].as_array().unwrap();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0]["recordedAt"], "2026-10-01T09:00:00Z");
+
+    let (status, detail) =
+        envelope(app.get_auth(&format!("/v1/sessions/{id}"), &token).await).await;
+    assert_eq!(status, 200, "{detail}");
+    let d = &detail["data"];
+    assert_eq!(d["recordedAt"], "2026-11-01T10:00:00.25Z");
+    assert_eq!(d["trackName"], "Spa-Francorchamps");
+    assert_eq!(d["vehicleName"], "Porsche 992 GT3 R");
+    assert_eq!(d["bestLapMs"], 91_500);
+    assert_eq!(d["weatherSummary"], "dry, 22C");
+    assert_eq!(d["sessionPhase"], "practice");
+    let laps = d["laps"].as_array().unwrap();
+    assert_eq!(laps.len(), 3);
+    assert_eq!(laps[1]["lapTimeMs"], 91_500);
+    assert_eq!(laps[1]["qualityCombined"], 0.95);
+    assert_eq!(laps[2]["isValid"], false);
+    assert_eq!(laps[2]["countsForSessionTiming"], false);
+
+    // Another driver sees none of it, and the same ClientSessionId is theirs to use.
+    let (other, _) = app.driver("Ben").await;
+    let (status, body) = envelope(app.get_auth(&format!("/v1/sessions/{id}"), &other).await).await;
+    assert_eq!(status, 404, "{body}");
+    let (_, list) = envelope(app.get_auth("/v1/sessions", &other).await).await;
+    assert_eq!(list["data"]["items"], json!([]));
+    let (status, theirs) = upload(
+        &app,
+        &other,
+        &session_body("client-1", "2026-11-01T10:00:00Z", LAPS, 0),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_ne!(theirs["data"]["sessionId"], id.as_str());
+    assert_eq!(
+        theirs["data"]["trackId"], receipt["trackId"],
+        "one canonical track"
+    );
+
+    let (status, _) = envelope(app.get_auth("/v1/sessions/not-a-uuid", &token).await).await;
+    assert_eq!(status, 404);
+    let (status, body) = envelope(app.get_auth("/v1/sessions?limit=101", &token).await).await;
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("limit"), "{body}");
+    let (status, _) = envelope(app.get_auth("/v1/sessions?cursor=%%%", &token).await).await;
+    assert_eq!(status, 400);
+    let (status, _) = envelope(app.get("/v1/sessions").await).await;
+    assert_eq!(status, 401);
+}
+
+async fn bad_uploads_name_every_problem_and_write_nothing(app: TestApp) {
+    let (token, _) = app.driver("Cai").await;
+    let mut body = session_body("bad-1", "2026-11-01T10:00:00Z", LAPS, 3);
+    body["GameId"] = json!(42);
+    body.as_object_mut().unwrap().remove("TrackName");
+    body["Laps"][0]["LapTimeMs"] = json!(-5);
+    body["Laps"][1]["QualityCombined"] = json!(1.5);
+    body["Laps"][2]["IsValid"] = json!("yes");
+    body["TrackPoints"][1]["X"] = json!("far");
+    body["RecordedAt"] = json!("yesterday");
+    let (status, res) = upload(&app, &token, &body).await;
+    assert_eq!(status, 400);
+    let msg = res["error"].as_str().unwrap();
+    for expected in [
+        "gameId: must be a string",
+        "trackName: is required",
+        "laps[0].lapTimeMs: must be between 1",
+        "laps[1].qualityCombined: must be between 0 and 1",
+        "laps[2].isValid: must be true or false",
+        "trackPoints[1].x: must be a number",
+        "recordedAt: must be an RFC 3339",
+    ] {
+        assert!(msg.contains(expected), "missing {expected:?} in {msg}");
+    }
+
+    let mut future = session_body("bad-2", "2099-01-01T00:00:00Z", LAPS, 0);
+    future["Laps"][1]["LapIndex"] = json!(0);
+    let (status, res) = upload(&app, &token, &future).await;
+    assert_eq!(status, 400);
+    let msg = res["error"].as_str().unwrap();
+    assert!(
+        msg.contains("recordedAt: must be after 2000-01-01 and not in the future"),
+        "{msg}"
+    );
+    assert!(msg.contains("laps[1].lapIndex: must be unique"), "{msg}");
+
+    let many: Vec<(i64, bool, f64)> = (0..1001).map(|i| (90_000 + i, true, 0.9)).collect();
+    let (status, res) = upload(
+        &app,
+        &token,
+        &session_body("bad-3", "2026-11-01T10:00:00Z", &many, 0),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        res["error"]
+            .as_str()
+            .unwrap()
+            .contains("laps: must hold 1 to 1000"),
+        "{res}"
+    );
+    let (status, _) = upload(
+        &app,
+        &token,
+        &session_body("bad-4", "2026-11-01T10:00:00Z", &[], 0),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = upload(&app, &token, &json!([1, 2])).await;
+    assert_eq!(status, 400);
+    let (status, res) = envelope(
+        app.client
+            .post(format!("{}/v1/sessions", app.address))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body("{\"GameId\": ")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        res["error"].as_str().unwrap().contains("malformed JSON"),
+        "{res}"
+    );
+    let (status, _) = envelope(
+        app.client
+            .post(format!("{}/v1/sessions", app.address))
+            .bearer_auth(&token)
+            .header("content-type", "text/plain")
+            .body("{}")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 415);
+    let (status, _) = envelope(
+        app.client
+            .post(format!("{}/v1/sessions", app.address))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(vec![b' '; 3 * 1024 * 1024])
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 413);
+
+    let (_, list) = envelope(app.get_auth("/v1/sessions", &token).await).await;
+    assert_eq!(list["data"]["items"], json!([]), "nothing was written");
+    let (_, tracks) = envelope(app.get_auth("/v1/tracks", &token).await).await;
+    assert_eq!(tracks["data"]["items"], json!([]));
+}
+
+async fn concurrent_duplicate_uploads_make_one_session(app: TestApp) {
+    let (token, _) = app.driver("Dee").await;
+    let body = session_body("same-client-id", "2026-11-02T12:00:00Z", LAPS, 200);
+    let answers = join_all((0..8).map(|_| upload(&app, &token, &body))).await;
+    let created = answers.iter().filter(|(s, _)| *s == 201).count();
+    assert_eq!(created, 1, "{answers:?}");
+    let ids: std::collections::HashSet<_> = answers
+        .iter()
+        .map(|(s, b)| {
+            assert!(*s == 200 || *s == 201, "{b}");
+            b["data"]["sessionId"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 1, "every answer names the one session");
+    let (_, list) = envelope(app.get_auth("/v1/sessions", &token).await).await;
+    assert_eq!(list["data"]["items"].as_array().unwrap().len(), 1);
+    let (_, tracks) = envelope(app.get_auth("/v1/tracks", &token).await).await;
+    assert_eq!(tracks["data"]["items"][0]["sessionCount"], 1);
+    // The losers' track points were removed again: only the winner's blob is left.
+    let blobs = app.ports.blobs.list("tracks/").await.unwrap();
+    let points: Vec<_> = blobs.iter().filter(|k| k.contains("/points/")).collect();
+    assert_eq!(points.len(), 1, "{blobs:?}");
+}
+
+async fn thirty_first_upload_in_a_minute_is_limited(app: TestApp, clock: Arc<ManualClock>) {
+    let (token, _) = app.driver("Eve").await;
+    // Start at the beginning of a window so the test does not straddle two.
+    let now = clock.unix();
+    clock.advance(time::Duration::seconds(60 - now.rem_euclid(60)));
+    for i in 0..30 {
+        let (status, body) = upload(
+            &app,
+            &token,
+            &session_body(&format!("c{i}"), "2026-11-01T10:00:00Z", LAPS, 0),
+        )
+        .await;
+        assert!(status == 201, "upload {i}: {body}");
+    }
+    let res = app
+        .post_json_auth(
+            "/v1/sessions",
+            &session_body("c30", "2026-11-01T10:00:00Z", LAPS, 0),
+            &token,
+        )
+        .await;
+    assert!(res.headers().contains_key("retry-after"));
+    let (status, _) = envelope(res).await;
+    assert_eq!(status, 429);
+    clock.advance(time::Duration::seconds(61));
+    let (status, _) = upload(
+        &app,
+        &token,
+        &session_body("c30", "2026-11-01T10:00:00Z", LAPS, 0),
+    )
+    .await;
+    assert_eq!(status, 201, "a new minute, a new allowance");
+}
+
+async fn wait_for_map(app: &TestApp, token: &str, track_id: &str, sessions: u64) -> Value {
+    for _ in 0..150 {
+        let (status, body) = envelope(
+            app.get_auth(&format!("/v1/tracks/{track_id}/map"), token)
+                .await,
+        )
+        .await;
+        if status == 200 && body["data"]["sessions"] == sessions {
+            return body["data"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the track map of {track_id} did not reach {sessions} sessions");
+}
+
+async fn track_points_become_a_merged_map(app: TestApp) {
+    let (token, _) = app.driver("Fay").await;
+    let (status, first) = upload(
+        &app,
+        &token,
+        &session_body("map-1", "2026-11-01T10:00:00Z", LAPS, 800),
+    )
+    .await;
+    assert_eq!(status, 201, "{first}");
+    let track_id = first["data"]["trackId"].as_str().unwrap().to_owned();
+    // The points are a blob, not items.
+    let blobs = app
+        .ports
+        .blobs
+        .list(&format!("tracks/{track_id}/points/"))
+        .await
+        .unwrap();
+    assert_eq!(blobs.len(), 1, "{blobs:?}");
+
+    let map = wait_for_map(&app, &token, &track_id, 1).await;
+    let points = map["points"].as_array().unwrap();
+    assert!(
+        points.len() > 150,
+        "about 1 km at 5 m spacing: {}",
+        points.len()
+    );
+    let radius = 1000.0 / std::f64::consts::TAU;
+    for p in points {
+        let (x, y) = (p["x"].as_f64().unwrap(), p["y"].as_f64().unwrap());
+        assert!(
+            ((x * x + y * y).sqrt() - radius).abs() < 1.0,
+            "on the circle: {p}"
+        );
+    }
+    let distances: Vec<f64> = points
+        .iter()
+        .map(|p| p["distance"].as_f64().unwrap())
+        .collect();
+    assert!(
+        distances.windows(2).all(|w| w[0] < w[1]),
+        "ordered by distance"
+    );
+
+    let (_, tracks) = envelope(app.get_auth("/v1/tracks", &token).await).await;
+    let track = &tracks["data"]["items"][0];
+    assert_eq!(track["id"], track_id.as_str());
+    assert_eq!(track["hasMap"], true);
+    assert_eq!(track["sessionCount"], 1);
+    assert_eq!(track["gameId"], "acc");
+    assert_eq!(track["layout"], "GP");
+    assert_eq!(track["lastSessionAt"], "2026-11-01T10:00:00Z");
+
+    // A second session with a differently spelled key merges into the same map.
+    let mut second = session_body("map-2", "2026-11-03T10:00:00Z", LAPS, 500);
+    second["TrackName"] = json!("spa-francorchamps ");
+    second["TrackLayout"] = json!("gp");
+    let (status, two) = upload(&app, &token, &second).await;
+    assert_eq!(status, 201);
+    assert_eq!(two["data"]["trackId"], track_id.as_str());
+    wait_for_map(&app, &token, &track_id, 2).await;
+    let (_, tracks) = envelope(app.get_auth("/v1/tracks", &token).await).await;
+    assert_eq!(tracks["data"]["items"][0]["sessionCount"], 2);
+    assert_eq!(
+        tracks["data"]["items"][0]["lastSessionAt"],
+        "2026-11-03T10:00:00Z"
+    );
+
+    let res = app
+        .get_auth(&format!("/v1/tracks/{track_id}/map?format=svg"), &token)
+        .await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(res.headers()["content-type"], "image/svg+xml");
+    let svg = res.text().await.unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("<path d=\"M"),
+        "{svg}"
+    );
+    let (status, _) = envelope(
+        app.get_auth(&format!("/v1/tracks/{track_id}/map?format=png"), &token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = envelope(
+        app.get_auth(
+            "/v1/tracks/00000000-0000-8000-8000-000000000000/map",
+            &token,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    // A session without points on a new track: counted, but no map.
+    let mut plain = session_body("map-3", "2026-11-04T10:00:00Z", LAPS, 0);
+    plain["TrackName"] = json!("Monza");
+    let (_, monza) = upload(&app, &token, &plain).await;
+    let monza_id = monza["data"]["trackId"].as_str().unwrap();
+    let (status, _) = envelope(
+        app.get_auth(&format!("/v1/tracks/{monza_id}/map"), &token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (_, tracks) = envelope(app.get_auth("/v1/tracks", &token).await).await;
+    let monza = tracks["data"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "Monza")
+        .cloned()
+        .unwrap();
+    assert_eq!(monza["hasMap"], false);
+}
+
+/// Job transitions at the store level: claims are exclusive, stuck jobs return to pending,
+/// failures are bounded and carry a reason.
+async fn track_job_transitions(backend: Backend) {
+    let t = paddock_tests::ports(backend).await;
+    let ports = &t.ports;
+    let now = t.clock.now();
+    let create = |id: &str| {
+        jobs::create_op(
+            id,
+            "track-1",
+            "session-1",
+            "user-1",
+            "tracks/track-1/points/none.json",
+            now,
+        )
+    };
+    ports
+        .items
+        .transact(vec![create("job-a"), create("job-b")])
+        .await
+        .unwrap();
+    assert_eq!(
+        jobs::status(ports, "job-a").await.unwrap().unwrap().status,
+        "pending"
+    );
+
+    // Two workers claim at once: exactly one gets it.
+    let (one, two) = tokio::join!(jobs::claim(ports, "job-a"), jobs::claim(ports, "job-a"));
+    let claims = [one.unwrap(), two.unwrap()];
+    assert_eq!(
+        claims.iter().filter(|c| c.is_some()).count(),
+        1,
+        "{claims:?}"
+    );
+    assert_eq!(
+        jobs::status(ports, "job-a").await.unwrap().unwrap().status,
+        "processing"
+    );
+    assert!(jobs::claim(ports, "job-a").await.unwrap().is_none(), "held");
+
+    // Service start: a job left in processing goes back to pending.
+    assert_eq!(
+        jobs::reset_stuck(ports, Stuck::LeaseExpired).await.unwrap(),
+        0,
+        "lease still running"
+    );
+    assert_eq!(jobs::reset_stuck(ports, Stuck::All).await.unwrap(), 1);
+    let status = jobs::status(ports, "job-a").await.unwrap().unwrap();
+    assert_eq!(status.status, "pending");
+    assert_eq!(status.attempts, 1);
+
+    // An expired lease (AWS maintenance) is reset too, and can be taken over directly.
+    let held = jobs::claim(ports, "job-a").await.unwrap().unwrap();
+    assert_eq!(held.attempt, 2);
+    t.clock
+        .advance(time::Duration::seconds(jobs::LEASE.as_secs() as i64 + 1));
+    let taken_over = jobs::claim(ports, "job-a")
+        .await
+        .unwrap()
+        .expect("lease over");
+    assert_eq!(taken_over.attempt, 3);
+    jobs::complete(ports, &held).await.unwrap(); // the old holder is fenced off
+    assert_eq!(
+        jobs::status(ports, "job-a").await.unwrap().unwrap().status,
+        "processing"
+    );
+    t.clock
+        .advance(time::Duration::seconds(jobs::LEASE.as_secs() as i64 + 1));
+    assert_eq!(
+        jobs::reset_stuck(ports, Stuck::LeaseExpired).await.unwrap(),
+        1
+    );
+
+    // Attempts are bounded: the third failing attempt marks the job failed with its reason.
+    let job = jobs::claim(ports, "job-a").await.unwrap().unwrap();
+    assert_eq!(job.attempt, 4);
+    assert!(!jobs::release(ports, &job, "storage down").await.unwrap());
+    let status = jobs::status(ports, "job-a").await.unwrap().unwrap();
+    assert_eq!(status.status, "failed");
+    assert!(status.reason.unwrap().contains("storage down"));
+    assert!(
+        jobs::claim(ports, "job-a").await.unwrap().is_none(),
+        "failed is final"
+    );
+
+    // The worker step: points that are missing fail the job with a reason, at once.
+    paddock::tracks::maps::process_job(ports, "job-b")
+        .await
+        .unwrap();
+    let status = jobs::status(ports, "job-b").await.unwrap().unwrap();
+    assert_eq!(status.status, "failed");
+    assert!(status.reason.unwrap().contains("missing"));
+}
+
+macro_rules! on_both_backends {
+    (plain: [$($plain:ident),* $(,)?], clocked: [$($clocked:ident),* $(,)?], ports: [$($ported:ident),* $(,)?]) => {
+        mod embedded {
+            use super::*;
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $plain() { super::$plain(spawn_on(Backend::Embedded).await.0).await } )*
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $clocked() { let (app, clock) = spawn_on(Backend::Embedded).await; super::$clocked(app, clock).await } )*
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $ported() { super::$ported(Backend::Embedded).await } )*
+        }
+        mod dynamodb_local {
+            use super::*;
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $plain() { super::$plain(spawn_on(Backend::Aws).await.0).await } )*
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $clocked() { let (app, clock) = spawn_on(Backend::Aws).await; super::$clocked(app, clock).await } )*
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $ported() { super::$ported(Backend::Aws).await } )*
+        }
+    };
+}
+
+on_both_backends!(
+    plain: [
+        upload_is_idempotent_and_reads_back,
+        bad_uploads_name_every_problem_and_write_nothing,
+        concurrent_duplicate_uploads_make_one_session,
+        track_points_become_a_merged_map,
+    ],
+    clocked: [thirty_first_upload_in_a_minute_is_limited],
+    ports: [track_job_transitions]
+);
