@@ -37,6 +37,13 @@ pub struct Capacity {
     pub write_units: f64,
 }
 
+/// Which kind of capacity a call consumes.
+#[derive(Clone, Copy)]
+enum Units {
+    Read,
+    Write,
+}
+
 impl DynamoItemStore {
     /// A store on `client` with tables named `prefix + logical name`.
     pub fn new(client: Client, prefix: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
@@ -57,14 +64,19 @@ impl DynamoItemStore {
         table.physical(&self.prefix)
     }
 
-    fn record(&self, capacity: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>) {
+    fn record(&self, capacity: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>, kind: Units) {
         if let Some(c) = capacity {
             let mut total = self.consumed.lock().expect("capacity lock");
             total.read_units += c.read_capacity_units().unwrap_or(0.0);
             total.write_units += c.write_capacity_units().unwrap_or(0.0);
             if c.read_capacity_units().is_none() && c.write_capacity_units().is_none() {
-                // Some responses report only the total; attribute it to writes for write calls.
-                total.write_units += c.capacity_units().unwrap_or(0.0);
+                // Responses to `ReturnConsumedCapacity::Total` carry only the total: it is
+                // read units for reads and write units for writes.
+                let units = c.capacity_units().unwrap_or(0.0);
+                match kind {
+                    Units::Read => total.read_units += units,
+                    Units::Write => total.write_units += units,
+                }
             }
         }
     }
@@ -259,7 +271,7 @@ impl ItemStore for DynamoItemStore {
             .send()
             .await
             .map_err(sdk_error)?;
-        self.record(out.consumed_capacity());
+        self.record(out.consumed_capacity(), Units::Read);
         let now = self.clock.unix();
         out.item
             .map(from_attributes)
@@ -289,7 +301,7 @@ impl ItemStore for DynamoItemStore {
             .send()
             .await
             .map_err(sdk_error)?;
-        self.record(out.consumed_capacity());
+        self.record(out.consumed_capacity(), Units::Write);
         Ok(())
     }
 
@@ -318,7 +330,7 @@ impl ItemStore for DynamoItemStore {
             .send()
             .await
             .map_err(sdk_error)?;
-        self.record(out.consumed_capacity());
+        self.record(out.consumed_capacity(), Units::Write);
         from_attributes(out.attributes.unwrap_or_else(|| key_attributes(key)))
     }
 
@@ -343,7 +355,7 @@ impl ItemStore for DynamoItemStore {
             .send()
             .await
             .map_err(sdk_error)?;
-        self.record(out.consumed_capacity());
+        self.record(out.consumed_capacity(), Units::Write);
         let now = self.clock.unix();
         out.attributes
             .map(from_attributes)
@@ -397,7 +409,7 @@ impl ItemStore for DynamoItemStore {
                 .send()
                 .await
                 .map_err(sdk_error)?;
-            self.record(out.consumed_capacity());
+            self.record(out.consumed_capacity(), Units::Read);
             for attrs in out.items.unwrap_or_default() {
                 items.push(from_attributes(attrs)?);
             }
@@ -519,7 +531,7 @@ impl ItemStore for DynamoItemStore {
         {
             Ok(out) => {
                 for c in out.consumed_capacity() {
-                    self.record(Some(c));
+                    self.record(Some(c), Units::Write);
                 }
                 Ok(())
             }
