@@ -185,3 +185,60 @@ pub fn stats(mut latencies: Vec<Duration>, errors: usize, elapsed: Duration) -> 
         errors,
     }
 }
+
+/// Runs `connections` loops of uploads, each with a fresh `ClientSessionId` spliced into the
+/// body between `prefix` and `suffix` (so no upload is a duplicate of another).
+pub async fn run_uploads(
+    addr: SocketAddr,
+    token: &str,
+    (prefix, suffix): (Bytes, Bytes),
+    connections: usize,
+    duration: Duration,
+) -> anyhow::Result<Stats> {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let tasks: Vec<_> = (0..connections)
+        .map(|c| {
+            let (token, prefix, suffix) = (token.to_owned(), prefix.clone(), suffix.clone());
+            tokio::spawn(async move {
+                let stream = tokio::net::TcpStream::connect(addr).await?;
+                stream.set_nodelay(true)?;
+                let (mut sender, conn) =
+                    hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+                tokio::spawn(conn);
+                let (mut latencies, mut errors) = (Vec::new(), 0usize);
+                let mut n = 0u64;
+                while Instant::now() < deadline {
+                    n += 1;
+                    let id = format!("bench-{c}-{n}-{}", started.elapsed().as_nanos());
+                    let mut body = Vec::with_capacity(prefix.len() + id.len() + suffix.len());
+                    body.extend_from_slice(&prefix);
+                    body.extend_from_slice(id.as_bytes());
+                    body.extend_from_slice(&suffix);
+                    let req = Request::post("/v1/sessions")
+                        .header("host", "127.0.0.1")
+                        .header("content-type", "application/json")
+                        .header("authorization", format!("Bearer {token}"))
+                        .body(Full::new(Bytes::from(body)))?;
+                    let t0 = Instant::now();
+                    sender.ready().await?;
+                    let res = sender.send_request(req).await?;
+                    let ok = res.status() == http::StatusCode::CREATED;
+                    res.into_body().collect().await?;
+                    latencies.push(t0.elapsed());
+                    if !ok {
+                        errors += 1;
+                    }
+                }
+                anyhow::Ok((latencies, errors))
+            })
+        })
+        .collect();
+    let (mut latencies, mut errors) = (Vec::new(), 0);
+    for t in tasks {
+        let (lat, err) = t.await??;
+        latencies.extend(lat);
+        errors += err;
+    }
+    Ok(stats(latencies, errors, started.elapsed()))
+}

@@ -45,15 +45,10 @@ fn options() -> anyhow::Result<Options> {
 const HEALTH_BODY: &str = r#"{"success":true,"data":{"status":"Healthy"},"error":null}"#;
 
 /// The baseline: the same bytes from a bare axum handler, no middleware.
-async fn spawn_baseline() -> anyhow::Result<SocketAddr> {
+async fn spawn_baseline(body: &'static [u8]) -> anyhow::Result<SocketAddr> {
     let router = Router::new().route(
-        "/health",
-        get(|| async {
-            (
-                [(http::header::CONTENT_TYPE, "application/json")],
-                HEALTH_BODY,
-            )
-        }),
+        "/",
+        get(move || async move { ([(http::header::CONTENT_TYPE, "application/json")], body) }),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
@@ -66,6 +61,7 @@ async fn spawn_paddock(dir: &std::path::Path) -> anyhow::Result<SocketAddr> {
     // The bench signs in thousands of times from one address; the limits are not under test.
     settings.auth.login_attempts_per_account = u32::MAX;
     settings.auth.attempts_per_address = u32::MAX;
+    settings.uploads_per_minute = u32::MAX;
     let app = Application::build(settings).await?;
     let addr = SocketAddr::from(([127, 0, 0, 1], app.port()));
     tokio::spawn(app.run_until(std::future::pending()));
@@ -89,7 +85,7 @@ fn row(name: &str, s: &Stats, baseline: Option<&Stats>) {
 async fn main() -> anyhow::Result<()> {
     let o = options()?;
     let dir = tempfile::tempdir()?;
-    let baseline = spawn_baseline().await?;
+    let baseline = spawn_baseline(HEALTH_BODY.as_bytes()).await?;
     let paddock = spawn_paddock(dir.path()).await?;
     let run = |addr: SocketAddr, load: Load| async move {
         load::run(addr, &load, o.connections, Duration::from_secs(o.seconds)).await
@@ -104,24 +100,12 @@ async fn main() -> anyhow::Result<()> {
             .map(|n| n.get())
             .unwrap_or(1)
     );
-    let health = Load::get("/health");
-    // Warm both servers (connections, allocator, SQLite caches) before measuring.
-    run(baseline, health.clone()).await?;
-    run(paddock, health.clone()).await?;
-
-    let (mut best_base, mut best_paddock): (Option<Stats>, Option<Stats>) = (None, None);
-    for _ in 0..o.rounds {
-        // Alternate the two so drift in machine load hits both alike.
-        let b = run(baseline, health.clone()).await?;
-        let p = run(paddock, health.clone()).await?;
-        if best_base.as_ref().is_none_or(|x| b.rps > x.rps) {
-            best_base = Some(b);
-        }
-        if best_paddock.as_ref().is_none_or(|x| p.rps > x.rps) {
-            best_paddock = Some(p);
-        }
-    }
-    let (base, pad) = (best_base.expect("a round"), best_paddock.expect("a round"));
+    let (base, pad) = paired(
+        o.rounds,
+        || run(baseline, Load::get("/")),
+        || run(paddock, Load::get("/health")),
+    )
+    .await?;
     row("baseline: bare axum GET /health", &base, None);
     row("paddock:  GET /health", &pad, Some(&base));
 
@@ -151,6 +135,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let refresh = load::run_refresh_chains(paddock, tokens, Duration::from_secs(o.seconds)).await?;
     row("paddock:  POST /v1/auth/refresh", &refresh, Some(&base));
+
+    sessions_and_leaderboards(&o, paddock, &client, &access).await?;
 
     // Login is dominated by one argon2id verify: compare with that verify alone, both at the
     // machine's parallelism.
@@ -183,6 +169,139 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Measures `baseline` and `subject` alternately for `rounds` rounds (so drift in machine
+/// load hits both alike), after one warm-up each; answers the best round of each.
+async fn paired<B, S, FB, FS>(
+    rounds: usize,
+    baseline: B,
+    subject: S,
+) -> anyhow::Result<(Stats, Stats)>
+where
+    B: Fn() -> FB,
+    S: Fn() -> FS,
+    FB: std::future::Future<Output = anyhow::Result<Stats>>,
+    FS: std::future::Future<Output = anyhow::Result<Stats>>,
+{
+    baseline().await?;
+    subject().await?;
+    let (mut best_b, mut best_s): (Option<Stats>, Option<Stats>) = (None, None);
+    for _ in 0..rounds.max(1) {
+        let b = baseline().await?;
+        let s = subject().await?;
+        if best_b.as_ref().is_none_or(|x| b.rps > x.rps) {
+            best_b = Some(b);
+        }
+        if best_s.as_ref().is_none_or(|x| s.rps > x.rps) {
+            best_s = Some(s);
+        }
+    }
+    Ok((best_b.expect("a round"), best_s.expect("a round")))
+}
+
+/// A 30-lap session with 5,000 track points; `ClientSessionId` is left for the caller.
+fn upload_body_parts() -> (bytes::Bytes, bytes::Bytes) {
+    let laps: Vec<serde_json::Value> = (0..30)
+        .map(|i| {
+            serde_json::json!({
+                "LapIndex": i, "LapTimeMs": 92_000 + i * 37, "IsValid": true, "CountsForSessionTiming": true,
+                "QualityCombined": 0.912_345, "QualityCoherence": 0.9, "QualityStability": 0.95,
+                "QualityCompleteness": 1.0, "NumPenalties": 0, "NumPitstops": 0, "InPitsAtLapEnd": false,
+            })
+        })
+        .collect();
+    let radius = 7000.0 / std::f64::consts::TAU;
+    let points: Vec<serde_json::Value> = (0..5_000)
+        .map(|i| {
+            let d = 7000.0 * f64::from(i) / 5000.0;
+            let a = d / radius;
+            serde_json::json!({"X": radius * a.cos(), "Y": radius * a.sin(), "Distance": d})
+        })
+        .collect();
+    let body = serde_json::json!({
+        "GameId": "acc", "TrackName": "Spa-Francorchamps", "TrackLayout": "GP",
+        "VehicleName": "Porsche 992 GT3 R", "RecordedAt": "2026-11-01T10:00:00Z", "Laps": laps,
+        "BestLapMs": 92_000, "WeatherSummary": "dry, 22C", "SessionPhase": "race",
+        "ClientSessionId": "@@ID@@", "TrackPoints": points,
+    })
+    .to_string();
+    let (prefix, suffix) = body.split_once("@@ID@@").expect("placeholder");
+    (
+        bytes::Bytes::from(prefix.to_owned()),
+        bytes::Bytes::from(suffix.to_owned()),
+    )
+}
+
+/// Session upload and leaderboard scenarios.
+async fn sessions_and_leaderboards(
+    o: &Options,
+    paddock: SocketAddr,
+    client: &Client,
+    access: &str,
+) -> anyhow::Result<()> {
+    let seconds = Duration::from_secs(o.seconds);
+    // Uploads: 30 laps and 5,000 track points each, every one a new session.
+    let parts = upload_body_parts();
+    let uploads = load::run_uploads(paddock, access, parts.clone(), 4, seconds).await?;
+    println!(
+        "{:<34} {:>10.1} uploads/s p50 {:>7.3} ms   p99 {:>7.3} ms   errors {:>3}   ({} body bytes, 4 connections)",
+        "paddock:  POST /v1/sessions",
+        uploads.rps,
+        uploads.p50.as_secs_f64() * 1e3,
+        uploads.p99.as_secs_f64() * 1e3,
+        uploads.errors,
+        parts.0.len() + parts.1.len() + 16
+    );
+
+    // A board of 50 drivers; the page is served from the in-process cache.
+    let mut track = String::new();
+    for i in 0..50 {
+        let creds = serde_json::json!({"email": format!("driver{i}@example.com"), "password": "correct horse battery", "displayName": format!("Driver {i}")});
+        let token = client.post("/v1/auth/register", &creds).await?["data"]["accessToken"]
+            .as_str()
+            .context("no token")?
+            .to_owned();
+        let lap = 90_000 + i * 13;
+        let mut session = serde_json::json!({
+            "GameId": "acc", "TrackName": "Monza", "TrackLayout": "", "VehicleName": "Ferrari 296 GT3",
+            "RecordedAt": "2026-11-01T10:00:00Z", "BestLapMs": lap, "WeatherSummary": "dry",
+            "SessionPhase": "qualifying", "ClientSessionId": format!("board-{i}"),
+            "Laps": [{"LapIndex": 0, "LapTimeMs": lap, "IsValid": true, "CountsForSessionTiming": true,
+                "QualityCombined": 0.95, "QualityCoherence": 0.9, "QualityStability": 0.9,
+                "QualityCompleteness": 1.0, "NumPenalties": 0, "NumPitstops": 0, "InPitsAtLapEnd": false}],
+        });
+        let stored = client.post_auth("/v1/sessions", &session, &token).await?;
+        let sid = stored["data"]["sessionId"]
+            .as_str()
+            .context("no session")?
+            .to_owned();
+        track = stored["data"]["trackId"]
+            .as_str()
+            .context("no track")?
+            .to_owned();
+        session = serde_json::json!({"SessionId": sid, "LapTimeMs": lap, "QualityScore": 0.95});
+        client
+            .post_auth("/v1/leaderboards/submit", &session, &token)
+            .await?;
+    }
+    let path = format!("/v1/leaderboards?trackId={track}&limit=20");
+    let page = client.get_bytes(&path).await?;
+    let same_bytes = spawn_baseline(Box::leak(page.into_boxed_slice())).await?;
+    let (root, board_load) = (Load::get("/"), Load::get(&path));
+    let (base, board) = paired(
+        o.rounds,
+        || load::run(same_bytes, &root, o.connections, seconds),
+        || load::run(paddock, &board_load, o.connections, seconds),
+    )
+    .await?;
+    row("baseline: bare axum, same page bytes", &base, None);
+    row(
+        "paddock:  GET /v1/leaderboards (cached)",
+        &board,
+        Some(&base),
+    );
+    Ok(())
+}
+
 /// A minimal JSON client for setting scenarios up.
 struct Client {
     http: reqwest::Client,
@@ -210,6 +329,29 @@ impl Client {
             .await?
             .json()
             .await?)
+    }
+
+    async fn post_auth(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        token: &str,
+    ) -> anyhow::Result<serde_json::Value> {
+        Ok(self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await?
+            .json()
+            .await?)
+    }
+
+    async fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
+        let res = self.http.get(format!("{}{path}", self.base)).send().await?;
+        anyhow::ensure!(res.status().is_success(), "GET {path}: {}", res.status());
+        Ok(res.bytes().await?.to_vec())
     }
 }
 
