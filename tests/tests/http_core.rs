@@ -365,10 +365,24 @@ async fn openapi_document_describes_the_api() {
     assert_eq!(res.status(), 200);
     let doc: Value = res.json().await.unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
-    for path in ["/health", "/health/ready", "/health/live", "/metrics"] {
+    for path in [
+        "/health",
+        "/health/ready",
+        "/health/live",
+        "/metrics",
+        "/v1/auth/register",
+        "/v1/sessions",
+        "/v1/sessions/{id}",
+        "/v1/tracks",
+        "/v1/tracks/{id}/map",
+        "/v1/leaderboards",
+        "/v1/leaderboards/submit",
+    ] {
         assert!(
             doc["paths"].get(path).is_some(),
             "{path} missing from the document"
         );
     }
+    assert!(doc["paths"]["/v1/sessions"].get("post").is_some());
+    assert!(doc["components"]["schemas"].get("LeaderboardPage").is_some());
 }

@@ -3,7 +3,7 @@
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{auth, health};
+use super::{auth, health, leaderboards, sessions, tracks};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -14,15 +14,26 @@ use super::{auth, health};
         health::health, health::live, health::ready, health::prometheus_metrics,
         auth::register, auth::login_email, auth::refresh, auth::logout, auth::validate, auth::exchange,
         auth::login_provider, auth::callback,
+        sessions::create, sessions::list, sessions::detail,
+        tracks::list, tracks::map,
+        leaderboards::leaderboard, leaderboards::submit_lap,
     ),
     components(schemas(
         health::HealthStatus, health::ReadyStatus,
         auth::RegisterRequest, auth::LoginRequest, auth::RefreshRequest, auth::ExchangeRequest,
         auth::TokenResponse, auth::ValidateResponse, crate::identity::users::User,
+        crate::sessions::Receipt, crate::sessions::SessionSummary, crate::sessions::SessionDetail,
+        crate::sessions::LapView, crate::tracks::Track, crate::tracks::maps::TrackMap,
+        crate::tracks::maps::MapPoint, leaderboards::SubmitRequest,
+        crate::leaderboards::submit::SubmitOutcome, crate::leaderboards::cache::LeaderboardPage,
+        crate::leaderboards::cache::LeaderboardEntry,
     )),
     modifiers(&BearerAuth),
     tags((name = "health", description = "Liveness, readiness and metrics"),
-         (name = "auth", description = "Sign-in, tokens and the desktop PKCE flow"))
+         (name = "auth", description = "Sign-in, tokens and the desktop PKCE flow"),
+         (name = "sessions", description = "Idempotent session uploads and the caller's sessions"),
+         (name = "tracks", description = "Canonical tracks and their centreline maps"),
+         (name = "leaderboards", description = "Ranked best laps per track"))
 )]
 struct ApiDoc;
 
