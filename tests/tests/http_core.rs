@@ -384,5 +384,9 @@ async fn openapi_document_describes_the_api() {
         );
     }
     assert!(doc["paths"]["/v1/sessions"].get("post").is_some());
-    assert!(doc["components"]["schemas"].get("LeaderboardPage").is_some());
+    assert!(
+        doc["components"]["schemas"]
+            .get("LeaderboardPage")
+            .is_some()
+    );
 }

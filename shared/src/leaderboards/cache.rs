@@ -6,6 +6,7 @@
 //! Lambda instances) see a new best lap within the lifetime.
 
 use bytes::Bytes;
+use http::HeaderValue;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -66,8 +67,8 @@ pub struct PageKey {
 pub struct RenderedPage {
     /// The whole enveloped JSON body.
     pub body: Bytes,
-    /// Strong ETag of the body.
-    pub etag: String,
+    /// Strong ETag of the body, ready to send.
+    pub etag: HeaderValue,
 }
 
 struct Snapshot {
@@ -80,21 +81,31 @@ struct Snapshot {
 /// Boards by track id.
 pub struct BoardCache {
     lifetime: Duration,
+    cache_control: HeaderValue,
     boards: Mutex<HashMap<String, Arc<Snapshot>>>,
 }
 
 impl BoardCache {
     /// A cache keeping boards for `lifetime` (zero: every read goes to the store).
     pub fn new(lifetime: Duration) -> Self {
+        let cache_control =
+            HeaderValue::from_str(&format!("public, max-age={}", lifetime.as_secs()))
+                .unwrap_or(HeaderValue::from_static("no-cache"));
         Self {
             lifetime,
+            cache_control,
             boards: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The cache lifetime (also the `Cache-Control` max-age).
+    /// The cache lifetime.
     pub fn lifetime(&self) -> Duration {
         self.lifetime
+    }
+
+    /// The `Cache-Control` value of leaderboard answers (max-age = the lifetime).
+    pub fn cache_control(&self) -> HeaderValue {
+        self.cache_control.clone()
     }
 
     /// A page of a cached, still fresh board; `None` on a miss.
@@ -202,13 +213,9 @@ fn render(track: &Track, board: &Board, key: &PageKey) -> RenderedPage {
     };
     let body = serde_json::to_vec(&Envelope::ok(page)).unwrap_or_default();
     let digest = Sha256::digest(&body);
-    let etag = format!(
-        "\"{}\"",
-        digest[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let etag =
+        HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"\""));
     RenderedPage {
         body: Bytes::from(body),
         etag,

@@ -127,16 +127,13 @@ pub async fn leaderboard(
 }
 
 fn page_response(state: &AppState, headers: &HeaderMap, page: RenderedPage) -> Response {
-    let max_age = state.leaderboards.lifetime().as_secs();
-    let cache_control = HeaderValue::from_str(&format!("public, max-age={max_age}"))
-        .unwrap_or(HeaderValue::from_static("no-cache"));
-    let etag = HeaderValue::from_str(&page.etag).unwrap_or(HeaderValue::from_static("\"\""));
+    let etag = page.etag;
     let fresh = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|tags| {
             tags.split(',')
-                .any(|t| t.trim() == page.etag || t.trim() == "*")
+                .any(|t| t.trim() == "*" || t.trim().as_bytes() == etag.as_bytes())
         });
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
@@ -151,7 +148,7 @@ fn page_response(state: &AppState, headers: &HeaderMap, page: RenderedPage) -> R
             .into_response()
     };
     let h = response.headers_mut();
-    h.insert(header::CACHE_CONTROL, cache_control);
+    h.insert(header::CACHE_CONTROL, state.leaderboards.cache_control());
     h.insert(header::ETAG, etag);
     response
 }

@@ -19,6 +19,14 @@ struct Options {
     seconds: u64,
     connections: usize,
     rounds: usize,
+    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `login`).
+    only: Option<String>,
+}
+
+impl Options {
+    fn wants(&self, scenario: &str) -> bool {
+        self.only.as_deref().is_none_or(|s| s == scenario)
+    }
 }
 
 fn options() -> anyhow::Result<Options> {
@@ -26,6 +34,7 @@ fn options() -> anyhow::Result<Options> {
         seconds: 4,
         connections: 32,
         rounds: 3,
+        only: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -36,6 +45,7 @@ fn options() -> anyhow::Result<Options> {
             "--seconds" => o.seconds = value.parse()?,
             "--connections" => o.connections = value.parse()?,
             "--rounds" => o.rounds = value.parse()?,
+            "--only" => o.only = Some(value),
             other => anyhow::bail!("unknown option {other}"),
         }
     }
@@ -101,13 +111,15 @@ async fn main() -> anyhow::Result<()> {
             .unwrap_or(1)
     );
     let (base, pad) = paired(
-        o.rounds,
+        if o.wants("health") { o.rounds } else { 0 },
         || run(baseline, Load::get("/")),
         || run(paddock, Load::get("/health")),
     )
     .await?;
     row("baseline: bare axum GET /health", &base, None);
-    row("paddock:  GET /health", &pad, Some(&base));
+    if o.wants("health") {
+        row("paddock:  GET /health", &pad, Some(&base));
+    }
 
     // Identity scenarios.
     let client = Client::new(paddock);
@@ -117,14 +129,16 @@ async fn main() -> anyhow::Result<()> {
         .as_str()
         .context("register answered no token")?
         .to_owned();
-    let validate = run(
-        paddock,
-        Load::get("/v1/auth/validate").header("authorization", &format!("Bearer {access}")),
-    )
-    .await?;
-    row("paddock:  GET /v1/auth/validate", &validate, Some(&base));
+    if o.wants("validate") {
+        let validate = run(
+            paddock,
+            Load::get("/v1/auth/validate").header("authorization", &format!("Bearer {access}")),
+        )
+        .await?;
+        row("paddock:  GET /v1/auth/validate", &validate, Some(&base));
+    }
     let mut tokens = Vec::new();
-    for _ in 0..o.connections {
+    for _ in 0..if o.wants("refresh") { o.connections } else { 0 } {
         let login = client.post("/v1/auth/login/email", &creds).await?;
         tokens.push(
             login["data"]["refreshToken"]
@@ -133,10 +147,17 @@ async fn main() -> anyhow::Result<()> {
                 .to_owned(),
         );
     }
-    let refresh = load::run_refresh_chains(paddock, tokens, Duration::from_secs(o.seconds)).await?;
-    row("paddock:  POST /v1/auth/refresh", &refresh, Some(&base));
-
-    sessions_and_leaderboards(&o, paddock, &client, &access).await?;
+    if o.wants("refresh") {
+        let refresh =
+            load::run_refresh_chains(paddock, tokens, Duration::from_secs(o.seconds)).await?;
+        row("paddock:  POST /v1/auth/refresh", &refresh, Some(&base));
+    }
+    if o.wants("sessions") {
+        sessions_and_leaderboards(&o, paddock, &client, &access).await?;
+    }
+    if !o.wants("login") {
+        return Ok(());
+    }
 
     // Login is dominated by one argon2id verify: compare with that verify alone, both at the
     // machine's parallelism.
