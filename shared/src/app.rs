@@ -61,10 +61,6 @@ impl Application {
     ) -> anyhow::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let ports = self.state.ports.clone();
-        // No worker of this process runs yet, so every job left in processing is stuck.
-        crate::tracks::jobs::reset_stuck(&ports, crate::tracks::jobs::Stuck::All)
-            .await
-            .context("returning stuck track jobs to pending")?;
         let policy = RetryPolicy {
             max_receives: self.state.settings.max_receives,
             ..RetryPolicy::default()
@@ -74,12 +70,15 @@ impl Application {
             Duration::from_millis(200),
             stop_rx.clone(),
         ));
-        let worker = tokio::spawn(workers::run_worker(
-            ports,
-            workers::default_processor(),
-            policy,
-            stop_rx,
-        ));
+        let worker = tokio::spawn(async move {
+            // Before this process's worker starts, every job left in processing is stuck.
+            // A store that is down now must not stop the server (readiness reports it).
+            let stuck = crate::tracks::jobs::Stuck::All;
+            if let Err(e) = crate::tracks::jobs::reset_stuck(&ports, stuck).await {
+                tracing::warn!(error = %e, "could not return stuck track jobs to pending");
+            }
+            workers::run_worker(ports, workers::default_processor(), policy, stop_rx).await
+        });
 
         let router = app_router(self.state);
         let served = axum::serve(

@@ -513,6 +513,57 @@ async fn track_job_transitions(backend: Backend) {
     assert!(status.reason.unwrap().contains("missing"));
 }
 
+/// A job left in processing by a stopped server is picked up again when the server starts.
+async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
+    let t = paddock_tests::ports(backend).await;
+    let points: Vec<_> = (0..100)
+        .map(|i| paddock::sessions::upload::TrackPoint {
+            x: f64::from(i),
+            y: 0.0,
+            distance: f64::from(i),
+        })
+        .collect();
+    let track = paddock::tracks::TrackKey::new("acc", "Imola", "");
+    let key = paddock::tracks::maps::points_key(&track.id(), "s1");
+    t.ports
+        .blobs
+        .put(
+            &key,
+            paddock::tracks::maps::encode_points(&points),
+            "application/json",
+        )
+        .await
+        .unwrap();
+    let now = t.clock.now();
+    t.ports
+        .items
+        .transact(vec![
+            paddock::tracks::count_session_op(&track),
+            jobs::create_op("job-s", &track.id(), "s1", "u1", &key, now),
+        ])
+        .await
+        .unwrap();
+    jobs::claim(&t.ports, "job-s")
+        .await
+        .unwrap()
+        .expect("claimed");
+    // The server that claimed it stops here; a new one starts over the same store.
+    let ports = t.ports.clone();
+    let _app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
+    for _ in 0..100 {
+        if jobs::status(&ports, "job-s").await.unwrap().unwrap().status == "done" {
+            let track = paddock::tracks::get(&ports, &track.id())
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(track.has_map);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the stuck job was not processed after the restart");
+}
+
 macro_rules! on_both_backends {
     (plain: [$($plain:ident),* $(,)?], clocked: [$($clocked:ident),* $(,)?], ports: [$($ported:ident),* $(,)?]) => {
         mod embedded {
@@ -544,5 +595,5 @@ on_both_backends!(
         track_points_become_a_merged_map,
     ],
     clocked: [thirty_first_upload_in_a_minute_is_limited],
-    ports: [track_job_transitions]
+    ports: [track_job_transitions, stuck_jobs_resume_when_the_server_starts]
 );
