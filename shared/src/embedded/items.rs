@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::database::{Database, SharedConnection};
+use super::read_cache::{Lookup, ReadCache};
 use crate::ports::Clock;
 use crate::ports::items::{
     Condition, Item, ItemStore, Key, Page, Query, SkRange, StoreError, TTL, TxOp, Update,
@@ -25,6 +26,7 @@ pub struct SqliteItemStore {
     readers: Vec<SharedConnection>,
     next_reader: AtomicUsize,
     clock: Arc<dyn Clock>,
+    cache: Arc<ReadCache>,
 }
 
 impl SqliteItemStore {
@@ -38,6 +40,7 @@ impl SqliteItemStore {
             readers,
             next_reader: AtomicUsize::new(0),
             clock,
+            cache: Arc::default(),
         })
     }
 
@@ -62,20 +65,27 @@ impl SqliteItemStore {
         .map_err(|e| StoreError::Unavailable(format!("store task failed: {e}")))?
     }
 
-    /// Runs `f` inside one write transaction; commits only when it succeeds.
-    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    /// Runs `f` inside one write transaction on `keys`; commits only when it succeeds. The
+    /// read cache forgets the keys once the transaction is over, inside the blocking task, so
+    /// no caller sees the write's answer before the cache does.
+    async fn write<T, F>(&self, keys: Vec<(Table, Key)>, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Transaction<'_>, i64) -> Result<T, StoreError> + Send + 'static,
     {
         let now = self.clock.unix();
+        let cache = self.cache.clone();
         Self::with(self.writer.clone(), move |conn| {
-            let tx = conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            let out = f(&tx, now)?;
-            tx.commit().map_err(db_err)?;
-            Ok(out)
+            let outcome = (|| {
+                let tx = conn
+                    .transaction_with_behavior(TransactionBehavior::Immediate)
+                    .map_err(db_err)?;
+                let out = f(&tx, now)?;
+                tx.commit().map_err(db_err)?;
+                Ok(out)
+            })();
+            cache.forget(keys.iter().map(|(table, key)| (*table, key)));
+            outcome
         })
         .await
     }
@@ -158,11 +168,19 @@ impl ItemStore for SqliteItemStore {
     async fn get(&self, table: Table, key: &Key) -> Result<Option<Item>, StoreError> {
         // A primary-key lookup takes microseconds: run it here rather than pay a hop to the
         // blocking pool (which costs more than the read). Writes and queries still hop.
+        let now = self.clock.unix();
+        let generation = match self.cache.lookup(table, key, now) {
+            Lookup::Hit(found) => return Ok(found),
+            Lookup::Miss(generation) => generation,
+        };
         let conn = self.reader();
         let guard = conn
             .lock()
             .map_err(|_| StoreError::Unavailable("connection poisoned".into()))?;
-        live(&guard, table, key, self.clock.unix())
+        let found = live(&guard, table, key, now)?;
+        drop(guard);
+        self.cache.fill(table, key, found.clone(), generation);
+        Ok(found)
     }
 
     async fn put(
@@ -173,7 +191,7 @@ impl ItemStore for SqliteItemStore {
     ) -> Result<(), StoreError> {
         let key = checked_key(&item)?;
         check_size(&item)?;
-        self.write(move |tx, now| {
+        self.write(vec![(table, key.clone())], move |tx, now| {
             let current = live(tx, table, &key, now)?;
             check(condition.as_ref(), current.as_ref(), 0)?;
             write_item(tx, table, &key, &item)
@@ -190,7 +208,7 @@ impl ItemStore for SqliteItemStore {
     ) -> Result<Item, StoreError> {
         update.check()?;
         let key = key.clone();
-        self.write(move |tx, now| {
+        self.write(vec![(table, key.clone())], move |tx, now| {
             let current = live(tx, table, &key, now)?;
             check(condition.as_ref(), current.as_ref(), 0)?;
             let item = update.apply(&key, stored(tx, table, &key)?);
@@ -207,7 +225,7 @@ impl ItemStore for SqliteItemStore {
         condition: Option<Condition>,
     ) -> Result<Option<Item>, StoreError> {
         let key = key.clone();
-        self.write(move |tx, now| {
+        self.write(vec![(table, key.clone())], move |tx, now| {
             let current = live(tx, table, &key, now)?;
             check(condition.as_ref(), current.as_ref(), 0)?;
             remove_item(tx, table, &key)?;
@@ -254,7 +272,11 @@ impl ItemStore for SqliteItemStore {
 
     async fn transact(&self, ops: Vec<TxOp>) -> Result<(), StoreError> {
         check_transaction(&ops)?;
-        self.write(move |tx, now| {
+        let keys = ops
+            .iter()
+            .map(TxOp::target)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.write(keys, move |tx, now| {
             for (index, op) in ops.iter().enumerate() {
                 apply(tx, op, index, now)?;
             }

@@ -7,6 +7,7 @@ pub mod blobs;
 pub mod database;
 pub mod items;
 pub mod queue;
+pub mod read_cache;
 pub mod secrets;
 
 pub use blobs::DirBlobStore;

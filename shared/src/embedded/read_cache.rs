@@ -1,0 +1,137 @@
+//! A write-through cache of point reads for the embedded item store.
+//!
+//! A SQLite point read costs far more than its B-tree lookup: every read transaction takes
+//! the WAL's shared-memory locks (system calls and a process-wide mutex). Hot keys, such as a
+//! token family checked on every authenticated request, are therefore served from memory.
+//!
+//! The cache stays exact because this process is the only writer of the database file (the
+//! embedded backend belongs to one server process): every write forgets the keys it touches
+//! after it commits, and a read that raced with a write does not fill the cache, which a
+//! generation counter detects. Expiry is judged on every hit, as the store does.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::ports::items::{Item, Key, is_expired};
+use crate::tables::Table;
+
+/// Entries kept at most; the cache starts over beyond (bounded memory).
+const MAX_ENTRIES: usize = 100_000;
+
+/// What a lookup found.
+pub enum Lookup {
+    /// The item (or its absence) as last read or written.
+    Hit(Option<Item>),
+    /// Not cached; fill with the read's result, passing this generation.
+    Miss(u64),
+}
+
+#[derive(Default)]
+struct Inner {
+    generation: u64,
+    entries: HashMap<(Table, String, String), Option<Item>>,
+}
+
+/// Point reads by (table, key).
+#[derive(Default)]
+pub struct ReadCache {
+    inner: Mutex<Inner>,
+}
+
+impl ReadCache {
+    /// The cached state of `key`, live at Unix time `now`.
+    pub fn lookup(&self, table: Table, key: &Key, now: i64) -> Lookup {
+        let Ok(inner) = self.inner.lock() else {
+            return Lookup::Miss(u64::MAX);
+        };
+        match inner.entries.get(&(table, key.pk.clone(), key.sk.clone())) {
+            Some(found) => Lookup::Hit(found.clone().filter(|item| !is_expired(item, now))),
+            None => Lookup::Miss(inner.generation),
+        }
+    }
+
+    /// Remembers a read made after [`ReadCache::lookup`] answered `Miss(generation)`, unless
+    /// a write happened since (the read may then be older than that write).
+    pub fn fill(&self, table: Table, key: &Key, value: Option<Item>, generation: u64) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        if inner.generation != generation {
+            return;
+        }
+        if inner.entries.len() >= MAX_ENTRIES {
+            inner.entries.clear();
+        }
+        inner
+            .entries
+            .insert((table, key.pk.clone(), key.sk.clone()), value);
+    }
+
+    /// Forgets `keys` after a write (committed or not) and starts a new generation.
+    pub fn forget<'a>(&self, keys: impl IntoIterator<Item = (Table, &'a Key)>) {
+        let Ok(mut inner) = self.inner.lock() else {
+            return;
+        };
+        for (table, key) in keys {
+            inner
+                .entries
+                .remove(&(table, key.pk.clone(), key.sk.clone()));
+        }
+        inner.generation += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn item(ttl: i64) -> Item {
+        json!({"pk": "p", "sk": "s", "ttl": ttl})
+            .as_object()
+            .cloned()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_read_that_raced_a_write_is_not_kept() {
+        let cache = ReadCache::default();
+        let key = Key::new("p", "s");
+        let Lookup::Miss(generation) = cache.lookup(Table::Tokens, &key, 0) else {
+            panic!("empty cache hit");
+        };
+        cache.forget([(Table::Tokens, &key)]); // a write lands while the read runs
+        cache.fill(Table::Tokens, &key, Some(item(100)), generation);
+        assert!(matches!(
+            cache.lookup(Table::Tokens, &key, 0),
+            Lookup::Miss(_)
+        ));
+    }
+
+    #[test]
+    fn hits_judge_expiry_and_writes_forget() {
+        let cache = ReadCache::default();
+        let key = Key::new("p", "s");
+        let Lookup::Miss(generation) = cache.lookup(Table::Tokens, &key, 0) else {
+            panic!("empty cache hit");
+        };
+        cache.fill(Table::Tokens, &key, Some(item(100)), generation);
+        assert!(matches!(
+            cache.lookup(Table::Tokens, &key, 50),
+            Lookup::Hit(Some(_))
+        ));
+        assert!(matches!(
+            cache.lookup(Table::Tokens, &key, 100),
+            Lookup::Hit(None)
+        ));
+        assert!(matches!(
+            cache.lookup(Table::Users, &key, 50),
+            Lookup::Miss(_)
+        ));
+        cache.forget([(Table::Tokens, &key)]);
+        assert!(matches!(
+            cache.lookup(Table::Tokens, &key, 50),
+            Lookup::Miss(_)
+        ));
+    }
+}
