@@ -130,11 +130,15 @@ async fn main() -> anyhow::Result<()> {
         .context("register answered no token")?
         .to_owned();
     if o.wants("validate") {
-        let validate = run(
-            paddock,
-            Load::get("/v1/auth/validate").header("authorization", &format!("Bearer {access}")),
+        let authorized =
+            Load::get("/v1/auth/validate").header("authorization", &format!("Bearer {access}"));
+        let (base, validate) = paired(
+            o.rounds,
+            || run(baseline, Load::get("/")),
+            || run(paddock, authorized.clone()),
         )
         .await?;
+        row("baseline: bare axum (paired)", &base, None);
         row("paddock:  GET /v1/auth/validate", &validate, Some(&base));
     }
     let mut tokens = Vec::new();
