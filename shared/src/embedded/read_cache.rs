@@ -26,10 +26,14 @@ pub enum Lookup {
     Miss(u64),
 }
 
+/// Entries by table, partition key and sort key (nested so a lookup borrows the key).
+type Entries = HashMap<Table, HashMap<String, HashMap<String, Option<Item>>>>;
+
 #[derive(Default)]
 struct Inner {
     generation: u64,
-    entries: HashMap<(Table, String, String), Option<Item>>,
+    len: usize,
+    entries: Entries,
 }
 
 /// Point reads by (table, key).
@@ -44,8 +48,14 @@ impl ReadCache {
         let Ok(inner) = self.inner.lock() else {
             return Lookup::Miss(u64::MAX);
         };
-        match inner.entries.get(&(table, key.pk.clone(), key.sk.clone())) {
-            Some(found) => Lookup::Hit(found.clone().filter(|item| !is_expired(item, now))),
+        let found = inner
+            .entries
+            .get(&table)
+            .and_then(|t| t.get(key.pk.as_str()))
+            .and_then(|p| p.get(key.sk.as_str()));
+        match found {
+            Some(Some(item)) if is_expired(item, now) => Lookup::Hit(None),
+            Some(found) => Lookup::Hit(found.clone()),
             None => Lookup::Miss(inner.generation),
         }
     }
@@ -59,12 +69,19 @@ impl ReadCache {
         if inner.generation != generation {
             return;
         }
-        if inner.entries.len() >= MAX_ENTRIES {
+        if inner.len >= MAX_ENTRIES {
             inner.entries.clear();
+            inner.len = 0;
         }
-        inner
+        let partition = inner
             .entries
-            .insert((table, key.pk.clone(), key.sk.clone()), value);
+            .entry(table)
+            .or_default()
+            .entry(key.pk.clone())
+            .or_default();
+        if partition.insert(key.sk.clone(), value).is_none() {
+            inner.len += 1;
+        }
     }
 
     /// Forgets `keys` after a write (committed or not) and starts a new generation.
@@ -73,9 +90,19 @@ impl ReadCache {
             return;
         };
         for (table, key) in keys {
-            inner
-                .entries
-                .remove(&(table, key.pk.clone(), key.sk.clone()));
+            let Some(partitions) = inner.entries.get_mut(&table) else {
+                continue;
+            };
+            let Some(partition) = partitions.get_mut(key.pk.as_str()) else {
+                continue;
+            };
+            let removed = partition.remove(key.sk.as_str()).is_some();
+            if partition.is_empty() {
+                partitions.remove(key.pk.as_str());
+            }
+            if removed {
+                inner.len -= 1;
+            }
         }
         inner.generation += 1;
     }
