@@ -2,7 +2,6 @@
 
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use crate::ports::Ports;
 use crate::ports::items::{Item, Key, Query, StoreError, item};
@@ -78,7 +77,7 @@ impl Row {
 /// RFC 3339 with microseconds (what the rank key orders by).
 pub fn submitted_at(now: OffsetDateTime) -> String {
     let micros = now.replace_nanosecond(now.nanosecond() / 1_000 * 1_000);
-    micros.unwrap_or(now).format(&Rfc3339).unwrap_or_default()
+    crate::ports::clock::rfc3339(micros.unwrap_or(now))
 }
 
 /// A whole board in rank order.

@@ -167,11 +167,7 @@ fn encode_cursor(offset: usize) -> String {
 
 /// Reads a cursor made by [`encode_cursor`].
 pub fn decode_cursor(cursor: &str) -> Option<usize> {
-    use base64::Engine;
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(cursor)
-        .ok()?;
-    std::str::from_utf8(&raw)
+    crate::ports::items::decode_cursor(cursor)
         .ok()?
         .strip_prefix("rank:")?
         .parse()

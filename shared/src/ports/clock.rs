@@ -3,6 +3,13 @@
 use std::sync::Mutex;
 use time::{Duration, OffsetDateTime};
 
+/// A time as the API and stored records show it: RFC 3339 in UTC.
+pub fn rfc3339(t: OffsetDateTime) -> String {
+    t.to_offset(time::UtcOffset::UTC)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
 /// The source of "now" for the domain.
 pub trait Clock: Send + Sync {
     /// The current UTC time.

@@ -276,7 +276,8 @@ pub fn encode_cursor(sk: &str) -> String {
     URL_SAFE_NO_PAD.encode(sk.as_bytes())
 }
 
-fn decode_cursor(cursor: &str) -> Result<String, StoreError> {
+/// Reads a cursor made by [`encode_cursor`].
+pub fn decode_cursor(cursor: &str) -> Result<String, StoreError> {
     URL_SAFE_NO_PAD
         .decode(cursor)
         .ok()

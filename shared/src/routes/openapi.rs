@@ -23,7 +23,7 @@ use super::{auth, health, leaderboards, sessions, tracks};
         auth::RegisterRequest, auth::LoginRequest, auth::RefreshRequest, auth::ExchangeRequest,
         auth::TokenResponse, auth::ValidateResponse, crate::identity::users::User,
         crate::sessions::Receipt, crate::sessions::SessionSummary, crate::sessions::SessionDetail,
-        crate::sessions::LapView, crate::tracks::Track, crate::tracks::maps::TrackMap,
+        crate::sessions::upload::Lap, crate::tracks::Track, crate::tracks::maps::TrackMap,
         crate::tracks::maps::MapPoint, leaderboards::SubmitRequest,
         crate::leaderboards::submit::SubmitOutcome, crate::leaderboards::cache::LeaderboardPage,
         crate::leaderboards::cache::LeaderboardEntry,

@@ -2,7 +2,7 @@
 //! `session.uploaded` event, written in one transaction.
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::Duration;
 use utoipa::ToSchema;
 
@@ -11,6 +11,7 @@ use super::upload::SessionUpload;
 use crate::http::ApiError;
 use crate::outbox::Event;
 use crate::ports::Ports;
+use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, StoreError, TxOp, item};
 use crate::tables::Table;
 use crate::tracks::{self, TrackKey, jobs, maps};
@@ -116,7 +117,7 @@ pub async fn create(
             "trackName": upload.track_name,
             "trackLayout": upload.track_layout,
             "vehicleName": upload.vehicle_name,
-            "recordedAt": session_item_time(&upload),
+            "recordedAt": rfc3339(upload.recorded_at),
             "sessionPhase": upload.session_phase,
             "bestLapMs": upload.best_lap_ms,
             "lapCount": upload.laps.len(),
@@ -179,13 +180,4 @@ pub async fn create(
             }
         }
     }
-}
-
-fn session_item_time(upload: &SessionUpload) -> Value {
-    json!(
-        upload
-            .recorded_at
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default()
-    )
 }

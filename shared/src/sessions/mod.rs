@@ -13,4 +13,4 @@ pub mod records;
 pub mod upload;
 
 pub use create::{Receipt, create};
-pub use records::{LapView, SessionDetail, SessionSummary};
+pub use records::{SessionDetail, SessionSummary};

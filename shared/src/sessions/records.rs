@@ -3,11 +3,11 @@
 use serde::Serialize;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use super::upload::{Lap, SessionUpload};
 use crate::ports::Ports;
+use crate::ports::clock::rfc3339;
 use crate::ports::items::{Item, Key, Query, StoreError, item};
 use crate::tables::Table;
 
@@ -32,10 +32,6 @@ pub fn new_session_id(recorded_at: OffsetDateTime) -> String {
     let secs = u64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(0);
     let subsec = u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0);
     uuid::Uuid::new_v7(uuid::Timestamp::from_unix(uuid::NoContext, secs, subsec)).to_string()
-}
-
-fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&Rfc3339).unwrap_or_default()
 }
 
 /// A lap as stored: `[lapIndex, lapTimeMs, flags, combined, coherence, stability,
@@ -109,41 +105,6 @@ pub fn session_item(
     item(&session_key(user_id, session_id), attributes)
 }
 
-/// One lap of a session (`GET /v1/sessions/{id}`).
-#[derive(Debug, Clone, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct LapView {
-    pub lap_index: u32,
-    pub lap_time_ms: i64,
-    pub is_valid: bool,
-    pub counts_for_session_timing: bool,
-    pub quality_combined: f64,
-    pub quality_coherence: f64,
-    pub quality_stability: f64,
-    pub quality_completeness: f64,
-    pub num_penalties: u32,
-    pub num_pitstops: u32,
-    pub in_pits_at_lap_end: bool,
-}
-
-impl From<Lap> for LapView {
-    fn from(l: Lap) -> Self {
-        Self {
-            lap_index: l.lap_index,
-            lap_time_ms: l.lap_time_ms,
-            is_valid: l.is_valid,
-            counts_for_session_timing: l.counts_for_session_timing,
-            quality_combined: l.quality_combined,
-            quality_coherence: l.quality_coherence,
-            quality_stability: l.quality_stability,
-            quality_completeness: l.quality_completeness,
-            num_penalties: l.num_penalties,
-            num_pitstops: l.num_pitstops,
-            in_pits_at_lap_end: l.in_pits_at_lap_end,
-        }
-    }
-}
-
 /// A session in the caller's list.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -173,7 +134,7 @@ pub struct SessionSummary {
 pub struct SessionDetail {
     #[serde(flatten)]
     pub summary: SessionSummary,
-    pub laps: Vec<LapView>,
+    pub laps: Vec<Lap>,
 }
 
 /// A stored session, read back.
@@ -217,7 +178,7 @@ impl StoredSession {
     pub fn detail(self) -> SessionDetail {
         SessionDetail {
             summary: self.summary,
-            laps: self.laps.into_iter().map(LapView::from).collect(),
+            laps: self.laps,
         }
     }
 }

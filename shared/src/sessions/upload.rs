@@ -4,9 +4,11 @@
 //! deserializer: a typed deserializer stops at the first wrong type, while the desktop client's
 //! developers want every problem of an upload named at once (`laps[3].lapTimeMs: ...`).
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
 
 use crate::http::ApiError;
 use crate::identity::fields::Problems;
@@ -20,8 +22,9 @@ pub const MAX_LAP_MS: i64 = 86_400_000;
 /// At most this many problems are listed in one answer (the rest are counted).
 const MAX_LISTED_PROBLEMS: usize = 25;
 
-/// One lap summary (`LapSummaryDto`).
-#[derive(Debug, Clone, PartialEq)]
+/// One lap summary (`LapSummaryDto`), also as `GET /v1/sessions/{id}` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct Lap {
     pub lap_index: u32,
     pub lap_time_ms: i64,

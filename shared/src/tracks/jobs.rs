@@ -13,10 +13,10 @@
 use serde_json::{Value, json};
 use std::time::Duration;
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use crate::outbox::Event;
 use crate::ports::Ports;
+use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, Update, item};
 use crate::tables::Table;
 
@@ -59,10 +59,6 @@ fn job_key(id: &str) -> Key {
 
 fn lease_key(id: &str) -> Key {
     Key::new(LEASES, id)
-}
-
-fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&Rfc3339).unwrap_or_default()
 }
 
 /// The transaction operation that records a new pending job.

@@ -11,12 +11,11 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt::Write as _;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use super::centreline::{self, GridPoint, SPACING_M};
 use super::jobs::{self, Job};
+use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, StoreError, Update};
 use crate::ports::{BlobError, Ports};
 use crate::sessions::upload::TrackPoint;
@@ -294,11 +293,7 @@ async fn build(ports: &Ports, job: &Job) -> Result<(), BuildError> {
         let map = StoredMap {
             spacing_m: SPACING_M,
             sessions,
-            updated_at: ports
-                .clock
-                .now()
-                .format(&Rfc3339)
-                .unwrap_or_else(|_| OffsetDateTime::UNIX_EPOCH.to_string()),
+            updated_at: rfc3339(ports.clock.now()),
             jobs: merged_jobs,
             points: grid.iter().map(|p| (p.index, p.x, p.y, p.weight)).collect(),
         };

@@ -13,7 +13,6 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use crate::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, Update};
@@ -137,7 +136,7 @@ pub async fn note_session_time(
     track_id: &str,
     recorded_at: OffsetDateTime,
 ) -> Result<(), StoreError> {
-    let at = recorded_at.format(&Rfc3339).unwrap_or_default();
+    let at = crate::ports::clock::rfc3339(recorded_at);
     let newer = Condition::Or(vec![
         Condition::AttrNotExists("lastSessionAt".into()),
         Condition::Lt("lastSessionAt".into(), json!(at)),
