@@ -174,6 +174,12 @@ impl TestApp {
         body["data"].clone()
     }
 
+    /// `POST /v1/auth/exchange` with a code and a verifier; answers status and envelope.
+    pub async fn exchange(&self, code: &str, verifier: &str) -> (u16, serde_json::Value) {
+        let body = serde_json::json!({"code": code, "codeVerifier": verifier});
+        envelope(self.post_json("/v1/auth/exchange", &body).await).await
+    }
+
     /// POST a JSON body with a bearer token.
     pub async fn post_json_auth(
         &self,
@@ -290,4 +296,38 @@ pub fn session_body(
         body["TrackPoints"] = serde_json::Value::Array(track);
     }
     body
+}
+
+/// Runs each scenario on both adapter sets, as modules `embedded` and `dynamodb_local`:
+/// `plain` scenarios take a fresh server, `clocked` ones the server and its manual clock,
+/// `ports` ones the backend (they build their own ports).
+#[macro_export]
+macro_rules! on_both_backends {
+    (
+        plain: [$($plain:ident),* $(,)?]
+        $(, clocked: [$($clocked:ident),* $(,)?])?
+        $(, ports: [$($ported:ident),* $(,)?])?
+        $(,)?
+    ) => {
+        $crate::on_both_backends!(@backend embedded, Embedded,
+            [$($plain),*], [$($($clocked),*)?], [$($($ported),*)?]);
+        $crate::on_both_backends!(@backend dynamodb_local, Aws,
+            [$($plain),*], [$($($clocked),*)?], [$($($ported),*)?]);
+    };
+    (@backend $module:ident, $backend:ident,
+        [$($plain:ident),*], [$($clocked:ident),*], [$($ported:ident),*]) => {
+        mod $module {
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $plain() {
+                   super::$plain($crate::spawn_on($crate::Backend::$backend).await.0).await
+               } )*
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $clocked() {
+                   let (app, clock) = $crate::spawn_on($crate::Backend::$backend).await;
+                   super::$clocked(app, clock).await
+               } )*
+            $( #[tokio::test(flavor = "multi_thread")]
+               async fn $ported() { super::$ported($crate::Backend::$backend).await } )*
+        }
+    };
 }

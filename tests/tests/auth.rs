@@ -4,8 +4,7 @@
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use paddock::identity::{exchange_codes, s256};
-use paddock::ports::Clock;
-use paddock_tests::{Backend, TestApp, envelope, spawn_on};
+use paddock_tests::{Backend, TestApp, envelope};
 use serde_json::{Value, json};
 use time::Duration;
 
@@ -413,14 +412,7 @@ async fn exchange_codes_are_single_use(
         .await
         .unwrap();
     // issued → deleted
-    let (status, body) = envelope(
-        app.post_json(
-            "/v1/auth/exchange",
-            &json!({"code": code, "codeVerifier": verifier}),
-        )
-        .await,
-    )
-    .await;
+    let (status, body) = app.exchange(&code, &verifier).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["user"]["id"], user_id);
     let access = body["data"]["accessToken"].as_str().unwrap();
@@ -431,61 +423,21 @@ async fn exchange_codes_are_single_use(
         200
     );
     // deleted → stays deleted: 400
-    let (status, _) = envelope(
-        app.post_json(
-            "/v1/auth/exchange",
-            &json!({"code": code, "codeVerifier": verifier}),
-        )
-        .await,
-    )
-    .await;
+    let (status, _) = app.exchange(&code, &verifier).await;
     assert_eq!(status, 400);
     // A wrong verifier is refused and uses the code up.
     let code = exchange_codes::issue(&app.ports, user_id, &s256(&verifier))
         .await
         .unwrap();
     let wrong = "w".repeat(50);
-    assert_eq!(
-        envelope(
-            app.post_json(
-                "/v1/auth/exchange",
-                &json!({"code": code, "codeVerifier": wrong})
-            )
-            .await
-        )
-        .await
-        .0,
-        400
-    );
-    assert_eq!(
-        envelope(
-            app.post_json(
-                "/v1/auth/exchange",
-                &json!({"code": code, "codeVerifier": verifier})
-            )
-            .await
-        )
-        .await
-        .0,
-        400
-    );
+    assert_eq!(app.exchange(&code, &wrong).await.0, 400);
+    assert_eq!(app.exchange(&code, &verifier).await.0, 400);
     // issued → expired after about 5 minutes
     let code = exchange_codes::issue(&app.ports, user_id, &s256(&verifier))
         .await
         .unwrap();
     clock.advance(Duration::seconds(301));
-    assert_eq!(
-        envelope(
-            app.post_json(
-                "/v1/auth/exchange",
-                &json!({"code": code, "codeVerifier": verifier})
-            )
-            .await
-        )
-        .await
-        .0,
-        400
-    );
+    assert_eq!(app.exchange(&code, &verifier).await.0, 400);
     assert_eq!(
         envelope(
             app.post_json("/v1/auth/exchange", &json!({"code": "x"}))
@@ -495,7 +447,6 @@ async fn exchange_codes_are_single_use(
         .0,
         400
     );
-    let _ = clock.now();
 }
 
 async fn sign_in_start_checks_its_inputs(app: TestApp) {
@@ -552,66 +503,53 @@ async fn no_raw_secret_is_readable_from_storage(app: TestApp, dump: impl AsyncFn
     }
 }
 
-/// Runs each scenario against a fresh server on each backend.
-macro_rules! on_both_backends {
-    (plain: [$($plain:ident),* $(,)?], clocked: [$($clocked:ident),* $(,)?]) => {
-        mod embedded {
-            use super::*;
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $plain() { super::$plain(spawn_on(Backend::Embedded).await.0).await } )*
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $clocked() { let (app, clock) = spawn_on(Backend::Embedded).await; super::$clocked(app, clock).await } )*
+/// The storage scan, on each backend's own storage: the SQLite files, or every DynamoDB table.
+mod no_raw_secret_is_readable_from_storage {
+    use super::*;
+
     #[tokio::test(flavor = "multi_thread")]
-            async fn no_raw_secret_is_readable_from_storage() {
-                let t = paddock_tests::ports(Backend::Embedded).await;
-                let dir = t.dir.path().to_path_buf();
-                let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
-                super::no_raw_secret_is_readable_from_storage(app, async move || {
-                    let mut all = String::new();
-                    for name in ["paddock.db", "paddock.db-wal"] {
-                        if let Ok(bytes) = std::fs::read(dir.join(name)) {
-                            all.push_str(&String::from_utf8_lossy(&bytes));
-                        }
-                    }
-                    all
-                })
-                .await
+    async fn embedded() {
+        let t = paddock_tests::ports(Backend::Embedded).await;
+        let dir = t.dir.path().to_path_buf();
+        let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
+        super::no_raw_secret_is_readable_from_storage(app, async move || {
+            let mut all = String::new();
+            for name in ["paddock.db", "paddock.db-wal"] {
+                if let Ok(bytes) = std::fs::read(dir.join(name)) {
+                    all.push_str(&String::from_utf8_lossy(&bytes));
+                }
             }
-        }
-        mod dynamodb_local {
-            use super::*;
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $plain() { super::$plain(spawn_on(Backend::Aws).await.0).await } )*
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $clocked() { let (app, clock) = spawn_on(Backend::Aws).await; super::$clocked(app, clock).await } )*
+            all
+        })
+        .await
+    }
+
     #[tokio::test(flavor = "multi_thread")]
-            async fn no_raw_secret_is_readable_from_storage() {
-                let t = paddock_tests::ports(Backend::Aws).await;
-                let prefix = t.settings.table_prefix.clone();
-                let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
-                super::no_raw_secret_is_readable_from_storage(app, async move || {
-                    let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
-                    let mut all = String::new();
-                    for table in paddock::tables::Table::ALL {
-                        let mut pages = client
-                            .scan()
-                            .table_name(table.physical(&prefix))
-                            .into_paginator()
-                            .items()
-                            .send();
-                        while let Some(item) = pages.next().await {
-                            all.push_str(&format!("{:?}\n", item.unwrap()));
-                        }
-                    }
-                    all
-                })
-                .await
+    async fn dynamodb_local() {
+        let t = paddock_tests::ports(Backend::Aws).await;
+        let prefix = t.settings.table_prefix.clone();
+        let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
+        super::no_raw_secret_is_readable_from_storage(app, async move || {
+            let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
+            let mut all = String::new();
+            for table in paddock::tables::Table::ALL {
+                let mut pages = client
+                    .scan()
+                    .table_name(table.physical(&prefix))
+                    .into_paginator()
+                    .items()
+                    .send();
+                while let Some(item) = pages.next().await {
+                    all.push_str(&format!("{:?}\n", item.unwrap()));
+                }
             }
-        }
-    };
+            all
+        })
+        .await
+    }
 }
 
-on_both_backends!(
+paddock_tests::on_both_backends!(
     plain: [
         register_and_login,
         eleventh_login_attempt_is_limited,

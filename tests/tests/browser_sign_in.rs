@@ -155,14 +155,7 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
     );
     let code = query_param(&target, "code").expect("a code on the redirect");
 
-    let (status, body) = envelope(
-        app.post_json(
-            "/v1/auth/exchange",
-            &json!({"code": code, "codeVerifier": verifier}),
-        )
-        .await,
-    )
-    .await;
+    let (status, body) = app.exchange(&code, &verifier).await;
     assert_eq!(status, 200, "{body}");
     let user = body["data"]["user"].clone();
     assert_eq!(user["email"], "lewis@paddock.example");
@@ -173,14 +166,7 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
     assert_eq!(body["data"]["userId"], user["id"]);
 
     // The code was consumed: a replay answers 400.
-    let (status, _) = envelope(
-        app.post_json(
-            "/v1/auth/exchange",
-            &json!({"code": code, "codeVerifier": verifier}),
-        )
-        .await,
-    )
-    .await;
+    let (status, _) = app.exchange(&code, &verifier).await;
     assert_eq!(status, 400);
 
     // A wrong verifier is refused.

@@ -3,7 +3,7 @@
 
 use futures::future::join_all;
 use paddock::ports::ManualClock;
-use paddock_tests::{Backend, TestApp, envelope, session_body, spawn_on};
+use paddock_tests::{TestApp, envelope, session_body};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -40,6 +40,16 @@ async fn submit(
 
 async fn board(app: &TestApp, query: &str) -> (u16, Value) {
     envelope(app.get(&format!("/v1/leaderboards?{query}")).await).await
+}
+
+/// The board of `track` asked for with `If-None-Match: etag`.
+async fn board_if_none_match(app: &TestApp, track: &str, etag: &str) -> reqwest::Response {
+    app.client
+        .get(format!("{}/v1/leaderboards?trackId={track}", app.address))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap()
 }
 
 fn tick(clock: &ManualClock) {
@@ -268,13 +278,7 @@ async fn cache_headers_and_invalidation(app: TestApp, clock: Arc<ManualClock>) {
     let (_, first) = envelope(res).await;
     assert_eq!(first["data"]["entries"][0]["lapTimeMs"], 100_000);
 
-    let res = app
-        .client
-        .get(format!("{}/v1/leaderboards?trackId={track}", app.address))
-        .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
+    let res = board_if_none_match(&app, &track, &etag).await;
     assert_eq!(res.status(), 304);
     assert_eq!(res.headers()["etag"].to_str().unwrap(), etag);
 
@@ -282,13 +286,7 @@ async fn cache_headers_and_invalidation(app: TestApp, clock: Arc<ManualClock>) {
     tick(&clock);
     let (_, res) = submit(&app, &token, &sid, 99_000, 0.9).await;
     assert_eq!(res["data"]["improved"], true);
-    let res = app
-        .client
-        .get(format!("{}/v1/leaderboards?trackId={track}", app.address))
-        .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
+    let res = board_if_none_match(&app, &track, &etag).await;
     assert_eq!(res.status(), 200);
     assert_ne!(res.headers()["etag"].to_str().unwrap(), etag);
     let (_, now) = envelope(res).await;
@@ -328,26 +326,7 @@ async fn concurrent_submissions_end_at_the_fastest(app: TestApp) {
     assert_eq!(page["data"]["totalEntries"], 2);
 }
 
-macro_rules! on_both_backends {
-    (plain: [$($plain:ident),* $(,)?], clocked: [$($clocked:ident),* $(,)?]) => {
-        mod embedded {
-            use super::*;
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $plain() { super::$plain(spawn_on(Backend::Embedded).await.0).await } )*
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $clocked() { let (app, clock) = spawn_on(Backend::Embedded).await; super::$clocked(app, clock).await } )*
-        }
-        mod dynamodb_local {
-            use super::*;
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $plain() { super::$plain(spawn_on(Backend::Aws).await.0).await } )*
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $clocked() { let (app, clock) = spawn_on(Backend::Aws).await; super::$clocked(app, clock).await } )*
-        }
-    };
-}
-
-on_both_backends!(
+paddock_tests::on_both_backends!(
     plain: [concurrent_submissions_end_at_the_fastest],
     clocked: [submission_rules, boards_rank_page_and_filter, cache_headers_and_invalidation]
 );

@@ -4,7 +4,7 @@
 use futures::future::join_all;
 use paddock::ports::{Clock, ManualClock};
 use paddock::tracks::jobs::{self, Stuck};
-use paddock_tests::{Backend, TestApp, envelope, session_body, spawn_on};
+use paddock_tests::{Backend, TestApp, envelope, session_body};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +17,25 @@ const LAPS: &[(i64, bool, f64)] = &[
 
 async fn upload(app: &TestApp, token: &str, body: &Value) -> (u16, Value) {
     envelope(app.post_json_auth("/v1/sessions", body, token).await).await
+}
+
+/// Posts `body` as it is, with `content_type`, to `/v1/sessions`.
+async fn raw_upload(
+    app: &TestApp,
+    token: &str,
+    content_type: &str,
+    body: impl Into<reqwest::Body>,
+) -> (u16, Value) {
+    let res = app
+        .client
+        .post(format!("{}/v1/sessions", app.address))
+        .bearer_auth(token)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    envelope(res).await
 }
 
 async fn upload_is_idempotent_and_reads_back(app: TestApp) {
@@ -184,43 +203,19 @@ async fn bad_uploads_name_every_problem_and_write_nothing(app: TestApp) {
     assert_eq!(status, 400);
     let (status, _) = upload(&app, &token, &json!([1, 2])).await;
     assert_eq!(status, 400);
-    let (status, res) = envelope(
-        app.client
-            .post(format!("{}/v1/sessions", app.address))
-            .bearer_auth(&token)
-            .header("content-type", "application/json")
-            .body("{\"GameId\": ")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, res) = raw_upload(&app, &token, "application/json", "{\"GameId\": ").await;
     assert_eq!(status, 400);
     assert!(
         res["error"].as_str().unwrap().contains("malformed JSON"),
         "{res}"
     );
-    let (status, _) = envelope(
-        app.client
-            .post(format!("{}/v1/sessions", app.address))
-            .bearer_auth(&token)
-            .header("content-type", "text/plain")
-            .body("{}")
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, _) = raw_upload(&app, &token, "text/plain", "{}").await;
     assert_eq!(status, 415);
-    let (status, _) = envelope(
-        app.client
-            .post(format!("{}/v1/sessions", app.address))
-            .bearer_auth(&token)
-            .header("content-type", "application/json")
-            .body(vec![b' '; 3 * 1024 * 1024])
-            .send()
-            .await
-            .unwrap(),
+    let (status, _) = raw_upload(
+        &app,
+        &token,
+        "application/json",
+        vec![b' '; 3 * 1024 * 1024],
     )
     .await;
     assert_eq!(status, 413);
@@ -564,30 +559,7 @@ async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
     panic!("the stuck job was not processed after the restart");
 }
 
-macro_rules! on_both_backends {
-    (plain: [$($plain:ident),* $(,)?], clocked: [$($clocked:ident),* $(,)?], ports: [$($ported:ident),* $(,)?]) => {
-        mod embedded {
-            use super::*;
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $plain() { super::$plain(spawn_on(Backend::Embedded).await.0).await } )*
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $clocked() { let (app, clock) = spawn_on(Backend::Embedded).await; super::$clocked(app, clock).await } )*
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $ported() { super::$ported(Backend::Embedded).await } )*
-        }
-        mod dynamodb_local {
-            use super::*;
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $plain() { super::$plain(spawn_on(Backend::Aws).await.0).await } )*
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $clocked() { let (app, clock) = spawn_on(Backend::Aws).await; super::$clocked(app, clock).await } )*
-            $( #[tokio::test(flavor = "multi_thread")]
-               async fn $ported() { super::$ported(Backend::Aws).await } )*
-        }
-    };
-}
-
-on_both_backends!(
+paddock_tests::on_both_backends!(
     plain: [
         upload_is_idempotent_and_reads_back,
         bad_uploads_name_every_problem_and_write_nothing,

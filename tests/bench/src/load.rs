@@ -52,6 +52,34 @@ pub struct Stats {
     pub errors: usize,
 }
 
+/// One connection's latencies and failed requests.
+type Measured = anyhow::Result<(Vec<Duration>, usize)>;
+
+/// A persistent HTTP/1.1 connection to `addr` (no Nagle delay).
+async fn connect(
+    addr: SocketAddr,
+) -> anyhow::Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>> {
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
+/// Waits for every connection's loop and sums them up.
+async fn gather(
+    tasks: Vec<tokio::task::JoinHandle<Measured>>,
+    started: Instant,
+) -> anyhow::Result<Stats> {
+    let (mut latencies, mut errors) = (Vec::new(), 0);
+    for t in tasks {
+        let (lat, err) = t.await??;
+        latencies.extend(lat);
+        errors += err;
+    }
+    Ok(stats(latencies, errors, started.elapsed()))
+}
+
 /// Runs `connections` loops against `addr` for `duration`; each loop waits for its answer
 /// before sending the next request.
 pub async fn run(
@@ -69,14 +97,7 @@ pub async fn run(
             connection(addr, load, deadline).await
         }));
     }
-    let mut latencies = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        let (lat, err) = t.await??;
-        latencies.extend(lat);
-        errors += err;
-    }
-    Ok(stats(latencies, errors, started.elapsed()))
+    gather(tasks, started).await
 }
 
 async fn connection(
@@ -84,10 +105,7 @@ async fn connection(
     load: Load,
     deadline: Instant,
 ) -> anyhow::Result<(Vec<Duration>, usize)> {
-    let stream = tokio::net::TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(conn);
+    let mut sender = connect(addr).await?;
     let mut latencies = Vec::new();
     let mut errors = 0;
     while Instant::now() < deadline {
@@ -125,14 +143,7 @@ pub async fn run_refresh_chains(
         .into_iter()
         .map(|t| tokio::spawn(refresh_chain(addr, t, deadline)))
         .collect();
-    let mut latencies = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        let (lat, err) = t.await??;
-        latencies.extend(lat);
-        errors += err;
-    }
-    Ok(stats(latencies, errors, started.elapsed()))
+    gather(tasks, started).await
 }
 
 async fn refresh_chain(
@@ -140,10 +151,7 @@ async fn refresh_chain(
     mut token: String,
     deadline: Instant,
 ) -> anyhow::Result<(Vec<Duration>, usize)> {
-    let stream = tokio::net::TcpStream::connect(addr).await?;
-    stream.set_nodelay(true)?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(conn);
+    let mut sender = connect(addr).await?;
     let (mut latencies, mut errors) = (Vec::new(), 0);
     while Instant::now() < deadline {
         let body = serde_json::json!({"refreshToken": token}).to_string();
@@ -201,11 +209,7 @@ pub async fn run_uploads(
         .map(|c| {
             let (token, prefix, suffix) = (token.to_owned(), prefix.clone(), suffix.clone());
             tokio::spawn(async move {
-                let stream = tokio::net::TcpStream::connect(addr).await?;
-                stream.set_nodelay(true)?;
-                let (mut sender, conn) =
-                    hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-                tokio::spawn(conn);
+                let mut sender = connect(addr).await?;
                 let (mut latencies, mut errors) = (Vec::new(), 0usize);
                 let mut n = 0u64;
                 while Instant::now() < deadline {
@@ -234,11 +238,5 @@ pub async fn run_uploads(
             })
         })
         .collect();
-    let (mut latencies, mut errors) = (Vec::new(), 0);
-    for t in tasks {
-        let (lat, err) = t.await??;
-        latencies.extend(lat);
-        errors += err;
-    }
-    Ok(stats(latencies, errors, started.elapsed()))
+    gather(tasks, started).await
 }
