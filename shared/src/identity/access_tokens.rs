@@ -3,9 +3,11 @@
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use time::OffsetDateTime;
 
 use super::users::User;
+use super::verified_tokens::VerifiedTokens;
 use crate::config::JwtSettings;
 
 /// The claims of an access token.
@@ -30,6 +32,7 @@ pub struct AccessTokens {
     kid: String,
     validation: Validation,
     settings: JwtSettings,
+    verified: VerifiedTokens,
 }
 
 impl AccessTokens {
@@ -48,6 +51,7 @@ impl AccessTokens {
             kid: super::sha256_hex(secret)[..16].to_owned(),
             validation,
             settings: settings.clone(),
+            verified: VerifiedTokens::default(),
         }
     }
 
@@ -79,16 +83,30 @@ impl AccessTokens {
     }
 
     /// The claims of a valid, unexpired token signed by this key.
-    pub fn verify(&self, token: &str, now: OffsetDateTime) -> Result<Claims, &'static str> {
+    pub fn verify(&self, token: &str, now: OffsetDateTime) -> Result<Arc<Claims>, &'static str> {
+        let now = now.unix_timestamp();
+        let claims = match self.verified.get(token) {
+            Some(claims) => claims,
+            None => {
+                let claims = Arc::new(self.decode(token)?);
+                self.verified.insert(token, claims.clone(), now);
+                claims
+            }
+        };
+        if claims.exp <= now {
+            return Err("token expired");
+        }
+        Ok(claims)
+    }
+
+    /// Full verification: signature, pinned algorithm, key id, issuer and audience.
+    fn decode(&self, token: &str) -> Result<Claims, &'static str> {
         // The validation pins HS256 (so `none` and every other algorithm fail); the key id is
         // checked on the decoded header, so one parse serves both checks.
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map_err(|_| "invalid token")?;
         if data.header.kid.as_deref() != Some(self.kid.as_str()) {
             return Err("token not signed by this service");
-        }
-        if data.claims.exp <= now.unix_timestamp() {
-            return Err("token expired");
         }
         Ok(data.claims)
     }

@@ -4,6 +4,7 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use http::header;
 use http::request::Parts;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use super::access_tokens::Claims;
 use super::refresh_tokens;
@@ -14,7 +15,7 @@ use crate::state::AppState;
 #[derive(Debug, Clone)]
 pub struct AuthUser {
     pub user_id: String,
-    pub claims: Claims,
+    pub claims: Arc<Claims>,
 }
 
 /// The bearer token of a request's headers, if any.

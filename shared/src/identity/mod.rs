@@ -11,6 +11,7 @@ pub mod rate_limits;
 pub mod refresh_tokens;
 pub mod sign_in_flows;
 pub mod users;
+pub mod verified_tokens;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -285,7 +285,7 @@ pub async fn logout(
                 .await?
                 .verify(token, state.ports.clock.now())
                 .map_err(|r| ApiError::Unauthorized(r.into()))?;
-            claims.sid
+            claims.sid.clone()
         }
     };
     refresh_tokens::revoke_family(&state.ports, &family).await?;

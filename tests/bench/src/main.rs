@@ -7,7 +7,6 @@ mod load;
 
 use anyhow::Context;
 use axum::Router;
-use axum::routing::get;
 use paddock::app::Application;
 use paddock::config::Settings;
 use std::net::SocketAddr;
@@ -54,12 +53,12 @@ fn options() -> anyhow::Result<Options> {
 
 const HEALTH_BODY: &str = r#"{"success":true,"data":{"status":"Healthy"},"error":null}"#;
 
-/// The baseline: the same bytes from a bare axum handler, no middleware.
+/// The baseline: the same bytes from a bare axum handler, no middleware, on any path (so it
+/// can be sent the very request the service gets).
 async fn spawn_baseline(body: &'static [u8]) -> anyhow::Result<SocketAddr> {
-    let router = Router::new().route(
-        "/",
-        get(move || async move { ([(http::header::CONTENT_TYPE, "application/json")], body) }),
-    );
+    let router = Router::new().fallback(move || async move {
+        ([(http::header::CONTENT_TYPE, "application/json")], body)
+    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -130,15 +129,19 @@ async fn main() -> anyhow::Result<()> {
         .context("register answered no token")?
         .to_owned();
     if o.wants("validate") {
+        // The baseline gets the identical request (path and bearer header) and answers
+        // validate's own bytes, so the ratio is the cost of authenticating and nothing else.
+        let answer = client.get_bytes_auth("/v1/auth/validate", &access).await?;
+        let same_bytes = spawn_baseline(Box::leak(answer.into_boxed_slice())).await?;
         let authorized =
             Load::get("/v1/auth/validate").header("authorization", &format!("Bearer {access}"));
         let (base, validate) = paired(
             o.rounds,
-            || run(baseline, Load::get("/")),
+            || run(same_bytes, authorized.clone()),
             || run(paddock, authorized.clone()),
         )
         .await?;
-        row("baseline: bare axum (paired)", &base, None);
+        row("baseline: same request and bytes", &base, None);
         row("paddock:  GET /v1/auth/validate", &validate, Some(&base));
     }
     let mut tokens = Vec::new();
@@ -374,7 +377,24 @@ impl Client {
     }
 
     async fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
-        let res = self.http.get(format!("{}{path}", self.base)).send().await?;
+        self.send_for_bytes(path, self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    async fn get_bytes_auth(&self, path: &str, token: &str) -> anyhow::Result<Vec<u8>> {
+        let request = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token);
+        self.send_for_bytes(path, request).await
+    }
+
+    async fn send_for_bytes(
+        &self,
+        path: &str,
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<Vec<u8>> {
+        let res = request.send().await?;
         anyhow::ensure!(res.status().is_success(), "GET {path}: {}", res.status());
         Ok(res.bytes().await?.to_vec())
     }
