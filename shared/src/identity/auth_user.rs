@@ -14,8 +14,14 @@ use crate::state::AppState;
 /// The caller of a protected endpoint: a valid access token of a family that is not revoked.
 #[derive(Debug, Clone)]
 pub struct AuthUser {
-    pub user_id: String,
     pub claims: Arc<Claims>,
+}
+
+impl AuthUser {
+    /// The caller's user id (the token's `sub`).
+    pub fn user_id(&self) -> &str {
+        &self.claims.sub
+    }
 }
 
 /// The bearer token of a request's headers, if any.
@@ -42,10 +48,7 @@ impl FromRequestParts<AppState> for AuthUser {
         if !refresh_tokens::family_active(&state.ports, &claims.sid, &claims.sub).await? {
             return Err(ApiError::Unauthorized("session has been revoked".into()));
         }
-        Ok(Self {
-            user_id: claims.sub.clone(),
-            claims,
-        })
+        Ok(Self { claims })
     }
 }
 

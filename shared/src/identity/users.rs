@@ -9,10 +9,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use crate::ports::Ports;
+use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, Key, StoreError, TxOp, item};
 use crate::tables::Table;
 
@@ -60,7 +60,7 @@ impl User {
             email,
             display_name,
             avatar_url,
-            created_at: now.format(&Rfc3339).expect("RFC 3339 formats any UTC time"),
+            created_at: rfc3339(now),
         }
     }
 

@@ -8,7 +8,6 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use oauth2::PkceCodeChallenge;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok};
@@ -20,6 +19,7 @@ use crate::identity::refresh_tokens::{self, RefreshError};
 use crate::identity::sign_in_flows::{self, SignInFlow};
 use crate::identity::users::{self, RegisterError, User};
 use crate::identity::{passwords, providers, random_token};
+use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, TxOp, item};
 use crate::state::AppState;
 use crate::tables::Table;
@@ -298,12 +298,11 @@ pub async fn logout(
               (status = 401, description = "Missing, invalid, expired or revoked (e.g. after logout)")))]
 pub async fn validate(user: AuthUser) -> Result<Response, ApiError> {
     let expires_at = OffsetDateTime::from_unix_timestamp(user.claims.exp)
-        .ok()
-        .and_then(|t| t.format(&Rfc3339).ok())
+        .map(rfc3339)
         .unwrap_or_default();
     Ok(ok(ValidateResponse {
         valid: true,
-        user_id: user.user_id,
+        user_id: user.user_id().to_owned(),
         expires_at,
     }))
 }

@@ -232,7 +232,7 @@ pub async fn submit_lap(
             .with_label_values(&["rejected"])
             .inc();
     };
-    let session = records::get(&state.ports, &user.user_id, &session_id)
+    let session = records::get(&state.ports, user.user_id(), &session_id)
         .await?
         .ok_or_else(|| ApiError::NotFound("session not found".into()))?;
     if quality < MIN_QUALITY {
@@ -246,7 +246,7 @@ pub async fn submit_lap(
         return Err(ApiError::Unprocessable(reason));
     }
     let driver = Driver {
-        user_id: user.user_id.clone(),
+        user_id: user.user_id().to_owned(),
         display_name: user.claims.display_name.clone(),
         avatar_url: user.claims.avatar_url.clone(),
     };

@@ -39,13 +39,13 @@ pub async fn create(
     rate_limits::hit(
         &state.ports,
         "upload",
-        &user.user_id,
+        user.user_id(),
         60,
         &[Limit::new("n", state.settings.uploads_per_minute)],
     )
     .await?;
     let upload = upload::parse(body, state.ports.clock.now())?;
-    let receipt = sessions::create(&state.ports, &user.user_id, upload).await?;
+    let receipt = sessions::create(&state.ports, user.user_id(), upload).await?;
     if receipt.duplicate {
         crate::metrics::global()
             .sessions_uploaded
@@ -67,7 +67,7 @@ pub async fn list(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) =
-        records::list(&state.ports, &user.user_id, page.limit()?, page.cursor()).await?;
+        records::list(&state.ports, user.user_id(), page.limit()?, page.cursor()).await?;
     Ok(ok(Paged { items, next_cursor }))
 }
 
@@ -82,7 +82,7 @@ pub async fn detail(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let session = match uuid::Uuid::parse_str(&id) {
-        Ok(_) => records::get(&state.ports, &user.user_id, &id).await?,
+        Ok(_) => records::get(&state.ports, user.user_id(), &id).await?,
         Err(_) => None,
     };
     let session = session.ok_or_else(|| ApiError::NotFound("session not found".into()))?;

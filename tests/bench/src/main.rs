@@ -131,7 +131,7 @@ async fn main() -> anyhow::Result<()> {
     if o.wants("validate") {
         // The baseline gets the identical request (path and bearer header) and answers
         // validate's own bytes, so the ratio is the cost of authenticating and nothing else.
-        let answer = client.get_bytes_auth("/v1/auth/validate", &access).await?;
+        let answer = client.get_bytes("/v1/auth/validate", Some(&access)).await?;
         let same_bytes = spawn_baseline(Box::leak(answer.into_boxed_slice())).await?;
         let authorized =
             Load::get("/v1/auth/validate").header("authorization", &format!("Bearer {access}"));
@@ -312,7 +312,7 @@ async fn sessions_and_leaderboards(
             .await?;
     }
     let path = format!("/v1/leaderboards?trackId={track}&limit=20");
-    let page = client.get_bytes(&path).await?;
+    let page = client.get_bytes(&path, None).await?;
     let same_bytes = spawn_baseline(Box::leak(page.into_boxed_slice())).await?;
     let (root, board_load) = (Load::get("/"), Load::get(&path));
     let (base, board) = paired(
@@ -376,24 +376,12 @@ impl Client {
             .await?)
     }
 
-    async fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
-        self.send_for_bytes(path, self.http.get(format!("{}{path}", self.base)))
-            .await
-    }
-
-    async fn get_bytes_auth(&self, path: &str, token: &str) -> anyhow::Result<Vec<u8>> {
-        let request = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(token);
-        self.send_for_bytes(path, request).await
-    }
-
-    async fn send_for_bytes(
-        &self,
-        path: &str,
-        request: reqwest::RequestBuilder,
-    ) -> anyhow::Result<Vec<u8>> {
+    /// The body of `GET path`, with `bearer` as the token when given.
+    async fn get_bytes(&self, path: &str, bearer: Option<&str>) -> anyhow::Result<Vec<u8>> {
+        let mut request = self.http.get(format!("{}{path}", self.base));
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
         let res = request.send().await?;
         anyhow::ensure!(res.status().is_success(), "GET {path}: {}", res.status());
         Ok(res.bytes().await?.to_vec())
