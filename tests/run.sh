@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of Paddock on a fresh machine:
-#   installs the real protocol peers (DynamoDB Local, moto_server, promtool, cfn-lint),
-#   starts them on loopback, runs the Rust test suites (both adapter sets), lints the SAM
-#   template, and stops everything it started (by process id) on the way out.
+#   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
+#   missing; moto_server and cfn-lint into a venv; DynamoDB Local and the `oidc-provider`
+#   OpenID Connect provider from npm), starts DynamoDB Local, moto_server, the OIDC provider
+#   and chromedriver on loopback, lints the SAM template, runs the Rust test suites (both
+#   adapter sets and the browser sign-in), and stops everything it started (by process id).
+# Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test auth`).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,10 +28,11 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "installing test tools into $tools"
 if ! command -v promtool >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1 \
-   || ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+   || ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
+   || ! command -v curl >/dev/null 2>&1; then
   apt_get="apt-get"; [ "$(id -u)" -eq 0 ] || apt_get="sudo apt-get"
   $apt_get update -qq
-  DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq prometheus openjdk-17-jre-headless chromium chromium-driver >/dev/null
+  DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq prometheus openjdk-17-jre-headless chromium chromium-driver curl >/dev/null
 fi
 if [ ! -x "$tools/venv/bin/moto_server" ] || [ ! -x "$tools/venv/bin/cfn-lint" ]; then
   python3 -m venv "$tools/venv"
