@@ -46,7 +46,17 @@ pub struct AuthSettings {
     pub provider_starts_per_address: u32,
     /// `Auth__RateWindowSeconds`: the rate-limit window (300).
     pub rate_window_secs: i64,
-    /// `Auth__Providers__<name>__Kind|ClientId|ClientSecret|Issuer|Scopes`.
+    /// `Auth__FailedLoginsPerAccount`: failed logins per account a failure window, from any
+    /// address (50); over it, only addresses the account signed in from before may try.
+    pub failed_logins_per_account: u32,
+    /// `Auth__FailedLoginWindowSeconds`: the window of that limit (3600).
+    pub failed_login_window_secs: i64,
+    /// `Auth__HashingThreads`: password hashes computed at once (default: the cores).
+    pub hashing_threads: usize,
+    /// `Auth__HashingWaitMillis`: how long a sign-in waits for a free hashing thread before
+    /// it is answered 503 (2000).
+    pub hashing_wait: Duration,
+    /// `Auth__Providers__<name>__Kind|ClientId|ClientSecret|Issuer|Scopes|TrustEmailVerified`.
     pub providers: Vec<crate::identity::providers::ProviderConfig>,
 }
 
@@ -58,6 +68,10 @@ impl Default for AuthSettings {
             attempts_per_address: 100,
             provider_starts_per_address: 10,
             rate_window_secs: 300,
+            failed_logins_per_account: 50,
+            failed_login_window_secs: 3600,
+            hashing_threads: std::thread::available_parallelism().map_or(2, usize::from),
+            hashing_wait: Duration::from_millis(2000),
             providers: Vec::new(),
         }
     }
@@ -88,6 +102,9 @@ pub struct Settings {
     pub max_receives: u32,
     /// `Secrets__Id`: Secrets Manager secret (JSON) of the AWS backend.
     pub secret_id: Option<String>,
+    /// `Secrets__RefreshSeconds`: how long secrets are kept before they are read again, so a
+    /// rotated signing key reaches warm Lambda instances (default 300; 0: read once).
+    pub secrets_refresh: Duration,
     /// `Jwt__Issuer`, `Jwt__Audience`, `Jwt__ExpiryMinutes`.
     pub jwt: JwtSettings,
     /// `Http__MaxBodyBytes`: largest request body (default 1 MiB).
@@ -128,6 +145,7 @@ impl Settings {
             visibility: Duration::from_secs(60),
             max_receives: 5,
             secret_id: None,
+            secrets_refresh: Duration::from_secs(300),
             jwt: JwtSettings {
                 issuer: "paddock".into(),
                 audience: "paddock-desktop".into(),
@@ -190,6 +208,9 @@ impl Settings {
             s.max_receives = bounded("Queue__MaxReceives", &v, 1, 1000)? as u32;
         }
         s.secret_id = get("Secrets__Id");
+        if let Some(v) = get("Secrets__RefreshSeconds") {
+            s.secrets_refresh = Duration::from_secs(bounded("Secrets__RefreshSeconds", &v, 0, 86_400)?);
+        }
         if let Some(v) = get("Jwt__Issuer") {
             s.jwt.issuer = v;
         }
@@ -227,6 +248,20 @@ impl Settings {
         }
         if let Some(v) = get("Auth__RateWindowSeconds") {
             a.rate_window_secs = bounded("Auth__RateWindowSeconds", &v, 1, 86_400)? as i64;
+        }
+        if let Some(v) = get("Auth__FailedLoginsPerAccount") {
+            a.failed_logins_per_account =
+                bounded("Auth__FailedLoginsPerAccount", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Auth__FailedLoginWindowSeconds") {
+            a.failed_login_window_secs =
+                bounded("Auth__FailedLoginWindowSeconds", &v, 1, 7 * 86_400)? as i64;
+        }
+        if let Some(v) = get("Auth__HashingThreads") {
+            a.hashing_threads = bounded("Auth__HashingThreads", &v, 1, 256)? as usize;
+        }
+        if let Some(v) = get("Auth__HashingWaitMillis") {
+            a.hashing_wait = Duration::from_millis(bounded("Auth__HashingWaitMillis", &v, 1, 60_000)?);
         }
         a.providers = providers(vars)?;
         if let Some(v) = get("Limits__UploadsPerMinute") {
@@ -305,6 +340,10 @@ fn providers(
             .split_whitespace()
             .map(str::to_owned)
             .collect();
+        let trust_email_verified = match field("TrustEmailVerified") {
+            None => kind.trusts_email_verified_by_default(),
+            Some(v) => parse("Auth__Providers__<name>__TrustEmailVerified", &v, "true or false")?,
+        };
         out.push(ProviderConfig {
             name: slot,
             kind,
@@ -312,6 +351,7 @@ fn providers(
             client_secret: field("ClientSecret"),
             issuer,
             scopes,
+            trust_email_verified,
         });
     }
     Ok(out)

@@ -134,10 +134,10 @@ impl AwsWiring {
     /// secrets generated and kept in the data directory (emulator runs).
     pub fn secrets(mut self) -> Self {
         self.ports.secrets = match &self.settings.secret_id {
-            Some(id) => Arc::new(aws::SecretsManagerSecrets::new(
-                aws_sdk_secretsmanager::Client::new(&self.sdk),
-                id,
-            )),
+            Some(id) => Arc::new(
+                aws::SecretsManagerSecrets::new(aws_sdk_secretsmanager::Client::new(&self.sdk), id)
+                    .with_refresh(self.settings.secrets_refresh),
+            ),
             None => Arc::new(embedded::LocalSecrets::new(
                 self.settings.data_dir.clone(),
                 GENERATED_SECRETS,

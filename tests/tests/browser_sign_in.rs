@@ -37,6 +37,8 @@ async fn app_with_provider(registered_port: bool) -> TestApp {
         client_secret: Some(env("PADDOCK_TEST_OIDC_CLIENT_SECRET")),
         issuer: Some(env("PADDOCK_TEST_OIDC_ISSUER")),
         scopes: vec!["openid".into(), "email".into(), "profile".into()],
+        // The test provider verifies nothing, but it stands in for one that does.
+        trust_email_verified: true,
     }];
     let ports =
         paddock::wiring::embedded_ports(&settings, Arc::new(paddock::ports::SystemClock)).unwrap();

@@ -1,9 +1,11 @@
-//! Secrets Manager: one JSON secret holding every named value, read once per cold start.
+//! Secrets Manager: one JSON secret holding every named value, read at the first use and
+//! again once the refresh time has passed (so a rotated key reaches warm Lambda instances).
 
 use async_trait::async_trait;
 use aws_sdk_secretsmanager::Client;
 use serde_json::{Map, Value};
-use tokio::sync::OnceCell;
+use std::time::{Duration, Instant};
+use tokio::sync::RwLock;
 
 use super::describe;
 use crate::ports::secrets::{SecretError, SecretSource};
@@ -12,7 +14,8 @@ use crate::ports::secrets::{SecretError, SecretSource};
 pub struct SecretsManagerSecrets {
     client: Client,
     secret_id: String,
-    cache: OnceCell<Map<String, Value>>,
+    refresh: Duration,
+    cache: RwLock<Option<(Instant, Map<String, Value>)>>,
 }
 
 impl SecretsManagerSecrets {
@@ -21,8 +24,19 @@ impl SecretsManagerSecrets {
         Self {
             client,
             secret_id: secret_id.into(),
-            cache: OnceCell::new(),
+            refresh: Duration::ZERO,
+            cache: RwLock::new(None),
         }
+    }
+
+    /// Reads the secret again when the values are older than `refresh` (zero: never).
+    pub fn with_refresh(mut self, refresh: Duration) -> Self {
+        self.refresh = refresh;
+        self
+    }
+
+    fn is_fresh(&self, loaded: Instant) -> bool {
+        self.refresh.is_zero() || loaded.elapsed() < self.refresh
     }
 
     async fn load(&self) -> Result<Map<String, Value>, SecretError> {
@@ -44,11 +58,42 @@ impl SecretsManagerSecrets {
 #[async_trait]
 impl SecretSource for SecretsManagerSecrets {
     async fn get(&self, name: &str) -> Result<Option<String>, SecretError> {
-        let map = self.cache.get_or_try_init(|| self.load()).await?;
-        Ok(map
+        {
+            let cache = self.cache.read().await;
+            if let Some((loaded, map)) = cache.as_ref()
+                && self.is_fresh(*loaded)
+            {
+                return Ok(lookup(map, name));
+            }
+        }
+        let mut cache = self.cache.write().await;
+        if let Some((loaded, map)) = cache.as_ref()
+            && self.is_fresh(*loaded)
+        {
+            return Ok(lookup(map, name));
+        }
+        match self.load().await {
+            Ok(map) => {
+                let value = lookup(&map, name);
+                *cache = Some((Instant::now(), map));
+                Ok(value)
+            }
+            // A failed refresh keeps the values read before; only a first read fails.
+            Err(e) => match cache.as_ref() {
+                Some((_, map)) => {
+                    tracing::warn!(error = %e, "could not re-read secrets; keeping the values read before");
+                    Ok(lookup(map, name))
+                }
+                None => Err(e),
+            },
+        }
+    }
+}
+
+fn lookup(map: &Map<String, Value>, name: &str) -> Option<String> {
+    map
             .get(name)
             .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned))
-    }
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }

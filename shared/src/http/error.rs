@@ -4,6 +4,8 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 
 use super::envelope::Envelope;
+use crate::identity::passwords::PasswordError;
+use crate::identity::rate_limits::{LimitError, RateLimited};
 use crate::ports::{BlobError, QueueError, SecretError, StoreError};
 
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
@@ -46,6 +48,12 @@ pub enum ApiError {
     /// 503: a backing service is down or a feature is not configured.
     #[error("{0}")]
     Unavailable(String),
+    /// 503 with `Retry-After` seconds: the server is saturated for now.
+    #[error("{message}")]
+    Busy {
+        message: String,
+        retry_after_secs: u64,
+    },
     /// 500: a bug or an unexpected failure; details go to the log only.
     #[error("internal error: {0:#}")]
     Internal(#[from] anyhow::Error),
@@ -70,7 +78,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -92,6 +100,9 @@ impl IntoResponse for ApiError {
         };
         let mut response = (status, Envelope::error(message)).into_response();
         if let Self::TooManyRequests {
+            retry_after_secs, ..
+        }
+        | Self::Busy {
             retry_after_secs, ..
         } = self
         {
@@ -141,5 +152,35 @@ impl From<QueueError> for ApiError {
 impl From<SecretError> for ApiError {
     fn from(e: SecretError) -> Self {
         Self::Internal(anyhow::Error::new(e))
+    }
+}
+
+impl From<RateLimited> for ApiError {
+    fn from(e: RateLimited) -> Self {
+        Self::TooManyRequests {
+            message: e.to_string(),
+            retry_after_secs: e.retry_after_secs,
+        }
+    }
+}
+
+impl From<LimitError> for ApiError {
+    fn from(e: LimitError) -> Self {
+        match e {
+            LimitError::Limited(l) => l.into(),
+            LimitError::Store(s) => s.into(),
+        }
+    }
+}
+
+impl From<PasswordError> for ApiError {
+    fn from(e: PasswordError) -> Self {
+        match e {
+            PasswordError::Busy { retry_after_secs } => Self::Busy {
+                message: "the server is busy signing other drivers in, please retry".into(),
+                retry_after_secs,
+            },
+            PasswordError::Failed(cause) => Self::Internal(anyhow::anyhow!(cause)),
+        }
     }
 }

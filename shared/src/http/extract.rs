@@ -111,6 +111,19 @@ where
     }
 }
 
+/// A JSON body read by a handler that first did work of its own (auth endpoints check rate
+/// limits before parsing): the same checks and messages as [`ApiJson`].
+pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Result<T, ApiError> {
+    if !is_json(headers) {
+        return Err(ApiError::UnsupportedMediaType(
+            "Content-Type must be application/json".into(),
+        ));
+    }
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
+    from_value(camel_case_keys(value))
+}
+
 /// Query parameters; a bad parameter answers 400 naming it.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiQuery<T>(pub T);

@@ -3,6 +3,7 @@
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::Arc;
 use time::OffsetDateTime;
 
@@ -25,19 +26,31 @@ pub struct Claims {
     pub sid: String,
 }
 
-/// Signs and checks access tokens with one key.
+/// The key id of a signing secret: the first 16 hex digits of its SHA-256, so a token names
+/// the key that signed it without revealing anything about the key.
+pub fn key_id(secret: &str) -> String {
+    super::sha256_hex(secret)[..16].to_owned()
+}
+
+/// Signs with the current key and checks tokens signed by the current or a previous key,
+/// chosen by the token's `kid`.
+///
+/// Rotation: make the new key `jwtSigningKey` and move the old one into
+/// `jwtPreviousSigningKeys`; tokens signed before the rotation stay valid until they expire,
+/// after which the old key can be dropped.
 pub struct AccessTokens {
     encoding: EncodingKey,
-    decoding: DecodingKey,
     kid: String,
+    decoding: HashMap<String, DecodingKey>,
     validation: Validation,
     settings: JwtSettings,
     verified: VerifiedTokens,
 }
 
 impl AccessTokens {
-    /// Tokens signed with `secret` (the `jwtSigningKey` secret) under `settings`.
-    pub fn new(secret: &str, settings: &JwtSettings) -> Self {
+    /// Tokens signed with `current` (the `jwtSigningKey` secret) and checked against it and
+    /// `previous` keys, under `settings`.
+    pub fn new(current: &str, previous: &[String], settings: &JwtSettings) -> Self {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.set_issuer(&[&settings.issuer]);
         validation.set_audience(&[&settings.audience]);
@@ -45,10 +58,14 @@ impl AccessTokens {
         // Expiry is judged by the service's clock port (below), so tests can move time.
         validation.validate_exp = false;
         validation.leeway = 0;
+        let decoding = std::iter::once(current)
+            .chain(previous.iter().map(String::as_str))
+            .map(|secret| (key_id(secret), DecodingKey::from_secret(secret.as_bytes())))
+            .collect();
         Self {
-            encoding: EncodingKey::from_secret(secret.as_bytes()),
-            decoding: DecodingKey::from_secret(secret.as_bytes()),
-            kid: super::sha256_hex(secret)[..16].to_owned(),
+            encoding: EncodingKey::from_secret(current.as_bytes()),
+            kid: key_id(current),
+            decoding,
             validation,
             settings: settings.clone(),
             verified: VerifiedTokens::default(),
@@ -99,15 +116,58 @@ impl AccessTokens {
         Ok(claims)
     }
 
-    /// Full verification: signature, pinned algorithm, key id, issuer and audience.
+    /// Full verification: key by `kid`, signature, pinned algorithm, issuer and audience.
     fn decode(&self, token: &str) -> Result<Claims, &'static str> {
-        // The validation pins HS256 (so `none` and every other algorithm fail); the key id is
-        // checked on the decoded header, so one parse serves both checks.
-        let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+        let header = jsonwebtoken::decode_header(token).map_err(|_| "invalid token")?;
+        let key = header
+            .kid
+            .as_deref()
+            .and_then(|kid| self.decoding.get(kid))
+            .ok_or("token not signed by this service")?;
+        // The validation pins HS256, so `none` and every other algorithm fail.
+        let data = jsonwebtoken::decode::<Claims>(token, key, &self.validation)
             .map_err(|_| "invalid token")?;
-        if data.header.kid.as_deref() != Some(self.kid.as_str()) {
-            return Err("token not signed by this service");
-        }
         Ok(data.claims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> JwtSettings {
+        JwtSettings {
+            issuer: "paddock".into(),
+            audience: "paddock-desktop".into(),
+            expiry_minutes: 60,
+        }
+    }
+
+    fn user() -> User {
+        User::new(None, "Driver".into(), None, OffsetDateTime::now_utc())
+    }
+
+    const OLD: &str = "an old signing key of at least thirty-two chars";
+    const NEW: &str = "the new signing key of at least thirty-two chars";
+
+    #[test]
+    fn tokens_of_a_previous_key_stay_valid_after_a_rotation() {
+        let now = OffsetDateTime::now_utc();
+        let before = AccessTokens::new(OLD, &[], &settings());
+        let (old_token, _) = before.issue(&user(), "family", now);
+        let after = AccessTokens::new(NEW, &[OLD.to_owned()], &settings());
+        assert!(after.verify(&old_token, now).is_ok(), "kid names the old key");
+        let (new_token, _) = after.issue(&user(), "family", now);
+        assert!(after.verify(&new_token, now).is_ok());
+        assert!(
+            before.verify(&new_token, now).is_err(),
+            "a process without the new key refuses its tokens"
+        );
+        // Once the old key is dropped, its tokens are refused.
+        let later = AccessTokens::new(NEW, &[], &settings());
+        assert_eq!(
+            later.verify(&old_token, now).unwrap_err(),
+            "token not signed by this service"
+        );
     }
 }

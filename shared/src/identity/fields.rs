@@ -51,8 +51,8 @@ impl Password {
     /// Parses `raw`, or says which rule it breaks.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let n = raw.chars().count();
-        if !(8..=256).contains(&n) {
-            return Err("must be 8 to 256 characters".into());
+        if !(8..=MAX_PASSWORD_CHARS).contains(&n) {
+            return Err(format!("must be 8 to {MAX_PASSWORD_CHARS} characters"));
         }
         Ok(Self(raw.to_owned()))
     }
@@ -60,6 +60,81 @@ impl Password {
     /// The password text.
     pub fn expose(&self) -> &str {
         &self.0
+    }
+}
+
+/// A password as typed at login: only capped, since the rules of the day it was chosen may
+/// differ; the cap keeps an attacker from making the server hash megabytes.
+pub fn login_password(raw: &str) -> Result<String, String> {
+    if raw.chars().count() > MAX_PASSWORD_CHARS {
+        return Err(format!("must be at most {MAX_PASSWORD_CHARS} characters"));
+    }
+    Ok(raw.to_owned())
+}
+
+/// The longest password accepted anywhere.
+pub const MAX_PASSWORD_CHARS: usize = 256;
+
+/// Characters that change how the text around them is shown without being seen themselves:
+/// bidirectional controls (which can reverse a name on screen) and zero-width or otherwise
+/// invisible characters (which make two names that look the same differ). Refused in display
+/// names, so one driver cannot pose as another on a board.
+pub fn is_invisible_or_bidi(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
+}
+
+/// A profile image URL: `https`, at most 2,048 characters, no user info.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AvatarUrl(String);
+
+impl AvatarUrl {
+    /// The longest accepted URL.
+    pub const MAX_CHARS: usize = 2048;
+
+    /// Parses `raw`, or says which rule it breaks.
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        let raw = raw.trim();
+        if raw.chars().count() > Self::MAX_CHARS {
+            return Err(format!("must be at most {} characters", Self::MAX_CHARS));
+        }
+        let url = reqwest::Url::parse(raw).map_err(|_| "must be an https URL".to_owned())?;
+        if url.scheme() != "https" || url.host_str().is_none_or(str::is_empty) {
+            return Err("must be an https URL".into());
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err("must not carry user name or password".into());
+        }
+        Ok(Self(url.to_string()))
+    }
+
+    /// The URL.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL, owned.
+    pub fn into_string(self) -> String {
+        self.0
     }
 }
 
@@ -77,6 +152,12 @@ impl DisplayName {
         }
         if name.chars().any(char::is_control) {
             return Err("must not contain control characters".into());
+        }
+        if name.chars().any(is_invisible_or_bidi) {
+            return Err(
+                "must not contain invisible or text-direction characters (such as U+200B or U+202E)"
+                    .into(),
+            );
         }
         Ok(Self(name.to_owned()))
     }
@@ -140,5 +221,40 @@ mod tests {
         assert!(DisplayName::parse("   ").is_err());
         assert!(DisplayName::parse("a\u{0}b").is_err());
         assert_eq!(DisplayName::parse("  Max  ").unwrap().as_str(), "Max");
+        assert!(login_password(&"x".repeat(257)).is_err());
+        assert!(login_password("short").is_ok());
+    }
+
+    #[test]
+    fn names_that_hide_or_reverse_text_are_refused() {
+        for bad in [
+            "Max\u{200B}",
+            "\u{202E}xaM",
+            "Ma\u{200D}x",
+            "Max\u{2066}",
+            "\u{FEFF}Max",
+            "Ma\u{061C}x",
+        ] {
+            assert!(DisplayName::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(DisplayName::parse("Kimi Räikkönen").is_ok());
+        assert!(DisplayName::parse("周冠宇").is_ok());
+        assert!(DisplayName::parse("محمد").is_ok(), "right-to-left letters are fine");
+    }
+
+    #[test]
+    fn avatar_urls_are_https_and_bounded() {
+        assert!(AvatarUrl::parse("https://cdn.example.com/a.png").is_ok());
+        for bad in [
+            "http://cdn.example.com/a.png",
+            "javascript:alert(1)",
+            "data:image/png;base64,AAAA",
+            "https://user:pw@cdn.example.com/a.png",
+            "not a url",
+        ] {
+            assert!(AvatarUrl::parse(bad).is_err(), "{bad}");
+        }
+        let long = format!("https://cdn.example.com/{}", "a".repeat(2048));
+        assert!(AvatarUrl::parse(&long).is_err());
     }
 }

@@ -58,6 +58,19 @@ pub struct ProviderConfig {
     /// The issuer (required for `oidc`).
     pub issuer: Option<String>,
     pub scopes: Vec<String>,
+    /// `...__TrustEmailVerified`: whether the provider's word that an email is verified is
+    /// believed, which lets its sign-in claim an account by that email. On by default for
+    /// Google and Discord (its `verified` flag) and for Microsoft, where it also needs the
+    /// token's `xms_edov: true` (Entra's `email` is set by the tenant); off by default for
+    /// generic OIDC, whose tenants may assert any email.
+    pub trust_email_verified: bool,
+}
+
+impl ProviderKind {
+    /// Whether this kind's `email_verified` is trusted unless configured otherwise.
+    pub fn trusts_email_verified_by_default(self) -> bool {
+        !matches!(self, Self::Oidc)
+    }
 }
 
 /// The endpoints of a provider.
@@ -333,8 +346,15 @@ impl Provider {
                 "id_token nonce does not match this sign-in".into(),
             ));
         }
-        identity_from_claims(&claims)
+        identity_from_claims(&claims, self.config.kind)
+            .map(|id| self.trusted(id))
             .ok_or_else(|| ProviderError::Rejected("id_token without a subject".into()))
+    }
+
+    /// Keeps `email_verified` only when this provider is trusted to assert it.
+    fn trusted(&self, mut identity: ProviderIdentity) -> ProviderIdentity {
+        identity.email_verified &= self.config.trust_email_verified;
+        identity
     }
 
     async fn key_for(
@@ -376,9 +396,11 @@ impl Provider {
         let info: BTreeMap<String, Value> = self.get_json(&url, Some(access_token)).await?;
         let identity = match self.config.kind {
             ProviderKind::Discord => discord_identity(&info),
-            _ => identity_from_claims(&info),
+            kind => identity_from_claims(&info, kind),
         };
-        identity.ok_or_else(|| ProviderError::Rejected("user-info without a subject".into()))
+        identity
+            .map(|id| self.trusted(id))
+            .ok_or_else(|| ProviderError::Rejected("user-info without a subject".into()))
     }
 }
 
@@ -411,12 +433,24 @@ fn text(claims: &BTreeMap<String, Value>, key: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn identity_from_claims(claims: &BTreeMap<String, Value>) -> Option<ProviderIdentity> {
+fn claim_is_true(claims: &BTreeMap<String, Value>, key: &str) -> bool {
+    matches!(claims.get(key), Some(Value::Bool(true)))
+        || claims.get(key).and_then(Value::as_str) == Some("true")
+}
+
+fn identity_from_claims(
+    claims: &BTreeMap<String, Value>,
+    kind: ProviderKind,
+) -> Option<ProviderIdentity> {
+    // Entra ID lets a tenant set any `email`; only `xms_edov` says the domain owner verified it.
+    let email_verified = match kind {
+        ProviderKind::Microsoft => claim_is_true(claims, "xms_edov"),
+        _ => claim_is_true(claims, "email_verified"),
+    };
     Some(ProviderIdentity {
         subject: text(claims, "sub")?,
         email: text(claims, "email"),
-        email_verified: matches!(claims.get("email_verified"), Some(Value::Bool(true)))
-            || claims.get("email_verified").and_then(Value::as_str) == Some("true"),
+        email_verified,
         name: text(claims, "name").or_else(|| text(claims, "preferred_username")),
         picture: text(claims, "picture"),
     })
@@ -455,4 +489,47 @@ pub fn from_configs(configs: &[ProviderConfig]) -> Providers {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn claims(value: Value) -> BTreeMap<String, Value> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn microsoft_emails_count_as_verified_only_with_xms_edov() {
+        let tenant_asserted = claims(json!({"sub": "s", "email": "ceo@victim.example", "email_verified": true}));
+        let id = identity_from_claims(&tenant_asserted, ProviderKind::Microsoft).unwrap();
+        assert!(!id.email_verified, "Entra's email_verified is not proof");
+        let edov = claims(json!({"sub": "s", "email": "a@b.example", "xms_edov": true}));
+        assert!(identity_from_claims(&edov, ProviderKind::Microsoft).unwrap().email_verified);
+        let google = claims(json!({"sub": "s", "email": "a@b.example", "email_verified": "true"}));
+        assert!(identity_from_claims(&google, ProviderKind::Google).unwrap().email_verified);
+    }
+
+    #[test]
+    fn an_untrusted_provider_never_vouches_for_an_email() {
+        let config = ProviderConfig {
+            name: "corp".into(),
+            kind: ProviderKind::Oidc,
+            client_id: "c".into(),
+            client_secret: None,
+            issuer: Some("https://idp.example".into()),
+            scopes: vec![],
+            trust_email_verified: ProviderKind::Oidc.trusts_email_verified_by_default(),
+        };
+        let provider = Provider::new(config, http_client());
+        let id = identity_from_claims(
+            &claims(json!({"sub": "s", "email": "a@b.example", "email_verified": true})),
+            ProviderKind::Oidc,
+        )
+        .unwrap();
+        assert!(!provider.trusted(id).email_verified);
+        assert!(ProviderKind::Google.trusts_email_verified_by_default());
+        assert!(ProviderKind::Discord.trusts_email_verified_by_default());
+    }
 }

@@ -1,13 +1,20 @@
 //! Fixed-window rate limits counted in the item store, so they hold across instances.
 //!
-//! Key (table `limits`): `RL#<scope>#<subject>` / `<window start>`: one counter attribute per
-//! limit checked together (e.g. every login from an address, and per account from it), so one
-//! atomic update counts a request against all its limits at once.
+//! Keys (table `limits`):
+//! - `RL#<scope>#<subject>` / `<window start>`: one counter attribute per limit checked
+//!   together (e.g. every login from an address, and per account from it), so one atomic
+//!   update counts a request against all its limits at once.
+//! - `KNOWN#<account>` / `<address>`: an address the account signed in from successfully
+//!   (kept 90 days); the per-account failure limit does not shut such addresses out.
 
-use crate::http::ApiError;
+use serde_json::{Value, json};
+
 use crate::ports::Ports;
-use crate::ports::items::{Key, Update};
+use crate::ports::items::{Key, StoreError, Update, item};
 use crate::tables::Table;
+
+/// How long an address stays known after a successful sign-in.
+const KNOWN_ADDRESS_SECS: i64 = 90 * 24 * 3600;
 
 /// A limit: at most `max` hits per window, counted in attribute `counter`.
 #[derive(Debug, Clone)]
@@ -26,20 +33,68 @@ impl Limit {
     }
 }
 
-/// Counts one hit of `subject` in `scope` against every limit; a hit over any limit answers
-/// 429 with the seconds until the window ends.
+/// A request over a limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("too many requests: at most {max} per {window_secs} seconds, retry later")]
+pub struct RateLimited {
+    /// The limit that was exceeded.
+    pub max: u32,
+    /// Its window.
+    pub window_secs: i64,
+    /// Seconds until the window ends.
+    pub retry_after_secs: u64,
+}
+
+/// Why a limited request was not let through.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitError {
+    #[error(transparent)]
+    Limited(#[from] RateLimited),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The counter item of `subject` in `scope` for the window holding now, and the window's
+/// end.
+fn window(ports: &Ports, scope: &str, subject: &str, window_secs: i64) -> (Key, i64, i64) {
+    let now = ports.clock.unix();
+    let window = window_secs.max(1);
+    let start = now - now.rem_euclid(window);
+    (
+        Key::new(format!("RL#{scope}#{subject}"), start.to_string()),
+        start + window,
+        now,
+    )
+}
+
+fn over<'a>(counted: &crate::ports::items::Item, limits: &'a [Limit]) -> Option<&'a Limit> {
+    limits.iter().find(|l| {
+        counted
+            .get(&l.counter)
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            > i64::from(l.max)
+    })
+}
+
+fn limited(limit: &Limit, window_secs: i64, end: i64, now: i64) -> RateLimited {
+    RateLimited {
+        max: limit.max,
+        window_secs: window_secs.max(1),
+        retry_after_secs: u64::try_from(end - now).unwrap_or(1).max(1),
+    }
+}
+
+/// Counts one hit of `subject` in `scope` against every limit; a hit over any limit is
+/// refused with the seconds until the window ends.
 pub async fn hit(
     ports: &Ports,
     scope: &str,
     subject: &str,
     window_secs: i64,
     limits: &[Limit],
-) -> Result<(), ApiError> {
-    let now = ports.clock.unix();
-    let window = window_secs.max(1);
-    let start = now - now.rem_euclid(window);
-    let end = start + window;
-    let key = Key::new(format!("RL#{scope}#{subject}"), start.to_string());
+) -> Result<(), LimitError> {
+    let (key, end, now) = window(ports, scope, subject, window_secs);
     let update = limits.iter().fold(Update::set("ttl", end + 60), |u, l| {
         u.and_add(&l.counter, 1)
     });
@@ -47,21 +102,72 @@ pub async fn hit(
         .items
         .update(Table::Limits, &key, update, None)
         .await?;
-    let over = limits.iter().find(|l| {
+    match over(&counted, limits) {
+        Some(limit) => Err(limited(limit, window_secs, end, now).into()),
+        None => Ok(()),
+    }
+}
+
+/// Refuses when a limit is already used up, without counting: a cheap read that lets a
+/// request over its limit be turned away before its body is parsed or any work is done.
+pub async fn check(
+    ports: &Ports,
+    scope: &str,
+    subject: &str,
+    window_secs: i64,
+    limits: &[Limit],
+) -> Result<(), LimitError> {
+    let (key, end, now) = window(ports, scope, subject, window_secs);
+    let Some(counted) = ports.items.get(Table::Limits, &key).await? else {
+        return Ok(());
+    };
+    // The next hit would be over: `>=` here is `>` after that hit's increment.
+    let full = limits.iter().find(|l| {
         counted
             .get(&l.counter)
-            .and_then(serde_json::Value::as_i64)
+            .and_then(Value::as_i64)
             .unwrap_or(0)
-            > i64::from(l.max)
+            >= i64::from(l.max)
     });
-    if let Some(limit) = over {
-        return Err(ApiError::TooManyRequests {
-            message: format!(
-                "too many requests: at most {} per {} seconds, retry later",
-                limit.max, window
-            ),
-            retry_after_secs: u64::try_from(end - now).unwrap_or(1).max(1),
-        });
+    match full {
+        Some(limit) => Err(limited(limit, window_secs, end, now).into()),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+fn known_key(account: &str, address: &str) -> Key {
+    Key::new(format!("KNOWN#{account}"), address)
+}
+
+/// Whether `account` signed in from `address` before.
+pub async fn is_known_address(
+    ports: &Ports,
+    account: &str,
+    address: &str,
+) -> Result<bool, StoreError> {
+    Ok(ports
+        .items
+        .get(Table::Limits, &known_key(account, address))
+        .await?
+        .is_some())
+}
+
+/// Remembers that `account` signed in from `address` (written only when not yet known).
+pub async fn remember_address(
+    ports: &Ports,
+    account: &str,
+    address: &str,
+) -> Result<(), StoreError> {
+    if is_known_address(ports, account, address).await? {
+        return Ok(());
+    }
+    let ttl = ports.clock.unix() + KNOWN_ADDRESS_SECS;
+    ports
+        .items
+        .put(
+            Table::Limits,
+            item(&known_key(account, address), json!({ "ttl": ttl })),
+            None,
+        )
+        .await
 }

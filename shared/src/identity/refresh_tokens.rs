@@ -5,6 +5,9 @@
 //!   Only the hash is stored; the raw value exists only in the client's hands.
 //! - `FAMILY#<id>` / `STATE`: `{userId, revoked, ttl}`. The family id is the access tokens'
 //!   `sid`, so revoking a family also shuts out its access tokens.
+//! - `USER#<user id>` / `FAMILY#<id>`: `{ttl}`, the index of a user's families, so that every
+//!   sign-in of an account can be revoked at once (account takeover by its rightful owner,
+//!   password change, account deletion). Its expiry follows the family's.
 //!
 //! Rotation is one transaction: mark the old token used (condition: unused), check the family
 //! is not revoked, store the new token. A used token presented again is a replay: the whole
@@ -14,7 +17,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, TxOp, Update, item};
+use crate::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, item};
 use crate::tables::Table;
 
 /// Refresh-token lifetime: 30 days.
@@ -27,6 +30,11 @@ fn token_key(raw: &str) -> Key {
 /// The key of a token family's state.
 pub fn family_key(family_id: &str) -> Key {
     Key::new(format!("FAMILY#{family_id}"), "STATE")
+}
+
+/// The key of a user's index entry for one family.
+fn user_family_key(user_id: &str, family_id: &str) -> Key {
+    Key::new(format!("USER#{user_id}"), format!("FAMILY#{family_id}"))
 }
 
 /// A freshly issued refresh token.
@@ -63,9 +71,21 @@ pub async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, St
         ),
         condition: Some(Condition::NotExists),
     };
+    let index = TxOp::Put {
+        table: Table::Tokens,
+        item: item(
+            &user_family_key(user_id, &family_id),
+            json!({"ttl": now.unix_timestamp() + LIFETIME_SECS}),
+        ),
+        condition: None,
+    };
     ports
         .items
-        .transact(vec![family, token_op(&raw, user_id, &family_id, now)])
+        .transact(vec![
+            family,
+            token_op(&raw, user_id, &family_id, now),
+            index,
+        ])
         .await?;
     Ok(Issued {
         raw,
@@ -128,6 +148,15 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
                 ])),
             },
             token_op(&new_raw, &user_id, &family_id, now),
+            // The index entry lives as long as the family it points to.
+            TxOp::Put {
+                table: Table::Tokens,
+                item: item(
+                    &user_family_key(&user_id, &family_id),
+                    json!({"ttl": now.unix_timestamp() + LIFETIME_SECS}),
+                ),
+                condition: None,
+            },
         ];
         match ports.items.transact(ops).await {
             Ok(()) => {
@@ -193,4 +222,42 @@ pub async fn family_active(
         f.get("revoked").and_then(Value::as_bool) == Some(false)
             && f.get("userId").and_then(Value::as_str) == Some(user_id)
     }))
+}
+
+/// Revokes every family of `user_id` except `keep` (the caller's own sign-in, when it stays):
+/// all their refresh tokens and access tokens stop working on the next request.
+pub async fn revoke_all_families(
+    ports: &Ports,
+    user_id: &str,
+    keep: Option<&str>,
+) -> Result<usize, StoreError> {
+    let mut cursor = None;
+    let mut revoked = 0;
+    loop {
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Tokens, format!("USER#{user_id}"))
+                    .begins_with("FAMILY#")
+                    .after(cursor),
+            )
+            .await?;
+        for entry in &page.items {
+            let Some(family_id) = entry
+                .get("sk")
+                .and_then(Value::as_str)
+                .and_then(|sk| sk.strip_prefix("FAMILY#"))
+            else {
+                continue;
+            };
+            if Some(family_id) != keep {
+                revoke_family(ports, family_id).await?;
+                revoked += 1;
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(revoked),
+        }
+    }
 }

@@ -2,12 +2,12 @@
 //!
 //! Keys (table `users`):
 //! - `USER#<id>` / `PROFILE`: the profile ([`User`]).
-//! - `EMAIL#<lower-case email>` / `ACCOUNT`: `{userId, passwordHash?}`, the one-account-per-email
-//!   claim, written with the profile under a not-exists condition.
-//! - `IDENTITY#<provider>#<subject>` / `LINK`: `{userId}`, a provider identity of the user.
+//! - `EMAIL#<lower-case email>` / `ACCOUNT`: [`EmailClaim`], the one-account-per-email claim,
+//!   written with the profile under a not-exists condition.
+//! - `IDENTITY#<provider>#<subject>` / `LINK`: [`IdentityLink`], a provider identity of the user.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
@@ -77,6 +77,48 @@ impl User {
     }
 }
 
+/// The claim of an email by one account, with the account's password hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EmailClaim {
+    pub user_id: String,
+    /// The argon2id PHC string; absent for accounts that sign in only through providers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_hash: Option<String>,
+    /// Whether the owner of the address proved it (a trusted provider said so). Registration
+    /// proves nothing: anyone can type any address. Claims written before this was recorded
+    /// are verified exactly when they carry no password (only providers wrote those).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_verified: Option<bool>,
+}
+
+impl EmailClaim {
+    /// Whether the address was proven to belong to the account's owner.
+    pub fn is_verified(&self) -> bool {
+        self.email_verified
+            .unwrap_or(self.password_hash.is_none())
+    }
+
+    /// The claim as an item under `normalized_email`.
+    pub fn to_item(&self, normalized_email: &str) -> crate::ports::items::Item {
+        item(
+            &email_key(normalized_email),
+            serde_json::to_value(self).expect("a claim serialises"),
+        )
+    }
+}
+
+/// A provider identity's link to its account.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityLink {
+    pub user_id: String,
+    /// Set while the account is being taken over by the verified owner of its email and its
+    /// earlier sign-ins are not all revoked yet; a sign-in that finds it finishes the job.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending_revocation: bool,
+}
+
 /// Why registration failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RegisterError {
@@ -93,12 +135,14 @@ pub async fn register(
     normalized_email: &str,
     password_hash: String,
 ) -> Result<(), RegisterError> {
+    let claim = EmailClaim {
+        user_id: user.id.clone(),
+        password_hash: Some(password_hash),
+        email_verified: Some(false),
+    };
     let claim = TxOp::Put {
         table: Table::Users,
-        item: item(
-            &email_key(normalized_email),
-            json!({"userId": user.id, "passwordHash": password_hash}),
-        ),
+        item: claim.to_item(normalized_email),
         condition: Some(Condition::NotExists),
     };
     match ports.items.transact(vec![claim, user.create_op()]).await {
@@ -108,24 +152,38 @@ pub async fn register(
     }
 }
 
-/// The account id and password hash claimed by an email.
+/// The claim of an email, if an account holds it.
 pub async fn find_by_email(
     ports: &Ports,
     normalized_email: &str,
-) -> Result<Option<(String, Option<String>)>, StoreError> {
+) -> Result<Option<EmailClaim>, StoreError> {
     let claim = ports
         .items
         .get(Table::Users, &email_key(normalized_email))
         .await?;
-    Ok(claim.and_then(|c| {
-        let user_id = c.get("userId")?.as_str()?.to_owned();
-        Some((
-            user_id,
-            c.get("passwordHash")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        ))
-    }))
+    claim
+        .map(|c| {
+            serde_json::from_value(Value::Object(c))
+                .map_err(|e| StoreError::Unavailable(format!("corrupt email claim: {e}")))
+        })
+        .transpose()
+}
+
+/// The link of a provider identity, if any.
+pub async fn find_link(
+    ports: &Ports,
+    provider: &str,
+    subject: &str,
+) -> Result<Option<IdentityLink>, StoreError> {
+    let link = ports
+        .items
+        .get(Table::Users, &identity_key(provider, subject))
+        .await?;
+    link.map(|l| {
+        serde_json::from_value(Value::Object(l))
+            .map_err(|e| StoreError::Unavailable(format!("corrupt identity link: {e}")))
+    })
+    .transpose()
 }
 
 /// The profile of `user_id`.

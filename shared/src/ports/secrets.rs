@@ -11,7 +11,8 @@ pub enum SecretError {
     Malformed { name: String, reason: String },
 }
 
-/// A source of named secrets. Values are read once per process and cached by the adapter.
+/// A source of named secrets. Adapters may cache values (Secrets Manager keeps them for
+/// `Secrets__RefreshSeconds`).
 #[async_trait]
 pub trait SecretSource: Send + Sync {
     /// The value of `name`, or `None` when it is not configured.

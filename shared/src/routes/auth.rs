@@ -1,6 +1,7 @@
 //! `/v1/auth`: email and password, tokens, and the desktop sign-in flow with providers.
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -10,19 +11,20 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::http::extract::json_body;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok};
 use crate::identity::auth_user::{AuthUser, ClientAddr, bearer};
 use crate::identity::exchange_codes::{self, ExchangeError};
-use crate::identity::fields::{DisplayName, Email, Password, Problems};
-use crate::identity::rate_limits::{self, Limit};
+use crate::identity::fields::{DisplayName, Email, Password, Problems, login_password};
+use crate::identity::password_changes::{self, PasswordChangeError};
+use crate::identity::provider_accounts::{self, ProviderSignInError};
+use crate::identity::rate_limits::{self, Limit, LimitError};
 use crate::identity::refresh_tokens::{self, RefreshError};
 use crate::identity::sign_in_flows::{self, SignInFlow};
 use crate::identity::users::{self, RegisterError, User};
-use crate::identity::{passwords, providers, random_token};
+use crate::identity::{providers, random_token};
 use crate::ports::clock::rfc3339;
-use crate::ports::items::{Condition, TxOp, item};
 use crate::state::AppState;
-use crate::tables::Table;
 
 /// The auth routes.
 pub fn routes() -> Router<AppState> {
@@ -32,6 +34,7 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/auth/refresh", post(refresh))
         .route("/v1/auth/logout", post(logout))
         .route("/v1/auth/validate", get(validate))
+        .route("/v1/auth/password", post(set_password))
         .route("/v1/auth/exchange", post(exchange))
         .route("/v1/auth/login/{provider}", get(login_provider))
         .route("/v1/auth/callback/{provider}", get(callback))
@@ -147,8 +150,14 @@ fn address_limit(state: &AppState) -> Limit {
 pub async fn register(
     State(state): State<AppState>,
     ClientAddr(addr): ClientAddr,
-    ApiJson(body): ApiJson<RegisterRequest>,
+    headers: HeaderMap,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
+    let window = state.settings.auth.rate_window_secs;
+    let limits = [address_limit(&state)];
+    // An address over its cap is turned away before its body is parsed.
+    rate_limits::check(&state.ports, "auth", &addr, window, &limits).await?;
+    let body: RegisterRequest = json_body(&headers, &body)?;
     let mut p = Problems::default();
     let email =
         required(&mut p, "email", body.email).and_then(|e| p.check("email", Email::parse(&e)));
@@ -162,16 +171,9 @@ pub async fn register(
         password.expect("checked"),
         name.expect("checked"),
     );
-    rate_limits::hit(
-        &state.ports,
-        "auth",
-        &addr,
-        state.settings.auth.rate_window_secs,
-        &[address_limit(&state)],
-    )
-    .await?;
+    rate_limits::hit(&state.ports, "auth", &addr, window, &limits).await?;
 
-    let hash = passwords::hash(password).await?;
+    let hash = state.passwords()?.hash(password).await?;
     let user = User::new(
         Some(email.as_str().to_owned()),
         name.as_str().to_owned(),
@@ -187,6 +189,29 @@ pub async fn register(
     }
 }
 
+/// The counter name of an account in rate limits: part of the email's hash, so the limits
+/// table holds no addresses.
+fn account_subject(email: &Email) -> String {
+    crate::identity::sha256_hex(&email.normalized())[..32].to_owned()
+}
+
+/// The per-account limit on failed logins, from any address.
+fn failure_limit(state: &AppState) -> [Limit; 1] {
+    [Limit::new(
+        "failed",
+        state.settings.auth.failed_logins_per_account,
+    )]
+}
+
+/// Counts a failed attempt against the account; only a store failure is an error here.
+async fn count_failure(state: &AppState, scope: &str, subject: &str) -> Result<(), ApiError> {
+    let window = state.settings.auth.failed_login_window_secs;
+    match rate_limits::hit(&state.ports, scope, subject, window, &failure_limit(state)).await {
+        Ok(()) | Err(LimitError::Limited(_)) => Ok(()),
+        Err(LimitError::Store(e)) => Err(e.into()),
+    }
+}
+
 /// Signs in with email and password.
 #[utoipa::path(post, path = "/v1/auth/login/email", tag = "auth", request_body = LoginRequest,
     responses((status = 200, description = "Tokens issued", body = inline(Envelope<TokenResponse>)),
@@ -195,39 +220,149 @@ pub async fn register(
 pub async fn login_email(
     State(state): State<AppState>,
     ClientAddr(addr): ClientAddr,
-    ApiJson(body): ApiJson<LoginRequest>,
+    headers: HeaderMap,
+    body: Bytes,
 ) -> Result<Response, ApiError> {
+    let auth = &state.settings.auth;
+    rate_limits::check(
+        &state.ports,
+        "auth",
+        &addr,
+        auth.rate_window_secs,
+        &[address_limit(&state)],
+    )
+    .await?;
+    let body: LoginRequest = json_body(&headers, &body)?;
     let mut p = Problems::default();
     let email =
         required(&mut p, "email", body.email).and_then(|e| p.check("email", Email::parse(&e)));
-    let password = required(&mut p, "password", body.password);
+    let password = required(&mut p, "password", body.password)
+        .and_then(|pw| p.check("password", login_password(&pw)));
     p.finish()?;
     let (email, password) = (email.expect("checked"), password.expect("checked"));
-    let auth = &state.settings.auth;
+    let account = account_subject(&email);
     // One update counts the attempt against the address and against (address, account).
-    let account_counter = format!(
-        "account:{}",
-        &crate::identity::sha256_hex(&email.normalized())[..32]
-    );
     let limits = [
         address_limit(&state),
-        Limit::new(account_counter, auth.login_attempts_per_account),
+        Limit::new(format!("account:{account}"), auth.login_attempts_per_account),
     ];
     rate_limits::hit(&state.ports, "auth", &addr, auth.rate_window_secs, &limits).await?;
+    // Guessing one account from many addresses: past the per-account failure limit only
+    // addresses the account signed in from before may try, so the owner is not locked out.
+    match rate_limits::check(
+        &state.ports,
+        "login-failures",
+        &account,
+        auth.failed_login_window_secs,
+        &failure_limit(&state),
+    )
+    .await
+    {
+        Ok(()) => {}
+        Err(LimitError::Limited(limited)) => {
+            if !rate_limits::is_known_address(&state.ports, &account, &addr).await? {
+                return Err(limited.into());
+            }
+        }
+        Err(LimitError::Store(e)) => return Err(e.into()),
+    }
 
-    let account = users::find_by_email(&state.ports, &email.normalized()).await?;
-    let (user_id, hash) = match account {
-        Some((id, hash)) => (Some(id), hash),
-        None => (None, None),
-    };
+    let claim = users::find_by_email(&state.ports, &email.normalized()).await?;
+    let hash = claim.as_ref().and_then(|c| c.password_hash.clone());
     // An unknown email verifies against a dummy hash: same answer, same time.
-    let matches = passwords::verify(password, hash).await;
-    let user = match (matches, user_id) {
-        (true, Some(id)) => users::get(&state.ports, &id).await?,
+    let matches = state.passwords()?.verify(password, hash).await?;
+    let user = match (matches, claim) {
+        (true, Some(claim)) => users::get(&state.ports, &claim.user_id).await?,
         _ => None,
     };
-    let user = user.ok_or_else(|| ApiError::Unauthorized("invalid email or password".into()))?;
+    let Some(user) = user else {
+        count_failure(&state, "login-failures", &account).await?;
+        return Err(ApiError::Unauthorized("invalid email or password".into()));
+    };
+    rate_limits::remember_address(&state.ports, &account, &addr).await?;
     token_response(&state, user, StatusCode::OK).await
+}
+
+/// `POST /v1/auth/password` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetPasswordRequest {
+    /// The account's password; required when the account has one.
+    pub current_password: Option<String>,
+    /// The new password: 8 to 256 characters.
+    pub new_password: Option<String>,
+}
+
+/// `POST /v1/auth/password` answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetPasswordResponse {
+    /// Always true.
+    pub password_set: bool,
+    /// Other sign-ins of the account that were signed out.
+    pub revoked_sessions: usize,
+}
+
+/// Sets or changes the signed-in driver's password.
+#[utoipa::path(post, path = "/v1/auth/password", tag = "auth", request_body = SetPasswordRequest,
+    security(("bearer" = [])),
+    responses((status = 200, description = "Password set; every other sign-in of the account is revoked", body = inline(Envelope<SetPasswordResponse>)),
+              (status = 400, description = "A field breaks a rule, or currentPassword is missing"),
+              (status = 401, description = "Missing, invalid or revoked token"),
+              (status = 403, description = "currentPassword does not match"),
+              (status = 409, description = "The account has no email address, or the password changed meanwhile"),
+              (status = 429, description = "Too many wrong current passwords"),
+              (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
+pub async fn set_password(
+    State(state): State<AppState>,
+    user: AuthUser,
+    ApiJson(body): ApiJson<SetPasswordRequest>,
+) -> Result<Response, ApiError> {
+    let mut p = Problems::default();
+    let new = required(&mut p, "newPassword", body.new_password)
+        .and_then(|pw| p.check("newPassword", Password::parse(&pw)));
+    let current = body
+        .current_password
+        .and_then(|pw| p.check("currentPassword", login_password(&pw)));
+    p.finish()?;
+    let new = new.expect("checked");
+    let window = state.settings.auth.failed_login_window_secs;
+    rate_limits::check(
+        &state.ports,
+        "password-failures",
+        user.user_id(),
+        window,
+        &failure_limit(&state),
+    )
+    .await?;
+    let changed = password_changes::set_password(
+        &state.ports,
+        state.passwords()?,
+        user.user_id(),
+        current,
+        new,
+        &user.claims.sid,
+    )
+    .await;
+    match changed {
+        Ok(done) => Ok(ok(SetPasswordResponse {
+            password_set: true,
+            revoked_sessions: done.revoked_sessions,
+        })),
+        Err(e) => Err(match e {
+            PasswordChangeError::CurrentWrong => {
+                count_failure(&state, "password-failures", user.user_id()).await?;
+                ApiError::Forbidden(e.to_string())
+            }
+            PasswordChangeError::CurrentRequired => ApiError::BadRequest(e.to_string()),
+            PasswordChangeError::NoEmail | PasswordChangeError::Concurrent => {
+                ApiError::Conflict(e.to_string())
+            }
+            PasswordChangeError::NoAccount => ApiError::Unauthorized(e.to_string()),
+            PasswordChangeError::Hashing(h) => h.into(),
+            PasswordChangeError::Store(s) => s.into(),
+        }),
+    }
 }
 
 /// Rotates a refresh token.
@@ -583,7 +718,12 @@ pub async fn callback(
         .identify(&callback, secret, &code, &flow.pkce_verifier, &flow.nonce)
         .await
         .map_err(provider_error)?;
-    let user_id = find_or_create(&state, &provider_name, identity).await?;
+    let (user_id, _) = provider_accounts::find_or_create(&state.ports, &provider_name, &identity)
+        .await
+        .map_err(|e| match e {
+            ProviderSignInError::Contended => ApiError::Conflict(e.to_string()),
+            ProviderSignInError::Store(s) => s.into(),
+        })?;
     let code = exchange_codes::issue(&state.ports, &user_id, &flow.code_challenge).await?;
     target.query_pairs_mut().append_pair("code", &code);
     let mut response = Redirect::to(target.as_str()).into_response();
@@ -597,74 +737,6 @@ pub async fn callback(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
-}
-
-/// The account of a provider identity: linked before, linked now by a verified email, or new.
-async fn find_or_create(
-    state: &AppState,
-    provider: &str,
-    id: providers::ProviderIdentity,
-) -> Result<String, ApiError> {
-    let ports = &state.ports;
-    let link_key = users::identity_key(provider, &id.subject);
-    for _ in 0..3 {
-        if let Some(link) = ports.items.get(Table::Users, &link_key).await?
-            && let Some(user_id) = link.get("userId").and_then(|v| v.as_str())
-        {
-            return Ok(user_id.to_owned());
-        }
-        let verified_email = id
-            .email
-            .as_deref()
-            .filter(|_| id.email_verified)
-            .and_then(|e| Email::parse(e).ok());
-        let link_op = |user_id: &str| TxOp::Put {
-            table: Table::Users,
-            item: item(&link_key, serde_json::json!({"userId": user_id})),
-            condition: Some(Condition::NotExists),
-        };
-        if let Some(email) = &verified_email
-            && let Some((user_id, _)) = users::find_by_email(ports, &email.normalized()).await?
-        {
-            match ports.items.transact(vec![link_op(&user_id)]).await {
-                Ok(()) => return Ok(user_id),
-                Err(e) if e.is_condition_failed_at(0) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let name = id
-            .name
-            .as_deref()
-            .and_then(|n| DisplayName::parse(n).ok())
-            .map(|n| n.as_str().to_owned())
-            .unwrap_or_else(|| "Driver".to_owned());
-        let user = User::new(
-            verified_email.as_ref().map(|e| e.as_str().to_owned()),
-            name,
-            id.picture.clone(),
-            ports.clock.now(),
-        );
-        let mut ops = vec![link_op(&user.id), user.create_op()];
-        if let Some(email) = &verified_email {
-            ops.push(TxOp::Put {
-                table: Table::Users,
-                item: item(
-                    &users::email_key(&email.normalized()),
-                    serde_json::json!({"userId": user.id}),
-                ),
-                condition: Some(Condition::NotExists),
-            });
-        }
-        match ports.items.transact(ops).await {
-            Ok(()) => return Ok(user.id),
-            // A concurrent sign-in linked the identity or claimed the email first: look again.
-            Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(2) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(ApiError::Conflict(
-        "concurrent sign-ins for this account, please retry".into(),
-    ))
 }
 
 #[cfg(test)]

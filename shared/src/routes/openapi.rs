@@ -12,7 +12,8 @@ use super::{auth, health, leaderboards, sessions, tracks};
         and PascalCase field names."),
     paths(
         health::health, health::live, health::ready, health::prometheus_metrics,
-        auth::register, auth::login_email, auth::refresh, auth::logout, auth::validate, auth::exchange,
+        auth::register, auth::login_email, auth::refresh, auth::logout, auth::validate,
+        auth::set_password, auth::exchange,
         auth::login_provider, auth::callback,
         sessions::create, sessions::list, sessions::detail,
         tracks::list, tracks::map,
@@ -21,7 +22,7 @@ use super::{auth, health, leaderboards, sessions, tracks};
     components(schemas(
         health::HealthStatus, health::ReadyStatus,
         auth::RegisterRequest, auth::LoginRequest, auth::RefreshRequest, auth::ExchangeRequest,
-        auth::TokenResponse, auth::ValidateResponse, crate::identity::users::User,
+        auth::TokenResponse, auth::ValidateResponse, auth::SetPasswordRequest, auth::SetPasswordResponse, crate::identity::users::User,
         crate::sessions::Receipt, crate::sessions::SessionSummary, crate::sessions::SessionDetail,
         crate::sessions::upload::Lap, crate::tracks::Track, crate::tracks::maps::TrackMap,
         crate::tracks::maps::MapPoint, leaderboards::SubmitRequest,
