@@ -209,7 +209,8 @@ impl Settings {
         }
         s.secret_id = get("Secrets__Id");
         if let Some(v) = get("Secrets__RefreshSeconds") {
-            s.secrets_refresh = Duration::from_secs(bounded("Secrets__RefreshSeconds", &v, 0, 86_400)?);
+            s.secrets_refresh =
+                Duration::from_secs(bounded("Secrets__RefreshSeconds", &v, 0, 86_400)?);
         }
         if let Some(v) = get("Jwt__Issuer") {
             s.jwt.issuer = v;
@@ -261,7 +262,8 @@ impl Settings {
             a.hashing_threads = bounded("Auth__HashingThreads", &v, 1, 256)? as usize;
         }
         if let Some(v) = get("Auth__HashingWaitMillis") {
-            a.hashing_wait = Duration::from_millis(bounded("Auth__HashingWaitMillis", &v, 1, 60_000)?);
+            a.hashing_wait =
+                Duration::from_millis(bounded("Auth__HashingWaitMillis", &v, 1, 60_000)?);
         }
         a.providers = providers(vars)?;
         if let Some(v) = get("Limits__UploadsPerMinute") {
@@ -342,7 +344,11 @@ fn providers(
             .collect();
         let trust_email_verified = match field("TrustEmailVerified") {
             None => kind.trusts_email_verified_by_default(),
-            Some(v) => parse("Auth__Providers__<name>__TrustEmailVerified", &v, "true or false")?,
+            Some(v) => parse(
+                "Auth__Providers__<name>__TrustEmailVerified",
+                &v,
+                "true or false",
+            )?,
         };
         out.push(ProviderConfig {
             name: slot,

@@ -96,7 +96,8 @@ pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
     pub ports: Ports,
-    _dir: TempDir,
+    /// The data directory (embedded store, local secrets).
+    pub dir: TempDir,
 }
 
 /// Starts the whole local server (all groups, relay and worker) on a free port.
@@ -111,6 +112,17 @@ pub async fn spawn_app() -> TestApp {
 /// The local server over fresh ports of `backend` on a manual clock.
 pub async fn spawn_on(backend: Backend) -> (TestApp, Arc<ManualClock>) {
     let t = ports(backend).await;
+    let clock = t.clock.clone();
+    (spawn_with(t.settings, t.ports, t.dir).await, clock)
+}
+
+/// The local server over fresh ports of `backend` with settings changed by `configure`.
+pub async fn spawn_configured(
+    backend: Backend,
+    configure: impl FnOnce(&mut Settings),
+) -> (TestApp, Arc<ManualClock>) {
+    let mut t = ports(backend).await;
+    configure(&mut t.settings);
     let clock = t.clock.clone();
     (spawn_with(t.settings, t.ports, t.dir).await, clock)
 }
@@ -130,7 +142,7 @@ pub async fn spawn_with(settings: Settings, ports: Ports, dir: TempDir) -> TestA
         address,
         client,
         ports,
-        _dir: dir,
+        dir,
     }
 }
 

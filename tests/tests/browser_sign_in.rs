@@ -162,6 +162,11 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
     let user = body["data"]["user"].clone();
     assert_eq!(user["email"], "lewis@paddock.example");
     assert_eq!(user["displayName"], "Driver lewis@paddock.example");
+    assert_eq!(
+        user["avatarUrl"],
+        serde_json::Value::Null,
+        "the provider's http:// picture is not an https URL: dropped"
+    );
     let access = body["data"]["accessToken"].as_str().unwrap();
     let (status, body) = envelope(app.get_auth("/v1/auth/validate", access).await).await;
     assert_eq!(status, 200);
@@ -190,6 +195,87 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
     assert_eq!(
         body["data"]["user"]["id"], user["id"],
         "same provider identity, same account"
+    );
+
+    // The provider's port is registered for this app only, so the pre-hijacking attack runs
+    // against the same server.
+    a_pre_hijacked_account_goes_to_the_verified_owner(&app).await;
+}
+
+/// Account pre-hijacking: an attacker registers the victim's email with a password of their
+/// own, then the victim signs in through the provider, which vouches for that email. The
+/// account is the victim's from then on: the attacker's password, refresh token and access
+/// token all fail, and the victim sets a password of their own.
+async fn a_pre_hijacked_account_goes_to_the_verified_owner(app: &TestApp) {
+    let victim = "victim@paddock.example";
+    let attacker = app.register(victim, "attacker's own password").await;
+    let attacker_access = attacker["accessToken"].as_str().unwrap().to_owned();
+    let attacker_refresh = attacker["refreshToken"].as_str().unwrap().to_owned();
+    let (status, _) = envelope(app.get_auth("/v1/auth/validate", &attacker_access).await).await;
+    assert_eq!(status, 200);
+
+    let (target, verifier, _) = sign_in_in_browser(app, victim).await;
+    let code = query_param(&target, "code").expect("a code on the redirect");
+    let (status, body) = app.exchange(&code, &verifier).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"]["user"]["id"], attacker["user"]["id"],
+        "the account of that email, taken over"
+    );
+    let victim_access = body["data"]["accessToken"].as_str().unwrap().to_owned();
+
+    let login = async |password: &str| {
+        app.post_json(
+            "/v1/auth/login/email",
+            &json!({"email": victim, "password": password}),
+        )
+        .await
+    };
+    assert_eq!(
+        envelope(login("attacker's own password").await).await.0,
+        401,
+        "the attacker's password was removed"
+    );
+    let (status, _) = envelope(
+        app.post_json(
+            "/v1/auth/refresh",
+            &json!({"refreshToken": attacker_refresh}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 401, "the attacker's refresh token was revoked");
+    let (status, _) = envelope(app.get_auth("/v1/auth/validate", &attacker_access).await).await;
+    assert_eq!(status, 401, "the attacker's access token was revoked");
+
+    // The rightful owner is signed in and sets a password of their own (no current one).
+    let (status, _) = envelope(app.get_auth("/v1/auth/validate", &victim_access).await).await;
+    assert_eq!(status, 200);
+    let res = app
+        .post_json_auth(
+            "/v1/auth/password",
+            &json!({"newPassword": "the victim's own password"}),
+            &victim_access,
+        )
+        .await;
+    let (status, body) = envelope(res).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        envelope(login("the victim's own password").await).await.0,
+        200
+    );
+
+    // Signing in through the provider again finds the same account and changes nothing.
+    let (target, verifier, _) = sign_in_in_browser(app, victim).await;
+    let (status, body) = app
+        .exchange(&query_param(&target, "code").unwrap(), &verifier)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["data"]["user"]["id"], attacker["user"]["id"]);
+    assert_eq!(
+        envelope(login("the victim's own password").await).await.0,
+        200,
+        "a later provider sign-in keeps the owner's password"
     );
 }
 

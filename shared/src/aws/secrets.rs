@@ -91,9 +91,8 @@ impl SecretSource for SecretsManagerSecrets {
 }
 
 fn lookup(map: &Map<String, Value>, name: &str) -> Option<String> {
-    map
-            .get(name)
-            .and_then(Value::as_str)
+    map.get(name)
+        .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
 }

@@ -156,7 +156,10 @@ mod tests {
         let before = AccessTokens::new(OLD, &[], &settings());
         let (old_token, _) = before.issue(&user(), "family", now);
         let after = AccessTokens::new(NEW, &[OLD.to_owned()], &settings());
-        assert!(after.verify(&old_token, now).is_ok(), "kid names the old key");
+        assert!(
+            after.verify(&old_token, now).is_ok(),
+            "kid names the old key"
+        );
         let (new_token, _) = after.issue(&user(), "family", now);
         assert!(after.verify(&new_token, now).is_ok());
         assert!(

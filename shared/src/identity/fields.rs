@@ -239,7 +239,10 @@ mod tests {
         }
         assert!(DisplayName::parse("Kimi Räikkönen").is_ok());
         assert!(DisplayName::parse("周冠宇").is_ok());
-        assert!(DisplayName::parse("محمد").is_ok(), "right-to-left letters are fine");
+        assert!(
+            DisplayName::parse("محمد").is_ok(),
+            "right-to-left letters are fine"
+        );
     }
 
     #[test]

@@ -5,10 +5,10 @@
 //! taken over by the verified owner of its email) sets its first password. Every other
 //! sign-in of the account is revoked afterwards, so whoever knew the old password is out.
 
+use crate::identity::fields::{Email, Password};
 use crate::identity::passwords::{PasswordError, PasswordHasher};
 use crate::identity::refresh_tokens;
 use crate::identity::users;
-use crate::identity::fields::{Email, Password};
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, Update};
 use crate::tables::Table;

@@ -137,10 +137,16 @@ impl PasswordHasher {
 
     /// Whether `password` matches `phc`; with no hash, verifies against the dummy hash and
     /// answers false, so an unknown account costs the same time as a wrong password.
-    pub async fn verify(&self, password: String, phc: Option<String>) -> Result<bool, PasswordError> {
+    pub async fn verify(
+        &self,
+        password: String,
+        phc: Option<String>,
+    ) -> Result<bool, PasswordError> {
         let known = phc.is_some();
         let phc = phc.unwrap_or_else(|| self.dummy.clone());
-        let matches = self.run(move |blocks| verify_with(&password, &phc, blocks)).await?;
+        let matches = self
+            .run(move |blocks| verify_with(&password, &phc, blocks))
+            .await?;
         Ok(matches && known)
     }
 }
@@ -218,13 +224,31 @@ mod tests {
         let pool = PasswordHasher::start(2, Duration::from_secs(30));
         let phc = pool.hash(password("correct horse battery")).await.unwrap();
         assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
-        assert!(pool.verify("correct horse battery".into(), Some(phc.clone())).await.unwrap());
-        assert!(!pool.verify("wrong horse battery".into(), Some(phc.clone())).await.unwrap());
-        assert!(!pool.verify("correct horse battery".into(), None).await.unwrap());
+        assert!(
+            pool.verify("correct horse battery".into(), Some(phc.clone()))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !pool
+                .verify("wrong horse battery".into(), Some(phc.clone()))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !pool
+                .verify("correct horse battery".into(), None)
+                .await
+                .unwrap()
+        );
         // The crate's own verifier accepts our string, and we accept the crate's strings,
         // including ones with other parameters.
         let parsed = PasswordHash::new(&phc).unwrap();
-        assert!(Argon2::default().verify_password(b"correct horse battery", &parsed).is_ok());
+        assert!(
+            Argon2::default()
+                .verify_password(b"correct horse battery", &parsed)
+                .is_ok()
+        );
         let salt = SaltString::encode_b64(b"0123456789abcdef").unwrap();
         let other = argon2::PasswordHasher::hash_password(
             &argon2_with(Params::new(8 * 1024, 1, 1, None).unwrap()),
@@ -233,8 +257,17 @@ mod tests {
         )
         .unwrap()
         .to_string();
-        assert!(pool.verify("pw with other params".into(), Some(other)).await.unwrap());
-        assert!(!pool.verify("x".into(), Some("not a phc".into())).await.unwrap());
+        assert!(
+            pool.verify("pw with other params".into(), Some(other))
+                .await
+                .unwrap()
+        );
+        assert!(
+            !pool
+                .verify("x".into(), Some("not a phc".into()))
+                .await
+                .unwrap()
+        );
     }
 
     #[tokio::test]
@@ -248,7 +281,12 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(5)).await;
         let second = pool.hash(password("second password")).await;
         assert!(
-            matches!(second, Err(PasswordError::Busy { retry_after_secs: 1 })),
+            matches!(
+                second,
+                Err(PasswordError::Busy {
+                    retry_after_secs: 1
+                })
+            ),
             "{second:?}"
         );
         assert!(first.await.unwrap().is_ok());

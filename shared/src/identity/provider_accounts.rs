@@ -125,7 +125,10 @@ pub async fn find_or_create(
             }
         }
         let user = new_user(identity, verified_email.as_ref(), ports);
-        let mut ops = vec![link_op(provider, subject, &user.id, false), user.create_op()];
+        let mut ops = vec![
+            link_op(provider, subject, &user.id, false),
+            user.create_op(),
+        ];
         if let Some(email) = &verified_email {
             let claim = EmailClaim {
                 user_id: user.id.clone(),

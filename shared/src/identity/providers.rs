@@ -502,13 +502,22 @@ mod tests {
 
     #[test]
     fn microsoft_emails_count_as_verified_only_with_xms_edov() {
-        let tenant_asserted = claims(json!({"sub": "s", "email": "ceo@victim.example", "email_verified": true}));
+        let tenant_asserted =
+            claims(json!({"sub": "s", "email": "ceo@victim.example", "email_verified": true}));
         let id = identity_from_claims(&tenant_asserted, ProviderKind::Microsoft).unwrap();
         assert!(!id.email_verified, "Entra's email_verified is not proof");
         let edov = claims(json!({"sub": "s", "email": "a@b.example", "xms_edov": true}));
-        assert!(identity_from_claims(&edov, ProviderKind::Microsoft).unwrap().email_verified);
+        assert!(
+            identity_from_claims(&edov, ProviderKind::Microsoft)
+                .unwrap()
+                .email_verified
+        );
         let google = claims(json!({"sub": "s", "email": "a@b.example", "email_verified": "true"}));
-        assert!(identity_from_claims(&google, ProviderKind::Google).unwrap().email_verified);
+        assert!(
+            identity_from_claims(&google, ProviderKind::Google)
+                .unwrap()
+                .email_verified
+        );
     }
 
     #[test]

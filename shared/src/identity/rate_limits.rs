@@ -68,13 +68,9 @@ fn window(ports: &Ports, scope: &str, subject: &str, window_secs: i64) -> (Key, 
 }
 
 fn over<'a>(counted: &crate::ports::items::Item, limits: &'a [Limit]) -> Option<&'a Limit> {
-    limits.iter().find(|l| {
-        counted
-            .get(&l.counter)
-            .and_then(Value::as_i64)
-            .unwrap_or(0)
-            > i64::from(l.max)
-    })
+    limits
+        .iter()
+        .find(|l| counted.get(&l.counter).and_then(Value::as_i64).unwrap_or(0) > i64::from(l.max))
 }
 
 fn limited(limit: &Limit, window_secs: i64, end: i64, now: i64) -> RateLimited {
@@ -122,13 +118,9 @@ pub async fn check(
         return Ok(());
     };
     // The next hit would be over: `>=` here is `>` after that hit's increment.
-    let full = limits.iter().find(|l| {
-        counted
-            .get(&l.counter)
-            .and_then(Value::as_i64)
-            .unwrap_or(0)
-            >= i64::from(l.max)
-    });
+    let full = limits
+        .iter()
+        .find(|l| counted.get(&l.counter).and_then(Value::as_i64).unwrap_or(0) >= i64::from(l.max));
     match full {
         Some(limit) => Err(limited(limit, window_secs, end, now).into()),
         None => Ok(()),

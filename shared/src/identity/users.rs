@@ -95,8 +95,7 @@ pub struct EmailClaim {
 impl EmailClaim {
     /// Whether the address was proven to belong to the account's owner.
     pub fn is_verified(&self) -> bool {
-        self.email_verified
-            .unwrap_or(self.password_hash.is_none())
+        self.email_verified.unwrap_or(self.password_hash.is_none())
     }
 
     /// The claim as an item under `normalized_email`.

@@ -244,7 +244,10 @@ pub async fn login_email(
     // One update counts the attempt against the address and against (address, account).
     let limits = [
         address_limit(&state),
-        Limit::new(format!("account:{account}"), auth.login_attempts_per_account),
+        Limit::new(
+            format!("account:{account}"),
+            auth.login_attempts_per_account,
+        ),
     ];
     rate_limits::hit(&state.ports, "auth", &addr, auth.rate_window_secs, &limits).await?;
     // Guessing one account from many addresses: past the per-account failure limit only

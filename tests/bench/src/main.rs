@@ -18,7 +18,7 @@ struct Options {
     seconds: u64,
     connections: usize,
     rounds: usize,
-    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `login`).
+    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `memory`, `login`).
     only: Option<String>,
 }
 
@@ -161,6 +161,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if o.wants("sessions") {
         sessions_and_leaderboards(&o, paddock, &client, &access).await?;
+    }
+    if o.wants("memory") {
+        login_memory(paddock, &creds).await?;
     }
     if !o.wants("login") {
         return Ok(());
@@ -433,4 +436,83 @@ async fn argon2_verifies(parallel: usize, duration: Duration) -> anyhow::Result<
         all.extend(t.await?);
     }
     Ok(load::stats(all, 0, started.elapsed()))
+}
+
+/// A line of `/proc/self/status` in kB (`VmRSS`, `VmHWM`), as bytes.
+fn status_bytes(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Peak resident memory of the process (the server runs in it) through 200 logins, 20 at a
+/// time, against its resident memory when idle; the hashing threads' memory blocks are
+/// allocated at start, so they are part of the idle figure.
+async fn login_memory(paddock: SocketAddr, creds: &serde_json::Value) -> anyhow::Result<()> {
+    const LOGINS: usize = 200;
+    const PARALLEL: usize = 20;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle = status_bytes("VmRSS:").context("no /proc/self/status")?;
+    // Resets the peak (VmHWM) to the current size; a sampler backs it up where not allowed.
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let sampling = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let sampler = {
+        let sampling = sampling.clone();
+        tokio::spawn(async move {
+            let mut peak = 0;
+            while sampling.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(status_bytes("VmRSS:").unwrap_or(0));
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            peak
+        })
+    };
+    let started = std::time::Instant::now();
+    let tasks: Vec<_> = (0..PARALLEL)
+        .map(|_| {
+            let client = Client::new(paddock);
+            let creds = creds.clone();
+            tokio::spawn(async move {
+                let mut failed = 0;
+                for _ in 0..LOGINS / PARALLEL {
+                    match client.post("/v1/auth/login/email", &creds).await {
+                        Ok(answer) if answer["success"] == true => {}
+                        _ => failed += 1,
+                    }
+                }
+                failed
+            })
+        })
+        .collect();
+    let mut errors = 0;
+    for t in tasks {
+        errors += t.await?;
+    }
+    let elapsed = started.elapsed();
+    sampling.store(false, std::sync::atomic::Ordering::Relaxed);
+    let sampled = sampler.await?;
+    let peak = if reset {
+        status_bytes("VmHWM:").unwrap_or(sampled).max(sampled)
+    } else {
+        sampled
+    };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1) as u64;
+    let block = 19 * 1024 * 1024;
+    let budget = 64 * 1024 * 1024 + threads * block;
+    let mb = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "{:<34} idle {:>6.1} MB   peak {:>6.1} MB   above idle {:>6.1} MB (budget {:.0} MB: 64 + {} x 19)   {:>6.1} login/s   errors {}",
+        "paddock:  200 logins, 20 at a time",
+        mb(idle),
+        mb(peak),
+        mb(peak.saturating_sub(idle)),
+        mb(budget),
+        threads,
+        LOGINS as f64 / elapsed.as_secs_f64(),
+        errors
+    );
+    Ok(())
 }
