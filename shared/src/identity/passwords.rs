@@ -116,8 +116,11 @@ impl PasswordHasher {
             .map_err(|_| PasswordError::Failed("hashing pool closed".into()))?;
         let (tx, rx) = oneshot::channel();
         let job: Job = Box::new(move |blocks| {
-            let _ = tx.send(work(blocks));
+            let result = work(blocks);
+            // Free the thread before answering: a caller that hashes again right away (a
+            // password change verifies, then hashes) must find it free.
             drop(permit);
+            let _ = tx.send(result);
         });
         self.jobs
             .lock()
