@@ -354,7 +354,7 @@ fn providers(
             name: slot,
             kind,
             client_id,
-            client_secret: field("ClientSecret"),
+            client_secret: field("ClientSecret").map(Into::into),
             issuer,
             scopes,
             trust_email_verified,
@@ -402,6 +402,19 @@ mod tests {
         assert_eq!(s.backend, Backend::Embedded);
         assert_eq!(s.address.to_string(), "127.0.0.1:8080");
         assert_eq!(s.jwt.expiry_minutes, 60);
+    }
+
+    #[test]
+    fn printed_settings_hold_no_client_secret() {
+        let s = settings(&[
+            ("Auth__Providers__google__ClientId", "id"),
+            ("Auth__Providers__google__ClientSecret", "very-secret-value"),
+        ])
+        .unwrap();
+        assert!(s.auth.providers[0].trust_email_verified);
+        let printed = format!("{s:?}");
+        assert!(printed.contains("google"), "{printed}");
+        assert!(!printed.contains("very-secret-value"), "{printed}");
     }
 
     #[test]

@@ -34,7 +34,7 @@ async fn app_with_provider(registered_port: bool) -> TestApp {
         name: "oidc".into(),
         kind: ProviderKind::Oidc,
         client_id: env("PADDOCK_TEST_OIDC_CLIENT_ID"),
-        client_secret: Some(env("PADDOCK_TEST_OIDC_CLIENT_SECRET")),
+        client_secret: Some(env("PADDOCK_TEST_OIDC_CLIENT_SECRET").into()),
         issuer: Some(env("PADDOCK_TEST_OIDC_ISSUER")),
         scopes: vec!["openid".into(), "email".into(), "profile".into()],
         // The test provider verifies nothing, but it stands in for one that does.

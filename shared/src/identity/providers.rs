@@ -13,6 +13,7 @@ use oauth2::{
     EndpointSet, ExtraTokenFields, PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope,
     StandardRevocableToken, StandardTokenResponse, TokenResponse, TokenUrl,
 };
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -53,8 +54,8 @@ pub struct ProviderConfig {
     pub name: String,
     pub kind: ProviderKind,
     pub client_id: String,
-    /// From `...__ClientSecret`, or the secret named `<name>ClientSecret`.
-    pub client_secret: Option<String>,
+    /// From `...__ClientSecret`, or the secret named `<name>ClientSecret`; never printed.
+    pub client_secret: Option<SecretString>,
     /// The issuer (required for `oidc`).
     pub issuer: Option<String>,
     pub scopes: Vec<String>,
@@ -255,7 +256,7 @@ impl Provider {
     async fn oauth_client(
         &self,
         redirect: &str,
-        secret: Option<String>,
+        secret: Option<SecretString>,
     ) -> Result<OAuthClient, ProviderError> {
         let e = self.endpoints().await?;
         let mut client = Client::new(ClientId::new(self.config.client_id.clone()))
@@ -263,7 +264,7 @@ impl Provider {
             .set_token_uri(TokenUrl::new(e.token.clone()).map_err(upstream)?)
             .set_redirect_uri(RedirectUrl::new(redirect.to_owned()).map_err(upstream)?);
         if let Some(secret) = secret {
-            client = client.set_client_secret(ClientSecret::new(secret));
+            client = client.set_client_secret(ClientSecret::new(secret.expose_secret().to_owned()));
         }
         Ok(client)
     }
@@ -292,7 +293,7 @@ impl Provider {
     pub async fn identify(
         &self,
         redirect: &str,
-        secret: Option<String>,
+        secret: Option<SecretString>,
         code: &str,
         pkce_verifier: &str,
         nonce: &str,
@@ -526,7 +527,7 @@ mod tests {
             name: "corp".into(),
             kind: ProviderKind::Oidc,
             client_id: "c".into(),
-            client_secret: None,
+            client_secret: Some("s3cr3t-client-value".into()),
             issuer: Some("https://idp.example".into()),
             scopes: vec![],
             trust_email_verified: ProviderKind::Oidc.trusts_email_verified_by_default(),
@@ -538,6 +539,10 @@ mod tests {
         )
         .unwrap();
         assert!(!provider.trusted(id).email_verified);
+        assert!(
+            !format!("{:?}", provider.config()).contains("s3cr3t-client-value"),
+            "a client secret is never printed"
+        );
         assert!(ProviderKind::Google.trusts_email_verified_by_default());
         assert!(ProviderKind::Discord.trusts_email_verified_by_default());
     }

@@ -146,7 +146,9 @@ fn address_limit(state: &AppState) -> Limit {
 #[utoipa::path(post, path = "/v1/auth/register", tag = "auth", request_body = RegisterRequest,
     responses((status = 201, description = "Account created; tokens issued", body = inline(Envelope<TokenResponse>)),
               (status = 400, description = "A field breaks a rule"), (status = 409, description = "Email already registered"),
-              (status = 429, description = "Too many attempts")))]
+              (status = 415, description = "Not a JSON body"),
+              (status = 429, description = "Too many attempts from this address"),
+              (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
 pub async fn register(
     State(state): State<AppState>,
     ClientAddr(addr): ClientAddr,
@@ -215,8 +217,11 @@ async fn count_failure(state: &AppState, scope: &str, subject: &str) -> Result<(
 /// Signs in with email and password.
 #[utoipa::path(post, path = "/v1/auth/login/email", tag = "auth", request_body = LoginRequest,
     responses((status = 200, description = "Tokens issued", body = inline(Envelope<TokenResponse>)),
+              (status = 400, description = "A field breaks a rule (the password is at most 256 characters)"),
               (status = 401, description = "Wrong email or password (one message for both)"),
-              (status = 429, description = "More than 10 attempts in 5 minutes")))]
+              (status = 415, description = "Not a JSON body"),
+              (status = 429, description = "More than 10 attempts in 5 minutes, or the account's failure limit from an address it never signed in from"),
+              (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
 pub async fn login_email(
     State(state): State<AppState>,
     ClientAddr(addr): ClientAddr,
@@ -708,13 +713,12 @@ pub async fn callback(
         })?;
     let secret = match handle.config().client_secret.clone() {
         Some(s) => Some(s),
-        None => {
-            state
-                .ports
-                .secrets
-                .get(&format!("{provider_name}ClientSecret"))
-                .await?
-        }
+        None => state
+            .ports
+            .secrets
+            .get(&format!("{provider_name}ClientSecret"))
+            .await?
+            .map(Into::into),
     };
     let callback = providers::callback_url(&state.public_url(), &provider_name);
     let identity = handle
