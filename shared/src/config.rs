@@ -2,6 +2,7 @@
 //!
 //! Every key is listed in the README; a bad value fails start-up with a message naming the key.
 
+use secrecy::SecretString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -57,7 +58,7 @@ pub struct AuthSettings {
     /// it is answered 503 (2000).
     pub hashing_wait: Duration,
     /// `Auth__Providers__<name>__Kind|ClientId|ClientSecret|Issuer|Scopes|TrustEmailVerified`.
-    pub providers: Vec<crate::identity::providers::ProviderConfig>,
+    pub providers: Vec<ProviderConfig>,
 }
 
 impl Default for AuthSettings {
@@ -120,6 +121,59 @@ pub struct Settings {
     /// `Leaderboards__CacheSeconds`: how long a process serves a leaderboard from memory
     /// (default 5; 0 turns the cache off). Also the `Cache-Control` max-age.
     pub leaderboard_cache: Duration,
+}
+
+/// How a provider is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Any OpenID Connect provider, found by issuer discovery.
+    Oidc,
+    /// Google (OpenID Connect).
+    Google,
+    /// Microsoft personal and work accounts (OAuth2 + OIDC user-info).
+    Microsoft,
+    /// Discord (OAuth2 + user-info).
+    Discord,
+}
+
+impl ProviderKind {
+    /// Parses a configured kind.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "oidc" | "openid" => Some(Self::Oidc),
+            "google" => Some(Self::Google),
+            "microsoft" => Some(Self::Microsoft),
+            "discord" => Some(Self::Discord),
+            _ => None,
+        }
+    }
+}
+
+/// A configured provider (`Auth__Providers__<name>__*`).
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The path segment, e.g. `google` in `/v1/auth/login/google`.
+    pub name: String,
+    pub kind: ProviderKind,
+    pub client_id: String,
+    /// From `...__ClientSecret`, or the secret named `<name>ClientSecret`; never printed.
+    pub client_secret: Option<SecretString>,
+    /// The issuer (required for `oidc`).
+    pub issuer: Option<String>,
+    pub scopes: Vec<String>,
+    /// `...__TrustEmailVerified`: whether the provider's word that an email is verified is
+    /// believed, which lets its sign-in claim an account by that email. On by default for
+    /// Google and Discord (its `verified` flag) and for Microsoft, where it also needs the
+    /// token's `xms_edov: true` (Entra's `email` is set by the tenant); off by default for
+    /// generic OIDC, whose tenants may assert any email.
+    pub trust_email_verified: bool,
+}
+
+impl ProviderKind {
+    /// Whether this kind's `email_verified` is trusted unless configured otherwise.
+    pub fn trusts_email_verified_by_default(self) -> bool {
+        !matches!(self, Self::Oidc)
+    }
 }
 
 /// A configuration value that could not be used.
@@ -290,8 +344,7 @@ impl Settings {
 /// Reads `Auth__Providers__<name>__<Field>` for every name present.
 fn providers(
     vars: &std::collections::HashMap<String, String>,
-) -> Result<Vec<crate::identity::providers::ProviderConfig>, ConfigError> {
-    use crate::identity::providers::{ProviderConfig, ProviderKind};
+) -> Result<Vec<ProviderConfig>, ConfigError> {
     let mut names: Vec<String> = vars
         .keys()
         .filter_map(|k| k.strip_prefix("Auth__Providers__"))

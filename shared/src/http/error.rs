@@ -6,6 +6,7 @@ use http::{HeaderValue, StatusCode, header};
 use super::envelope::Envelope;
 use crate::identity::passwords::PasswordError;
 use crate::identity::rate_limits::{LimitError, RateLimited};
+use crate::identity::signing_keys::SigningKeyError;
 use crate::ports::{BlobError, QueueError, SecretError, StoreError};
 
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
@@ -181,6 +182,15 @@ impl From<PasswordError> for ApiError {
                 retry_after_secs,
             },
             PasswordError::Failed(cause) => Self::Internal(anyhow::anyhow!(cause)),
+        }
+    }
+}
+
+impl From<SigningKeyError> for ApiError {
+    fn from(e: SigningKeyError) -> Self {
+        match e {
+            SigningKeyError::Secrets(s) => s.into(),
+            other => Self::Unavailable(other.to_string()),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! HTTP core shared by every endpoint group: envelope, errors, extractors, middleware.
 
+pub mod auth_user;
 pub mod envelope;
 pub mod error;
 pub mod extract;

@@ -2,29 +2,14 @@
 //! family). One algorithm is pinned; `none`, other algorithms and unknown key ids are refused.
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 use time::OffsetDateTime;
 
+pub use super::claims::Claims;
 use super::users::User;
 use super::verified_tokens::VerifiedTokens;
 use crate::config::JwtSettings;
-
-/// The claims of an access token.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Claims {
-    pub sub: String,
-    pub email: Option<String>,
-    pub display_name: String,
-    pub avatar_url: Option<String>,
-    pub jti: String,
-    pub iss: String,
-    pub aud: String,
-    pub exp: i64,
-    pub iat: i64,
-    pub sid: String,
-}
 
 /// The key id of a signing secret: the first 16 hex digits of its SHA-256, so a token names
 /// the key that signed it without revealing anything about the key.

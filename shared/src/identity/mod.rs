@@ -2,7 +2,7 @@
 //! one-time exchange codes and the desktop sign-in flow with identity providers.
 
 pub mod access_tokens;
-pub mod auth_user;
+pub mod claims;
 pub mod exchange_codes;
 pub mod fields;
 pub mod password_changes;
@@ -12,6 +12,7 @@ pub mod providers;
 pub mod rate_limits;
 pub mod refresh_tokens;
 pub mod sign_in_flows;
+pub mod signing_keys;
 pub mod users;
 pub mod verified_tokens;
 

@@ -21,58 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, OnceCell};
 
-/// How a provider is spoken to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderKind {
-    /// Any OpenID Connect provider, found by issuer discovery.
-    Oidc,
-    /// Google (OpenID Connect).
-    Google,
-    /// Microsoft personal and work accounts (OAuth2 + OIDC user-info).
-    Microsoft,
-    /// Discord (OAuth2 + user-info).
-    Discord,
-}
-
-impl ProviderKind {
-    /// Parses a configured kind.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s.to_ascii_lowercase().as_str() {
-            "oidc" | "openid" => Some(Self::Oidc),
-            "google" => Some(Self::Google),
-            "microsoft" => Some(Self::Microsoft),
-            "discord" => Some(Self::Discord),
-            _ => None,
-        }
-    }
-}
-
-/// A configured provider (`Auth__Providers__<name>__*`).
-#[derive(Debug, Clone)]
-pub struct ProviderConfig {
-    /// The path segment, e.g. `google` in `/v1/auth/login/google`.
-    pub name: String,
-    pub kind: ProviderKind,
-    pub client_id: String,
-    /// From `...__ClientSecret`, or the secret named `<name>ClientSecret`; never printed.
-    pub client_secret: Option<SecretString>,
-    /// The issuer (required for `oidc`).
-    pub issuer: Option<String>,
-    pub scopes: Vec<String>,
-    /// `...__TrustEmailVerified`: whether the provider's word that an email is verified is
-    /// believed, which lets its sign-in claim an account by that email. On by default for
-    /// Google and Discord (its `verified` flag) and for Microsoft, where it also needs the
-    /// token's `xms_edov: true` (Entra's `email` is set by the tenant); off by default for
-    /// generic OIDC, whose tenants may assert any email.
-    pub trust_email_verified: bool,
-}
-
-impl ProviderKind {
-    /// Whether this kind's `email_verified` is trusted unless configured otherwise.
-    pub fn trusts_email_verified_by_default(self) -> bool {
-        !matches!(self, Self::Oidc)
-    }
-}
+pub use crate::config::{ProviderConfig, ProviderKind};
 
 /// The endpoints of a provider.
 #[derive(Debug, Clone)]

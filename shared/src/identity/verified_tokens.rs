@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::access_tokens::Claims;
+use super::claims::Claims;
 
 /// Tokens kept at most (about 1 KB each); beyond this, expired ones go and then all of them.
 const MAX_ENTRIES: usize = 10_000;

@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::http::auth_user::{AuthUser, ClientAddr, bearer};
 use crate::http::extract::json_body;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok};
-use crate::identity::auth_user::{AuthUser, ClientAddr, bearer};
 use crate::identity::exchange_codes::{self, ExchangeError};
 use crate::identity::fields::{DisplayName, Email, Password, Problems, login_password};
 use crate::identity::password_changes::{self, PasswordChangeError};

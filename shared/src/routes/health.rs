@@ -1,14 +1,13 @@
-//! Liveness, readiness, metrics and the OpenAPI document (no version prefix, no token).
+//! Liveness, readiness and metrics (no version prefix, no token).
 
 use axum::Router;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use http::{HeaderValue, StatusCode, header};
+use http::{HeaderValue, header};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::openapi;
 use crate::http::{ApiError, ok};
 use crate::metrics;
 use crate::state::AppState;
@@ -20,7 +19,6 @@ pub fn routes() -> Router<AppState> {
         .route("/health/live", get(live))
         .route("/health/ready", get(ready))
         .route("/metrics", get(prometheus_metrics))
-        .route("/openapi.json", get(openapi_json))
 }
 
 /// Liveness answer.
@@ -83,9 +81,4 @@ pub async fn prometheus_metrics() -> Response {
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     response
-}
-
-/// The OpenAPI 3.1 document of the whole API (not enveloped).
-pub async fn openapi_json() -> Response {
-    (StatusCode::OK, axum::Json(openapi::document())).into_response()
 }

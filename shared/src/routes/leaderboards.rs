@@ -8,8 +8,8 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::http::auth_user::AuthUser;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok, paging};
-use crate::identity::auth_user::AuthUser;
 use crate::identity::fields::Problems;
 use crate::leaderboards::Board;
 use crate::leaderboards::cache::{self, LeaderboardPage, PageKey, RenderedPage};

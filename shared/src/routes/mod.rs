@@ -20,6 +20,11 @@ pub fn unbuilt_routes() -> Router<AppState> {
     Router::new()
 }
 
+/// The health group: liveness, readiness, metrics and the OpenAPI document (one function).
+pub fn health_routes() -> Router<AppState> {
+    health::routes().merge(openapi::routes())
+}
+
 /// The activity group: feed, achievements and tracks (one function).
 pub fn activity_routes() -> Router<AppState> {
     tracks::routes()
@@ -37,7 +42,7 @@ pub fn group_router(routes: Router<AppState>, state: AppState) -> Router {
 /// Every group merged (the local server).
 pub fn app_router(state: AppState) -> Router {
     let routes = Router::new()
-        .merge(health::routes())
+        .merge(health_routes())
         .merge(auth::routes())
         .merge(sessions::routes())
         .merge(leaderboards::routes())

@@ -1,9 +1,24 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::StatusCode;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{auth, health, leaderboards, sessions, tracks};
+use crate::state::AppState;
+
+/// `GET /openapi.json`.
+pub fn routes() -> Router<AppState> {
+    Router::new().route("/openapi.json", get(openapi_json))
+}
+
+/// The OpenAPI 3.1 document of the whole API (not enveloped).
+pub async fn openapi_json() -> Response {
+    (StatusCode::OK, axum::Json(document())).into_response()
+}
 
 #[derive(OpenApi)]
 #[openapi(

@@ -7,9 +7,9 @@ use axum::routing::get;
 use http::StatusCode;
 use serde_json::Value;
 
+use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, PageParams, Paged, ok};
-use crate::identity::auth_user::AuthUser;
 use crate::identity::rate_limits::{self, Limit};
 use crate::sessions::{self, Receipt, SessionDetail, SessionSummary, records, upload};
 use crate::state::AppState;

@@ -8,8 +8,8 @@ use http::{HeaderValue, header};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use crate::http::auth_user::AuthUser;
 use crate::http::{ApiError, ApiQuery, Envelope, PageParams, Paged, ok};
-use crate::identity::auth_user::AuthUser;
 use crate::state::AppState;
 use crate::tracks::maps::{self, TrackMap};
 use crate::tracks::{self, Track};

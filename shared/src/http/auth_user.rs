@@ -6,9 +6,9 @@ use http::request::Parts;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::access_tokens::Claims;
-use super::refresh_tokens;
-use crate::http::ApiError;
+use super::ApiError;
+use crate::identity::claims::Claims;
+use crate::identity::refresh_tokens;
 use crate::state::AppState;
 
 /// The caller of a protected endpoint: a valid access token of a family that is not revoked.
