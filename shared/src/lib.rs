@@ -14,6 +14,7 @@ pub mod leaderboards;
 pub mod metrics;
 pub mod outbox;
 pub mod ports;
+pub mod problems;
 pub mod routes;
 pub mod sessions;
 pub mod state;

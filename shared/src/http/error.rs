@@ -8,6 +8,7 @@ use crate::identity::passwords::PasswordError;
 use crate::identity::rate_limits::{LimitError, RateLimited};
 use crate::identity::signing_keys::SigningKeyError;
 use crate::ports::{BlobError, QueueError, SecretError, StoreError};
+use crate::problems::FieldProblems;
 
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
 /// carries the cause, which is logged with the request id and never sent.
@@ -192,5 +193,11 @@ impl From<SigningKeyError> for ApiError {
             SigningKeyError::Secrets(s) => s.into(),
             other => Self::Unavailable(other.to_string()),
         }
+    }
+}
+
+impl From<FieldProblems> for ApiError {
+    fn from(e: FieldProblems) -> Self {
+        Self::BadRequest(e.to_string())
     }
 }

@@ -1,5 +1,7 @@
 //! Domain newtypes that parse client input once, with messages naming the field and rule.
 
+pub use crate::problems::Problems;
+
 use serde::Serialize;
 
 /// An email address: trimmed; compared and stored for lookup in lower case.
@@ -165,33 +167,6 @@ impl DisplayName {
     /// The name.
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-}
-
-/// Collects field problems so one 400 can list them all.
-#[derive(Debug, Default)]
-pub struct Problems(Vec<String>);
-
-impl Problems {
-    /// Parses a field; records `field: rule` on failure.
-    pub fn check<T>(&mut self, field: &str, parsed: Result<T, String>) -> Option<T> {
-        parsed
-            .map_err(|rule| self.0.push(format!("{field}: {rule}")))
-            .ok()
-    }
-
-    /// Records a problem directly.
-    pub fn add(&mut self, field: &str, rule: &str) {
-        self.0.push(format!("{field}: {rule}"));
-    }
-
-    /// `Ok` when nothing was recorded, else a 400 listing every problem.
-    pub fn finish(self) -> Result<(), crate::http::ApiError> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(crate::http::ApiError::BadRequest(self.0.join("; ")))
-        }
     }
 }
 

@@ -163,7 +163,7 @@ impl<'a> Fields<'a> {
             let more = format!("and {} more problems", self.count - MAX_LISTED_PROBLEMS);
             self.problems.add("body", &more);
         }
-        self.problems.finish()
+        Ok(self.problems.finish()?)
     }
 
     /// The value of a required field, or a problem when it is missing or null.
