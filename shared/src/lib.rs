@@ -7,6 +7,7 @@ pub mod app;
 pub mod aws;
 pub mod config;
 pub mod embedded;
+pub mod envelope;
 pub mod http;
 pub mod identity;
 pub mod lambda;

@@ -16,7 +16,7 @@ use utoipa::ToSchema;
 
 use super::board::{Board, Row};
 use super::format_lap_time;
-use crate::http::Envelope;
+use crate::envelope::Envelope;
 use crate::tracks::Track;
 
 /// Boards kept at most; beyond it the cache starts over (bounded memory).
