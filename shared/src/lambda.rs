@@ -1,7 +1,11 @@
 //! Lambda entry points: each function binary calls one of these.
 
+use aws_lambda_events::dynamodb::Event as DynamoEvent;
+use aws_lambda_events::eventbridge::EventBridgeEvent;
+use aws_lambda_events::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{LambdaEvent, service_fn};
-use serde_json::{Value, json};
+use serde::Deserialize;
 
 use axum::Router;
 use std::sync::Arc;
@@ -41,43 +45,60 @@ pub async fn serve_state(routes: Router<AppState>, state: AppState) -> Result<()
     lambda_http::run(group_router(routes, state)).await
 }
 
+/// What invokes the event worker: an SQS batch, or the maintenance schedule (EventBridge).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum WorkerInvocation {
+    /// A batch of queued events.
+    Batch(SqsEvent),
+    /// The maintenance schedule.
+    Schedule(EventBridgeEvent),
+}
+
 /// The SQS-triggered event worker (also invoked by the maintenance schedule).
 pub async fn serve_event_worker(wiring: AwsWiring, processor: Processor) -> Result<(), Error> {
     let (_, ports) = wiring.finish();
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<WorkerInvocation>| {
         let (ports, processor) = (ports.clone(), processor.clone());
-        async move { Ok::<_, Error>(handle_worker_event(&event.payload, &ports, &processor).await) }
+        async move { Ok::<_, Error>(handle_worker_event(event.payload, &ports, &processor).await) }
     }))
     .await
 }
 
-/// Handles an SQS batch; answers the records to redeliver (`batchItemFailures`).
-pub async fn handle_worker_event(event: &Value, ports: &Ports, processor: &Processor) -> Value {
-    let Some(records) = event.get("Records").and_then(Value::as_array) else {
-        // The maintenance schedule: hand track jobs with an expired lease back to the workers.
-        let stuck =
-            crate::tracks::jobs::reset_stuck(ports, crate::tracks::jobs::Stuck::LeaseExpired);
-        if let Err(e) = stuck.await {
-            tracing::error!(error = %e, "maintenance: could not reset stuck track jobs");
+fn failure(id: String) -> BatchItemFailure {
+    let mut failure = BatchItemFailure::default();
+    failure.item_identifier = id;
+    failure
+}
+
+/// Handles an SQS batch (answering the records to redeliver, `batchItemFailures`) or a
+/// maintenance tick (answering an empty list).
+pub async fn handle_worker_event(
+    event: WorkerInvocation,
+    ports: &Ports,
+    processor: &Processor,
+) -> SqsBatchResponse {
+    let mut response = SqsBatchResponse::default();
+    let records = match event {
+        WorkerInvocation::Batch(batch) => batch.records,
+        WorkerInvocation::Schedule(_) => {
+            // Hand track jobs with an expired lease back to the workers.
+            let stuck =
+                crate::tracks::jobs::reset_stuck(ports, crate::tracks::jobs::Stuck::LeaseExpired);
+            if let Err(e) = stuck.await {
+                tracing::error!(error = %e, "maintenance: could not reset stuck track jobs");
+            }
+            return response;
         }
-        return json!({ "batchItemFailures": [] });
     };
-    let mut failures = Vec::new();
     for record in records {
-        let text = |k: &str| {
-            record
-                .get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
         let message = ReceivedMessage {
-            id: text("messageId"),
-            body: text("body"),
-            receipt: text("receiptHandle"),
+            id: record.message_id.unwrap_or_default(),
+            body: record.body.unwrap_or_default(),
+            receipt: record.receipt_handle.unwrap_or_default(),
             receive_count: record
-                .pointer("/attributes/ApproximateReceiveCount")
-                .and_then(Value::as_str)
+                .attributes
+                .get("ApproximateReceiveCount")
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(1),
         };
@@ -86,60 +107,51 @@ pub async fn handle_worker_event(event: &Value, ports: &Ports, processor: &Proce
             Err(ProcessError::Poison(reason)) => {
                 // Straight to the dead-letter queue; redelivering a poison event is pointless.
                 if ports.queue.dead_letter(&message, &reason).await.is_err() {
-                    failures.push(json!({ "itemIdentifier": message.id }));
+                    response.batch_item_failures.push(failure(message.id));
                 }
             }
             Err(e) => {
                 tracing::warn!(message_id = %message.id, error = %e, "event failed; SQS will redeliver");
-                failures.push(json!({ "itemIdentifier": message.id }));
+                response.batch_item_failures.push(failure(message.id));
             }
         }
     }
-    json!({ "batchItemFailures": failures })
+    response
 }
 
 /// The DynamoDB-stream-triggered outbox relay.
 pub async fn serve_outbox_relay(wiring: AwsWiring) -> Result<(), Error> {
     let (_, ports) = wiring.finish();
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| {
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<DynamoEvent>| {
         let ports = ports.clone();
-        async move { Ok::<_, Error>(handle_stream_event(&event.payload, &ports).await) }
+        async move { Ok::<_, Error>(handle_stream_event(event.payload, &ports).await) }
     }))
     .await
 }
 
 /// Relays the INSERTs of an outbox stream batch in order; on a failure, reports that record
 /// so Lambda retries from it (stream order is kept).
-pub async fn handle_stream_event(event: &Value, ports: &Ports) -> Value {
-    let records = event
-        .get("Records")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for record in &records {
-        if record.get("eventName").and_then(Value::as_str) != Some("INSERT") {
+pub async fn handle_stream_event(event: DynamoEvent, ports: &Ports) -> DynamoDbEventResponse {
+    let mut response = DynamoDbEventResponse::default();
+    for record in event.records {
+        if record.event_name != "INSERT" {
             continue;
         }
-        let sequence = record
-            .pointer("/dynamodb/SequenceNumber")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let item = record
-            .pointer("/dynamodb/NewImage")
-            .cloned()
-            .and_then(|image| serde_json::from_value::<serde_dynamo::Item>(image).ok())
-            .and_then(|image| serde_dynamo::from_item::<_, Item>(image).ok());
-        let Some(item) = item else {
-            tracing::error!(
-                sequence,
-                "outbox stream record without a readable image; skipped"
-            );
-            continue;
+        let sequence = record.change.sequence_number.clone().unwrap_or_default();
+        let item = match serde_dynamo::from_item::<_, Item>(record.change.new_image) {
+            Ok(item) => item,
+            Err(e) => {
+                tracing::error!(sequence, error = %e, "outbox stream record without a readable image; skipped");
+                continue;
+            }
         };
         if let Err(e) = outbox::relay_items(ports, std::slice::from_ref(&item)).await {
             tracing::error!(sequence, error = format!("{e:#}"), "outbox relay failed");
-            return json!({ "batchItemFailures": [{ "itemIdentifier": sequence }] });
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = Some(sequence);
+            response.batch_item_failures.push(failure);
+            return response;
         }
     }
-    json!({ "batchItemFailures": [] })
+    response
 }

@@ -221,15 +221,23 @@ async fn sqs_lambda_handler_reports_only_failed_records() {
         {"messageId": "m1", "receiptHandle": "r1", "body": body("ok"), "attributes": {"ApproximateReceiveCount": "1"}},
         {"messageId": "m2", "receiptHandle": "r2", "body": body("flaky"), "attributes": {"ApproximateReceiveCount": "1"}},
     ]});
-    let answer = paddock::lambda::handle_worker_event(&event, &t.ports, &processor).await;
+    let event = serde_json::from_value(event).expect("an SQS batch");
+    let answer = paddock::lambda::handle_worker_event(event, &t.ports, &processor).await;
     assert_eq!(
-        answer,
+        serde_json::to_value(answer).unwrap(),
         json!({"batchItemFailures": [{"itemIdentifier": "m2"}]})
     );
-    let tick =
-        paddock::lambda::handle_worker_event(&json!({"maintenance": true}), &t.ports, &processor)
-            .await;
-    assert_eq!(tick, json!({"batchItemFailures": []}));
+    let schedule = json!({
+        "version": "0", "id": "e1", "detail-type": "Scheduled Event", "source": "aws.events",
+        "account": "123456789012", "time": "2026-11-22T10:00:00Z", "region": "us-east-1",
+        "resources": ["arn:aws:events:us-east-1:123456789012:rule/maintenance"], "detail": {}
+    });
+    let schedule = serde_json::from_value(schedule).expect("a schedule event");
+    let tick = paddock::lambda::handle_worker_event(schedule, &t.ports, &processor).await;
+    assert_eq!(
+        serde_json::to_value(tick).unwrap(),
+        json!({"batchItemFailures": []})
+    );
 }
 
 #[tokio::test]
@@ -247,11 +255,17 @@ async fn stream_lambda_handler_relays_inserts() {
     )
     .unwrap();
     let stream = json!({"Records": [
-        {"eventName": "REMOVE", "dynamodb": {"SequenceNumber": "1"}},
-        {"eventName": "INSERT", "dynamodb": {"SequenceNumber": "2", "NewImage": serde_json::to_value(&image).unwrap()}},
+        {"eventID": "1", "eventName": "REMOVE", "awsRegion": "us-east-1",
+         "dynamodb": {"SequenceNumber": "1", "SizeBytes": 40, "StreamViewType": "NEW_IMAGE", "Keys": {}}},
+        {"eventID": "2", "eventName": "INSERT", "awsRegion": "us-east-1",
+         "dynamodb": {"SequenceNumber": "2", "SizeBytes": 300, "StreamViewType": "NEW_IMAGE", "Keys": {}, "NewImage": serde_json::to_value(&image).unwrap()}},
     ]});
-    let answer = paddock::lambda::handle_stream_event(&stream, &t.ports).await;
-    assert_eq!(answer, json!({"batchItemFailures": []}));
+    let stream = serde_json::from_value(stream).expect("a DynamoDB stream batch");
+    let answer = paddock::lambda::handle_stream_event(stream, &t.ports).await;
+    assert_eq!(
+        serde_json::to_value(answer).unwrap(),
+        json!({"batchItemFailures": []})
+    );
     let got = t
         .ports
         .queue
