@@ -5,6 +5,7 @@ use http::{HeaderValue, StatusCode, header};
 
 use super::envelope::Envelope;
 use crate::ports::{BlobError, QueueError, SecretError, StoreError};
+use crate::tracks::maps::MapReadError;
 
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
 /// carries the cause, which is logged with the request id and never sent.
@@ -128,6 +129,15 @@ impl From<BlobError> for ApiError {
                 Self::Unavailable("file storage is temporarily unavailable, please retry".into())
             }
             other => Self::Internal(anyhow::Error::new(other)),
+        }
+    }
+}
+
+impl From<MapReadError> for ApiError {
+    fn from(e: MapReadError) -> Self {
+        match e {
+            MapReadError::Store(e) => e.into(),
+            MapReadError::Blob(e) => e.into(),
         }
     }
 }
