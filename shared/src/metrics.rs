@@ -6,6 +6,8 @@ use prometheus::{
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use crate::leaderboards::plausibility::Implausible;
+
 /// Every metric the service exports.
 pub struct Metrics {
     registry: Registry,
@@ -23,6 +25,9 @@ pub struct Metrics {
     pub leaderboard_cache: IntCounterVec,
     /// Track-processing job outcomes (`done`, `failed`, `retry`).
     pub track_jobs: IntCounterVec,
+    /// Leaderboard submissions refused as implausible, by reason (`too_fast`,
+    /// `sectors_mismatch`).
+    pub implausible_laps: IntCounterVec,
 }
 
 fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
@@ -92,6 +97,16 @@ impl Metrics {
             "Track-processing job outcomes (done, failed or retry).",
             "outcome",
         );
+        let implausible_laps = counter_vec(
+            "paddock_implausible_laps_total",
+            "Leaderboard submissions refused as implausible laps, by reason.",
+            "reason",
+        );
+        // The reasons are a fixed set: export each from the start, at 0, so a rate over the
+        // series works before the first refusal.
+        for reason in Implausible::REASONS {
+            implausible_laps.with_label_values(&[reason]);
+        }
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(latency.clone()),
@@ -101,6 +116,7 @@ impl Metrics {
             Box::new(leaderboard_submissions.clone()),
             Box::new(leaderboard_cache.clone()),
             Box::new(track_jobs.clone()),
+            Box::new(implausible_laps.clone()),
         ] {
             registry.register(collector).expect("unique metric");
         }
@@ -114,6 +130,7 @@ impl Metrics {
             leaderboard_submissions,
             leaderboard_cache,
             track_jobs,
+            implausible_laps,
         }
     }
 

@@ -229,6 +229,28 @@ impl TestApp {
         )
     }
 
+    /// Waits until the map of `track_id` has merged `sessions` sessions (the track-map
+    /// worker runs in the background); answers the map.
+    pub async fn wait_for_map(
+        &self,
+        token: &str,
+        track_id: &str,
+        sessions: u64,
+    ) -> serde_json::Value {
+        for _ in 0..150 {
+            let (status, body) = envelope(
+                self.get_auth(&format!("/v1/tracks/{track_id}/map"), token)
+                    .await,
+            )
+            .await;
+            if status == 200 && body["data"]["sessions"] == sessions {
+                return body["data"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the track map of {track_id} did not reach {sessions} sessions");
+    }
+
     /// POST a raw body with a content type.
     pub async fn post_raw(
         &self,

@@ -389,4 +389,16 @@ async fn openapi_document_describes_the_api() {
             .get("LeaderboardPage")
             .is_some()
     );
+    let lap = &doc["components"]["schemas"]["Lap"];
+    assert!(
+        lap["properties"].get("sectorTimesMs").is_some(),
+        "laps describe their optional sector times: {lap}"
+    );
+    assert!(
+        !lap["required"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("sectorTimesMs")),
+        "{lap}"
+    );
 }

@@ -326,7 +326,115 @@ async fn concurrent_submissions_end_at_the_fastest(app: TestApp) {
     assert_eq!(page["data"]["totalEntries"], 2);
 }
 
+/// The value of `paddock_implausible_laps_total` for `reason` (0 when not exported).
+async fn implausible_count(app: &TestApp, reason: &str) -> f64 {
+    let text = app.get("/metrics").await.text().await.unwrap();
+    let series = format!("paddock_implausible_laps_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|line| line.strip_prefix(series.as_str()))
+        .map_or(0.0, |value| value.trim().parse().unwrap())
+}
+
+async fn implausibly_fast_laps_are_refused(app: TestApp) {
+    let (token, _) = app.driver("Fay").await;
+    let before = implausible_count(&app, "too_fast").await;
+
+    // No map of this track: the absolute floor.
+    let (sid, _) = session(
+        &app,
+        &token,
+        "fast-1",
+        &[(1, true, 0.95), (90_000, true, 0.9)],
+    )
+    .await;
+    let (status, res) = submit(&app, &token, &sid, 1, 0.95).await;
+    assert_eq!(status, 422, "a 1 ms lap of good quality: {res}");
+    let msg = res["error"].as_str().unwrap();
+    assert!(
+        msg.starts_with("lapTimeMs:") && msg.contains("not plausible"),
+        "{msg}"
+    );
+    let (status, res) = submit(&app, &token, &sid, 90_000, 0.9).await;
+    assert_eq!(status, 200, "{res}");
+
+    // A track with a map of its 1 km circle: at 400 km/h a lap takes at least about 9 s, so
+    // 8.5 s is refused although it is above the absolute floor.
+    let mut body = session_body(
+        "fast-2",
+        "2026-11-01T10:00:00Z",
+        &[(8_500, true, 0.95), (60_000, true, 0.9)],
+        800,
+    );
+    body["TrackName"] = json!("Ring");
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
+    assert_eq!(status, 201, "{res}");
+    let ring_sid = res["data"]["sessionId"].as_str().unwrap().to_owned();
+    let ring = res["data"]["trackId"].as_str().unwrap().to_owned();
+    app.wait_for_map(&token, &ring, 1).await;
+    let (status, res) = submit(&app, &token, &ring_sid, 8_500, 0.95).await;
+    assert_eq!(status, 422, "faster than 400 km/h over the map: {res}");
+    let msg = res["error"].as_str().unwrap();
+    assert!(
+        msg.starts_with("lapTimeMs:") && msg.contains("map") && msg.contains("400 km/h"),
+        "{msg}"
+    );
+    let (status, res) = submit(&app, &token, &ring_sid, 60_000, 0.9).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["data"]["trackId"], ring.as_str());
+
+    let (_, page) = board(&app, &format!("trackId={ring}")).await;
+    let entries = page["data"]["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(
+        entries[0]["lapTimeMs"], 60_000,
+        "the refused lap is not ranked"
+    );
+    // Tests in this process refuse laps concurrently: at least these two were counted.
+    let after = implausible_count(&app, "too_fast").await;
+    assert!(after >= before + 2.0, "{before} -> {after}");
+}
+
+async fn sector_times_must_add_up_to_the_lap(app: TestApp) {
+    let (token, _) = app.driver("Gus").await;
+    let before = implausible_count(&app, "sectors_mismatch").await;
+    let mut body = session_body(
+        "sectors-1",
+        "2026-11-01T10:00:00Z",
+        &[(90_000, true, 0.95), (91_000, true, 0.95)],
+        0,
+    );
+    // 10 s short of the lap, and 20 ms over it (within 0.5 % of 91 s).
+    body["Laps"][0]["SectorTimesMs"] = json!([30_000, 30_000, 20_000]);
+    body["Laps"][1]["SectorTimesMs"] = json!([30_000, 30_500, 30_520]);
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
+    assert_eq!(status, 201, "{res}");
+    let sid = res["data"]["sessionId"].as_str().unwrap().to_owned();
+
+    let (status, res) = submit(&app, &token, &sid, 90_000, 0.95).await;
+    assert_eq!(status, 422, "{res}");
+    let msg = res["error"].as_str().unwrap();
+    assert!(
+        msg.starts_with("sectorTimesMs:") && msg.contains("80000 ms"),
+        "{msg}"
+    );
+    let (status, res) = submit(&app, &token, &sid, 91_000, 0.95).await;
+    assert_eq!(status, 200, "sectors that add up: {res}");
+    assert_eq!(res["data"]["improved"], true);
+    let after = implausible_count(&app, "sectors_mismatch").await;
+    assert!(after > before, "{before} -> {after}");
+
+    let text = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        text.contains("# TYPE paddock_implausible_laps_total counter"),
+        "{text}"
+    );
+}
+
 paddock_tests::on_both_backends!(
-    plain: [concurrent_submissions_end_at_the_fastest],
+    plain: [
+        concurrent_submissions_end_at_the_fastest,
+        implausibly_fast_laps_are_refused,
+        sector_times_must_add_up_to_the_lap,
+    ],
     clocked: [submission_rules, boards_rank_page_and_filter, cache_headers_and_invalidation]
 );

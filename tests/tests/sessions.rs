@@ -226,6 +226,81 @@ async fn bad_uploads_name_every_problem_and_write_nothing(app: TestApp) {
     assert_eq!(tracks["data"]["items"], json!([]));
 }
 
+async fn sector_times_are_checked_stored_and_shown(app: TestApp) {
+    let (token, _) = app.driver("Eve").await;
+    let laps = &[
+        (92_000, true, 0.9),
+        (91_500, true, 0.95),
+        (95_000, false, 0.5),
+        (93_000, true, 0.9),
+    ];
+    let mut bad = session_body("sectors-bad", "2026-11-01T10:00:00Z", laps, 0);
+    bad["Laps"][0]["SectorTimesMs"] = json!([]);
+    bad["Laps"][1]["SectorTimesMs"] = json!([30_000, -2, "fast", 90_000_000]);
+    bad["Laps"][2]["SectorTimesMs"] = json!(vec![3_000; 33]);
+    bad["Laps"][3]["SectorTimesMs"] = json!("30000,31000");
+    bad["Laps"][3]["LapTimeMs"] = json!(0);
+    let (status, res) = upload(&app, &token, &bad).await;
+    assert_eq!(status, 400, "{res}");
+    let msg = res["error"].as_str().unwrap();
+    for expected in [
+        "laps[0].sectorTimesMs: must hold 1 to 32 entries",
+        "laps[1].sectorTimesMs[1]: must be between 1 and 86400000",
+        "laps[1].sectorTimesMs[2]: must be a whole number",
+        "laps[1].sectorTimesMs[3]: must be between 1 and 86400000",
+        "laps[2].sectorTimesMs: must hold 1 to 32 entries",
+        "laps[3].sectorTimesMs: must be a list",
+        // Every problem of one lap, not only its first.
+        "laps[3].lapTimeMs: must be between 1",
+    ] {
+        assert!(msg.contains(expected), "missing {expected:?} in {msg}");
+    }
+    assert!(!msg.contains("laps[1].sectorTimesMs[0]"), "{msg}");
+
+    // Stored with the lap, shown only on the laps that have them; null means none.
+    let mut body = session_body("sectors-ok", "2026-11-01T10:00:00Z", laps, 0);
+    body["Laps"][0]["SectorTimesMs"] = json!([30_000, 31_000, 31_000]);
+    body["Laps"][1]["SectorTimesMs"] = Value::Null;
+    let (status, res) = upload(&app, &token, &body).await;
+    assert_eq!(status, 201, "{res}");
+    let id = res["data"]["sessionId"].as_str().unwrap();
+    let (_, detail) = envelope(app.get_auth(&format!("/v1/sessions/{id}"), &token).await).await;
+    let stored = detail["data"]["laps"].as_array().unwrap();
+    assert_eq!(stored[0]["sectorTimesMs"], json!([30_000, 31_000, 31_000]));
+    for lap in &stored[1..] {
+        assert!(lap.get("sectorTimesMs").is_none(), "{lap}");
+    }
+}
+
+/// Field names are read in camelCase or PascalCase at every depth; a field given in both
+/// spellings is read from its camelCase key.
+async fn camel_case_and_pascal_case_uploads_read_alike(app: TestApp) {
+    let (token, _) = app.driver("Gil").await;
+    let body = json!({
+        "gameId": "acc", "TrackName": "Monza", "trackLayout": "", "VehicleName": "BMW M4 GT3",
+        "recordedAt": "2026-11-01T10:00:00Z", "BestLapMs": 101_000, "weatherSummary": "wet",
+        "SessionPhase": "race", "clientSessionId": "mixed-1",
+        "GameId": 42, "ClientSessionId": "ignored",
+        "laps": [{
+            "lapIndex": 0, "LapTimeMs": -1, "lapTimeMs": 101_000, "IsValid": true,
+            "countsForSessionTiming": true, "QualityCombined": 0.9, "qualityCoherence": 0.9,
+            "QualityStability": 0.9, "qualityCompleteness": 1.0, "NumPenalties": 0,
+            "numPitstops": 0, "InPitsAtLapEnd": false, "sectorTimesMs": [50_000, 51_000],
+        }],
+        "TrackPoints": [{"x": 0.0, "Y": 0.0, "Distance": 0.0}, {"X": 5.0, "y": 0.0, "distance": 5.0}],
+    });
+    let (status, res) = upload(&app, &token, &body).await;
+    assert_eq!(status, 201, "{res}");
+    let id = res["data"]["sessionId"].as_str().unwrap();
+    let (_, detail) = envelope(app.get_auth(&format!("/v1/sessions/{id}"), &token).await).await;
+    let d = &detail["data"];
+    assert_eq!(d["gameId"], "acc");
+    assert_eq!(d["clientSessionId"], "mixed-1");
+    assert_eq!(d["hasTrackPoints"], true);
+    assert_eq!(d["laps"][0]["lapTimeMs"], 101_000);
+    assert_eq!(d["laps"][0]["sectorTimesMs"], json!([50_000, 51_000]));
+}
+
 async fn concurrent_duplicate_uploads_make_one_session(app: TestApp) {
     let (token, _) = app.driver("Dee").await;
     let body = session_body("same-client-id", "2026-11-02T12:00:00Z", LAPS, 200);
@@ -284,21 +359,6 @@ async fn thirty_first_upload_in_a_minute_is_limited(app: TestApp, clock: Arc<Man
     assert_eq!(status, 201, "a new minute, a new allowance");
 }
 
-async fn wait_for_map(app: &TestApp, token: &str, track_id: &str, sessions: u64) -> Value {
-    for _ in 0..150 {
-        let (status, body) = envelope(
-            app.get_auth(&format!("/v1/tracks/{track_id}/map"), token)
-                .await,
-        )
-        .await;
-        if status == 200 && body["data"]["sessions"] == sessions {
-            return body["data"].clone();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the track map of {track_id} did not reach {sessions} sessions");
-}
-
 async fn track_points_become_a_merged_map(app: TestApp) {
     let (token, _) = app.driver("Fay").await;
     let (status, first) = upload(
@@ -318,7 +378,7 @@ async fn track_points_become_a_merged_map(app: TestApp) {
         .unwrap();
     assert_eq!(blobs.len(), 1, "{blobs:?}");
 
-    let map = wait_for_map(&app, &token, &track_id, 1).await;
+    let map = app.wait_for_map(&token, &track_id, 1).await;
     let points = map["points"].as_array().unwrap();
     assert!(
         points.len() > 150,
@@ -358,7 +418,7 @@ async fn track_points_become_a_merged_map(app: TestApp) {
     let (status, two) = upload(&app, &token, &second).await;
     assert_eq!(status, 201);
     assert_eq!(two["data"]["trackId"], track_id.as_str());
-    wait_for_map(&app, &token, &track_id, 2).await;
+    app.wait_for_map(&token, &track_id, 2).await;
     let (_, tracks) = envelope(app.get_auth("/v1/tracks", &token).await).await;
     assert_eq!(tracks["data"]["items"][0]["sessionCount"], 2);
     assert_eq!(
@@ -563,6 +623,8 @@ paddock_tests::on_both_backends!(
     plain: [
         upload_is_idempotent_and_reads_back,
         bad_uploads_name_every_problem_and_write_nothing,
+        sector_times_are_checked_stored_and_shown,
+        camel_case_and_pascal_case_uploads_read_alike,
         concurrent_duplicate_uploads_make_one_session,
         track_points_become_a_merged_map,
     ],

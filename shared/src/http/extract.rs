@@ -82,6 +82,26 @@ pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     })
 }
 
+/// Reads a request's JSON body as parsed, keys as sent.
+async fn json_value<S: Send + Sync>(req: Request, state: &S) -> Result<Value, ApiError> {
+    if !is_json(req.headers()) {
+        return Err(ApiError::UnsupportedMediaType(
+            "Content-Type must be application/json".into(),
+        ));
+    }
+    let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge("request body is too large".into())
+        } else {
+            ApiError::BadRequest(format!(
+                "could not read the request body: {}",
+                rejection.body_text()
+            ))
+        }
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))
+}
+
 impl<S, T> FromRequest<S> for ApiJson<T>
 where
     S: Send + Sync,
@@ -90,23 +110,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        if !is_json(req.headers()) {
-            return Err(ApiError::UnsupportedMediaType(
-                "Content-Type must be application/json".into(),
-            ));
-        }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::PayloadTooLarge("request body is too large".into())
-            } else {
-                ApiError::BadRequest(format!(
-                    "could not read the request body: {}",
-                    rejection.body_text()
-                ))
-            }
-        })?;
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
+        let value = json_value(req, state).await?;
         from_value(camel_case_keys(value)).map(ApiJson)
     }
 }
@@ -122,6 +126,23 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Resu
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
     from_value(camel_case_keys(value))
+}
+
+/// A JSON body as parsed, with its keys as the client sent them (the same rejections as
+/// [`ApiJson`]). For bodies read field by field that accept both spellings themselves, so
+/// the tree is not rebuilt with camelCase keys first.
+#[derive(Debug, Clone, Default)]
+pub struct JsonBody(pub Value);
+
+impl<S> FromRequest<S> for JsonBody
+where
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        json_value(req, state).await.map(JsonBody)
+    }
 }
 
 /// Query parameters; a bad parameter answers 400 naming it.

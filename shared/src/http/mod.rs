@@ -9,6 +9,6 @@ pub mod paging;
 
 pub use envelope::{Envelope, ok};
 pub use error::ApiError;
-pub use extract::{ApiJson, ApiQuery};
+pub use extract::{ApiJson, ApiQuery, JsonBody};
 pub use middleware::{RequestId, with_service_layers};
 pub use paging::{PageParams, Paged};

@@ -10,6 +10,7 @@
 
 pub mod board;
 pub mod cache;
+pub mod plausibility;
 pub mod submit;
 
 pub use board::{Board, Row};

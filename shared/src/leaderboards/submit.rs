@@ -12,6 +12,7 @@ use crate::outbox::Event;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, StoreError, TxOp, item};
 use crate::sessions::records::StoredSession;
+use crate::sessions::upload::Lap;
 use crate::tables::Table;
 
 /// The least quality a ranked lap needs, inclusive.
@@ -45,8 +46,9 @@ pub struct Driver {
 }
 
 /// Checks the stored laps of `session`: a lap with `lap_time_ms` exists, is valid and has a
-/// combined quality of at least [`MIN_QUALITY`]. The error says why not.
-pub fn check_lap(session: &StoredSession, lap_time_ms: i64) -> Result<(), String> {
+/// combined quality of at least [`MIN_QUALITY`]. Answers the first such lap (whose other
+/// facts, like its sector times, are checked next), or says why there is none.
+pub fn check_lap(session: &StoredSession, lap_time_ms: i64) -> Result<&Lap, String> {
     let matching: Vec<_> = session
         .laps
         .iter()
@@ -61,15 +63,10 @@ pub fn check_lap(session: &StoredSession, lap_time_ms: i64) -> Result<(), String
     if !matching.iter().any(|l| l.is_valid) {
         return Err("lapTimeMs: the lap with this time is not valid".into());
     }
-    if !matching
-        .iter()
-        .any(|l| l.is_valid && l.quality_combined >= MIN_QUALITY)
-    {
-        return Err(format!(
-            "lapTimeMs: the lap's stored quality is below {MIN_QUALITY}"
-        ));
-    }
-    Ok(())
+    matching
+        .into_iter()
+        .find(|l| l.is_valid && l.quality_combined >= MIN_QUALITY)
+        .ok_or_else(|| format!("lapTimeMs: the lap's stored quality is below {MIN_QUALITY}"))
 }
 
 /// Submits a checked lap of `session` for `driver`; answers the outcome and the board as

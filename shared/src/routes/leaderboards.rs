@@ -13,10 +13,11 @@ use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok, paging};
 use crate::identity::fields::Problems;
 use crate::leaderboards::Board;
 use crate::leaderboards::cache::{self, LeaderboardPage, PageKey, RenderedPage};
+use crate::leaderboards::plausibility;
 use crate::leaderboards::submit::{self, Driver, MIN_QUALITY, SubmitOutcome};
 use crate::sessions::records;
 use crate::state::AppState;
-use crate::tracks::{self, Track, TrackKey};
+use crate::tracks::{self, Track, TrackKey, maps};
 
 /// The leaderboards routes.
 pub fn routes() -> Router<AppState> {
@@ -172,7 +173,9 @@ pub struct SubmitRequest {
     responses((status = 200, description = "Submitted (see `improved`)", body = inline(Envelope<SubmitOutcome>)),
               (status = 400, description = "A field breaks a rule"), (status = 401, description = "No valid token"),
               (status = 404, description = "No such session of the caller"),
-              (status = 422, description = "Quality below 0.8, or the session has no valid lap of that time and quality")))]
+              (status = 422, description = "Quality below 0.8, the session has no valid lap of that time and quality, \
+               or the lap is implausible: faster than 400 km/h over the track's map, under 8 s, or with sector times \
+               that do not add up to it")))]
 pub async fn submit_lap(
     State(state): State<AppState>,
     user: AuthUser,
@@ -241,9 +244,18 @@ pub async fn submit_lap(
             "qualityScore: must be at least {MIN_QUALITY} to rank"
         )));
     }
-    if let Err(reason) = submit::check_lap(&session, lap_time_ms) {
+    let lap = submit::check_lap(&session, lap_time_ms).map_err(|reason| {
         rejected();
-        return Err(ApiError::Unprocessable(reason));
+        ApiError::Unprocessable(reason)
+    })?;
+    let map_length_m = maps::length_m(&state.ports, &session.summary.track_id).await?;
+    if let Err(implausible) = plausibility::check(lap, map_length_m) {
+        rejected();
+        crate::metrics::global()
+            .implausible_laps
+            .with_label_values(&[implausible.reason()])
+            .inc();
+        return Err(ApiError::Unprocessable(implausible.to_string()));
     }
     let driver = Driver {
         user_id: user.user_id().to_owned(),

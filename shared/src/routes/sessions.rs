@@ -5,11 +5,10 @@ use axum::extract::{Path, State};
 use axum::response::Response;
 use axum::routing::get;
 use http::StatusCode;
-use serde_json::Value;
 
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
-use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, PageParams, Paged, ok};
+use crate::http::{ApiError, ApiQuery, Envelope, JsonBody, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
 use crate::sessions::{self, Receipt, SessionDetail, SessionSummary, records, upload};
 use crate::state::AppState;
@@ -25,7 +24,9 @@ pub fn routes() -> Router<AppState> {
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", security(("bearer" = [])),
     request_body(content = Object, description = "SessionUploadDto: GameId, TrackName, TrackLayout, VehicleName, \
         RecordedAt, Laps[] (LapSummaryDto), BestLapMs, WeatherSummary, SessionPhase, ClientSessionId, optional \
-        TrackPoints[] ({X, Y, Distance}); camelCase or PascalCase"),
+        TrackPoints[] ({X, Y, Distance}); camelCase or PascalCase (camelCase wins when a field is given in both). \
+        Each lap may carry SectorTimesMs: 1 to 32 sector times in ms, checked against the lap time when it is \
+        submitted to a leaderboard"),
     responses((status = 201, description = "Stored", body = inline(Envelope<Receipt>)),
               (status = 200, description = "This ClientSessionId was uploaded before: the same session, nothing written",
                body = inline(Envelope<Receipt>)),
@@ -34,7 +35,8 @@ pub fn routes() -> Router<AppState> {
 pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
-    ApiJson(body): ApiJson<Value>,
+    // Read as sent: the upload parser accepts camelCase and PascalCase names itself.
+    JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
     rate_limits::hit(
         &state.ports,

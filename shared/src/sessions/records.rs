@@ -36,13 +36,14 @@ pub fn new_session_id(recorded_at: OffsetDateTime) -> String {
 
 /// A lap as stored: `[lapIndex, lapTimeMs, flags, combined, coherence, stability,
 /// completeness, penalties, pitstops]`, flags = isValid | countsForSessionTiming << 1 |
-/// inPitsAtLapEnd << 2. Rows instead of objects keep a 30-lap session near 1 KB, which is
-/// what DynamoDB bills writes by.
+/// inPitsAtLapEnd << 2, then `[sector ms, ...]` as a tenth entry only when the lap has sector
+/// times (rows of laps without them stay as they were). Rows instead of objects keep a
+/// 30-lap session near 1 KB, which is what DynamoDB bills writes by.
 fn lap_row(lap: &Lap) -> Value {
     let flags = u8::from(lap.is_valid)
         | u8::from(lap.counts_for_session_timing) << 1
         | u8::from(lap.in_pits_at_lap_end) << 2;
-    json!([
+    let mut row = json!([
         lap.lap_index,
         lap.lap_time_ms,
         flags,
@@ -52,7 +53,11 @@ fn lap_row(lap: &Lap) -> Value {
         lap.quality_completeness,
         lap.num_penalties,
         lap.num_pitstops
-    ])
+    ]);
+    if let (Some(sectors), Value::Array(entries)) = (&lap.sector_times_ms, &mut row) {
+        entries.push(json!(sectors));
+    }
+    row
 }
 
 fn lap_from_row(row: &Value) -> Option<Lap> {
@@ -72,6 +77,16 @@ fn lap_from_row(row: &Value) -> Option<Lap> {
         quality_completeness: num(6)?,
         num_penalties: u32::try_from(int(7)?).ok()?,
         num_pitstops: u32::try_from(int(8)?).ok()?,
+        sector_times_ms: match r.get(9) {
+            None => None,
+            Some(sectors) => Some(
+                sectors
+                    .as_array()?
+                    .iter()
+                    .map(Value::as_i64)
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+        },
     })
 }
 
@@ -220,4 +235,39 @@ pub async fn list(
         .map(|s| s.summary)
         .collect();
     Ok((sessions, page.next_cursor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lap(sectors: Option<Vec<i64>>) -> Lap {
+        Lap {
+            lap_index: 3,
+            lap_time_ms: 91_500,
+            is_valid: true,
+            counts_for_session_timing: false,
+            quality_combined: 0.95,
+            quality_coherence: 0.9,
+            quality_stability: 0.85,
+            quality_completeness: 1.0,
+            num_penalties: 1,
+            num_pitstops: 2,
+            in_pits_at_lap_end: true,
+            sector_times_ms: sectors,
+        }
+    }
+
+    #[test]
+    fn laps_without_sectors_are_stored_as_before_and_sectors_round_trip() {
+        let plain = lap(None);
+        let row = lap_row(&plain);
+        assert_eq!(row, json!([3, 91_500, 5, 0.95, 0.9, 0.85, 1.0, 1, 2]));
+        assert_eq!(lap_from_row(&row), Some(plain));
+
+        let timed = lap(Some(vec![30_000, 31_000, 30_500]));
+        let row = lap_row(&timed);
+        assert_eq!(row[9], json!([30_000, 31_000, 30_500]));
+        assert_eq!(lap_from_row(&row), Some(timed));
+    }
 }

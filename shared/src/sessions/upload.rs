@@ -3,6 +3,11 @@
 //! The body is read as JSON first and then checked by hand rather than by a typed
 //! deserializer: a typed deserializer stops at the first wrong type, while the desktop client's
 //! developers want every problem of an upload named at once (`laps[3].lapTimeMs: ...`).
+//!
+//! Field names are looked up in camelCase or PascalCase directly on the parsed object (the
+//! desktop client is a .NET program that writes PascalCase), so the body is never copied
+//! into a second, renamed tree. When an object holds both spellings of one field, the
+//! camelCase one is read and the other ignored.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -19,6 +24,9 @@ pub const MAX_LAPS: usize = 1_000;
 pub const MAX_TRACK_POINTS: usize = 10_000;
 /// Longest accepted lap: one day, in milliseconds.
 pub const MAX_LAP_MS: i64 = 86_400_000;
+/// At most this many sector times per lap (games split a lap into 3 sectors, some tracks
+/// into a few dozen mini-sectors).
+pub const MAX_SECTORS: usize = 32;
 /// At most this many problems are listed in one answer (the rest are counted).
 const MAX_LISTED_PROBLEMS: usize = 25;
 
@@ -37,6 +45,10 @@ pub struct Lap {
     pub num_penalties: u32,
     pub num_pitstops: u32,
     pub in_pits_at_lap_end: bool,
+    /// The lap's sector times in order, when the client measured them (1 to 32, each 1 ms to
+    /// a day). Absent for laps uploaded without them, and then left out of the answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sector_times_ms: Option<Vec<i64>>,
 }
 
 /// One sampled position (`TrackPointDto`).
@@ -63,7 +75,7 @@ pub struct SessionUpload {
     pub track_points: Option<Vec<TrackPoint>>,
 }
 
-/// Reads the body (keys already camelCase), or answers one 400 naming every problem.
+/// Reads the body (camelCase or PascalCase keys), or answers one 400 naming every problem.
 pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, ApiError> {
     let Value::Object(body) = body else {
         return Err(ApiError::BadRequest(
@@ -81,29 +93,52 @@ pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, ApiError
     let session_phase = p.text("sessionPhase", 1, 64);
     let client_session_id = p.text("clientSessionId", 1, 128);
     let laps = p.list("laps", 1, MAX_LAPS, |p| {
+        // Every field is read before any is required, so one lap's problems are all listed.
+        let lap_index = p.integer("lapIndex", 0, 100_000);
+        let lap_time_ms = p.integer("lapTimeMs", 1, MAX_LAP_MS);
+        let is_valid = p.boolean("isValid");
+        let counts_for_session_timing = p.boolean("countsForSessionTiming");
+        let quality_combined = p.fraction("qualityCombined");
+        let quality_coherence = p.fraction("qualityCoherence");
+        let quality_stability = p.fraction("qualityStability");
+        let quality_completeness = p.fraction("qualityCompleteness");
+        let num_penalties = p.integer("numPenalties", 0, 10_000);
+        let num_pitstops = p.integer("numPitstops", 0, 10_000);
+        let in_pits_at_lap_end = p.boolean("inPitsAtLapEnd");
+        let sector_times_ms = if p.given("sectorTimesMs") {
+            p.integers("sectorTimesMs", 1, MAX_SECTORS, 1, MAX_LAP_MS)
+                .map(Some)
+        } else {
+            Some(None)
+        };
         Some(Lap {
-            lap_index: p.integer("lapIndex", 0, 100_000).map(|v| v as u32)?,
-            lap_time_ms: p.integer("lapTimeMs", 1, MAX_LAP_MS)?,
-            is_valid: p.boolean("isValid")?,
-            counts_for_session_timing: p.boolean("countsForSessionTiming")?,
-            quality_combined: p.fraction("qualityCombined")?,
-            quality_coherence: p.fraction("qualityCoherence")?,
-            quality_stability: p.fraction("qualityStability")?,
-            quality_completeness: p.fraction("qualityCompleteness")?,
-            num_penalties: p.integer("numPenalties", 0, 10_000).map(|v| v as u32)?,
-            num_pitstops: p.integer("numPitstops", 0, 10_000).map(|v| v as u32)?,
-            in_pits_at_lap_end: p.boolean("inPitsAtLapEnd")?,
+            lap_index: lap_index? as u32,
+            lap_time_ms: lap_time_ms?,
+            is_valid: is_valid?,
+            counts_for_session_timing: counts_for_session_timing?,
+            quality_combined: quality_combined?,
+            quality_coherence: quality_coherence?,
+            quality_stability: quality_stability?,
+            quality_completeness: quality_completeness?,
+            num_penalties: num_penalties? as u32,
+            num_pitstops: num_pitstops? as u32,
+            in_pits_at_lap_end: in_pits_at_lap_end?,
+            sector_times_ms: sector_times_ms?,
         })
     });
-    let track_points = match body.get("trackPoints") {
-        None | Some(Value::Null) => None,
-        Some(_) => p.list("trackPoints", 0, MAX_TRACK_POINTS, |p| {
+    let track_points = if p.given("trackPoints") {
+        p.list("trackPoints", 0, MAX_TRACK_POINTS, |p| {
+            let x = p.coordinate("x");
+            let y = p.coordinate("y");
+            let distance = p.number("distance", 0.0, 1_000_000.0);
             Some(TrackPoint {
-                x: p.coordinate("x")?,
-                y: p.coordinate("y")?,
-                distance: p.number("distance", 0.0, 1_000_000.0)?,
+                x: x?,
+                y: y?,
+                distance: distance?,
             })
-        }),
+        })
+    } else {
+        None
     };
     if let Some(laps) = &laps {
         let mut seen = std::collections::HashSet::new();
@@ -166,9 +201,32 @@ impl<'a> Fields<'a> {
         Ok(self.problems.finish()?)
     }
 
+    /// The value of `field` (its camelCase name) or, when the object has no such key, of its
+    /// PascalCase spelling. camelCase wins when both are present: that is what the API did
+    /// when it rewrote every key to camelCase before reading, and a key spelled as documented
+    /// should not lose to another spelling.
+    fn lookup(&self, field: &str) -> Option<&'a Value> {
+        if let Some(value) = self.object.get(field) {
+            return Some(value);
+        }
+        // The names are this module's ASCII literals; a stack buffer spares an allocation
+        // per lookup (a PascalCase upload misses the camelCase name on every field).
+        let mut buffer = [0u8; 48];
+        let name = field.as_bytes();
+        let pascal = buffer.get_mut(..name.len()).filter(|b| !b.is_empty())?;
+        pascal.copy_from_slice(name);
+        pascal[0] = pascal[0].to_ascii_uppercase();
+        self.object.get(std::str::from_utf8(pascal).ok()?)
+    }
+
+    /// Whether an optional field is present and not null.
+    fn given(&self, field: &str) -> bool {
+        !matches!(self.lookup(field), None | Some(Value::Null))
+    }
+
     /// The value of a required field, or a problem when it is missing or null.
     fn required(&mut self, field: &str) -> Option<&'a Value> {
-        match self.object.get(field) {
+        match self.lookup(field) {
             None | Some(Value::Null) => {
                 self.problem(field, "is required");
                 None
@@ -213,6 +271,38 @@ impl<'a> Fields<'a> {
                 None
             }
         }
+    }
+
+    /// A list of `min_len` to `max_len` whole numbers, each from `min` to `max`; a bad
+    /// entry is named with its index (`sectorTimesMs[2]`).
+    fn integers(
+        &mut self,
+        field: &str,
+        min_len: usize,
+        max_len: usize,
+        min: i64,
+        max: i64,
+    ) -> Option<Vec<i64>> {
+        let Some(items) = self.required(field)?.as_array() else {
+            self.problem(field, "must be a list of whole numbers");
+            return None;
+        };
+        if items.len() < min_len || items.len() > max_len {
+            self.problem(field, &format!("must hold {min_len} to {max_len} entries"));
+            return None;
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            match item.as_i64() {
+                Some(v) if (min..=max).contains(&v) => out.push(v),
+                Some(_) => self.problem(
+                    &format!("{field}[{i}]"),
+                    &format!("must be between {min} and {max}"),
+                ),
+                None => self.problem(&format!("{field}[{i}]"), "must be a whole number"),
+            }
+        }
+        (out.len() == items.len()).then_some(out)
     }
 
     fn number(&mut self, field: &str, min: f64, max: f64) -> Option<f64> {

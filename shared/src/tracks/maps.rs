@@ -127,15 +127,26 @@ async fn read_map(ports: &Ports, blob: Option<&str>) -> Result<Option<StoredMap>
     Ok(bytes.and_then(|b| serde_json::from_slice(&b).ok()))
 }
 
-/// The current map of `track_id`: `Ok(None)` when the track is unknown or has no map yet.
-pub async fn current(
-    ports: &Ports,
-    track_id: &str,
-) -> Result<Option<TrackMap>, crate::http::ApiError> {
+/// Why a stored map could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MapReadError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+}
+
+/// The stored current map of `track_id`, if the track exists and has one.
+async fn stored(ports: &Ports, track_id: &str) -> Result<Option<StoredMap>, MapReadError> {
     let Some((_, blob)) = map_version(ports, track_id).await? else {
         return Ok(None);
     };
-    let Some(map) = read_map(ports, blob.as_deref()).await? else {
+    Ok(read_map(ports, blob.as_deref()).await?)
+}
+
+/// The current map of `track_id`: `Ok(None)` when the track is unknown or has no map yet.
+pub async fn current(ports: &Ports, track_id: &str) -> Result<Option<TrackMap>, MapReadError> {
+    let Some(map) = stored(ports, track_id).await? else {
         return Ok(None);
     };
     Ok(Some(TrackMap {
@@ -153,6 +164,36 @@ pub async fn current(
             })
             .collect(),
     }))
+}
+
+/// The length in metres of the current map's centreline of `track_id`: `Ok(None)` when the
+/// track has no map, or a map of fewer than two points.
+pub async fn length_m(ports: &Ports, track_id: &str) -> Result<Option<f64>, MapReadError> {
+    Ok(stored(ports, track_id)
+        .await?
+        .map(|map| centreline_length_m(&map.points))
+        .filter(|&length| length > 0.0))
+}
+
+/// The length of the line through `points` (ordered by grid index), summed segment by
+/// segment from their positions.
+///
+/// Why not "points × spacing": the grid index comes from the `Distance` the client reported,
+/// which nothing else checks (in another unit it would stretch the grid), while the
+/// positions are the line the map draws. And the summed line comes out shorter than the
+/// driven path, not longer: each 5 m step is a chord of the curve it cuts, a gap left open
+/// in the map is crossed in a straight line, merged sessions are averaged positions (an
+/// average of lines is never longer than the lines are on average), and the closing step
+/// from the last point back to the first is not counted. A length that errs short makes
+/// the speed floor err towards accepting a lap, the side a plausibility check must err on.
+fn centreline_length_m(points: &[(i64, f64, f64, u32)]) -> f64 {
+    points
+        .windows(2)
+        .map(|pair| {
+            let ((_, x0, y0, _), (_, x1, y1, _)) = (pair[0], pair[1]);
+            (x1 - x0).hypot(y1 - y0)
+        })
+        .sum()
 }
 
 /// The map as an SVG picture: the centreline as one path, north up (world Y grows upwards).
