@@ -11,13 +11,14 @@ use axum::Router;
 use std::sync::Arc;
 
 use crate::config::{LogFormat, Settings};
+use crate::events::ProcessError;
 use crate::ports::items::Item;
 use crate::ports::queue::ReceivedMessage;
 use crate::ports::{Ports, SystemClock};
 use crate::routes::group_router;
 use crate::state::AppState;
 pub use crate::wiring::AwsWiring;
-use crate::workers::{self, ProcessError, Processor};
+use crate::workers::{self, Processor};
 use crate::{outbox, telemetry};
 
 /// The error type Lambda entry points return.

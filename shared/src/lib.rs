@@ -8,6 +8,7 @@ pub mod aws;
 pub mod config;
 pub mod embedded;
 pub mod envelope;
+pub mod events;
 pub mod http;
 pub mod identity;
 pub mod lambda;

@@ -6,7 +6,9 @@ use prometheus::{
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use crate::leaderboards::plausibility::Implausible;
+/// The reasons a lap is refused as implausible: the label values of
+/// `paddock_implausible_laps_total`, exported at 0 from the start.
+pub const IMPLAUSIBLE_LAP_REASONS: [&str; 2] = ["too_fast", "sectors_mismatch"];
 
 /// Every metric the service exports.
 pub struct Metrics {
@@ -104,7 +106,7 @@ impl Metrics {
         );
         // The reasons are a fixed set: export each from the start, at 0, so a rate over the
         // series works before the first refusal.
-        for reason in Implausible::REASONS {
+        for reason in IMPLAUSIBLE_LAP_REASONS {
             implausible_laps.with_label_values(&[reason]);
         }
         for collector in [

@@ -4,11 +4,9 @@
 //! Key layout (table `outbox`): `pk = OUTBOX#<shard>` (16 shards spread the write load),
 //! `sk = <event id>` (UUIDv7, so time-ordered), attribute `event` holds the event.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-use time::OffsetDateTime;
-use uuid::Uuid;
+use serde_json::json;
 
+pub use crate::events::Event;
 use crate::metrics;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Item, Key, Query, TxOp, item};
@@ -19,35 +17,7 @@ pub const SHARDS: u32 = 16;
 /// Outbox items expire after this long even if never relayed (an operator alarm case).
 const RETENTION_SECS: i64 = 14 * 24 * 3600;
 
-/// A domain event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Event {
-    /// Unique id; processors use it to act once.
-    pub id: Uuid,
-    /// The kind, such as `session.uploaded`.
-    pub kind: String,
-    /// The user the event concerns.
-    pub user_id: Option<String>,
-    /// When the causing change happened.
-    #[serde(with = "time::serde::rfc3339")]
-    pub occurred_at: OffsetDateTime,
-    /// Kind-specific details.
-    pub payload: Value,
-}
-
 impl Event {
-    /// A new event with a fresh time-ordered id.
-    pub fn new(kind: &str, user_id: Option<String>, payload: Value, now: OffsetDateTime) -> Self {
-        Self {
-            id: Uuid::now_v7(),
-            kind: kind.to_owned(),
-            user_id,
-            occurred_at: now,
-            payload,
-        }
-    }
-
     fn key(&self) -> Key {
         let shard = (self.id.as_u128() % u128::from(SHARDS)) as u32;
         Key::new(shard_pk(shard), self.id.to_string())

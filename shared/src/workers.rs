@@ -8,23 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
+pub use crate::events::ProcessError;
+use crate::events::{Event, EventKind, SessionUploaded, TrackProcessRequested};
 use crate::metrics;
-use crate::outbox::Event;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, TxOp, item};
 use crate::ports::queue::ReceivedMessage;
 use crate::tables::Table;
-
-/// Why processing an event failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ProcessError {
-    /// A transient failure: the event is delivered again later.
-    #[error("retryable: {0:#}")]
-    Retry(anyhow::Error),
-    /// The event can never succeed (unreadable, refers to nothing): straight to dead letters.
-    #[error("poison: {0}")]
-    Poison(String),
-}
 
 /// A processor of events: a plain async function of the event and the ports.
 pub type Processor =
@@ -36,23 +26,18 @@ pub fn default_processor() -> Processor {
 }
 
 async fn dispatch(event: Event, ports: Ports) -> Result<(), ProcessError> {
-    let job = || {
-        event
-            .payload
-            .get("jobId")
-            .and_then(serde_json::Value::as_str)
-    };
-    match event.kind.as_str() {
+    match &event.kind {
         // An upload with track points, or a job returned to pending: build the track map.
-        crate::sessions::create::UPLOADED_EVENT | crate::tracks::jobs::PROCESS_EVENT => {
-            if let Some(job_id) = job() {
-                crate::tracks::maps::process_job(&ports, job_id).await?;
-            }
-            Ok(())
+        EventKind::SessionUploaded(SessionUploaded {
+            job_id: Some(job_id),
+            ..
+        })
+        | EventKind::TrackProcessRequested(TrackProcessRequested { job_id, .. }) => {
+            crate::tracks::maps::process_job(&ports, job_id).await
         }
-        _ => {
-            // Event kinds without a handler yet are acknowledged, so they do not pile up.
-            tracing::debug!(kind = %event.kind, id = %event.id, "event has no processor");
+        EventKind::SessionUploaded(_) | EventKind::LeaderboardSubmitted(_) => {
+            // Kinds without a processor here are acknowledged, so they do not pile up.
+            tracing::debug!(kind = event.kind.name(), id = %event.id, "event has no processor");
             Ok(())
         }
     }
@@ -77,10 +62,10 @@ pub async fn handle_body(
     body: &str,
     ports: &Ports,
     processor: &Processor,
-) -> Result<String, ProcessError> {
+) -> Result<&'static str, ProcessError> {
     let event: Event = serde_json::from_str(body)
         .map_err(|e| ProcessError::Poison(format!("unreadable event: {e}")))?;
-    let kind = event.kind.clone();
+    let kind = event.kind.name();
     processor(event, ports.clone()).await.map(|()| kind)
 }
 
@@ -116,14 +101,14 @@ pub async fn handle_delivery(
         Ok(kind) => {
             metrics::global()
                 .events
-                .with_label_values(&[&kind, "ok"])
+                .with_label_values(&[kind, "ok"])
                 .inc();
             queue.ack(&message.receipt).await
         }
         Err(ProcessError::Retry(e)) if message.receive_count < policy.max_receives => {
             metrics::global()
                 .events
-                .with_label_values(&[kind_of(&message.body).as_str(), "retry"])
+                .with_label_values(&[kind_of(&message.body), "retry"])
                 .inc();
             tracing::warn!(message_id = %message.id, attempt = message.receive_count, error = format!("{e:#}"), "event failed; will retry");
             let exp = message.receive_count.saturating_sub(1).min(7);
@@ -133,7 +118,7 @@ pub async fn handle_delivery(
         Err(e) => {
             metrics::global()
                 .events
-                .with_label_values(&[kind_of(&message.body).as_str(), "dead_letter"])
+                .with_label_values(&[kind_of(&message.body), "dead_letter"])
                 .inc();
             tracing::error!(message_id = %message.id, error = %e, "event dead-lettered");
             queue.dead_letter(&message, &e.to_string()).await
@@ -145,12 +130,10 @@ pub async fn handle_delivery(
     }
 }
 
-fn kind_of(body: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_owned))
-        .filter(|k| k.len() <= 64)
-        .unwrap_or_else(|| "unknown".into())
+/// The metric label of a queued body: its kind's name, or `unreadable` (labels stay a small,
+/// fixed set whatever a body says).
+fn kind_of(body: &str) -> &'static str {
+    serde_json::from_str::<Event>(body).map_or("unreadable", |e| e.kind.name())
 }
 
 /// Runs the local worker until `shutdown` turns true.

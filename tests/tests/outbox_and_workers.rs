@@ -1,6 +1,7 @@
 //! Transactional outbox, relay and worker runner, on both adapter sets; and the Lambda
 //! handlers' event shapes.
 
+use paddock::events::{EventKind, TrackProcessRequested};
 use paddock::outbox::{self, Event};
 use paddock::ports::Clock;
 use paddock::ports::items::{Condition, Key, Query, TxOp, item};
@@ -13,13 +14,28 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-fn session_tx(t: &TestPorts, n: u32) -> (Vec<TxOp>, Event) {
-    let event = Event::new(
-        "session.uploaded",
-        Some("u1".into()),
-        json!({"n": n}),
+/// A typed event told apart by `label` (carried as its job id).
+fn labelled(label: &str, user_id: Option<String>, t: &TestPorts) -> Event {
+    Event::new(
+        EventKind::TrackProcessRequested(TrackProcessRequested {
+            job_id: label.to_owned(),
+            track_id: "t1".into(),
+        }),
+        user_id,
         t.clock.now(),
-    );
+    )
+}
+
+/// The label of an event made by [`labelled`].
+fn label(event: &Event) -> String {
+    match &event.kind {
+        EventKind::TrackProcessRequested(r) => r.job_id.clone(),
+        other => other.name().to_owned(),
+    }
+}
+
+fn session_tx(t: &TestPorts, n: u32) -> (Vec<TxOp>, Event) {
+    let event = labelled(&format!("session {n}"), Some("u1".into()), t);
     let ops = vec![
         TxOp::Put {
             table: Table::Sessions,
@@ -98,23 +114,24 @@ async fn events_travel_with_their_change_and_are_relayed_once(t: TestPorts) {
     assert_eq!(received, sent);
 }
 
-/// A processor that fails `failures[kind]` times with a retryable error, and fails for good
-/// on `poison`; counts calls by event id.
+/// A processor that fails `failures[label]` times with a retryable error, and fails for good
+/// on `poison`; counts calls by label.
 fn flaky(
     failures: HashMap<&'static str, u32>,
     calls: Arc<Mutex<HashMap<String, u32>>>,
 ) -> Processor {
     Arc::new(move |event: Event, _ports| {
         let calls = calls.clone();
-        let allowed = failures.get(event.kind.as_str()).copied().unwrap_or(0);
+        let label = label(&event);
+        let allowed = failures.get(label.as_str()).copied().unwrap_or(0);
         Box::pin(async move {
             let n = {
                 let mut c = calls.lock().unwrap();
-                let n = c.entry(event.kind.clone()).or_default();
+                let n = c.entry(label.clone()).or_default();
                 *n += 1;
                 *n
             };
-            match event.kind.as_str() {
+            match label.as_str() {
                 "poison" => Err(ProcessError::Poison("refers to nothing".into())),
                 _ if n <= allowed => Err(ProcessError::Retry(anyhow::anyhow!(
                     "transient failure {n}"
@@ -132,7 +149,7 @@ async fn worker_retries_then_dead_letters(t: TestPorts) {
         calls.clone(),
     );
     for kind in ["ok", "flaky", "hopeless", "poison"] {
-        let event = Event::new(kind, None, json!({}), t.clock.now());
+        let event = labelled(kind, None, &t);
         t.ports
             .queue
             .send(vec![serde_json::to_string(&event).unwrap()])
@@ -176,7 +193,7 @@ async fn worker_retries_then_dead_letters(t: TestPorts) {
         .iter()
         .map(|b| {
             serde_json::from_str::<Event>(b)
-                .map(|e| e.kind)
+                .map(|e| label(&e))
                 .unwrap_or_else(|_| b.clone())
         })
         .collect();
@@ -214,9 +231,7 @@ async fn sqs_lambda_handler_reports_only_failed_records() {
     let t = ports(Backend::Embedded).await;
     let calls = Arc::new(Mutex::new(HashMap::new()));
     let processor = flaky(HashMap::from([("flaky", 1)]), calls);
-    let body = |kind: &str| {
-        serde_json::to_string(&Event::new(kind, None, json!({}), t.clock.now())).unwrap()
-    };
+    let body = |kind: &str| serde_json::to_string(&labelled(kind, None, &t)).unwrap();
     let event = json!({"Records": [
         {"messageId": "m1", "receiptHandle": "r1", "body": body("ok"), "attributes": {"ApproximateReceiveCount": "1"}},
         {"messageId": "m2", "receiptHandle": "r2", "body": body("flaky"), "attributes": {"ApproximateReceiveCount": "1"}},
@@ -244,9 +259,14 @@ async fn sqs_lambda_handler_reports_only_failed_records() {
 async fn stream_lambda_handler_relays_inserts() {
     let t = ports(Backend::Embedded).await;
     let event = Event::new(
-        "leaderboard.submit",
+        EventKind::LeaderboardSubmitted(paddock::events::LeaderboardSubmitted {
+            track_id: "t1".into(),
+            session_id: "s1".into(),
+            lap_time_ms: 90_000,
+            previous_best_ms: None,
+            improved: true,
+        }),
         Some("u9".into()),
-        json!({"lapTimeMs": 90000}),
         t.clock.now(),
     );
     let event_json = serde_json::to_value(&event).unwrap();

@@ -85,10 +85,13 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
     assert_eq!(track.session_count, 1);
     let events = outbox_events(&t).await;
     assert_eq!(events.len(), 1);
-    assert_eq!(events[0].kind, "session.uploaded");
+    assert_eq!(events[0].kind.name(), "session.uploaded");
     assert_eq!(events[0].user_id.as_deref(), Some("u1"));
-    assert_eq!(events[0].payload["sessionId"], receipt.session_id.as_str());
-    assert_eq!(events[0].payload["jobId"], job_id.as_str());
+    let paddock::events::EventKind::SessionUploaded(uploaded) = &events[0].kind else {
+        panic!("a session.uploaded event");
+    };
+    assert_eq!(uploaded.session_id, receipt.session_id.as_str());
+    assert_eq!(uploaded.job_id.as_deref(), Some(job_id.as_str()));
 
     // The repeat writes nothing: no second event, no count, no blob.
     let again = sessions::create(&t.ports, "u1", parsed(&t, "c1", 300))

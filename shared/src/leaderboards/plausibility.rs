@@ -73,7 +73,7 @@ fn too_fast_message(lap_time_ms: i64, floor_ms: i64, map_length_m: Option<f64>) 
 
 impl Implausible {
     /// Every value of [`Implausible::reason`]: the metric's label set is fixed and small.
-    pub const REASONS: [&'static str; 2] = ["too_fast", "sectors_mismatch"];
+    pub const REASONS: [&'static str; 2] = crate::metrics::IMPLAUSIBLE_LAP_REASONS;
 
     /// The metric label of this refusal.
     pub fn reason(&self) -> &'static str {

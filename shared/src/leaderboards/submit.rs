@@ -2,13 +2,11 @@
 //! replace of the caller's entry.
 
 use serde::Serialize;
-use serde_json::json;
 use std::time::Duration;
 use utoipa::ToSchema;
 
 use super::board::{Board, Row, entry_key, rank_sk, submitted_at};
-use crate::http::ApiError;
-use crate::outbox::Event;
+use crate::events::{Event, EventKind, LeaderboardSubmitted};
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, StoreError, TxOp, item};
 use crate::sessions::records::StoredSession;
@@ -17,8 +15,6 @@ use crate::tables::Table;
 
 /// The least quality a ranked lap needs, inclusive.
 pub const MIN_QUALITY: f64 = 0.8;
-/// The event every submission emits.
-pub const SUBMIT_EVENT: &str = "leaderboard.submit";
 /// Rounds of read-and-replace before giving up under heavy contention on one entry.
 const ROUNDS: u32 = 8;
 
@@ -69,6 +65,16 @@ pub fn check_lap(session: &StoredSession, lap_time_ms: i64) -> Result<&Lap, Stri
         .ok_or_else(|| format!("lapTimeMs: the lap's stored quality is below {MIN_QUALITY}"))
 }
 
+/// Why a submission was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// Other submissions kept replacing the same entry.
+    #[error("too many concurrent submissions for this entry, please retry")]
+    Contended,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Submits a checked lap of `session` for `driver`; answers the outcome and the board as
 /// it is afterwards.
 pub async fn submit(
@@ -76,7 +82,7 @@ pub async fn submit(
     driver: &Driver,
     session: &StoredSession,
     lap_time_ms: i64,
-) -> Result<(SubmitOutcome, Board), ApiError> {
+) -> Result<(SubmitOutcome, Board), SubmitError> {
     let track_id = session.summary.track_id.clone();
     let key = entry_key(&track_id, &driver.user_id);
     let mut previous = None;
@@ -91,15 +97,16 @@ pub async fn submit(
         previous = current.as_ref().and_then(Row::from_item);
         let now = ports.clock.now();
         let event = Event::new(
-            SUBMIT_EVENT,
-            Some(driver.user_id.clone()),
-            json!({
-                "trackId": track_id,
-                "sessionId": session.summary.id,
-                "lapTimeMs": lap_time_ms,
-                "previousBestMs": previous.as_ref().map(|p| p.lap_time_ms),
-                "improved": previous.as_ref().is_none_or(|p| lap_time_ms < p.lap_time_ms),
+            EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
+                track_id: track_id.clone(),
+                session_id: session.summary.id.clone(),
+                lap_time_ms,
+                previous_best_ms: previous.as_ref().map(|p| p.lap_time_ms),
+                improved: previous
+                    .as_ref()
+                    .is_none_or(|p| lap_time_ms < p.lap_time_ms),
             }),
+            Some(driver.user_id.clone()),
             now,
         );
         if previous
@@ -156,9 +163,7 @@ pub async fn submit(
             Err(e) => return Err(e.into()),
         }
         if round + 1 == ROUNDS {
-            return Err(ApiError::Conflict(
-                "too many concurrent submissions for this entry, please retry".into(),
-            ));
+            return Err(SubmitError::Contended);
         }
     }
     let board = Board::load(ports, &track_id).await?;

@@ -276,3 +276,12 @@ pub async fn submit_lap(
     }
     Ok(ok(outcome))
 }
+
+impl From<submit::SubmitError> for ApiError {
+    fn from(e: submit::SubmitError) -> Self {
+        match e {
+            submit::SubmitError::Contended => Self::Conflict(e.to_string()),
+            submit::SubmitError::Store(s) => s.into(),
+        }
+    }
+}

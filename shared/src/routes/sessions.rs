@@ -90,3 +90,13 @@ pub async fn detail(
     let session = session.ok_or_else(|| ApiError::NotFound("session not found".into()))?;
     Ok(ok(session.detail()))
 }
+
+impl From<sessions::CreateError> for ApiError {
+    fn from(e: sessions::CreateError) -> Self {
+        match e {
+            sessions::CreateError::InProgress => Self::Conflict(e.to_string()),
+            sessions::CreateError::Store(s) => s.into(),
+            sessions::CreateError::Blob(b) => b.into(),
+        }
+    }
+}

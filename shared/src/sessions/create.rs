@@ -8,16 +8,13 @@ use utoipa::ToSchema;
 
 use super::records::{client_key, new_session_id, session_item};
 use super::upload::SessionUpload;
-use crate::http::ApiError;
-use crate::outbox::Event;
-use crate::ports::Ports;
+use crate::events::{Event, EventKind, SessionUploaded};
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, StoreError, TxOp, item};
+use crate::ports::{BlobError, Ports};
 use crate::tables::Table;
 use crate::tracks::{self, TrackKey, jobs, maps};
 
-/// The event an upload emits.
-pub const UPLOADED_EVENT: &str = "session.uploaded";
 /// Transaction conflicts (a concurrent duplicate in flight) are retried this often.
 const CONFLICT_RETRIES: u32 = 4;
 
@@ -55,12 +52,25 @@ async fn earlier_upload(
     Ok(record.as_ref().and_then(Receipt::from_record))
 }
 
+/// Why an upload was not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// A concurrent upload of the same ClientSessionId holds the idempotency record but is
+    /// not committed yet.
+    #[error("a concurrent upload is in progress, retry")]
+    InProgress,
+    #[error("storing the session failed")]
+    Store(#[from] StoreError),
+    #[error("storing the track points failed")]
+    Blob(#[from] BlobError),
+}
+
 /// Stores an upload of `user_id`, or answers the earlier upload of its ClientSessionId.
 pub async fn create(
     ports: &Ports,
     user_id: &str,
     upload: SessionUpload,
-) -> Result<Receipt, ApiError> {
+) -> Result<Receipt, CreateError> {
     if let Some(earlier) = earlier_upload(ports, user_id, &upload.client_session_id).await? {
         return Ok(earlier);
     }
@@ -108,21 +118,20 @@ pub async fn create(
         condition: Some(Condition::NotExists),
     };
     let event = Event::new(
-        UPLOADED_EVENT,
-        Some(user_id.to_owned()),
-        json!({
-            "sessionId": session_id,
-            "trackId": track_id,
-            "gameId": upload.game_id,
-            "trackName": upload.track_name,
-            "trackLayout": upload.track_layout,
-            "vehicleName": upload.vehicle_name,
-            "recordedAt": rfc3339(upload.recorded_at),
-            "sessionPhase": upload.session_phase,
-            "bestLapMs": upload.best_lap_ms,
-            "lapCount": upload.laps.len(),
-            "jobId": job_id,
+        EventKind::SessionUploaded(SessionUploaded {
+            session_id: session_id.clone(),
+            track_id: track_id.clone(),
+            game_id: upload.game_id.clone(),
+            track_name: upload.track_name.clone(),
+            track_layout: upload.track_layout.clone(),
+            vehicle_name: upload.vehicle_name.clone(),
+            recorded_at: rfc3339(upload.recorded_at),
+            session_phase: upload.session_phase.clone(),
+            best_lap_ms: upload.best_lap_ms,
+            lap_count: upload.laps.len(),
+            job_id: job_id.map(str::to_owned),
         }),
+        Some(user_id.to_owned()),
         now,
     );
     let mut ops = vec![
@@ -172,9 +181,7 @@ pub async fn create(
                 StoreError::ConditionFailed { .. } | StoreError::Conflict => {
                     earlier_upload(ports, user_id, &upload.client_session_id)
                         .await?
-                        .ok_or_else(|| {
-                            ApiError::Conflict("a concurrent upload is in progress, retry".into())
-                        })
+                        .ok_or(CreateError::InProgress)
                 }
                 other => Err(other.into()),
             }

@@ -12,5 +12,5 @@ pub mod create;
 pub mod records;
 pub mod upload;
 
-pub use create::{Receipt, create};
+pub use create::{CreateError, Receipt, create};
 pub use records::{SessionDetail, SessionSummary};

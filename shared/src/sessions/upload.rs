@@ -15,8 +15,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
-use crate::http::ApiError;
-use crate::identity::fields::Problems;
+use crate::problems::{FieldProblems, Problems};
 
 /// At most this many laps per upload (a 24-hour race at 1:30 a lap is under 1,000).
 pub const MAX_LAPS: usize = 1_000;
@@ -51,13 +50,7 @@ pub struct Lap {
     pub sector_times_ms: Option<Vec<i64>>,
 }
 
-/// One sampled position (`TrackPointDto`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TrackPoint {
-    pub x: f64,
-    pub y: f64,
-    pub distance: f64,
-}
+pub use crate::tracks::centreline::TrackPoint;
 
 /// A checked `SessionUploadDto`.
 #[derive(Debug, Clone)]
@@ -76,10 +69,11 @@ pub struct SessionUpload {
 }
 
 /// Reads the body (camelCase or PascalCase keys), or answers one 400 naming every problem.
-pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, ApiError> {
+pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, FieldProblems> {
     let Value::Object(body) = body else {
-        return Err(ApiError::BadRequest(
-            "body: must be a JSON object (SessionUploadDto)".into(),
+        return Err(FieldProblems::one(
+            "body",
+            "must be a JSON object (SessionUploadDto)",
         ));
     };
     let mut p = Fields::new(&body, "");
@@ -151,21 +145,23 @@ pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, ApiError
             }
         }
     }
-    p.finish()?;
-    let missing = || ApiError::Internal(anyhow::anyhow!("checked field missing"));
-    Ok(SessionUpload {
-        game_id: game_id.ok_or_else(missing)?,
-        track_name: track_name.ok_or_else(missing)?,
-        track_layout: track_layout.ok_or_else(missing)?,
-        vehicle_name: vehicle_name.ok_or_else(missing)?,
-        recorded_at: recorded_at.ok_or_else(missing)?,
-        laps: laps.ok_or_else(missing)?,
-        best_lap_ms: best_lap_ms.ok_or_else(missing)?,
-        weather_summary: weather_summary.ok_or_else(missing)?,
-        session_phase: session_phase.ok_or_else(missing)?,
-        client_session_id: client_session_id.ok_or_else(missing)?,
-        track_points: track_points.filter(|points| !points.is_empty()),
-    })
+    // The upload exists only when every field parsed; otherwise every problem is listed.
+    let upload = (|| {
+        Some(SessionUpload {
+            game_id: game_id?,
+            track_name: track_name?,
+            track_layout: track_layout?,
+            vehicle_name: vehicle_name?,
+            recorded_at: recorded_at?,
+            laps: laps?,
+            best_lap_ms: best_lap_ms?,
+            weather_summary: weather_summary?,
+            session_phase: session_phase?,
+            client_session_id: client_session_id?,
+            track_points: track_points.filter(|points| !points.is_empty()),
+        })
+    })();
+    p.finish().into_result(upload)
 }
 
 /// Reads fields of one JSON object, recording a problem per bad field.
@@ -193,12 +189,13 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn finish(mut self) -> Result<(), ApiError> {
+    /// Every problem recorded, with a count of those not listed.
+    fn finish(mut self) -> Problems {
         if self.count > MAX_LISTED_PROBLEMS {
             let more = format!("and {} more problems", self.count - MAX_LISTED_PROBLEMS);
             self.problems.add("body", &more);
         }
-        Ok(self.problems.finish()?)
+        self.problems
     }
 
     /// The value of `field` (its camelCase name) or, when the object has no such key, of its

@@ -8,7 +8,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::sessions::upload::TrackPoint;
+/// One sampled position (`TrackPointDto`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrackPoint {
+    pub x: f64,
+    pub y: f64,
+    pub distance: f64,
+}
 
 /// Distance between two centreline points, in metres.
 pub const SPACING_M: f64 = 5.0;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use time::OffsetDateTime;
 
-use crate::outbox::Event;
+use crate::events::{Event, EventKind, TrackProcessRequested};
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, Update, item};
@@ -28,9 +28,6 @@ pub const MAX_ATTEMPTS: i64 = 3;
 pub const LEASE: Duration = Duration::from_secs(120);
 /// Finished jobs are kept this long for operators, then expire.
 const KEEP_FINISHED_SECS: i64 = 7 * 24 * 3600;
-
-/// The event that asks a worker to (re)process a job.
-pub const PROCESS_EVENT: &str = "track.process";
 
 /// A claimed job.
 #[derive(Debug, Clone, PartialEq)]
@@ -311,9 +308,11 @@ async fn reset_one(ports: &Ports, id: &str) -> Result<bool, StoreError> {
         condition: Some(held_by(&job)),
     };
     let again = Event::new(
-        PROCESS_EVENT,
+        EventKind::TrackProcessRequested(TrackProcessRequested {
+            job_id: id.to_owned(),
+            track_id: job.track_id.clone(),
+        }),
         Some(job.user_id.clone()),
-        json!({ "jobId": id, "trackId": job.track_id }),
         ports.clock.now(),
     );
     match ports

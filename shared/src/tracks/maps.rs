@@ -13,14 +13,14 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use utoipa::ToSchema;
 
+use super::centreline::TrackPoint;
 use super::centreline::{self, GridPoint, SPACING_M};
 use super::jobs::{self, Job};
+use crate::events::ProcessError;
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, StoreError, Update};
 use crate::ports::{BlobError, Ports};
-use crate::sessions::upload::TrackPoint;
 use crate::tables::Table;
-use crate::workers::ProcessError;
 
 /// How many merged job ids a map remembers, so a redelivered job is not merged twice.
 const REMEMBERED_JOBS: usize = 200;

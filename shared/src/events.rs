@@ -1,0 +1,152 @@
+//! Domain events: one typed enum of every kind, shared by the producers (which write them to
+//! the outbox in the transaction of their change) and the processors (which match on it).
+//!
+//! On the wire an event is `{id, kind, userId, occurredAt, payload}`: `kind` names the
+//! variant (`session.uploaded`) and `payload` holds its struct. A body that does not read as
+//! one of these kinds is poison: it can never be processed, so it goes to the dead letters.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+/// A domain event with its identity and time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    /// Unique id; processors use it to act once.
+    pub id: Uuid,
+    /// The user the event concerns.
+    pub user_id: Option<String>,
+    /// When the causing change happened.
+    #[serde(with = "time::serde::rfc3339")]
+    pub occurred_at: OffsetDateTime,
+    /// What happened, with its details.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Every kind of event, tagged by its wire name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "payload")]
+pub enum EventKind {
+    /// A session was uploaded (not a duplicate).
+    #[serde(rename = "session.uploaded")]
+    SessionUploaded(SessionUploaded),
+    /// A lap was submitted to a leaderboard (improved or not).
+    #[serde(rename = "leaderboard.submit")]
+    LeaderboardSubmitted(LeaderboardSubmitted),
+    /// A track-map job was returned to pending and needs processing again.
+    #[serde(rename = "track.process")]
+    TrackProcessRequested(TrackProcessRequested),
+}
+
+impl EventKind {
+    /// Every wire name, in a stable order (metric labels are bounded by this list).
+    pub const NAMES: [&'static str; 3] =
+        ["session.uploaded", "leaderboard.submit", "track.process"];
+
+    /// The wire name of this kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::SessionUploaded(_) => Self::NAMES[0],
+            Self::LeaderboardSubmitted(_) => Self::NAMES[1],
+            Self::TrackProcessRequested(_) => Self::NAMES[2],
+        }
+    }
+}
+
+/// `session.uploaded`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUploaded {
+    pub session_id: String,
+    pub track_id: String,
+    pub game_id: String,
+    pub track_name: String,
+    pub track_layout: String,
+    pub vehicle_name: String,
+    /// RFC 3339, the client's `RecordedAt`.
+    pub recorded_at: String,
+    pub session_phase: String,
+    pub best_lap_ms: i64,
+    pub lap_count: usize,
+    /// The track-map job of the session's track points, if it had any.
+    pub job_id: Option<String>,
+}
+
+/// `leaderboard.submit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LeaderboardSubmitted {
+    pub track_id: String,
+    pub session_id: String,
+    pub lap_time_ms: i64,
+    /// The driver's entry before this submission.
+    pub previous_best_ms: Option<i64>,
+    /// Whether the lap replaced (or created) the driver's entry.
+    pub improved: bool,
+}
+
+/// `track.process`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrackProcessRequested {
+    pub job_id: String,
+    pub track_id: String,
+}
+
+impl Event {
+    /// A new event with a fresh time-ordered id.
+    pub fn new(kind: EventKind, user_id: Option<String>, now: OffsetDateTime) -> Self {
+        Self {
+            id: Uuid::now_v7(),
+            user_id,
+            occurred_at: now,
+            kind,
+        }
+    }
+}
+
+/// Why processing an event failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    /// A transient failure: the event is delivered again later.
+    #[error("retryable: {0:#}")]
+    Retry(anyhow::Error),
+    /// The event can never succeed (unreadable, refers to nothing): straight to dead letters.
+    #[error("poison: {0}")]
+    Poison(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn events_keep_their_wire_shape() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let event = Event::new(
+            EventKind::TrackProcessRequested(TrackProcessRequested {
+                job_id: "j".into(),
+                track_id: "t".into(),
+            }),
+            Some("u".into()),
+            now,
+        );
+        let wire = serde_json::to_value(&event).unwrap();
+        assert_eq!(wire["kind"], "track.process");
+        assert_eq!(wire["payload"], json!({"jobId": "j", "trackId": "t"}));
+        assert_eq!(wire["userId"], "u");
+        assert_eq!(wire["occurredAt"], "2023-11-14T22:13:20Z");
+        assert_eq!(serde_json::from_value::<Event>(wire).unwrap(), event);
+        assert_eq!(event.kind.name(), "track.process");
+    }
+
+    #[test]
+    fn an_unknown_kind_does_not_read() {
+        let body = json!({"id": Uuid::now_v7(), "kind": "nope", "userId": null,
+                          "occurredAt": "2023-11-14T22:13:20Z", "payload": {}});
+        assert!(serde_json::from_value::<Event>(body).is_err());
+    }
+}
