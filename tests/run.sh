@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of Paddock on a fresh machine:
 #   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
-#   missing; moto_server and cfn-lint into a venv; DynamoDB Local and the `oidc-provider`
+#   missing; moto_server, cfn-lint and schemathesis into a venv; DynamoDB Local and the `oidc-provider`
 #   OpenID Connect provider from npm), starts DynamoDB Local, moto_server, the OIDC provider
-#   and chromedriver on loopback, lints the SAM template, runs the Rust test suites (both
-#   adapter sets and the browser sign-in), and stops everything it started (by process id).
+#   and chromedriver on loopback, lints the SAM template, runs schemathesis with every check
+#   against the local server's OpenAPI document, runs the Rust test suites (both adapter sets
+#   and the browser sign-in), and stops everything it started (by process id).
 # Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test auth`).
 set -euo pipefail
 
@@ -34,10 +35,10 @@ if ! command -v promtool >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1 \
   $apt_get update -qq
   DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq prometheus openjdk-17-jre-headless chromium chromium-driver curl >/dev/null
 fi
-if [ ! -x "$tools/venv/bin/moto_server" ] || [ ! -x "$tools/venv/bin/cfn-lint" ]; then
+if [ ! -x "$tools/venv/bin/moto_server" ] || [ ! -x "$tools/venv/bin/cfn-lint" ] || [ ! -x "$tools/venv/bin/st" ]; then
   python3 -m venv "$tools/venv"
   "$tools/venv/bin/pip" install -q --upgrade pip
-  "$tools/venv/bin/pip" install -q 'moto[server]' cfn-lint
+  "$tools/venv/bin/pip" install -q 'moto[server]' cfn-lint schemathesis
 fi
 emulator="$tools/node_modules/amplify-dynamodb-simulator/emulator"
 if [ ! -f "$emulator/DynamoDBLocal.jar" ]; then
@@ -103,6 +104,29 @@ export PATH="$tools/venv/bin:$PATH"
 cd "$root"
 step "cfn-lint template.yaml"
 cfn-lint template.yaml
+
+step "schemathesis: every check against /openapi.json of the local server"
+if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
+cargo build -q -p paddock-local
+fuzz_port=$(free_port)
+fuzz_dir=$(mktemp -d)
+Data__Dir="$fuzz_dir" Server__Address="127.0.0.1:$fuzz_port" Auth__AttemptsPerAddress=1000000 \
+  Limits__UploadsPerMinute=1000000 Log__Format=json RUST_LOG=warn \
+  "$root/target/debug/paddock-local" >"$log_dir/fuzz-server.log" 2>&1 &
+pids+=($!)
+fuzz_pid=$!
+wait_for "http://127.0.0.1:$fuzz_port/health" fuzz-server "$fuzz_pid"
+fuzz_token() { # a registered driver's access token
+  curl -s -X POST "http://127.0.0.1:$fuzz_port/v1/auth/register" -H 'content-type: application/json' \
+    -d "{\"email\":\"$1@example.com\",\"password\":\"correct horse battery\",\"displayName\":\"Fuzz\"}" \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["accessToken"])'
+}
+PADDOCK_FUZZ_TOKEN=$(fuzz_token fuzz) PADDOCK_FUZZ_LOGOUT_TOKEN=$(fuzz_token logout) \
+  st --no-color --config-file "$root/tests/fuzz/schemathesis.toml" run "http://127.0.0.1:$fuzz_port/openapi.json" \
+  --max-examples "${PADDOCK_FUZZ_EXAMPLES:-30}" --seed "${PADDOCK_FUZZ_SEED:-1}" \
+  --report-dir "$log_dir/schemathesis" --warnings off
+kill "$fuzz_pid" 2>/dev/null || true
+fi
 
 step "cargo test (embedded adapters, AWS adapters against the emulators, HTTP black-box)"
 cargo test --workspace --no-fail-fast "${@:---all-targets}" -- --test-threads "${PADDOCK_TEST_THREADS:-4}"

@@ -55,7 +55,7 @@ async fn password_change_needs_the_current_password_and_signs_out_the_rest(backe
 
     let (status, body) =
         set_password(&app, token, json!({"newPassword": "a new passphrase"})).await;
-    assert_eq!(status, 400, "{body}");
+    assert_eq!(status, 403, "the account's password must be proven: {body}");
     assert!(body["error"].as_str().unwrap().contains("currentPassword"));
     let (status, body) = set_password(
         &app,

@@ -16,6 +16,7 @@ pub const MAX_LIMIT: usize = 100;
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
     /// The `nextCursor` of the previous page.
     pub cursor: Option<String>,
@@ -35,7 +36,8 @@ impl PageParams {
 
 /// Parses a `limit` parameter.
 pub fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
-    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+    // An absent limit is the default; a present one must be a number (`limit=` is not).
+    match raw.map(str::trim) {
         None => Ok(DEFAULT_LIMIT),
         Some(s) => match s.parse::<usize>() {
             Ok(n) if (1..=MAX_LIMIT).contains(&n) => Ok(n),

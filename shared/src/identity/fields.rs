@@ -80,7 +80,8 @@ pub const MAX_PASSWORD_CHARS: usize = 256;
 /// Characters that change how the text around them is shown without being seen themselves:
 /// bidirectional controls (which can reverse a name on screen) and zero-width or otherwise
 /// invisible characters (which make two names that look the same differ). Refused in display
-/// names, so one driver cannot pose as another on a board.
+/// names, so one driver cannot pose as another on a board. Variation selectors and tag
+/// characters stay allowed: emoji need them (❤️, subdivision flags).
 pub fn is_invisible_or_bidi(c: char) -> bool {
     matches!(
         c,
@@ -97,11 +98,9 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
             | '\u{2060}'..='\u{2064}'
             | '\u{2066}'..='\u{206F}'
             | '\u{3164}'
-            | '\u{FE00}'..='\u{FE0F}'
             | '\u{FEFF}'
             | '\u{FFA0}'
             | '\u{FFF9}'..='\u{FFFB}'
-            | '\u{E0000}'..='\u{E007F}'
     )
 }
 
@@ -140,7 +139,19 @@ impl AvatarUrl {
     }
 }
 
-/// A display name: trimmed, 1 to 64 characters, no control characters.
+/// The characters a display name may not hold, as a regular-expression class body: control
+/// characters and the invisible or text-direction characters of [`is_invisible_or_bidi`]
+/// (all in the Basic Multilingual Plane, so the class reads the same in every regex dialect).
+const NAME_FORBIDDEN: &str = "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb";
+
+/// The OpenAPI pattern of a display name: allowed characters only, and at least one that is
+/// not white space (the name is trimmed).
+pub fn display_name_pattern() -> String {
+    format!("^[^{NAME_FORBIDDEN}]*[^\\s{NAME_FORBIDDEN}][^{NAME_FORBIDDEN}]*$")
+}
+
+/// A display name: 1 to 64 characters as sent and after trimming, no control, invisible or
+/// text-direction characters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DisplayName(String);
 
@@ -148,8 +159,7 @@ impl DisplayName {
     /// Parses `raw`, or says which rule it breaks.
     pub fn parse(raw: &str) -> Result<Self, String> {
         let name = raw.trim();
-        let n = name.chars().count();
-        if !(1..=64).contains(&n) {
+        if name.is_empty() || raw.chars().count() > 64 {
             return Err("must be 1 to 64 characters".into());
         }
         if name.chars().any(char::is_control) {

@@ -40,6 +40,7 @@ pub struct LeaderboardQuery {
     /// Only entries set in this vehicle (case-insensitive).
     pub vehicle_name: Option<String>,
     /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
     /// The `nextCursor` of the previous page.
     pub cursor: Option<String>,
@@ -159,10 +160,13 @@ fn page_response(state: &AppState, headers: &HeaderMap, page: RenderedPage) -> R
 #[serde(rename_all = "camelCase")]
 pub struct SubmitRequest {
     /// The server-side id of one of the caller's sessions.
+    #[schema(required = true, value_type = String, format = Uuid)]
     pub session_id: Option<String>,
     /// The lap time to rank, in milliseconds.
+    #[schema(required = true, value_type = i64, minimum = 1, maximum = 86_400_000)]
     pub lap_time_ms: Option<serde_json::Value>,
-    /// The client's quality score, 0 to 1; at least 0.8 to rank.
+    /// The client's quality score, 0 to 1; below 0.8 the lap is refused (422).
+    #[schema(required = true, value_type = f64, minimum = 0.0, maximum = 1.0)]
     pub quality_score: Option<serde_json::Value>,
 }
 
@@ -198,7 +202,7 @@ pub async fn submit_lap(
             p.add("lapTimeMs", "is required");
             None
         }
-        Some(v) => match v.as_i64() {
+        Some(v) => match crate::sessions::upload::whole_number(v) {
             Some(ms) if (1..=crate::sessions::upload::MAX_LAP_MS).contains(&ms) => Some(ms),
             _ => {
                 p.add(

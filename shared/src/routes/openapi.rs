@@ -4,6 +4,12 @@ use axum::Router;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::StatusCode;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::response::{Response as ApiResponse, ResponseBuilder};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -36,16 +42,18 @@ pub async fn openapi_json() -> Response {
     ),
     components(schemas(
         health::HealthStatus, health::ReadyStatus,
-        auth::email::RegisterRequest, auth::email::LoginRequest, auth::tokens::RefreshRequest,
+        auth::email::RegisterRequest, auth::email::LoginRequest, auth::tokens::RefreshRequest, auth::tokens::LogoutRequest, auth::tokens::LogoutResponse,
         auth::tokens::ExchangeRequest, auth::TokenResponse, auth::tokens::ValidateResponse,
         auth::email::SetPasswordRequest, auth::email::SetPasswordResponse, crate::identity::users::User,
         crate::sessions::Receipt, crate::sessions::SessionSummary, crate::sessions::SessionDetail,
-        crate::sessions::upload::Lap, crate::tracks::Track, crate::tracks::maps::TrackMap,
+        crate::sessions::upload::Lap, crate::sessions::upload::SessionUploadDto,
+        crate::sessions::upload::LapSummaryDto, crate::sessions::upload::TrackPointDto,
+        crate::sessions::upload::SectorTimeMs, crate::tracks::Track, crate::tracks::maps::TrackMap,
         crate::tracks::maps::MapPoint, leaderboards::SubmitRequest,
         crate::leaderboards::submit::SubmitOutcome, crate::leaderboards::cache::LeaderboardPage,
         crate::leaderboards::cache::LeaderboardEntry,
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonResponses),
     tags((name = "health", description = "Liveness, readiness and metrics"),
          (name = "auth", description = "Sign-in, tokens and the desktop PKCE flow"),
          (name = "sessions", description = "Idempotent session uploads and the caller's sessions"),
@@ -68,6 +76,110 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+    }
+}
+
+/// The answers every operation can give because of the layers and extractors it runs
+/// through, added where an operation does not describe them itself: 500 (a bug), 503 (a
+/// backing service is down), 504 (the request deadline); with a JSON body also 400 (malformed
+/// or a field breaks a rule), 413 (too large) and 415 (not JSON); with parameters 400; with a
+/// bearer token 401. Error answers are the envelope with `error` set.
+struct CommonResponses;
+
+impl CommonResponses {
+    fn error_response(status: &str, description: &str) -> RefOr<ApiResponse> {
+        let schema = ObjectBuilder::new()
+            .property("success", ObjectBuilder::new().schema_type(Type::Boolean))
+            .property("data", ObjectBuilder::new().schema_type(Type::Null))
+            .property("error", ObjectBuilder::new().schema_type(Type::String))
+            .required("success")
+            .required("data")
+            .required("error");
+        let response = ResponseBuilder::new().description(description).content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Schema::Object(schema.build())))
+                .build(),
+        );
+        let response = match status {
+            "429" | "503" => response.header(
+                "Retry-After",
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                    .description(Some("Seconds to wait before retrying"))
+                    .build(),
+            ),
+            _ => response,
+        };
+        RefOr::T(response.build())
+    }
+
+    fn add(operation: &mut Operation) {
+        let has_body = operation.request_body.is_some();
+        let has_params = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+        let secured = operation.security.as_ref().is_some_and(|s| !s.is_empty());
+        let mut common = vec![
+            (
+                "500",
+                "Internal error (details are logged with the request id)",
+            ),
+            (
+                "503",
+                "A backing service is unavailable, or the server is saturated (then with Retry-After)",
+            ),
+            ("504", "The request took longer than the deadline"),
+        ];
+        if has_body {
+            common.extend([
+                (
+                    "400",
+                    "Malformed JSON, or a field breaks a rule (the message names each)",
+                ),
+                ("413", "The body is larger than the limit"),
+                ("415", "The body is not application/json"),
+            ]);
+        }
+        if has_params {
+            common.push(("400", "A parameter breaks a rule (the message names it)"));
+        }
+        if secured {
+            common.push(("401", "Missing, invalid, expired or revoked token"));
+        }
+        let responses = &mut operation.responses.responses;
+        for (status, description) in common {
+            responses
+                .entry(status.to_owned())
+                .or_insert_with(|| Self::error_response(status, description));
+        }
+        // Statuses described by hand without a body get the error envelope too.
+        for (status, response) in responses.iter_mut() {
+            if let RefOr::T(r) = response
+                && (status.starts_with('4') || status.starts_with('5'))
+                && r.content.is_empty()
+            {
+                let description = r.description.clone();
+                *response = Self::error_response(status, &description);
+            }
+        }
+    }
+}
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                Self::add(operation);
+            }
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiQuery, Envelope, JsonBody, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
+use crate::sessions::upload::SessionUploadDto;
 use crate::sessions::{self, Receipt, SessionDetail, SessionSummary, records, upload};
 use crate::state::AppState;
 
@@ -22,11 +23,9 @@ pub fn routes() -> Router<AppState> {
 
 /// Uploads a session summary (idempotent on the caller and `ClientSessionId`).
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", security(("bearer" = [])),
-    request_body(content = Object, description = "SessionUploadDto: GameId, TrackName, TrackLayout, VehicleName, \
-        RecordedAt, Laps[] (LapSummaryDto), BestLapMs, WeatherSummary, SessionPhase, ClientSessionId, optional \
-        TrackPoints[] ({X, Y, Distance}); camelCase or PascalCase (camelCase wins when a field is given in both). \
-        Each lap may carry SectorTimesMs: 1 to 32 sector times in ms, checked against the lap time when it is \
-        submitted to a leaderboard"),
+    request_body(content = SessionUploadDto, description = "SessionUploadDto, in camelCase or PascalCase (camelCase \
+        wins when a field is given in both). Rules beyond the schema: lapIndex unique within the session; recordedAt \
+        after 2000-01-01 and at most a day ahead; text trimmed."),
     responses((status = 201, description = "Stored", body = inline(Envelope<Receipt>)),
               (status = 200, description = "This ClientSessionId was uploaded before: the same session, nothing written",
                body = inline(Envelope<Receipt>)),

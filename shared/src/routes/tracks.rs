@@ -39,14 +39,15 @@ pub async fn list(
 #[into_params(parameter_in = Query)]
 pub struct MapQuery {
     /// `json` (default) or `svg`.
+    #[param(value_type = Option<String>, pattern = "^(json|svg)$")]
     pub format: Option<String>,
 }
 
 /// A track's centreline: JSON points, or an SVG picture with `?format=svg`.
 #[utoipa::path(get, path = "/v1/tracks/{id}/map", tag = "tracks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Track id"), MapQuery),
-    responses((status = 200, description = "The map (JSON in the envelope, or `image/svg+xml`)",
-               body = inline(Envelope<TrackMap>)),
+    responses((status = 200, description = "The map: JSON in the envelope, or an SVG picture with `?format=svg`",
+               content((inline(Envelope<TrackMap>) = "application/json"), (String = "image/svg+xml"))),
               (status = 400, description = "Unknown format"),
               (status = 404, description = "Unknown track, or no map built yet")))]
 pub async fn map(

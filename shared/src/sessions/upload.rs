@@ -52,6 +52,123 @@ pub struct Lap {
 
 pub use crate::tracks::centreline::TrackPoint;
 
+/// The schema of `SessionUploadDto` as the API documents it. The body is read field by field
+/// by [`parse`] (so one 400 lists every problem); this type only describes it, with the same
+/// limits. Rules a schema cannot state: `laps[].lapIndex` is unique within the session, and
+/// `recordedAt` lies between 2000-01-01 and one day after the server's clock. Text fields
+/// are trimmed and refuse control characters.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct SessionUploadDto {
+    /// Finds or creates the canonical track (with trackName and trackLayout).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
+    game_id: String,
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
+    track_name: String,
+    /// Empty for tracks without layouts.
+    #[schema(max_length = 128, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    track_layout: String,
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
+    vehicle_name: String,
+    /// The client's time of the session (RFC 3339).
+    #[schema(format = DateTime)]
+    recorded_at: String,
+    #[schema(min_items = 1, max_items = 1000)]
+    laps: Vec<LapSummaryDto>,
+    #[schema(minimum = 1, maximum = 86_400_000)]
+    best_lap_ms: i64,
+    #[schema(max_length = 256, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    weather_summary: String,
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
+    session_phase: String,
+    /// The idempotency key of the upload.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
+    client_session_id: String,
+    /// Sampled positions for the track map.
+    #[schema(max_items = 10_000)]
+    track_points: Option<Vec<TrackPointDto>>,
+}
+
+/// The schema of `LapSummaryDto` in an upload.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct LapSummaryDto {
+    #[schema(minimum = 0, maximum = 100_000)]
+    lap_index: u32,
+    #[schema(minimum = 1, maximum = 86_400_000)]
+    lap_time_ms: i64,
+    is_valid: bool,
+    counts_for_session_timing: bool,
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    quality_combined: f64,
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    quality_coherence: f64,
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    quality_stability: f64,
+    #[schema(minimum = 0.0, maximum = 1.0)]
+    quality_completeness: f64,
+    #[schema(minimum = 0, maximum = 10_000)]
+    num_penalties: u32,
+    #[schema(minimum = 0, maximum = 10_000)]
+    num_pitstops: u32,
+    in_pits_at_lap_end: bool,
+    /// 1 to 32 sector times in ms, checked against the lap time at submission.
+    #[schema(min_items = 1, max_items = 32)]
+    sector_times_ms: Option<Vec<SectorTimeMs>>,
+}
+
+/// One sector time in milliseconds, 1 to a day.
+pub struct SectorTimeMs;
+
+impl utoipa::PartialSchema for SectorTimeMs {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(1))
+            .maximum(Some(MAX_LAP_MS))
+            .into()
+    }
+}
+
+impl ToSchema for SectorTimeMs {}
+
+/// The schema of `TrackPointDto` in an upload.
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct TrackPointDto {
+    #[schema(minimum = -1_000_000.0, maximum = 1_000_000.0)]
+    x: f64,
+    #[schema(minimum = -1_000_000.0, maximum = 1_000_000.0)]
+    y: f64,
+    /// Track distance in metres.
+    #[schema(minimum = 0.0, maximum = 1_000_000.0)]
+    distance: f64,
+}
+
 /// A checked `SessionUploadDto`.
 #[derive(Debug, Clone)]
 pub struct SessionUpload {
@@ -164,6 +281,15 @@ pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, FieldPro
     p.finish().into_result(upload)
 }
 
+/// A JSON number with no fraction, as JSON Schema's `integer` means it (`5` and `5.0`).
+pub fn whole_number(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| {
+        let f = value.as_f64()?;
+        // Within ±2^53 a float holds whole numbers exactly.
+        (f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0).then_some(f as i64)
+    })
+}
+
 /// Reads fields of one JSON object, recording a problem per bad field.
 struct Fields<'a> {
     object: &'a Map<String, Value>,
@@ -237,9 +363,11 @@ impl<'a> Fields<'a> {
             self.problem(field, "must be a string");
             return None;
         };
-        let value = value.trim();
+        // The limit counts the text as sent (as the schema's maxLength does); the minimum
+        // counts it trimmed, so white space alone is not a value.
         let n = value.chars().count();
-        if n < min || n > max {
+        let value = value.trim();
+        if (min > 0 && value.is_empty()) || n > max {
             let rule = if min == 0 {
                 format!("must be at most {max} characters")
             } else {
@@ -257,7 +385,7 @@ impl<'a> Fields<'a> {
 
     fn integer(&mut self, field: &str, min: i64, max: i64) -> Option<i64> {
         let value = self.required(field)?;
-        match value.as_i64() {
+        match whole_number(value) {
             Some(v) if (min..=max).contains(&v) => Some(v),
             Some(_) => {
                 self.problem(field, &format!("must be between {min} and {max}"));
@@ -290,7 +418,7 @@ impl<'a> Fields<'a> {
         }
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            match item.as_i64() {
+            match whole_number(item) {
                 Some(v) if (min..=max).contains(&v) => out.push(v),
                 Some(_) => self.problem(
                     &format!("{field}[{i}]"),

@@ -23,8 +23,16 @@ use crate::state::AppState;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterRequest {
+    /// The account's email; compared without case.
+    #[schema(required = true, value_type = String, format = Email, max_length = 254)]
     pub email: Option<String>,
+    /// 8 to 256 characters.
+    #[schema(required = true, value_type = String, min_length = 8, max_length = 256)]
     pub password: Option<String>,
+    /// Shown on leaderboards: 1 to 64 characters (trimmed), no control, invisible or
+    /// text-direction characters.
+    #[schema(required = true, value_type = String, min_length = 1, max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
     pub display_name: Option<String>,
 }
 
@@ -32,7 +40,11 @@ pub struct RegisterRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LoginRequest {
+    /// The account's email.
+    #[schema(required = true, value_type = String, format = Email, max_length = 254)]
     pub email: Option<String>,
+    /// At most 256 characters.
+    #[schema(required = true, value_type = String, max_length = 256)]
     pub password: Option<String>,
 }
 
@@ -243,8 +255,10 @@ pub async fn login_email(
 #[serde(rename_all = "camelCase")]
 pub struct SetPasswordRequest {
     /// The account's password; required when the account has one.
+    #[schema(max_length = 256)]
     pub current_password: Option<String>,
     /// The new password: 8 to 256 characters.
+    #[schema(required = true, value_type = String, min_length = 8, max_length = 256)]
     pub new_password: Option<String>,
 }
 
@@ -262,9 +276,9 @@ pub struct SetPasswordResponse {
 #[utoipa::path(post, path = "/v1/auth/password", tag = "auth", request_body = SetPasswordRequest,
     security(("bearer" = [])),
     responses((status = 200, description = "Password set; every other sign-in of the account is revoked", body = inline(Envelope<SetPasswordResponse>)),
-              (status = 400, description = "A field breaks a rule, or currentPassword is missing"),
+              (status = 400, description = "A field breaks a rule"),
               (status = 401, description = "Missing, invalid or revoked token"),
-              (status = 403, description = "currentPassword does not match"),
+              (status = 403, description = "currentPassword is missing or does not match (the account has a password)"),
               (status = 409, description = "The account has no email address, or the password changed meanwhile"),
               (status = 429, description = "Too many wrong current passwords"),
               (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
@@ -302,7 +316,8 @@ pub async fn set_password(
                 count_failure(&state, "password-failures", user.user_id()).await?;
                 ApiError::Forbidden(e.to_string())
             }
-            PasswordChangeError::CurrentRequired => ApiError::BadRequest(e.to_string()),
+            // Not a malformed request: the account needs its password proven to change it.
+            PasswordChangeError::CurrentRequired => ApiError::Forbidden(e.to_string()),
             PasswordChangeError::NoEmail | PasswordChangeError::Concurrent => {
                 ApiError::Conflict(e.to_string())
             }

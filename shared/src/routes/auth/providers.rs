@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use http::{HeaderMap, HeaderValue, header};
 use oauth2::PkceCodeChallenge;
 use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::http::auth_user::ClientAddr;
 use crate::http::{ApiError, ApiQuery};
@@ -20,10 +21,18 @@ use crate::state::AppState;
 const FLOW_COOKIE: &str = "paddock_signin";
 
 /// Query of `GET /v1/auth/login/{provider}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LoginStart {
+    /// The desktop's loopback listener: `http://127.0.0.1|[::1]|localhost:<port>/callback`.
+    #[param(required = true, value_type = String,
+        pattern = "^http://(127\\.0\\.0\\.1|\\[::1\\]|localhost)(:[0-9]{1,5})?/callback(\\?[^#]*)?$")]
     pub redirect_uri: Option<String>,
+    /// The S256 PKCE challenge: 43 to 128 characters of A-Z a-z 0-9 - . _ ~.
+    #[param(required = true, value_type = String, pattern = "^[A-Za-z0-9._~-]{43,128}$")]
     pub code_challenge: Option<String>,
+    /// `S256` (the default); `plain` is refused.
+    #[param(value_type = Option<String>, pattern = "^S256$")]
     pub code_challenge_method: Option<String>,
 }
 
@@ -93,11 +102,8 @@ impl TryFrom<LoginStart> for LoginStartForm {
 
 /// Starts the desktop sign-in with a provider.
 #[utoipa::path(get, path = "/v1/auth/login/{provider}", tag = "auth",
-    params(("provider" = String, Path, description = "A configured provider, e.g. google"),
-           ("redirect_uri" = String, Query, description = "The desktop's loopback listener, http://127.0.0.1:<port>/callback"),
-           ("code_challenge" = String, Query, description = "S256 PKCE challenge, 43-128 characters"),
-           ("code_challenge_method" = Option<String>, Query, description = "S256 (default); plain is refused")),
-    responses((status = 302, description = "To the provider, with a sign-in cookie"),
+    params(("provider" = String, Path, description = "A configured provider, e.g. google"), LoginStart),
+    responses((status = 303, description = "To the provider, with a sign-in cookie"),
               (status = 400, description = "redirect_uri or code_challenge not permitted"),
               (status = 404, description = "Provider not configured"), (status = 429, description = "Too many sign-in starts")))]
 pub async fn login_provider(
@@ -178,10 +184,15 @@ fn provider_error(e: providers::ProviderError) -> ApiError {
 }
 
 /// Query of the provider's redirect back to us.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CallbackQuery {
+    /// The provider's authorization code.
     pub code: Option<String>,
+    /// The flow state the sign-in started with; must match the sign-in cookie.
+    #[param(required = true, value_type = String)]
     pub state: Option<String>,
+    /// The provider's error code, when the driver declined.
     pub error: Option<String>,
 }
 
@@ -199,8 +210,12 @@ fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
 /// The provider's redirect target: signs the user in and sends the browser to the desktop
 /// listener with a one-time code (never a token).
 #[utoipa::path(get, path = "/v1/auth/callback/{provider}", tag = "auth",
-    params(("provider" = String, Path, description = "The provider the flow started with")),
-    responses((status = 302, description = "To redirect_uri?code=..."), (status = 400, description = "Unknown state, missing cookie or provider mix-up")))]
+    params(("provider" = String, Path, description = "The provider the flow started with"), CallbackQuery,
+           ("paddock_signin" = Option<String>, Cookie, description = "The sign-in cookie set at the start; must equal `state`")),
+    responses((status = 303, description = "To redirect_uri?code=... (or ?error=... when the driver declined)"),
+              (status = 400, description = "Unknown state, missing cookie or provider mix-up"),
+              (status = 404, description = "Provider not configured"),
+              (status = 409, description = "Concurrent sign-ins of one account; retry")))]
 pub async fn callback(
     State(state): State<AppState>,
     Path(provider): Path<String>,

@@ -17,10 +17,20 @@ use crate::ports::clock::rfc3339;
 use crate::problems::{FieldProblems, Problems};
 use crate::state::AppState;
 
-/// Body carrying a refresh token (`/refresh`, `/logout`).
+/// `POST /v1/auth/refresh` body.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RefreshRequest {
+    /// The refresh token of the last sign-in or rotation.
+    #[schema(required = true, value_type = String)]
+    pub refresh_token: Option<String>,
+}
+
+/// `POST /v1/auth/logout` body (optional: the bearer token alone also signs out).
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogoutRequest {
+    /// A refresh token of the sign-in to end.
     pub refresh_token: Option<String>,
 }
 
@@ -28,8 +38,20 @@ pub struct RefreshRequest {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExchangeRequest {
+    /// The one-time code the browser brought to the desktop's listener.
+    #[schema(required = true, value_type = String)]
     pub code: Option<String>,
+    /// The PKCE verifier whose S256 challenge started the sign-in.
+    #[schema(required = true, value_type = String, pattern = "^[A-Za-z0-9._~-]{43,128}$")]
     pub code_verifier: Option<String>,
+}
+
+/// `POST /v1/auth/logout` answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LogoutResponse {
+    /// Always true.
+    pub logged_out: bool,
 }
 
 /// An exchange whose fields parsed.
@@ -92,19 +114,26 @@ pub async fn refresh(
 }
 
 /// Signs out: revokes the refresh-token family (and with it its access tokens).
-#[utoipa::path(post, path = "/v1/auth/logout", tag = "auth", request_body = RefreshRequest,
-    responses((status = 200, description = "Signed out"), (status = 401, description = "Neither a refresh token nor a valid bearer token")))]
+#[utoipa::path(post, path = "/v1/auth/logout", tag = "auth", request_body = Option<LogoutRequest>,
+    security((), ("bearer" = [])),
+    responses((status = 200, description = "Signed out", body = inline(Envelope<LogoutResponse>)),
+              (status = 401, description = "Neither a refresh token nor a valid bearer token")))]
 pub async fn logout(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    let parsed: RefreshRequest = if body.iter().all(u8::is_ascii_whitespace) {
-        RefreshRequest::default()
+    // The body is optional: none, `null` or an object with a refresh token.
+    let parsed: LogoutRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        LogoutRequest::default()
     } else {
         let value: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
-        crate::http::extract::from_value(crate::http::extract::camel_case_keys(value))?
+        if value.is_null() {
+            LogoutRequest::default()
+        } else {
+            crate::http::extract::from_value(crate::http::extract::camel_case_keys(value))?
+        }
     };
     let family = match parsed.refresh_token {
         Some(raw) => refresh_tokens::family_of(&state.ports, &raw)
@@ -127,7 +156,7 @@ pub async fn logout(
         }
     };
     refresh_tokens::revoke_family(&state.ports, &family).await?;
-    Ok(ok(serde_json::json!({"loggedOut": true})))
+    Ok(ok(LogoutResponse { logged_out: true }))
 }
 
 /// Checks the presented bearer token.
