@@ -2,6 +2,8 @@
 
 use anyhow::Context;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -65,19 +67,27 @@ impl Application {
             max_receives: self.state.settings.max_receives,
             ..RetryPolicy::default()
         };
-        let relay = tokio::spawn(workers::run_relay(
-            ports.clone(),
-            Duration::from_millis(200),
-            stop_rx.clone(),
-        ));
-        let worker = tokio::spawn(async move {
-            // Before this process's worker starts, every job left in processing is stuck.
-            // A store that is down now must not stop the server (readiness reports it).
-            let stuck = crate::tracks::jobs::Stuck::All;
-            if let Err(e) = crate::tracks::jobs::reset_stuck(&ports, stuck).await {
-                tracing::warn!(error = %e, "could not return stuck track jobs to pending");
+        let relay = {
+            let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
+            supervised("outbox relay", move || {
+                workers::run_relay(ports.clone(), Duration::from_millis(200), stop_rx.clone())
+            })
+        };
+        let first_start = Arc::new(AtomicBool::new(true));
+        let worker = supervised("event worker", move || {
+            let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
+            let first_start = first_start.clone();
+            async move {
+                // Before this process's worker first starts, every job left in processing is
+                // stuck. A store that is down now must not stop the server (readiness says so).
+                if first_start.swap(false, Ordering::SeqCst) {
+                    let stuck = crate::tracks::jobs::Stuck::All;
+                    if let Err(e) = crate::tracks::jobs::reset_stuck(&ports, stuck).await {
+                        tracing::warn!(error = %e, "could not return stuck track jobs to pending");
+                    }
+                }
+                workers::run_worker(ports, workers::default_processor(), policy, stop_rx).await
             }
-            workers::run_worker(ports, workers::default_processor(), policy, stop_rx).await
         });
 
         let router = app_router(self.state);
@@ -94,6 +104,27 @@ impl Application {
         let _ = tokio::join!(relay, worker);
         served.context("serving HTTP")
     }
+}
+
+/// Runs a background loop on its own task; a panic in it is logged with its message and the
+/// loop started again a second later, instead of the task ending silently.
+fn supervised<F, Fut>(name: &'static str, start: F) -> tokio::task::JoinHandle<()>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(async move {
+        loop {
+            match tokio::spawn(start()).await {
+                Ok(()) => return,
+                Err(e) if e.is_panic() => {
+                    tracing::error!(task = name, error = %e, "background task panicked; restarting it");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Err(_) => return, // cancelled: the runtime is shutting down
+            }
+        }
+    })
 }
 
 async fn shutdown_signal() {

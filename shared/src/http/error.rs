@@ -2,6 +2,7 @@
 
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
+use std::sync::Arc;
 
 use super::envelope::Envelope;
 use crate::identity::passwords::PasswordError;
@@ -48,9 +49,16 @@ pub enum ApiError {
         message: String,
         retry_after_secs: u64,
     },
-    /// 503: a backing service is down or a feature is not configured.
+    /// 503: a feature is not configured (the message says which).
     #[error("{0}")]
     Unavailable(String),
+    /// 503: a backing service failed; `message` is for the client, `cause` for the log.
+    #[error("{message}")]
+    Backend {
+        message: String,
+        #[source]
+        cause: anyhow::Error,
+    },
     /// 503 with `Retry-After` seconds: the server is saturated for now.
     #[error("{message}")]
     Busy {
@@ -81,38 +89,54 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) | Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::Backend { .. } | Self::Busy { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
+    }
+}
+
+/// The server-side cause of an error answer, carried to the request middleware as a response
+/// extension so that it is logged once, with its whole `source()` chain and the request id,
+/// in the request's own log line. The client sees only the answer's message.
+#[derive(Debug, Clone)]
+pub struct ErrorCause(pub Arc<anyhow::Error>);
+
+impl ErrorCause {
+    /// The cause and each of its sources, outermost first, joined by `: `.
+    pub fn chain(&self) -> String {
+        format!("{:#}", self.0)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let message = match &self {
-            Self::Internal(cause) => {
-                tracing::error!(error = format!("{cause:#}"), "request failed");
-                "internal server error".to_owned()
+        let retry_after = match &self {
+            Self::TooManyRequests {
+                retry_after_secs, ..
             }
-            Self::Unavailable(reason) => {
-                tracing::warn!(%reason, "backing service unavailable");
-                reason.clone()
-            }
-            other => other.to_string(),
+            | Self::Busy {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
+        };
+        let (message, cause) = match self {
+            Self::Internal(cause) => ("internal server error".to_owned(), Some(cause)),
+            Self::Backend { message, cause } => (message, Some(cause)),
+            other => (other.to_string(), None),
         };
         let mut response = (status, Envelope::error(message)).into_response();
-        if let Self::TooManyRequests {
-            retry_after_secs, ..
+        if let Some(cause) = cause {
+            response
+                .extensions_mut()
+                .insert(ErrorCause(Arc::new(cause)));
         }
-        | Self::Busy {
-            retry_after_secs, ..
-        } = self
-        {
-            response.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(retry_after_secs.max(1)),
-            );
+        if let Some(secs) = retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         }
         response
     }
@@ -121,10 +145,10 @@ impl IntoResponse for ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Unavailable(cause) => {
-                tracing::error!(%cause, "item store unavailable");
-                Self::Unavailable("storage is temporarily unavailable, please retry".into())
-            }
+            StoreError::Unavailable(_) => Self::Backend {
+                message: "storage is temporarily unavailable, please retry".into(),
+                cause: anyhow::Error::new(e),
+            },
             StoreError::Conflict => Self::Conflict("a concurrent change won, please retry".into()),
             StoreError::InvalidCursor => {
                 Self::invalid("cursor", "is not a cursor this list returned")
@@ -137,10 +161,10 @@ impl From<StoreError> for ApiError {
 impl From<BlobError> for ApiError {
     fn from(e: BlobError) -> Self {
         match e {
-            BlobError::Unavailable(cause) => {
-                tracing::error!(%cause, "blob store unavailable");
-                Self::Unavailable("file storage is temporarily unavailable, please retry".into())
-            }
+            BlobError::Unavailable(_) => Self::Backend {
+                message: "file storage is temporarily unavailable, please retry".into(),
+                cause: anyhow::Error::new(e),
+            },
             other => Self::Internal(anyhow::Error::new(other)),
         }
     }
@@ -201,7 +225,10 @@ impl From<SigningKeyError> for ApiError {
     fn from(e: SigningKeyError) -> Self {
         match e {
             SigningKeyError::Secrets(s) => s.into(),
-            other => Self::Unavailable(other.to_string()),
+            other => Self::Backend {
+                message: other.to_string(),
+                cause: anyhow::Error::new(other),
+            },
         }
     }
 }

@@ -8,6 +8,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use std::any::Any;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -15,7 +16,7 @@ use tower_http::timeout::TimeoutLayer;
 use tracing::Instrument;
 
 use super::envelope::Envelope;
-use super::error::ApiError;
+use super::error::{ApiError, ErrorCause};
 use crate::metrics;
 
 /// The id of the current request, also sent back as `x-request-id`.
@@ -63,14 +64,22 @@ async fn method_not_allowed() -> ApiError {
     ApiError::MethodNotAllowed
 }
 
-fn on_panic(_payload: Box<dyn Any + Send + 'static>) -> Response {
-    // The payload may hold internals; it is logged by the observe layer's 500 line, not sent.
-    tracing::error!("handler panicked");
-    (
+fn on_panic(payload: Box<dyn Any + Send + 'static>) -> Response {
+    // The payload may hold internals: it goes to the log (as the request's cause), not out.
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    let mut response = (
         StatusCode::INTERNAL_SERVER_ERROR,
         Envelope::error("internal server error"),
     )
-        .into_response()
+        .into_response();
+    response.extensions_mut().insert(ErrorCause(Arc::new(
+        anyhow::anyhow!(what).context("handler panicked"),
+    )));
+    response
 }
 
 /// Request id, access log line, metrics, and the envelope on non-JSON error answers.
@@ -98,12 +107,16 @@ async fn observe(mut req: Request, next: Next) -> Response {
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
     metrics::global().observe_request(method.as_str(), &route_label, status, elapsed);
+    // The one line of this request; a server-side cause is in it, logged nowhere else.
+    let cause = response.extensions_mut().remove::<ErrorCause>();
     span.in_scope(|| {
         let latency_ms = elapsed.as_secs_f64() * 1000.0;
-        if status >= 500 {
-            tracing::error!(status, latency_ms, "request");
-        } else {
-            tracing::info!(status, latency_ms, "request");
+        match (&cause, status >= 500) {
+            (Some(cause), _) => {
+                tracing::error!(status, latency_ms, error = %cause.chain(), "request");
+            }
+            (None, true) => tracing::error!(status, latency_ms, "request"),
+            (None, false) => tracing::info!(status, latency_ms, "request"),
         }
     });
     response

@@ -171,12 +171,13 @@ pub async fn login_provider(
 }
 
 fn provider_error(e: providers::ProviderError) -> ApiError {
-    match e {
-        providers::ProviderError::Upstream(cause) => {
-            tracing::error!(%cause, "identity provider unreachable");
-            ApiError::Unavailable("the sign-in provider is unavailable, please retry".into())
-        }
+    match &e {
+        providers::ProviderError::Upstream(_) => ApiError::Backend {
+            message: "the sign-in provider is unavailable, please retry".into(),
+            cause: anyhow::Error::new(e),
+        },
         providers::ProviderError::Rejected(reason) => {
+            // A refused answer is not a server failure (400), so it is not in the error log.
             tracing::warn!(%reason, "identity provider answer rejected");
             ApiError::BadRequest("sign-in with the provider failed".into())
         }
