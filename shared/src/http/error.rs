@@ -10,7 +10,6 @@ use crate::identity::rate_limits::{LimitError, RateLimited};
 use crate::identity::signing_keys::SigningKeyError;
 use crate::ports::{BlobError, QueueError, SecretError, StoreError};
 use crate::problems::FieldProblems;
-use crate::tracks::maps::MapReadError;
 
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
 /// carries the cause, which is logged with the request id and never sent.
@@ -170,14 +169,6 @@ impl From<BlobError> for ApiError {
     }
 }
 
-impl From<MapReadError> for ApiError {
-    fn from(e: MapReadError) -> Self {
-        match e {
-            MapReadError::Store(e) => e.into(),
-            MapReadError::Blob(e) => e.into(),
-        }
-    }
-}
 
 impl From<QueueError> for ApiError {
     fn from(e: QueueError) -> Self {

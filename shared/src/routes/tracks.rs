@@ -83,3 +83,12 @@ pub async fn map(
     );
     Ok(response)
 }
+
+impl From<maps::MapReadError> for ApiError {
+    fn from(e: maps::MapReadError) -> Self {
+        match e {
+            maps::MapReadError::Store(e) => e.into(),
+            maps::MapReadError::Blob(e) => e.into(),
+        }
+    }
+}
