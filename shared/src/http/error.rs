@@ -169,7 +169,6 @@ impl From<BlobError> for ApiError {
     }
 }
 
-
 impl From<QueueError> for ApiError {
     fn from(e: QueueError) -> Self {
         Self::Internal(anyhow::Error::new(e))

@@ -187,3 +187,43 @@ impl Modify for CommonResponses {
 pub fn document() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::document;
+
+    #[test]
+    fn the_documented_display_name_pattern_is_the_one_the_code_defines() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let pattern = &doc["components"]["schemas"]["RegisterRequest"]["properties"]["displayName"]
+            ["pattern"];
+        assert_eq!(
+            pattern.as_str(),
+            Some(crate::identity::fields::display_name_pattern().as_str())
+        );
+    }
+
+    #[test]
+    fn every_operation_documents_its_failures_with_the_envelope() {
+        let doc = serde_json::to_value(document()).unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let responses = op["responses"].as_object().unwrap();
+                for status in ["500", "503", "504"] {
+                    assert!(responses.contains_key(status), "{method} {path}: {status}");
+                }
+                if op.get("requestBody").is_some() {
+                    for status in ["400", "413", "415"] {
+                        assert!(responses.contains_key(status), "{method} {path}: {status}");
+                    }
+                }
+                for (status, response) in responses {
+                    if status.starts_with('4') || status.starts_with('5') {
+                        let schema = &response["content"]["application/json"]["schema"];
+                        assert_eq!(schema["required"][2], "error", "{method} {path} {status}");
+                    }
+                }
+            }
+        }
+    }
+}
