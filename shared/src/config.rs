@@ -28,8 +28,11 @@ pub enum LogFormat {
 /// Token settings (`Jwt__*`).
 #[derive(Debug, Clone)]
 pub struct JwtSettings {
+    /// The `iss` every token carries and must carry.
     pub issuer: String,
+    /// The `aud` every token carries and must carry.
     pub audience: String,
+    /// Lifetime of a new access token, in minutes.
     pub expiry_minutes: u32,
 }
 
@@ -154,12 +157,15 @@ impl ProviderKind {
 pub struct ProviderConfig {
     /// The path segment, e.g. `google` in `/v1/auth/login/google`.
     pub name: String,
+    /// How the provider is spoken to.
     pub kind: ProviderKind,
+    /// The OAuth client id registered with the provider.
     pub client_id: String,
     /// From `...__ClientSecret`, or the secret named `<name>ClientSecret`; never printed.
     pub client_secret: Option<SecretString>,
     /// The issuer (required for `oidc`).
     pub issuer: Option<String>,
+    /// The scopes asked for at sign-in.
     pub scopes: Vec<String>,
     /// `...__TrustEmailVerified`: whether the provider's word that an email is verified is
     /// believed, which lets its sign-in claim an account by that email. On by default for
@@ -180,7 +186,9 @@ impl ProviderKind {
 #[derive(Debug, thiserror::Error)]
 #[error("configuration key {key}: {reason}")]
 pub struct ConfigError {
+    /// The configuration key at fault.
     pub key: &'static str,
+    /// Why its value could not be used.
     pub reason: String,
 }
 

@@ -13,7 +13,9 @@ use crate::ports::Ports;
 /// The ports, settings and per-process caches, cloned into every handler.
 #[derive(Clone)]
 pub struct AppState {
+    /// The adapters of every port.
     pub ports: Ports,
+    /// The settings the process started with.
     pub settings: Arc<Settings>,
     /// Identity providers by name (their discovery documents and keys are cached inside).
     /// Empty unless [`AppState::with_identity_providers`] was called: only the auth group

@@ -33,7 +33,9 @@ pub struct DynamoItemStore {
 /// Capacity units consumed so far, as DynamoDB reports them (`ReturnConsumedCapacity`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Capacity {
+    /// Read capacity units consumed.
     pub read_units: f64,
+    /// Write capacity units consumed.
     pub write_units: f64,
 }
 

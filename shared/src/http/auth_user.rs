@@ -14,6 +14,7 @@ use crate::state::AppState;
 /// The caller of a protected endpoint: a valid access token of a family that is not revoked.
 #[derive(Debug, Clone)]
 pub struct AuthUser {
+    /// The verified claims of the presented token.
     pub claims: Arc<Claims>,
 }
 

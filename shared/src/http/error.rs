@@ -45,7 +45,9 @@ pub enum ApiError {
     /// 429 with `Retry-After` seconds.
     #[error("{message}")]
     TooManyRequests {
+        /// What the client is told.
         message: String,
+        /// Seconds until a retry may succeed (`Retry-After`).
         retry_after_secs: u64,
     },
     /// 503: a feature is not configured (the message says which).
@@ -54,14 +56,18 @@ pub enum ApiError {
     /// 503: a backing service failed; `message` is for the client, `cause` for the log.
     #[error("{message}")]
     Backend {
+        /// What the client is told.
         message: String,
+        /// The server-side cause (logged with the request id, never sent).
         #[source]
         cause: anyhow::Error,
     },
     /// 503 with `Retry-After` seconds: the server is saturated for now.
     #[error("{message}")]
     Busy {
+        /// What the client is told.
         message: String,
+        /// Seconds until a retry may succeed (`Retry-After`).
         retry_after_secs: u64,
     },
     /// 500: a bug or an unexpected failure; details go to the log only.

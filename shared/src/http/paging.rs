@@ -53,6 +53,7 @@ pub fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Paged<T> {
+    /// The entries of this page.
     pub items: Vec<T>,
     /// Pass as `cursor` for the next page; null on the last page.
     pub next_cursor: Option<String>,

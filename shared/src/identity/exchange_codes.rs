@@ -39,10 +39,13 @@ pub async fn issue(
 /// Why an exchange was refused (all answer 400).
 #[derive(Debug, thiserror::Error)]
 pub enum ExchangeError {
+    /// The value is unknown, expired or malformed.
     #[error("code is invalid, expired or already used")]
     Invalid,
+    /// The PKCE verifier does not match the challenge.
     #[error("codeVerifier does not match the code_challenge given at login")]
     WrongVerifier,
+    /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

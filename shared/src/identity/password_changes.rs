@@ -31,8 +31,10 @@ pub enum PasswordChangeError {
     /// The account does not exist anymore.
     #[error("account no longer exists")]
     NoAccount,
+    /// Password hashing failed or is saturated.
     #[error(transparent)]
     Hashing(#[from] PasswordError),
+    /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

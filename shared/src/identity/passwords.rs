@@ -33,7 +33,10 @@ fn argon2_with(params: Params) -> Argon2<'static> {
 pub enum PasswordError {
     /// Every hashing thread stayed busy for longer than the configured wait.
     #[error("password hashing is saturated; retry in {retry_after_secs} s")]
-    Busy { retry_after_secs: u64 },
+    Busy {
+        /// Seconds until a retry may succeed (`Retry-After`).
+        retry_after_secs: u64,
+    },
     /// The hashing threads are gone (the process is shutting down) or a hash failed.
     #[error("password hashing failed: {0}")]
     Failed(String),

@@ -29,6 +29,7 @@ pub enum ProviderSignInError {
     /// Concurrent sign-ins kept changing the account's records.
     #[error("concurrent sign-ins for this account, please retry")]
     Contended,
+    /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -45,6 +45,7 @@ struct Discovery {
 /// The `id_token` of an OIDC token response.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IdTokenField {
+    /// The OpenID Connect ID token, when the provider sent one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id_token: Option<String>,
 }
@@ -67,10 +68,15 @@ type OAuthClient = Client<
 /// Who the provider says signed in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderIdentity {
+    /// The provider's stable id of the person.
     pub subject: String,
+    /// The account email, if any.
     pub email: Option<String>,
+    /// Whether the provider vouches for the email (and is trusted to).
     pub email_verified: bool,
+    /// The name the provider gives.
     pub name: Option<String>,
+    /// The picture URL the provider gives.
     pub picture: Option<String>,
 }
 
@@ -103,8 +109,10 @@ pub fn http_client() -> reqwest::Client {
 /// Why a provider step failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
+    /// The provider could not be reached or answered badly.
     #[error("provider unreachable or misbehaving: {0}")]
     Upstream(String),
+    /// The provider's answer was refused.
     #[error("provider answer rejected: {0}")]
     Rejected(String),
 }

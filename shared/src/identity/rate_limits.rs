@@ -19,7 +19,9 @@ const KNOWN_ADDRESS_SECS: i64 = 90 * 24 * 3600;
 /// A limit: at most `max` hits per window, counted in attribute `counter`.
 #[derive(Debug, Clone)]
 pub struct Limit {
+    /// The attribute the hits are counted in.
     pub counter: String,
+    /// Hits allowed per window.
     pub max: u32,
 }
 
@@ -48,8 +50,10 @@ pub struct RateLimited {
 /// Why a limited request was not let through.
 #[derive(Debug, thiserror::Error)]
 pub enum LimitError {
+    /// The request is over a limit.
     #[error(transparent)]
     Limited(#[from] RateLimited),
+    /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -42,7 +42,9 @@ fn user_family_key(user_id: &str, family_id: &str) -> Key {
 pub struct Issued {
     /// The raw value for the client (32 random bytes, base64url).
     pub raw: String,
+    /// The refresh-token family (the sign-in).
     pub family_id: String,
+    /// The driver's id.
     pub user_id: String,
 }
 
@@ -97,12 +99,16 @@ pub async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, St
 /// Why a refresh was refused (all answer 401).
 #[derive(Debug, thiserror::Error)]
 pub enum RefreshError {
+    /// The value is unknown, expired or malformed.
     #[error("refresh token is invalid or expired")]
     Invalid,
+    /// A used token was presented again: its family is now revoked.
     #[error("refresh token was already used; the session has been revoked")]
     Replayed,
+    /// The family was revoked (logout, replay, password change, takeover).
     #[error("the session has been revoked")]
     Revoked,
+    /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -17,6 +17,7 @@ pub const LIFETIME_SECS: i64 = 10 * 60;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SignInFlow {
+    /// The provider the flow started with.
     pub provider: String,
     /// The desktop client's loopback listener.
     pub redirect_uri: String,
@@ -24,6 +25,7 @@ pub struct SignInFlow {
     pub code_challenge: String,
     /// Our own PKCE verifier towards the provider.
     pub pkce_verifier: String,
+    /// The nonce the ID token must carry.
     pub nonce: String,
 }
 

@@ -81,6 +81,7 @@ impl User {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EmailClaim {
+    /// The driver's id.
     pub user_id: String,
     /// The argon2id PHC string; absent for accounts that sign in only through providers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,6 +112,7 @@ impl EmailClaim {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IdentityLink {
+    /// The driver's id.
     pub user_id: String,
     /// Set while the account is being taken over by the verified owner of its email and its
     /// earlier sign-ins are not all revoked yet; a sign-in that finds it finishes the job.
@@ -121,8 +123,10 @@ pub struct IdentityLink {
 /// Why registration failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RegisterError {
+    /// Another account holds the email.
     #[error("an account with this email already exists")]
     EmailTaken,
+    /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -30,13 +30,19 @@ const MAX_PAGES: usize = 256;
 pub struct LeaderboardEntry {
     /// 1 is fastest.
     pub rank: usize,
+    /// The driver's id.
     pub user_id: String,
+    /// Shown on leaderboards and the feed.
     pub display_name: String,
+    /// Profile image URL (https), if any.
     pub avatar_url: Option<String>,
+    /// Lap time in milliseconds.
     pub lap_time_ms: i64,
     /// `M:SS.mmm`.
     pub lap_time: String,
+    /// The car the lap was set in.
     pub vehicle_name: String,
+    /// The session the lap belongs to.
     pub session_id: String,
     /// RFC 3339.
     pub submitted_at: String,
@@ -46,8 +52,11 @@ pub struct LeaderboardEntry {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LeaderboardPage {
+    /// The track of the board.
     pub track: Track,
+    /// The ranked entries of this page.
     pub entries: Vec<LeaderboardEntry>,
+    /// Pass as `cursor` for the next page; null on the last page.
     pub next_cursor: Option<String>,
     /// Entries on the board (with the vehicle filter applied).
     pub total_entries: usize,
@@ -58,7 +67,9 @@ pub struct LeaderboardPage {
 pub struct PageKey {
     /// Lower-cased vehicle filter.
     pub vehicle: Option<String>,
+    /// Entries skipped before this page.
     pub offset: usize,
+    /// Entries on this page at most.
     pub limit: usize,
 }
 

@@ -41,7 +41,9 @@ pub enum Implausible {
     /// Faster than [`floor_ms`] allows.
     #[error("{}", too_fast_message(*.lap_time_ms, *.floor_ms, *.map_length_m))]
     TooFast {
+        /// Lap time in milliseconds.
         lap_time_ms: i64,
+        /// The shortest plausible lap on this track, in milliseconds.
         floor_ms: i64,
         /// The map's length when the map set the floor (else the absolute floor did).
         map_length_m: Option<f64>,
@@ -52,8 +54,11 @@ pub enum Implausible {
          {lap_time_ms} ms (at most {tolerance_ms} ms apart)"
     )]
     SectorsMismatch {
+        /// Lap time in milliseconds.
         lap_time_ms: i64,
+        /// The sum of the sector times, in milliseconds.
         sum_ms: i64,
+        /// How far the sum may be from the lap time.
         tolerance_ms: i64,
     },
 }

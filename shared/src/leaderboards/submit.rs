@@ -30,14 +30,18 @@ pub struct SubmitOutcome {
     pub previous_best_ms: Option<i64>,
     /// The caller's rank after the submission (1 is fastest).
     pub rank: Option<usize>,
+    /// The canonical track.
     pub track_id: String,
 }
 
 /// Who submits.
 #[derive(Debug, Clone)]
 pub struct Driver {
+    /// The driver's id.
     pub user_id: String,
+    /// Shown on leaderboards and the feed.
     pub display_name: String,
+    /// Profile image URL (https), if any.
     pub avatar_url: Option<String>,
 }
 
@@ -71,6 +75,7 @@ pub enum SubmitError {
     /// Other submissions kept replacing the same entry.
     #[error("too many concurrent submissions for this entry, please retry")]
     Contended,
+    /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
 }

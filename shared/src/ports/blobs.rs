@@ -7,8 +7,10 @@ use std::time::Duration;
 /// Why a blob operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
+    /// The key is not a valid blob key.
     #[error("invalid blob key {0:?}")]
     InvalidKey(String),
+    /// The backend could not be reached or failed.
     #[error("blob store unavailable: {0}")]
     Unavailable(String),
 }

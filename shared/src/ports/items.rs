@@ -29,7 +29,9 @@ pub const MAX_TX_OPS: usize = 100;
 /// The primary key of an item.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
+    /// Partition key.
     pub pk: String,
+    /// Sort key.
     pub sk: String,
 }
 
@@ -211,8 +213,11 @@ pub enum SkRange {
 /// A query of one partition, in sort-key order.
 #[derive(Debug, Clone)]
 pub struct Query {
+    /// The logical table.
     pub table: Table,
+    /// Partition key.
     pub pk: String,
+    /// Which sort keys the query covers.
     pub range: SkRange,
     /// Page size (at least 1).
     pub limit: usize,
@@ -288,6 +293,7 @@ pub fn decode_cursor(cursor: &str) -> Result<String, StoreError> {
 /// One page of query results.
 #[derive(Debug, Clone, Default)]
 pub struct Page {
+    /// The entries of this page.
     pub items: Vec<Item>,
     /// Cursor of the next page; `None` on the last page.
     pub next_cursor: Option<String>,
@@ -296,25 +302,42 @@ pub struct Page {
 /// One operation of a transaction.
 #[derive(Debug, Clone)]
 pub enum TxOp {
+    /// Writes a whole item.
     Put {
+        /// The logical table.
         table: Table,
+        /// The whole item to write (with `pk` and `sk`).
         item: Item,
+        /// Applied only if this holds for the current item.
         condition: Option<Condition>,
     },
+    /// Changes some attributes of an item.
     Update {
+        /// The logical table.
         table: Table,
+        /// The configuration key at fault.
         key: Key,
+        /// The change to apply.
         update: Update,
+        /// Applied only if this holds for the current item.
         condition: Option<Condition>,
     },
+    /// Removes an item.
     Delete {
+        /// The logical table.
         table: Table,
+        /// The configuration key at fault.
         key: Key,
+        /// Applied only if this holds for the current item.
         condition: Option<Condition>,
     },
+    /// Only checks a condition on an item.
     Check {
+        /// The logical table.
         table: Table,
+        /// The configuration key at fault.
         key: Key,
+        /// Applied only if this holds for the current item.
         condition: Condition,
     },
 }
@@ -390,7 +413,10 @@ pub fn check_transaction(ops: &[TxOp]) -> Result<(), StoreError> {
 pub enum StoreError {
     /// The condition of operation `index` (0 for single-item calls) did not hold; nothing was written.
     #[error("condition of operation {index} failed")]
-    ConditionFailed { index: usize },
+    ConditionFailed {
+        /// The index of the operation whose condition failed (0 for single-item calls).
+        index: usize,
+    },
     /// A concurrent transaction touched the same items; nothing was written, retrying may succeed.
     #[error("transaction conflict")]
     Conflict,

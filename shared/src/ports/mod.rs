@@ -24,9 +24,14 @@ pub use secrets::{SecretError, SecretSource};
 /// cross-request state lives behind one of these ports.
 #[derive(Clone)]
 pub struct Ports {
+    /// The entries of this page.
     pub items: Arc<dyn ItemStore>,
+    /// Blob store (S3 or a directory).
     pub blobs: Arc<dyn BlobStore>,
+    /// Event queue (SQS or SQLite).
     pub queue: Arc<dyn EventQueue>,
+    /// Secret source.
     pub secrets: Arc<dyn SecretSource>,
+    /// Clock (manual in tests).
     pub clock: Arc<dyn Clock>,
 }

@@ -6,8 +6,10 @@ use std::time::Duration;
 /// Why a queue operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
+    /// The backend could not be reached or failed.
     #[error("queue unavailable: {0}")]
     Unavailable(String),
+    /// The message is larger than the queue accepts.
     #[error("message too large: {0} bytes (limit 262144)")]
     TooLarge(usize),
 }

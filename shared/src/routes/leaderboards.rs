@@ -33,7 +33,9 @@ pub fn routes() -> Router<AppState> {
 pub struct LeaderboardQuery {
     /// The track id (or give gameId, trackName and trackLayout).
     pub track_id: Option<String>,
+    /// The game, e.g. `acc`.
     pub game_id: Option<String>,
+    /// The track as the game names it.
     pub track_name: Option<String>,
     /// Empty or absent for tracks without layouts.
     pub track_layout: Option<String>,

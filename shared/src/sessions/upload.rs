@@ -33,16 +33,27 @@ const MAX_LISTED_PROBLEMS: usize = 25;
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Lap {
+    /// The lap's number in the session, from 0.
     pub lap_index: u32,
+    /// Lap time in milliseconds.
     pub lap_time_ms: i64,
+    /// Whether the game counted the lap as valid.
     pub is_valid: bool,
+    /// Whether the lap counts for session timing (quality filtering).
     pub counts_for_session_timing: bool,
+    /// Overall quality score, 0 to 1 (leaderboard gating).
     pub quality_combined: f64,
+    /// Quality component, 0 to 1.
     pub quality_coherence: f64,
+    /// Quality component, 0 to 1.
     pub quality_stability: f64,
+    /// Quality component, 0 to 1.
     pub quality_completeness: f64,
+    /// Penalties during the lap.
     pub num_penalties: u32,
+    /// Pit stops during the lap.
     pub num_pitstops: u32,
+    /// Whether the car was in the pits when the lap ended.
     pub in_pits_at_lap_end: bool,
     /// The lap's sector times in order, when the client measured them (1 to 32, each 1 ms to
     /// a day). Absent for laps uploaded without them, and then left out of the answer.
@@ -172,16 +183,27 @@ pub struct TrackPointDto {
 /// A checked `SessionUploadDto`.
 #[derive(Debug, Clone)]
 pub struct SessionUpload {
+    /// The game, e.g. `acc`.
     pub game_id: String,
+    /// The track as the game names it.
     pub track_name: String,
+    /// The layout; empty for tracks without layouts.
     pub track_layout: String,
+    /// The car the lap was set in.
     pub vehicle_name: String,
+    /// The client's time of the session.
     pub recorded_at: OffsetDateTime,
+    /// The laps, 1 to 1,000.
     pub laps: Vec<Lap>,
+    /// Best lap time, milliseconds.
     pub best_lap_ms: i64,
+    /// Weather context for coaching.
     pub weather_summary: String,
+    /// Practice, qualifying, race, ...
     pub session_phase: String,
+    /// The idempotency key of the upload.
     pub client_session_id: String,
+    /// Sampled positions for the track map, if sent.
     pub track_points: Option<Vec<TrackPoint>>,
 }
 

@@ -36,12 +36,15 @@ pub fn routes() -> Router<AppState> {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenResponse {
+    /// The access token (a JWT) for `Authorization: Bearer`.
     pub access_token: String,
+    /// The refresh token (single use).
     pub refresh_token: String,
     /// Always `Bearer`.
     pub token_type: &'static str,
     /// Access-token lifetime in seconds.
     pub expires_in: i64,
+    /// The signed-in driver.
     pub user: User,
 }
 

@@ -84,7 +84,9 @@ impl TryFrom<ExchangeRequest> for ExchangeForm {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ValidateResponse {
+    /// Always true (an invalid token answers 401).
     pub valid: bool,
+    /// The driver's id.
     pub user_id: String,
     /// RFC 3339 expiry of the presented token.
     pub expires_at: String,
