@@ -86,7 +86,7 @@ impl Application {
                         tracing::warn!(error = %e, "could not return stuck track jobs to pending");
                     }
                 }
-                workers::run_worker(ports, workers::default_processor(), policy, stop_rx).await
+                workers::run_worker(ports, workers::default_processor(), policy, stop_rx).await;
             }
         });
 

@@ -74,7 +74,7 @@ pub async fn relay_items(ports: &Ports, items: &[Item]) -> anyhow::Result<usize>
         match Event::from_item(item) {
             Some(event) => bodies.push(serde_json::to_string(&event)?),
             None => {
-                tracing::error!(key = ?Key::of(item), "outbox item without a readable event; dropped")
+                tracing::error!(key = ?Key::of(item), "outbox item without a readable event; dropped");
             }
         }
     }

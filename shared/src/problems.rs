@@ -34,12 +34,11 @@ impl Problems {
         value: Option<T>,
         parse: impl FnOnce(T) -> Result<U, String>,
     ) -> Option<U> {
-        match value {
-            Some(v) => self.check(field, parse(v)),
-            None => {
-                self.add(field, "is required");
-                None
-            }
+        if let Some(v) = value {
+            self.check(field, parse(v))
+        } else {
+            self.add(field, "is required");
+            None
         }
     }
 

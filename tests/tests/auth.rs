@@ -529,7 +529,7 @@ mod no_raw_secret_is_readable_from_storage {
             }
             all
         })
-        .await
+        .await;
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -553,7 +553,7 @@ mod no_raw_secret_is_readable_from_storage {
             }
             all
         })
-        .await
+        .await;
     }
 }
 

@@ -117,20 +117,20 @@ mod embedded {
     use super::*;
     #[tokio::test]
     async fn put_get_replace_delete() {
-        super::put_get_replace_delete(ports(Backend::Embedded).await).await
+        super::put_get_replace_delete(ports(Backend::Embedded).await).await;
     }
     #[tokio::test]
     async fn list_by_prefix() {
-        super::list_by_prefix(ports(Backend::Embedded).await).await
+        super::list_by_prefix(ports(Backend::Embedded).await).await;
     }
     #[tokio::test]
     async fn bad_keys_are_refused() {
-        super::bad_keys_are_refused(ports(Backend::Embedded).await).await
+        super::bad_keys_are_refused(ports(Backend::Embedded).await).await;
     }
     #[tokio::test]
     async fn no_presigned_urls() {
         super::presigned_urls_where_the_backend_has_them(ports(Backend::Embedded).await, false)
-            .await
+            .await;
     }
 }
 
@@ -138,18 +138,18 @@ mod s3_moto {
     use super::*;
     #[tokio::test]
     async fn put_get_replace_delete() {
-        super::put_get_replace_delete(ports(Backend::Aws).await).await
+        super::put_get_replace_delete(ports(Backend::Aws).await).await;
     }
     #[tokio::test]
     async fn list_by_prefix() {
-        super::list_by_prefix(ports(Backend::Aws).await).await
+        super::list_by_prefix(ports(Backend::Aws).await).await;
     }
     #[tokio::test]
     async fn bad_keys_are_refused() {
-        super::bad_keys_are_refused(ports(Backend::Aws).await).await
+        super::bad_keys_are_refused(ports(Backend::Aws).await).await;
     }
     #[tokio::test]
     async fn presigned_urls_download() {
-        super::presigned_urls_where_the_backend_has_them(ports(Backend::Aws).await, true).await
+        super::presigned_urls_where_the_backend_has_them(ports(Backend::Aws).await, true).await;
     }
 }

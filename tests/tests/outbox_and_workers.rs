@@ -191,11 +191,7 @@ async fn worker_retries_then_dead_letters(t: TestPorts) {
     assert_eq!(calls.get("poison"), Some(&1), "poison is not retried");
     let mut kinds: Vec<String> = dead
         .iter()
-        .map(|b| {
-            serde_json::from_str::<Event>(b)
-                .map(|e| label(&e))
-                .unwrap_or_else(|_| b.clone())
-        })
+        .map(|b| serde_json::from_str::<Event>(b).map_or_else(|_| b.clone(), |e| label(&e)))
         .collect();
     kinds.sort();
     assert_eq!(kinds, vec!["hopeless", "not an event", "poison"]);
@@ -206,11 +202,11 @@ mod embedded {
     #[tokio::test(flavor = "multi_thread")]
     async fn events_travel_with_their_change_and_are_relayed_once() {
         super::events_travel_with_their_change_and_are_relayed_once(ports(Backend::Embedded).await)
-            .await
+            .await;
     }
     #[tokio::test(flavor = "multi_thread")]
     async fn worker_retries_then_dead_letters() {
-        super::worker_retries_then_dead_letters(ports(Backend::Embedded).await).await
+        super::worker_retries_then_dead_letters(ports(Backend::Embedded).await).await;
     }
 }
 
@@ -218,11 +214,12 @@ mod aws_emulators {
     use super::*;
     #[tokio::test(flavor = "multi_thread")]
     async fn events_travel_with_their_change_and_are_relayed_once() {
-        super::events_travel_with_their_change_and_are_relayed_once(ports(Backend::Aws).await).await
+        super::events_travel_with_their_change_and_are_relayed_once(ports(Backend::Aws).await)
+            .await;
     }
     #[tokio::test(flavor = "multi_thread")]
     async fn worker_retries_then_dead_letters() {
-        super::worker_retries_then_dead_letters(ports(Backend::Aws).await).await
+        super::worker_retries_then_dead_letters(ports(Backend::Aws).await).await;
     }
 }
 

@@ -93,15 +93,15 @@ mod embedded {
     use super::*;
     #[tokio::test]
     async fn delivers_acks_and_redelivers() {
-        super::delivers_acks_and_redelivers(ports(Backend::Embedded).await).await
+        super::delivers_acks_and_redelivers(ports(Backend::Embedded).await).await;
     }
     #[tokio::test]
     async fn refuses_oversized_messages() {
-        super::refuses_oversized_messages(ports(Backend::Embedded).await).await
+        super::refuses_oversized_messages(ports(Backend::Embedded).await).await;
     }
     #[tokio::test]
     async fn local_secrets_are_generated_once_and_kept() {
-        super::local_secrets_are_generated_once_and_kept(ports(Backend::Embedded).await).await
+        super::local_secrets_are_generated_once_and_kept(ports(Backend::Embedded).await).await;
     }
 }
 
@@ -109,11 +109,11 @@ mod moto {
     use super::*;
     #[tokio::test]
     async fn delivers_acks_and_redelivers() {
-        super::delivers_acks_and_redelivers(ports(Backend::Aws).await).await
+        super::delivers_acks_and_redelivers(ports(Backend::Aws).await).await;
     }
     #[tokio::test]
     async fn refuses_oversized_messages() {
-        super::refuses_oversized_messages(ports(Backend::Aws).await).await
+        super::refuses_oversized_messages(ports(Backend::Aws).await).await;
     }
 
     #[tokio::test]

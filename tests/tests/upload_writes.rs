@@ -128,7 +128,7 @@ mod embedded {
         super::one_upload_writes_session_record_track_job_and_event_together(
             super::Backend::Embedded,
         )
-        .await
+        .await;
     }
 }
 
@@ -137,7 +137,7 @@ mod dynamodb_local {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn one_upload_writes_session_record_track_job_and_event_together() {
-        super::one_upload_writes_session_record_track_job_and_event_together(Backend::Aws).await
+        super::one_upload_writes_session_record_track_job_and_event_together(Backend::Aws).await;
     }
 
     /// DynamoDB's size of an attribute value (names count where they appear).
@@ -273,7 +273,7 @@ mod dynamodb_local {
         let minimum: f64 = out
             .consumed_capacity()
             .iter()
-            .filter_map(|c| c.capacity_units())
+            .filter_map(aws_sdk_dynamodb::types::ConsumedCapacity::capacity_units)
             .sum();
         let ratio = consumed / minimum;
         println!(

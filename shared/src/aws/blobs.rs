@@ -60,7 +60,13 @@ impl BlobStore for S3BlobStore {
                 let data = out.body.collect().await.map_err(|e| unavailable(&e))?;
                 Ok(Some(data.into_bytes()))
             }
-            Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => Ok(None),
+            Err(e)
+                if e.as_service_error().is_some_and(
+                    aws_sdk_s3::operation::get_object::GetObjectError::is_no_such_key,
+                ) =>
+            {
+                Ok(None)
+            }
             Err(e) => Err(unavailable(&e)),
         }
     }

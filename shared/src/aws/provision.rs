@@ -34,7 +34,7 @@ pub async fn create_tables(client: &aws_sdk_dynamodb::Client, prefix: &str) -> a
             Ok(_) => {}
             Err(e)
                 if e.as_service_error()
-                    .is_some_and(|s| s.is_resource_in_use_exception()) =>
+                    .is_some_and(aws_sdk_dynamodb::operation::create_table::CreateTableError::is_resource_in_use_exception) =>
             {
                 continue;
             }
@@ -125,7 +125,7 @@ pub async fn put_secret(
         Ok(out) => Ok(out.arn.unwrap_or_else(|| name.to_owned())),
         Err(e)
             if e.as_service_error()
-                .is_some_and(|s| s.is_resource_exists_exception()) =>
+                .is_some_and(aws_sdk_secretsmanager::operation::create_secret::CreateSecretError::is_resource_exists_exception) =>
         {
             let out = client
                 .put_secret_value()

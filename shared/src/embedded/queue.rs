@@ -37,7 +37,7 @@ impl SqliteQueue {
         })
     }
 
-    fn now_ms(&self) -> i64 {
+    fn now_ms() -> i64 {
         (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
     }
 
@@ -58,7 +58,7 @@ impl SqliteQueue {
     }
 
     async fn receive_now(&self, max: usize) -> Result<Vec<ReceivedMessage>, QueueError> {
-        let now = self.now_ms();
+        let now = Self::now_ms();
         let hidden_until = now + self.visibility.as_millis() as i64;
         let max = max.clamp(1, 10) as i64;
         self.run(move |conn| {
@@ -95,7 +95,7 @@ impl EventQueue for SqliteQueue {
         if let Some(big) = bodies.iter().find(|b| b.len() > MAX_MESSAGE_BYTES) {
             return Err(QueueError::TooLarge(big.len()));
         }
-        let now = self.now_ms();
+        let now = Self::now_ms();
         let first = self.seq.fetch_add(bodies.len() as i64, Ordering::SeqCst) + 1;
         self.run(move |conn| {
             let tx = conn.transaction()?;
@@ -146,7 +146,7 @@ impl EventQueue for SqliteQueue {
 
     async fn retry_later(&self, receipt: &str, delay: Duration) -> Result<(), QueueError> {
         let receipt = receipt.to_owned();
-        let visible_at = self.now_ms() + delay.as_millis() as i64;
+        let visible_at = Self::now_ms() + delay.as_millis() as i64;
         self.run(move |conn| {
             conn.execute(
                 "UPDATE queue_messages SET visible_at_ms = ?2 WHERE receipt = ?1 AND dead = 0",

@@ -26,7 +26,10 @@ impl LocalSecrets {
     pub fn new(data_dir: impl Into<PathBuf>, generated: &[&str]) -> Self {
         Self {
             file: data_dir.into().join("secrets.json"),
-            generated: generated.iter().map(|s| s.to_string()).collect(),
+            generated: generated
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
             lock: Mutex::new(()),
         }
     }

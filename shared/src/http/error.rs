@@ -170,7 +170,7 @@ impl From<BlobError> for ApiError {
                 message: "file storage is temporarily unavailable, please retry".into(),
                 cause: anyhow::Error::new(e),
             },
-            other => Self::Internal(anyhow::Error::new(other)),
+            BlobError::InvalidKey(_) => Self::Internal(anyhow::Error::new(e)),
         }
     }
 }

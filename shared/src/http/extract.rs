@@ -24,7 +24,7 @@ fn is_json(headers: &HeaderMap) -> bool {
 
 /// Just enough media-type parsing to accept `application/json; charset=utf-8` and `+json`.
 mod mime_type {
-    pub struct Essence(String);
+    pub(super) struct Essence(String);
 
     impl std::str::FromStr for Essence {
         type Err = ();
@@ -40,7 +40,7 @@ mod mime_type {
     }
 
     impl Essence {
-        pub fn is_json(&self) -> bool {
+        pub(super) fn is_json(&self) -> bool {
             self.0 == "application/json"
                 || (self.0.starts_with("application/") && self.0.ends_with("+json"))
         }

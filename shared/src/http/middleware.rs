@@ -35,8 +35,7 @@ fn request_id(req: &Request) -> String {
                 && v.len() <= 64
                 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
         })
-        .map(str::to_owned)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string())
+        .map_or_else(|| uuid::Uuid::new_v4().to_string(), str::to_owned)
 }
 
 /// Wraps `router` with the service layers, 404/405 envelopes and the body limit.

@@ -87,13 +87,12 @@ impl AccessTokens {
     /// The claims of a valid, unexpired token signed by this key.
     pub fn verify(&self, token: &str, now: OffsetDateTime) -> Result<Arc<Claims>, &'static str> {
         let now = now.unix_timestamp();
-        let claims = match self.verified.get(token) {
-            Some(claims) => claims,
-            None => {
-                let claims = Arc::new(self.decode(token)?);
-                self.verified.insert(token, claims.clone(), now);
-                claims
-            }
+        let claims = if let Some(claims) = self.verified.get(token) {
+            claims
+        } else {
+            let claims = Arc::new(self.decode(token)?);
+            self.verified.insert(token, claims.clone(), now);
+            claims
         };
         if claims.exp <= now {
             return Err("token expired");

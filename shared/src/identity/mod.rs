@@ -30,10 +30,18 @@ pub fn random_token(n: usize) -> String {
 
 /// Hex SHA-256 of a secret value: what the store keeps instead of the value.
 pub fn sha256_hex(value: &str) -> String {
-    Sha256::digest(value.as_bytes())
+    hex(&Sha256::digest(value.as_bytes()))
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
         .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
 }
 
 /// base64url(SHA-256(value)): the PKCE S256 transform.

@@ -159,8 +159,7 @@ fn new_user(identity: &ProviderIdentity, email: Option<&Email>, ports: &Ports) -
         .name
         .as_deref()
         .and_then(|n| DisplayName::parse(n).ok())
-        .map(|n| n.as_str().to_owned())
-        .unwrap_or_else(|| "Driver".to_owned());
+        .map_or_else(|| "Driver".to_owned(), |n| n.as_str().to_owned());
     let avatar = identity
         .picture
         .as_deref()

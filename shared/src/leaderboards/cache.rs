@@ -10,6 +10,7 @@ use http::HeaderValue;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use utoipa::ToSchema;
@@ -220,7 +221,12 @@ fn render(track: &Track, board: &Board, key: &PageKey) -> RenderedPage {
     };
     let body = serde_json::to_vec(&Envelope::ok(page)).unwrap_or_default();
     let digest = Sha256::digest(&body);
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let hex = digest[..16]
+        .iter()
+        .fold(String::with_capacity(32), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        });
     let etag =
         HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"\""));
     RenderedPage {

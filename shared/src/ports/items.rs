@@ -376,9 +376,7 @@ pub fn checked_key(item: &Item) -> Result<Key, StoreError> {
 
 /// Checks the encoded size of an item against [`MAX_ITEM_BYTES`].
 pub fn check_size(item: &Item) -> Result<(), StoreError> {
-    let size = serde_json::to_vec(item)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
+    let size = serde_json::to_vec(item).map_or(usize::MAX, |v| v.len());
     if size > MAX_ITEM_BYTES {
         return Err(StoreError::TooLarge(size));
     }

@@ -109,23 +109,20 @@ pub async fn leaderboard(
             .with_label_values(&[result])
             .inc();
     };
-    let page = match state.leaderboards.page(&track_id, &key) {
-        Some(page) => {
-            metric("hit");
-            page
-        }
-        None => {
-            metric("miss");
-            let track = match tracks::get(&state.ports, &track_id).await? {
-                Some(track) => track,
-                None => match &named {
-                    Ok(key) => Track::empty(key),
-                    Err(_) => return Err(ApiError::NotFound("track not found".into())),
-                },
-            };
-            let board = Board::load(&state.ports, &track_id).await?;
-            state.leaderboards.store(track, board, &key)
-        }
+    let page = if let Some(page) = state.leaderboards.page(&track_id, &key) {
+        metric("hit");
+        page
+    } else {
+        metric("miss");
+        let track = match tracks::get(&state.ports, &track_id).await? {
+            Some(track) => track,
+            None => match &named {
+                Ok(key) => Track::empty(key),
+                Err(_) => return Err(ApiError::NotFound("track not found".into())),
+            },
+        };
+        let board = Board::load(&state.ports, &track_id).await?;
+        state.leaderboards.store(track, board, &key)
     };
     Ok(page_response(&state, &headers, page))
 }

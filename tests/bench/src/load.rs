@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 /// One request shape, sent again and again.
 #[derive(Clone)]
-pub struct Load {
+pub(crate) struct Load {
     method: http::Method,
     path: String,
     headers: Vec<(String, String)>,
@@ -18,7 +18,7 @@ pub struct Load {
 
 impl Load {
     /// `GET path`.
-    pub fn get(path: &str) -> Self {
+    pub(crate) fn get(path: &str) -> Self {
         Self {
             method: http::Method::GET,
             path: path.into(),
@@ -28,7 +28,7 @@ impl Load {
     }
 
     /// `POST path` with a JSON body.
-    pub fn post_json(path: &str, body: &serde_json::Value) -> Self {
+    pub(crate) fn post_json(path: &str, body: &serde_json::Value) -> Self {
         Self {
             method: http::Method::POST,
             path: path.into(),
@@ -38,14 +38,14 @@ impl Load {
     }
 
     /// Adds a header.
-    pub fn header(mut self, name: &str, value: &str) -> Self {
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.into(), value.into()));
         self
     }
 }
 
 /// Results of one measurement.
-pub struct Stats {
+pub(crate) struct Stats {
     pub rps: f64,
     pub p50: Duration,
     pub p99: Duration,
@@ -82,7 +82,7 @@ async fn gather(
 
 /// Runs `connections` loops against `addr` for `duration`; each loop waits for its answer
 /// before sending the next request.
-pub async fn run(
+pub(crate) async fn run(
     addr: SocketAddr,
     load: &Load,
     connections: usize,
@@ -132,7 +132,7 @@ async fn connection(
 
 /// Runs one refresh chain per token: each request presents the refresh token the previous
 /// answer returned (rotation makes every request different).
-pub async fn run_refresh_chains(
+pub(crate) async fn run_refresh_chains(
     addr: SocketAddr,
     tokens: Vec<String>,
     duration: Duration,
@@ -179,7 +179,7 @@ async fn refresh_chain(
 }
 
 /// Requests/s and latency percentiles of a measurement.
-pub fn stats(mut latencies: Vec<Duration>, errors: usize, elapsed: Duration) -> Stats {
+pub(crate) fn stats(mut latencies: Vec<Duration>, errors: usize, elapsed: Duration) -> Stats {
     latencies.sort_unstable();
     let pick = |q: f64| {
         latencies
@@ -196,7 +196,7 @@ pub fn stats(mut latencies: Vec<Duration>, errors: usize, elapsed: Duration) -> 
 
 /// Runs `connections` loops of uploads, each with a fresh `ClientSessionId` spliced into the
 /// body between `prefix` and `suffix` (so no upload is a duplicate of another).
-pub async fn run_uploads(
+pub(crate) async fn run_uploads(
     addr: SocketAddr,
     token: &str,
     (prefix, suffix): (Bytes, Bytes),

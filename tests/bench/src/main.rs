@@ -78,9 +78,7 @@ async fn spawn_paddock(dir: &std::path::Path) -> anyhow::Result<SocketAddr> {
 }
 
 fn row(name: &str, s: &Stats, baseline: Option<&Stats>) {
-    let ratio = baseline
-        .map(|b| format!("{:.2}x", s.rps / b.rps))
-        .unwrap_or_else(|| "1.00x".into());
+    let ratio = baseline.map_or_else(|| "1.00x".into(), |b| format!("{:.2}x", s.rps / b.rps));
     println!(
         "{name:<34} {:>10.0} req/s   p50 {:>7.3} ms   p99 {:>7.3} ms   errors {:>3}   ratio {ratio}",
         s.rps,
@@ -105,9 +103,7 @@ async fn main() -> anyhow::Result<()> {
         o.connections,
         o.seconds,
         o.rounds,
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
     );
     let (base, pad) = paired(
         if o.wants("health") { o.rounds } else { 0 },
@@ -171,9 +167,7 @@ async fn main() -> anyhow::Result<()> {
 
     // Login is dominated by one argon2id verify: compare with that verify alone, both at the
     // machine's parallelism.
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let login = load::run(
         paddock,
         &Load::post_json("/v1/auth/login/email", &creds),
@@ -497,9 +491,7 @@ async fn login_memory(paddock: SocketAddr, creds: &serde_json::Value) -> anyhow:
     } else {
         sampled
     };
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1) as u64;
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get) as u64;
     let block = 19 * 1024 * 1024;
     let budget = 64 * 1024 * 1024 + threads * block;
     let mb = |b: u64| b as f64 / (1024.0 * 1024.0);

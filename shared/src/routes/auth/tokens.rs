@@ -143,19 +143,18 @@ pub async fn logout(
             .map(|(_, family)| family),
         None => None,
     };
-    let family = match family {
-        Some(f) => f,
-        None => {
-            let token = bearer(&headers).ok_or_else(|| {
-                ApiError::Unauthorized("refreshToken or a bearer token is required".into())
-            })?;
-            let claims = state
-                .access_tokens()
-                .await?
-                .verify(token, state.ports.clock.now())
-                .map_err(|r| ApiError::Unauthorized(r.into()))?;
-            claims.sid.clone()
-        }
+    let family = if let Some(f) = family {
+        f
+    } else {
+        let token = bearer(&headers).ok_or_else(|| {
+            ApiError::Unauthorized("refreshToken or a bearer token is required".into())
+        })?;
+        let claims = state
+            .access_tokens()
+            .await?
+            .verify(token, state.ports.clock.now())
+            .map_err(|r| ApiError::Unauthorized(r.into()))?;
+        claims.sid.clone()
     };
     refresh_tokens::revoke_family(&state.ports, &family).await?;
     Ok(ok(LogoutResponse { logged_out: true }))
