@@ -8,10 +8,10 @@ use std::time::Duration;
 
 /// The reasons a lap is refused as implausible: the label values of
 /// `paddock_implausible_laps_total`, exported at 0 from the start.
-pub const IMPLAUSIBLE_LAP_REASONS: [&str; 2] = ["too_fast", "sectors_mismatch"];
+pub(crate) const IMPLAUSIBLE_LAP_REASONS: [&str; 2] = ["too_fast", "sectors_mismatch"];
 
 /// Every metric the service exports.
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     latency: HistogramVec,
@@ -39,7 +39,7 @@ fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
 static GLOBAL: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
 /// The process-wide metrics.
-pub fn global() -> &'static Metrics {
+pub(crate) fn global() -> &'static Metrics {
     &GLOBAL
 }
 
@@ -137,7 +137,13 @@ impl Metrics {
     }
 
     /// Records one answered request.
-    pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
+    pub(crate) fn observe_request(
+        &self,
+        method: &str,
+        route: &str,
+        status: u16,
+        elapsed: Duration,
+    ) {
         let status = status.to_string();
         let labels = [method, route, status.as_str()];
         self.requests.with_label_values(&labels).inc();
@@ -146,16 +152,8 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Registers a further collector (features add their own counters).
-    pub fn register(
-        &self,
-        collector: Box<dyn prometheus::core::Collector>,
-    ) -> prometheus::Result<()> {
-        self.registry.register(collector)
-    }
-
     /// The exposition text.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = Vec::new();
         TextEncoder::new()
             .encode(&self.registry.gather(), &mut out)

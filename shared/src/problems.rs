@@ -17,18 +17,18 @@ impl FieldProblems {
 
 /// Collects field problems so one answer can list them all.
 #[derive(Debug, Default)]
-pub struct Problems(Vec<String>);
+pub(crate) struct Problems(Vec<String>);
 
 impl Problems {
     /// Parses a field; records `field: rule` on failure.
-    pub fn check<T>(&mut self, field: &str, parsed: Result<T, String>) -> Option<T> {
+    pub(crate) fn check<T>(&mut self, field: &str, parsed: Result<T, String>) -> Option<T> {
         parsed
             .map_err(|rule| self.0.push(format!("{field}: {rule}")))
             .ok()
     }
 
     /// Parses a required field: records `field: is required` when it is absent.
-    pub fn required<T, U>(
+    pub(crate) fn required<T, U>(
         &mut self,
         field: &str,
         value: Option<T>,
@@ -43,17 +43,12 @@ impl Problems {
     }
 
     /// Records a problem directly.
-    pub fn add(&mut self, field: &str, rule: &str) {
+    pub(crate) fn add(&mut self, field: &str, rule: &str) {
         self.0.push(format!("{field}: {rule}"));
     }
 
-    /// Whether nothing was recorded.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// `Ok` when nothing was recorded, else every problem.
-    pub fn finish(self) -> Result<(), FieldProblems> {
+    pub(crate) fn finish(self) -> Result<(), FieldProblems> {
         if self.0.is_empty() {
             Ok(())
         } else {
@@ -65,7 +60,7 @@ impl Problems {
     ///
     /// Forms build `value` from the fields they parsed, so a form exists only when every
     /// field parsed: no field of a parsed form can be missing.
-    pub fn into_result<T>(self, value: Option<T>) -> Result<T, FieldProblems> {
+    pub(crate) fn into_result<T>(self, value: Option<T>) -> Result<T, FieldProblems> {
         match (self.finish(), value) {
             (Ok(()), Some(v)) => Ok(v),
             (Err(e), _) => Err(e),

@@ -4,8 +4,8 @@ pub mod auth_user;
 pub mod envelope;
 pub mod error;
 pub mod extract;
-pub mod middleware;
-pub mod paging;
+pub(crate) mod middleware;
+pub(crate) mod paging;
 
 pub use envelope::{Envelope, ok};
 pub use error::ApiError;

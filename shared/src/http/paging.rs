@@ -7,9 +7,9 @@ use utoipa::{IntoParams, ToSchema};
 use super::ApiError;
 
 /// Default page size.
-pub const DEFAULT_LIMIT: usize = 20;
+pub(crate) const DEFAULT_LIMIT: usize = 20;
 /// Largest page size.
-pub const MAX_LIMIT: usize = 100;
+pub(crate) const MAX_LIMIT: usize = 100;
 
 /// The paging query parameters of a list.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -35,7 +35,7 @@ impl PageParams {
 }
 
 /// Parses a `limit` parameter.
-pub fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
+pub(crate) fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
     // An absent limit is the default; a present one must be a number (`limit=` is not).
     match raw.map(str::trim) {
         None => Ok(DEFAULT_LIMIT),

@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use time::OffsetDateTime;
 
-pub use super::claims::Claims;
+pub(crate) use super::claims::Claims;
 use super::users::User;
 use super::verified_tokens::VerifiedTokens;
 use crate::config::JwtSettings;
 
 /// The key id of a signing secret: the first 16 hex digits of its SHA-256, so a token names
 /// the key that signed it without revealing anything about the key.
-pub fn key_id(secret: &str) -> String {
+pub(crate) fn key_id(secret: &str) -> String {
     super::sha256_hex(secret)[..16].to_owned()
 }
 

@@ -1,16 +1,16 @@
 //! Domain newtypes that parse client input once, with messages naming the field and rule.
 
-pub use crate::problems::Problems;
+pub(crate) use crate::problems::Problems;
 
 use serde::Serialize;
 
 /// An email address: trimmed; compared and stored for lookup in lower case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Email(String);
+pub(crate) struct Email(String);
 
 impl Email {
     /// Parses `raw`, or says which rule it breaks.
-    pub fn parse(raw: &str) -> Result<Self, String> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, String> {
         let email = raw.trim();
         let (local, domain) = email
             .split_once('@')
@@ -29,12 +29,12 @@ impl Email {
     }
 
     /// As the user typed it (trimmed).
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
     /// The lookup form (lower case).
-    pub fn normalized(&self) -> String {
+    pub(crate) fn normalized(&self) -> String {
         self.0.to_lowercase()
     }
 }
@@ -67,7 +67,7 @@ impl Password {
 
 /// A password as typed at login: only capped, since the rules of the day it was chosen may
 /// differ; the cap keeps an attacker from making the server hash megabytes.
-pub fn login_password(raw: &str) -> Result<String, String> {
+pub(crate) fn login_password(raw: &str) -> Result<String, String> {
     if raw.chars().count() > MAX_PASSWORD_CHARS {
         return Err(format!("must be at most {MAX_PASSWORD_CHARS} characters"));
     }
@@ -75,14 +75,14 @@ pub fn login_password(raw: &str) -> Result<String, String> {
 }
 
 /// The longest password accepted anywhere.
-pub const MAX_PASSWORD_CHARS: usize = 256;
+pub(crate) const MAX_PASSWORD_CHARS: usize = 256;
 
 /// Characters that change how the text around them is shown without being seen themselves:
 /// bidirectional controls (which can reverse a name on screen) and zero-width or otherwise
 /// invisible characters (which make two names that look the same differ). Refused in display
 /// names, so one driver cannot pose as another on a board. Variation selectors and tag
 /// characters stay allowed: emoji need them (❤️, subdivision flags).
-pub fn is_invisible_or_bidi(c: char) -> bool {
+pub(crate) fn is_invisible_or_bidi(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'
@@ -106,14 +106,14 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
 
 /// A profile image URL: `https`, at most 2,048 characters, no user info.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AvatarUrl(String);
+pub(crate) struct AvatarUrl(String);
 
 impl AvatarUrl {
     /// The longest accepted URL.
-    pub const MAX_CHARS: usize = 2048;
+    pub(crate) const MAX_CHARS: usize = 2048;
 
     /// Parses `raw`, or says which rule it breaks.
-    pub fn parse(raw: &str) -> Result<Self, String> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, String> {
         let raw = raw.trim();
         if raw.chars().count() > Self::MAX_CHARS {
             return Err(format!("must be at most {} characters", Self::MAX_CHARS));
@@ -128,13 +128,8 @@ impl AvatarUrl {
         Ok(Self(url.to_string()))
     }
 
-    /// The URL.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
     /// The URL, owned.
-    pub fn into_string(self) -> String {
+    pub(crate) fn into_string(self) -> String {
         self.0
     }
 }
@@ -142,22 +137,25 @@ impl AvatarUrl {
 /// The characters a display name may not hold, as a regular-expression class body: control
 /// characters and the invisible or text-direction characters of [`is_invisible_or_bidi`]
 /// (all in the Basic Multilingual Plane, so the class reads the same in every regex dialect).
+/// The OpenAPI attribute of `displayName` spells the pattern out; a test checks they agree.
+#[cfg(test)]
 const NAME_FORBIDDEN: &str = "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb";
 
 /// The OpenAPI pattern of a display name: allowed characters only, and at least one that is
 /// not white space (the name is trimmed).
-pub fn display_name_pattern() -> String {
+#[cfg(test)]
+pub(crate) fn display_name_pattern() -> String {
     format!("^[^{NAME_FORBIDDEN}]*[^\\s{NAME_FORBIDDEN}][^{NAME_FORBIDDEN}]*$")
 }
 
 /// A display name: 1 to 64 characters as sent and after trimming, no control, invisible or
 /// text-direction characters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DisplayName(String);
+pub(crate) struct DisplayName(String);
 
 impl DisplayName {
     /// Parses `raw`, or says which rule it breaks.
-    pub fn parse(raw: &str) -> Result<Self, String> {
+    pub(crate) fn parse(raw: &str) -> Result<Self, String> {
         let name = raw.trim();
         if name.is_empty() || raw.chars().count() > 64 {
             return Err("must be 1 to 64 characters".into());
@@ -175,7 +173,7 @@ impl DisplayName {
     }
 
     /// The name.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }

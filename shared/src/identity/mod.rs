@@ -1,20 +1,20 @@
 //! Identity: accounts, passwords, access tokens, rotating refresh tokens, rate limits,
 //! one-time exchange codes and the desktop sign-in flow with identity providers.
 
-pub mod access_tokens;
-pub mod claims;
+pub(crate) mod access_tokens;
+pub(crate) mod claims;
 pub mod exchange_codes;
-pub mod fields;
-pub mod password_changes;
-pub mod passwords;
-pub mod provider_accounts;
+pub(crate) mod fields;
+pub(crate) mod password_changes;
+pub(crate) mod passwords;
+pub(crate) mod provider_accounts;
 pub mod providers;
 pub mod rate_limits;
-pub mod refresh_tokens;
-pub mod sign_in_flows;
-pub mod signing_keys;
-pub mod users;
-pub mod verified_tokens;
+pub(crate) mod refresh_tokens;
+pub(crate) mod sign_in_flows;
+pub(crate) mod signing_keys;
+pub(crate) mod users;
+pub(crate) mod verified_tokens;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

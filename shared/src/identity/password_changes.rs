@@ -15,7 +15,7 @@ use crate::tables::Table;
 
 /// Why the password was not set.
 #[derive(Debug, thiserror::Error)]
-pub enum PasswordChangeError {
+pub(crate) enum PasswordChangeError {
     /// Passwords sign in by email; this account has none.
     #[error("this account has no email address to sign in with a password")]
     NoEmail,
@@ -41,14 +41,14 @@ pub enum PasswordChangeError {
 
 /// What a successful change did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PasswordChanged {
+pub(crate) struct PasswordChanged {
     /// Other sign-ins of the account that were revoked.
     pub revoked_sessions: usize,
 }
 
 /// Sets `new` as the password of `user_id`, checking `current` when the account has one;
 /// revokes every family of the account but `keep_family` (the caller's sign-in).
-pub async fn set_password(
+pub(crate) async fn set_password(
     ports: &Ports,
     hasher: &PasswordHasher,
     user_id: &str,

@@ -25,7 +25,7 @@ const ROUNDS: usize = 3;
 
 /// Why a provider sign-in found no account.
 #[derive(Debug, thiserror::Error)]
-pub enum ProviderSignInError {
+pub(crate) enum ProviderSignInError {
     /// Concurrent sign-ins kept changing the account's records.
     #[error("concurrent sign-ins for this account, please retry")]
     Contended,
@@ -36,7 +36,7 @@ pub enum ProviderSignInError {
 
 /// How the sign-in found its account.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// The identity was linked before.
     Linked,
     /// Linked now to the account that holds its verified email.
@@ -75,7 +75,7 @@ fn claim_unchanged(claim: &EmailClaim) -> Condition {
 }
 
 /// The account of `identity` from `provider`; see the module documentation for the rule.
-pub async fn find_or_create(
+pub(crate) async fn find_or_create(
     ports: &Ports,
     provider: &str,
     identity: &ProviderIdentity,

@@ -21,14 +21,14 @@ use crate::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, item}
 use crate::tables::Table;
 
 /// Refresh-token lifetime: 30 days.
-pub const LIFETIME_SECS: i64 = 30 * 24 * 3600;
+pub(crate) const LIFETIME_SECS: i64 = 30 * 24 * 3600;
 
 fn token_key(raw: &str) -> Key {
     Key::new(format!("REFRESH#{}", super::sha256_hex(raw)), "TOKEN")
 }
 
 /// The key of a token family's state.
-pub fn family_key(family_id: &str) -> Key {
+pub(crate) fn family_key(family_id: &str) -> Key {
     Key::new(format!("FAMILY#{family_id}"), "STATE")
 }
 
@@ -39,7 +39,7 @@ fn user_family_key(user_id: &str, family_id: &str) -> Key {
 
 /// A freshly issued refresh token.
 #[derive(Debug, Clone)]
-pub struct Issued {
+pub(crate) struct Issued {
     /// The raw value for the client (32 random bytes, base64url).
     pub raw: String,
     /// The refresh-token family (the sign-in).
@@ -61,7 +61,7 @@ fn token_op(raw: &str, user_id: &str, family_id: &str, now: OffsetDateTime) -> T
 }
 
 /// Starts a new family (a sign-in) with its first token.
-pub async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, StoreError> {
+pub(crate) async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, StoreError> {
     let now = ports.clock.now();
     let family_id = uuid::Uuid::new_v4().to_string();
     let raw = super::random_token(32);
@@ -98,7 +98,7 @@ pub async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, St
 
 /// Why a refresh was refused (all answer 401).
 #[derive(Debug, thiserror::Error)]
-pub enum RefreshError {
+pub(crate) enum RefreshError {
     /// The value is unknown, expired or malformed.
     #[error("refresh token is invalid or expired")]
     Invalid,
@@ -114,7 +114,7 @@ pub enum RefreshError {
 }
 
 /// Rotates `raw`: exactly one of any number of concurrent calls succeeds.
-pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
+pub(crate) async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
     let key = token_key(raw);
     for _ in 0..5 {
         let Some(current) = ports.items.get(Table::Tokens, &key).await? else {
@@ -186,7 +186,10 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
 }
 
 /// The family of a live refresh token, if any.
-pub async fn family_of(ports: &Ports, raw: &str) -> Result<Option<(String, String)>, StoreError> {
+pub(crate) async fn family_of(
+    ports: &Ports,
+    raw: &str,
+) -> Result<Option<(String, String)>, StoreError> {
     let token = ports.items.get(Table::Tokens, &token_key(raw)).await?;
     Ok(token.and_then(|t| {
         Some((
@@ -197,7 +200,7 @@ pub async fn family_of(ports: &Ports, raw: &str) -> Result<Option<(String, Strin
 }
 
 /// Revokes a family: its refresh tokens and its access tokens stop working.
-pub async fn revoke_family(ports: &Ports, family_id: &str) -> Result<(), StoreError> {
+pub(crate) async fn revoke_family(ports: &Ports, family_id: &str) -> Result<(), StoreError> {
     match ports
         .items
         .update(
@@ -215,7 +218,7 @@ pub async fn revoke_family(ports: &Ports, family_id: &str) -> Result<(), StoreEr
 }
 
 /// Whether `family_id` belongs to `user_id` and is not revoked (a consistent read).
-pub async fn family_active(
+pub(crate) async fn family_active(
     ports: &Ports,
     family_id: &str,
     user_id: &str,
@@ -232,7 +235,7 @@ pub async fn family_active(
 
 /// Revokes every family of `user_id` except `keep` (the caller's own sign-in, when it stays):
 /// all their refresh tokens and access tokens stop working on the next request.
-pub async fn revoke_all_families(
+pub(crate) async fn revoke_all_families(
     ports: &Ports,
     user_id: &str,
     keep: Option<&str>,

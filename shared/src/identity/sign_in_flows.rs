@@ -11,12 +11,12 @@ use crate::ports::items::{Condition, Key, StoreError, item};
 use crate::tables::Table;
 
 /// How long a sign-in may take.
-pub const LIFETIME_SECS: i64 = 10 * 60;
+pub(crate) const LIFETIME_SECS: i64 = 10 * 60;
 
 /// A flow started by `GET /v1/auth/login/{provider}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SignInFlow {
+pub(crate) struct SignInFlow {
     /// The provider the flow started with.
     pub provider: String,
     /// The desktop client's loopback listener.
@@ -34,7 +34,7 @@ fn flow_key(state: &str) -> Key {
 }
 
 /// Stores `flow` under `state`.
-pub async fn save(ports: &Ports, state: &str, flow: &SignInFlow) -> Result<(), StoreError> {
+pub(crate) async fn save(ports: &Ports, state: &str, flow: &SignInFlow) -> Result<(), StoreError> {
     let mut attrs = serde_json::to_value(flow).expect("a flow serialises");
     attrs["ttl"] = Value::from(ports.clock.unix() + LIFETIME_SECS);
     ports
@@ -48,7 +48,7 @@ pub async fn save(ports: &Ports, state: &str, flow: &SignInFlow) -> Result<(), S
 }
 
 /// Takes the flow of `state` (a conditional delete: a state works once).
-pub async fn take(ports: &Ports, state: &str) -> Result<Option<SignInFlow>, StoreError> {
+pub(crate) async fn take(ports: &Ports, state: &str) -> Result<Option<SignInFlow>, StoreError> {
     match ports
         .items
         .delete(Table::Tokens, &flow_key(state), Some(Condition::Exists))

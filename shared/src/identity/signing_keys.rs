@@ -25,7 +25,7 @@ pub enum SigningKeyError {
 
 /// The current [`AccessTokens`] and when their keys were read.
 #[derive(Default)]
-pub struct SigningKeys {
+pub(crate) struct SigningKeys {
     current: RwLock<Option<(Instant, Arc<AccessTokens>)>>,
     reload: tokio::sync::Mutex<()>,
 }
@@ -39,7 +39,7 @@ impl SigningKeys {
 
     /// The signer and checker, read from `secrets` when older than `refresh` (zero: once).
     /// A failed re-read keeps the keys read before; only the first read can fail.
-    pub async fn get(
+    pub(crate) async fn get(
         &self,
         secrets: &dyn SecretSource,
         jwt: &JwtSettings,

@@ -33,17 +33,17 @@ pub struct User {
 }
 
 /// The key of a user's profile.
-pub fn profile_key(user_id: &str) -> Key {
+pub(crate) fn profile_key(user_id: &str) -> Key {
     Key::new(format!("USER#{user_id}"), "PROFILE")
 }
 
 /// The key of an email claim.
-pub fn email_key(normalized_email: &str) -> Key {
+pub(crate) fn email_key(normalized_email: &str) -> Key {
     Key::new(format!("EMAIL#{normalized_email}"), "ACCOUNT")
 }
 
 /// The key of a provider identity link.
-pub fn identity_key(provider: &str, subject: &str) -> Key {
+pub(crate) fn identity_key(provider: &str, subject: &str) -> Key {
     Key::new(format!("IDENTITY#{provider}#{subject}"), "LINK")
 }
 
@@ -80,7 +80,7 @@ impl User {
 /// The claim of an email by one account, with the account's password hash.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EmailClaim {
+pub(crate) struct EmailClaim {
     /// The driver's id.
     pub user_id: String,
     /// The argon2id PHC string; absent for accounts that sign in only through providers.
@@ -95,12 +95,12 @@ pub struct EmailClaim {
 
 impl EmailClaim {
     /// Whether the address was proven to belong to the account's owner.
-    pub fn is_verified(&self) -> bool {
+    pub(crate) fn is_verified(&self) -> bool {
         self.email_verified.unwrap_or(self.password_hash.is_none())
     }
 
     /// The claim as an item under `normalized_email`.
-    pub fn to_item(&self, normalized_email: &str) -> crate::ports::items::Item {
+    pub(crate) fn to_item(&self, normalized_email: &str) -> crate::ports::items::Item {
         item(
             &email_key(normalized_email),
             serde_json::to_value(self).expect("a claim serialises"),
@@ -111,7 +111,7 @@ impl EmailClaim {
 /// A provider identity's link to its account.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct IdentityLink {
+pub(crate) struct IdentityLink {
     /// The driver's id.
     pub user_id: String,
     /// Set while the account is being taken over by the verified owner of its email and its
@@ -122,7 +122,7 @@ pub struct IdentityLink {
 
 /// Why registration failed.
 #[derive(Debug, thiserror::Error)]
-pub enum RegisterError {
+pub(crate) enum RegisterError {
     /// Another account holds the email.
     #[error("an account with this email already exists")]
     EmailTaken,
@@ -132,7 +132,7 @@ pub enum RegisterError {
 }
 
 /// Creates an account with an email claim; the claim's condition keeps one account per email.
-pub async fn register(
+pub(crate) async fn register(
     ports: &Ports,
     user: &User,
     normalized_email: &str,
@@ -156,7 +156,7 @@ pub async fn register(
 }
 
 /// The claim of an email, if an account holds it.
-pub async fn find_by_email(
+pub(crate) async fn find_by_email(
     ports: &Ports,
     normalized_email: &str,
 ) -> Result<Option<EmailClaim>, StoreError> {
@@ -173,7 +173,7 @@ pub async fn find_by_email(
 }
 
 /// The link of a provider identity, if any.
-pub async fn find_link(
+pub(crate) async fn find_link(
     ports: &Ports,
     provider: &str,
     subject: &str,
@@ -190,7 +190,7 @@ pub async fn find_link(
 }
 
 /// The profile of `user_id`.
-pub async fn get(ports: &Ports, user_id: &str) -> Result<Option<User>, StoreError> {
+pub(crate) async fn get(ports: &Ports, user_id: &str) -> Result<Option<User>, StoreError> {
     let item = ports.items.get(Table::Users, &profile_key(user_id)).await?;
     item.map(|i| {
         serde_json::from_value(Value::Object(i))

@@ -23,7 +23,7 @@ struct Verified {
 
 /// Verified tokens by signature (the token's last segment, unique per token).
 #[derive(Default)]
-pub struct VerifiedTokens {
+pub(crate) struct VerifiedTokens {
     by_signature: RwLock<HashMap<Box<str>, Verified>>,
 }
 
@@ -34,7 +34,7 @@ fn signature(token: &str) -> Option<&str> {
 
 impl VerifiedTokens {
     /// The claims of `token` if it was verified before (expiry is the caller's to judge).
-    pub fn get(&self, token: &str) -> Option<Arc<Claims>> {
+    pub(crate) fn get(&self, token: &str) -> Option<Arc<Claims>> {
         let entries = self.by_signature.read().ok()?;
         let found = entries.get(signature(token)?)?;
         (*found.token == *token).then(|| found.claims.clone())
@@ -42,7 +42,7 @@ impl VerifiedTokens {
 
     /// Remembers a token that passed full verification; `now` lets a full cache drop
     /// expired tokens first.
-    pub fn insert(&self, token: &str, claims: Arc<Claims>, now: i64) {
+    pub(crate) fn insert(&self, token: &str, claims: Arc<Claims>, now: i64) {
         let (Some(sig), Ok(mut entries)) = (signature(token), self.by_signature.write()) else {
             return;
         };

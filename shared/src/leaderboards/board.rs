@@ -8,17 +8,17 @@ use crate::ports::items::{Item, Key, Query, StoreError, item};
 use crate::tables::Table;
 
 /// The partition of a track's board.
-pub fn partition(track_id: &str) -> String {
+pub(crate) fn partition(track_id: &str) -> String {
     format!("BOARD#{track_id}")
 }
 
 /// The key of a user's entry on a track.
-pub fn entry_key(track_id: &str, user_id: &str) -> Key {
+pub(crate) fn entry_key(track_id: &str, user_id: &str) -> Key {
     Key::new(partition(track_id), format!("ENTRY#{user_id}"))
 }
 
 /// The rank sort key: lap time, then submission time, then user (unique).
-pub fn rank_sk(lap_time_ms: i64, submitted_at: OffsetDateTime, user_id: &str) -> String {
+pub(crate) fn rank_sk(lap_time_ms: i64, submitted_at: OffsetDateTime, user_id: &str) -> String {
     let micros = submitted_at.unix_timestamp_nanos() / 1_000;
     format!("RANK#{lap_time_ms:010}#{micros:016}#{user_id}")
 }
@@ -75,7 +75,7 @@ impl Row {
 }
 
 /// RFC 3339 with microseconds (what the rank key orders by).
-pub fn submitted_at(now: OffsetDateTime) -> String {
+pub(crate) fn submitted_at(now: OffsetDateTime) -> String {
     let micros = now.replace_nanosecond(now.nanosecond() / 1_000 * 1_000);
     crate::ports::clock::rfc3339(micros.unwrap_or(now))
 }

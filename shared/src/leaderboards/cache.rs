@@ -28,7 +28,7 @@ const MAX_PAGES: usize = 256;
 /// One ranked entry as the API shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct LeaderboardEntry {
+pub(crate) struct LeaderboardEntry {
     /// 1 is fastest.
     pub rank: usize,
     /// The driver's id.
@@ -52,7 +52,7 @@ pub struct LeaderboardEntry {
 /// A page of a leaderboard.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct LeaderboardPage {
+pub(crate) struct LeaderboardPage {
     /// The track of the board.
     pub track: Track,
     /// The ranked entries of this page.
@@ -178,7 +178,7 @@ fn encode_cursor(offset: usize) -> String {
 }
 
 /// Reads a cursor made by [`encode_cursor`].
-pub fn decode_cursor(cursor: &str) -> Option<usize> {
+pub(crate) fn decode_cursor(cursor: &str) -> Option<usize> {
     crate::ports::items::decode_cursor(cursor)
         .ok()?
         .strip_prefix("rank:")?

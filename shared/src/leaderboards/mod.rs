@@ -8,16 +8,16 @@
 //!   sort key that orders the board (equal times: earlier submission first). The entry and its
 //!   rank row change in one transaction.
 
-pub mod board;
-pub mod cache;
-pub mod plausibility;
-pub mod submit;
+pub(crate) mod board;
+pub(crate) mod cache;
+pub(crate) mod plausibility;
+pub(crate) mod submit;
 
-pub use board::{Board, Row};
-pub use cache::BoardCache;
+pub(crate) use board::Board;
+pub(crate) use cache::BoardCache;
 
 /// A lap time as the desktop client shows it: `M:SS.mmm` (minutes grow past 59).
-pub fn format_lap_time(ms: i64) -> String {
+pub(crate) fn format_lap_time(ms: i64) -> String {
     let ms = ms.max(0);
     format!("{}:{:02}.{:03}", ms / 60_000, (ms / 1000) % 60, ms % 1000)
 }

@@ -12,7 +12,7 @@ use crate::sessions::upload::Lap;
 /// The fastest believable average speed over a lap, in km/h. Real lap records average well
 /// below it (the fastest, qualifying laps on superspeedway ovals, average under 390 km/h), so
 /// only laps no car can drive are refused.
-pub const MAX_AVERAGE_KMH: f64 = 400.0;
+pub(crate) const MAX_AVERAGE_KMH: f64 = 400.0;
 
 /// No lap on any track is shorter than this, map or no map: 8 s.
 ///
@@ -21,10 +21,10 @@ pub const MAX_AVERAGE_KMH: f64 = 400.0;
 /// leaves a margin below those and still refuses the laps of a second or less that faked
 /// submissions use. It also holds when a map exists, so a map built from a few metres of
 /// track points (a partial or faked upload) cannot lower the floor to nothing.
-pub const ABSOLUTE_FLOOR_MS: i64 = 8_000;
+pub(crate) const ABSOLUTE_FLOOR_MS: i64 = 8_000;
 
 /// Sector times may differ from the lap time by the larger of this many milliseconds…
-pub const SECTOR_TOLERANCE_MS: i64 = 50;
+pub(crate) const SECTOR_TOLERANCE_MS: i64 = 50;
 
 /// …and this fraction of the lap time (0.5 %).
 ///
@@ -33,11 +33,11 @@ pub const SECTOR_TOLERANCE_MS: i64 = 50;
 /// the lap time is the game's official one, which drifts apart with the lap's length. The
 /// check exists to catch a lap time that was edited without its sectors, which moves the sum
 /// by far more.
-pub const SECTOR_TOLERANCE_FRACTION: f64 = 0.005;
+pub(crate) const SECTOR_TOLERANCE_FRACTION: f64 = 0.005;
 
 /// Why a lap is implausible. The message names the field, as the API's other messages do.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum Implausible {
+pub(crate) enum Implausible {
     /// Faster than [`floor_ms`] allows.
     #[error("{}", too_fast_message(*.lap_time_ms, *.floor_ms, *.map_length_m))]
     TooFast {
@@ -78,10 +78,10 @@ fn too_fast_message(lap_time_ms: i64, floor_ms: i64, map_length_m: Option<f64>) 
 
 impl Implausible {
     /// Every value of [`Implausible::reason`]: the metric's label set is fixed and small.
-    pub const REASONS: [&'static str; 2] = crate::metrics::IMPLAUSIBLE_LAP_REASONS;
+    pub(crate) const REASONS: [&'static str; 2] = crate::metrics::IMPLAUSIBLE_LAP_REASONS;
 
     /// The metric label of this refusal.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             Self::TooFast { .. } => Self::REASONS[0],
             Self::SectorsMismatch { .. } => Self::REASONS[1],
@@ -105,12 +105,13 @@ fn floor(map_length_m: Option<f64>) -> (i64, Option<f64>) {
 }
 
 /// The shortest plausible lap in milliseconds on a track whose map is `map_length_m` long.
-pub fn floor_ms(map_length_m: Option<f64>) -> i64 {
+#[cfg(test)]
+fn floor_ms(map_length_m: Option<f64>) -> i64 {
     floor(map_length_m).0
 }
 
 /// How far a lap's sector times may add up from its time.
-pub fn sector_tolerance_ms(lap_time_ms: i64) -> i64 {
+pub(crate) fn sector_tolerance_ms(lap_time_ms: i64) -> i64 {
     let share = (lap_time_ms as f64 * SECTOR_TOLERANCE_FRACTION).ceil() as i64;
     share.max(SECTOR_TOLERANCE_MS)
 }
@@ -118,7 +119,7 @@ pub fn sector_tolerance_ms(lap_time_ms: i64) -> i64 {
 /// Checks a stored lap before it is ranked: its time against the track's floor (from the
 /// length of the track's map, `map_length_m`, when there is one), then its sector times,
 /// when it has them, against its time.
-pub fn check(lap: &Lap, map_length_m: Option<f64>) -> Result<(), Implausible> {
+pub(crate) fn check(lap: &Lap, map_length_m: Option<f64>) -> Result<(), Implausible> {
     let (floor_ms, set_by_map) = floor(map_length_m);
     if lap.lap_time_ms < floor_ms {
         return Err(Implausible::TooFast {

@@ -14,14 +14,14 @@ use crate::sessions::upload::Lap;
 use crate::tables::Table;
 
 /// The least quality a ranked lap needs, inclusive.
-pub const MIN_QUALITY: f64 = 0.8;
+pub(crate) const MIN_QUALITY: f64 = 0.8;
 /// Rounds of read-and-replace before giving up under heavy contention on one entry.
 const ROUNDS: u32 = 8;
 
 /// The answer of a submission.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct SubmitOutcome {
+pub(crate) struct SubmitOutcome {
     /// True when the lap replaced the caller's entry (or created it).
     pub improved: bool,
     /// The submitted lap time.
@@ -36,7 +36,7 @@ pub struct SubmitOutcome {
 
 /// Who submits.
 #[derive(Debug, Clone)]
-pub struct Driver {
+pub(crate) struct Driver {
     /// The driver's id.
     pub user_id: String,
     /// Shown on leaderboards and the feed.
@@ -48,7 +48,7 @@ pub struct Driver {
 /// Checks the stored laps of `session`: a lap with `lap_time_ms` exists, is valid and has a
 /// combined quality of at least [`MIN_QUALITY`]. Answers the first such lap (whose other
 /// facts, like its sector times, are checked next), or says why there is none.
-pub fn check_lap(session: &StoredSession, lap_time_ms: i64) -> Result<&Lap, String> {
+pub(crate) fn check_lap(session: &StoredSession, lap_time_ms: i64) -> Result<&Lap, String> {
     let matching: Vec<_> = session
         .laps
         .iter()
@@ -82,7 +82,7 @@ pub enum SubmitError {
 
 /// Submits a checked lap of `session` for `driver`; answers the outcome and the board as
 /// it is afterwards.
-pub async fn submit(
+pub(crate) async fn submit(
     ports: &Ports,
     driver: &Driver,
     session: &StoredSession,

@@ -13,7 +13,7 @@ use crate::metrics;
 use crate::state::AppState;
 
 /// The health routes.
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/health", get(health))
         .route("/health/live", get(live))
@@ -23,14 +23,14 @@ pub fn routes() -> Router<AppState> {
 
 /// Liveness answer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct HealthStatus {
+pub(crate) struct HealthStatus {
     /// Always `Healthy` when the process answers.
     pub status: &'static str,
 }
 
 /// Readiness answer.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ReadyStatus {
+pub(crate) struct ReadyStatus {
     /// `Healthy` when every dependency answers.
     pub status: &'static str,
     /// `Healthy` when the item store answers.
@@ -40,14 +40,14 @@ pub struct ReadyStatus {
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/health", tag = "health",
     responses((status = 200, description = "The service is up", body = inline(crate::http::Envelope<HealthStatus>))))]
-pub async fn health() -> Response {
+pub(crate) async fn health() -> Response {
     ok(HealthStatus { status: "Healthy" })
 }
 
 /// Liveness for orchestrators.
 #[utoipa::path(get, path = "/health/live", tag = "health",
     responses((status = 200, description = "The process answers", body = inline(crate::http::Envelope<HealthStatus>))))]
-pub async fn live() -> Response {
+pub(crate) async fn live() -> Response {
     ok(HealthStatus { status: "Healthy" })
 }
 
@@ -56,7 +56,7 @@ pub async fn live() -> Response {
     responses(
         (status = 200, description = "Ready", body = inline(crate::http::Envelope<ReadyStatus>)),
         (status = 503, description = "The item store cannot be reached (`Unhealthy`)")))]
-pub async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
+pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
     match state.ports.items.ping().await {
         Ok(()) => Ok(ok(ReadyStatus {
             status: "Healthy",
@@ -74,7 +74,7 @@ pub async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> 
 /// Prometheus text exposition (not enveloped).
 #[utoipa::path(get, path = "/metrics", tag = "health",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4")))]
-pub async fn prometheus_metrics() -> Response {
+pub(crate) async fn prometheus_metrics() -> Response {
     let mut response = metrics::global().render().into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -4,11 +4,11 @@
 //! [`group_router`], so it links only that group's handlers.
 
 pub mod auth;
-pub mod health;
+pub(crate) mod health;
 pub mod leaderboards;
-pub mod openapi;
+pub(crate) mod openapi;
 pub mod sessions;
-pub mod tracks;
+pub(crate) mod tracks;
 
 use axum::Router;
 

@@ -17,12 +17,12 @@ use super::{auth, health, leaderboards, sessions, tracks};
 use crate::state::AppState;
 
 /// `GET /openapi.json`.
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/openapi.json", get(openapi_json))
 }
 
 /// The OpenAPI 3.1 document of the whole API (not enveloped).
-pub async fn openapi_json() -> Response {
+pub(crate) async fn openapi_json() -> Response {
     (StatusCode::OK, axum::Json(document())).into_response()
 }
 
@@ -184,7 +184,7 @@ impl Modify for CommonResponses {
 }
 
 /// The document served at `/openapi.json`.
-pub fn document() -> utoipa::openapi::OpenApi {
+pub(crate) fn document() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
 

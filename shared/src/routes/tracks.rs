@@ -15,7 +15,7 @@ use crate::tracks::maps::{self, TrackMap};
 use crate::tracks::{self, Track};
 
 /// The tracks routes.
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/tracks", get(list))
         .route("/v1/tracks/{id}/map", get(map))
@@ -25,7 +25,7 @@ pub fn routes() -> Router<AppState> {
 #[utoipa::path(get, path = "/v1/tracks", tag = "tracks", security(("bearer" = [])), params(PageParams),
     responses((status = 200, description = "One page", body = inline(Envelope<Paged<Track>>)),
               (status = 401, description = "No valid token")))]
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     _user: AuthUser,
     ApiQuery(page): ApiQuery<PageParams>,
@@ -37,7 +37,7 @@ pub async fn list(
 /// `?format=` of the map.
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct MapQuery {
+pub(crate) struct MapQuery {
     /// `json` (default) or `svg`.
     #[param(value_type = Option<String>, pattern = "^(json|svg)$")]
     pub format: Option<String>,
@@ -50,7 +50,7 @@ pub struct MapQuery {
                content((inline(Envelope<TrackMap>) = "application/json"), (String = "image/svg+xml"))),
               (status = 400, description = "Unknown format"),
               (status = 404, description = "Unknown track, or no map built yet")))]
-pub async fn map(
+pub(crate) async fn map(
     State(state): State<AppState>,
     _user: AuthUser,
     Path(id): Path<String>,

@@ -8,7 +8,7 @@
 //!   in the same transaction as the session, so a repeat or a concurrent duplicate can never
 //!   create a second session.
 
-pub mod create;
+pub(crate) mod create;
 pub mod records;
 pub mod upload;
 

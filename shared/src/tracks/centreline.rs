@@ -17,7 +17,7 @@ pub struct TrackPoint {
 }
 
 /// Distance between two centreline points, in metres.
-pub const SPACING_M: f64 = 5.0;
+pub(crate) const SPACING_M: f64 = 5.0;
 /// Gaps of up to this many grid steps without samples are interpolated; longer ones stay open.
 const MAX_GAP_STEPS: i64 = 10;
 /// A point's weight stops growing here, so a long-lived map still follows corrections.
@@ -25,7 +25,7 @@ const MAX_WEIGHT: u32 = 1_000;
 
 /// One centreline point: grid index (distance = index × spacing), position and weight.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct GridPoint {
+pub(crate) struct GridPoint {
     pub index: i64,
     pub x: f64,
     pub y: f64,
@@ -35,13 +35,13 @@ pub struct GridPoint {
 
 /// Why no centreline could be built.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum CentrelineError {
+pub(crate) enum CentrelineError {
     #[error("at least two samples at distinct distances are needed, got {0}")]
     TooFewSamples(usize),
 }
 
 /// Resamples `samples` on the grid; every resulting point has weight 1.
-pub fn resample(samples: &[TrackPoint]) -> Result<Vec<GridPoint>, CentrelineError> {
+pub(crate) fn resample(samples: &[TrackPoint]) -> Result<Vec<GridPoint>, CentrelineError> {
     let mut finite: Vec<&TrackPoint> = samples
         .iter()
         .filter(|p| p.x.is_finite() && p.y.is_finite() && p.distance.is_finite())
@@ -102,7 +102,7 @@ pub fn resample(samples: &[TrackPoint]) -> Result<Vec<GridPoint>, CentrelineErro
 }
 
 /// Merges a new session's points into an existing map (both sorted by index).
-pub fn merge(existing: &[GridPoint], new: &[GridPoint]) -> Vec<GridPoint> {
+pub(crate) fn merge(existing: &[GridPoint], new: &[GridPoint]) -> Vec<GridPoint> {
     let mut out = Vec::with_capacity(existing.len().max(new.len()));
     let (mut a, mut b) = (existing.iter().peekable(), new.iter().peekable());
     loop {

@@ -5,7 +5,7 @@
 //! normalised key, so concurrent first uploads of a track agree on it and the create is an
 //! idempotent update (`ADD sessionCount 1`), never a read-then-write.
 
-pub mod centreline;
+pub(crate) mod centreline;
 pub mod jobs;
 pub mod maps;
 
