@@ -11,6 +11,7 @@ pub mod envelope;
 pub mod events;
 pub mod http;
 pub mod identity;
+pub mod ids;
 pub mod lambda;
 pub mod leaderboards;
 pub mod metrics;

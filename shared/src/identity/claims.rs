@@ -2,10 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::UserId;
+
 /// The claims of an access token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Claims {
-    pub sub: String,
+    /// The user id.
+    pub sub: UserId,
     pub email: Option<String>,
     pub display_name: String,
     pub avatar_url: Option<String>,

@@ -17,6 +17,7 @@ use utoipa::ToSchema;
 use super::board::{Board, Row};
 use super::format_lap_time;
 use crate::envelope::Envelope;
+use crate::ids::{SessionId, TrackId, UserId};
 use crate::tracks::Track;
 
 /// Boards kept at most; beyond it the cache starts over (bounded memory).
@@ -30,14 +31,16 @@ const MAX_PAGES: usize = 256;
 pub struct LeaderboardEntry {
     /// 1 is fastest.
     pub rank: usize,
-    pub user_id: String,
+    #[schema(value_type = String)]
+    pub user_id: UserId,
     pub display_name: String,
     pub avatar_url: Option<String>,
     pub lap_time_ms: i64,
     /// `M:SS.mmm`.
     pub lap_time: String,
     pub vehicle_name: String,
-    pub session_id: String,
+    #[schema(value_type = String)]
+    pub session_id: SessionId,
     /// RFC 3339.
     pub submitted_at: String,
 }
@@ -82,7 +85,7 @@ struct Snapshot {
 pub struct BoardCache {
     lifetime: Duration,
     cache_control: HeaderValue,
-    boards: Mutex<HashMap<String, Arc<Snapshot>>>,
+    boards: Mutex<HashMap<TrackId, Arc<Snapshot>>>,
 }
 
 impl BoardCache {
@@ -109,7 +112,7 @@ impl BoardCache {
     }
 
     /// A page of a cached, still fresh board; `None` on a miss.
-    pub fn page(&self, track_id: &str, key: &PageKey) -> Option<RenderedPage> {
+    pub fn page(&self, track_id: &TrackId, key: &PageKey) -> Option<RenderedPage> {
         let snapshot = {
             let boards = self.boards.lock().ok()?;
             boards.get(track_id).cloned()?
@@ -153,7 +156,7 @@ impl BoardCache {
     }
 
     /// Forgets the board of `track_id` (a submission changed it).
-    pub fn invalidate(&self, track_id: &str) {
+    pub fn invalidate(&self, track_id: &TrackId) {
         if let Ok(mut boards) = self.boards.lock() {
             boards.remove(track_id);
         }

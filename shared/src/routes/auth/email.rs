@@ -278,7 +278,7 @@ pub async fn set_password(
     rate_limits::check(
         &state.ports,
         "password-failures",
-        user.user_id(),
+        user.user_id().as_str(),
         window,
         &failure_limit(&state),
     )
@@ -286,7 +286,7 @@ pub async fn set_password(
     let changed = password_changes::set_password(
         &state.ports,
         state.passwords()?,
-        user.user_id(),
+        user.user_id().as_str(),
         current,
         new,
         &user.claims.sid,
@@ -299,7 +299,7 @@ pub async fn set_password(
         })),
         Err(e) => Err(match e {
             PasswordChangeError::CurrentWrong => {
-                count_failure(&state, "password-failures", user.user_id()).await?;
+                count_failure(&state, "password-failures", user.user_id().as_str()).await?;
                 ApiError::Forbidden(e.to_string())
             }
             PasswordChangeError::CurrentRequired => ApiError::BadRequest(e.to_string()),
