@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, item};
+use crate::ports::items::{Condition, Key, Query, SK, StoreError, TTL, TxOp, Update, item};
 use crate::tables::Table;
 
 /// Refresh-token lifetime: 30 days.
@@ -52,7 +52,7 @@ fn token_op(raw: &str, user_id: &str, family_id: &str, now: OffsetDateTime) -> T
         table: Table::Tokens,
         item: item(
             &token_key(raw),
-            json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, "ttl": expires}),
+            json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, TTL: expires}),
         ),
         condition: Some(Condition::NotExists),
     }
@@ -67,7 +67,7 @@ pub async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, St
         table: Table::Tokens,
         item: item(
             &family_key(&family_id),
-            json!({"userId": user_id, "revoked": false, "ttl": now.unix_timestamp() + LIFETIME_SECS}),
+            json!({"userId": user_id, "revoked": false, TTL: now.unix_timestamp() + LIFETIME_SECS}),
         ),
         condition: Some(Condition::NotExists),
     };
@@ -75,7 +75,7 @@ pub async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, St
         table: Table::Tokens,
         item: item(
             &user_family_key(user_id, &family_id),
-            json!({"ttl": now.unix_timestamp() + LIFETIME_SECS}),
+            json!({TTL: now.unix_timestamp() + LIFETIME_SECS}),
         ),
         condition: None,
     };
@@ -141,7 +141,7 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
             TxOp::Update {
                 table: Table::Tokens,
                 key: family_key(&family_id),
-                update: Update::set("ttl", now.unix_timestamp() + LIFETIME_SECS),
+                update: Update::set(TTL, now.unix_timestamp() + LIFETIME_SECS),
                 condition: Some(Condition::And(vec![
                     Condition::Exists,
                     Condition::eq("revoked", false),
@@ -153,7 +153,7 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
                 table: Table::Tokens,
                 item: item(
                     &user_family_key(&user_id, &family_id),
-                    json!({"ttl": now.unix_timestamp() + LIFETIME_SECS}),
+                    json!({TTL: now.unix_timestamp() + LIFETIME_SECS}),
                 ),
                 condition: None,
             },
@@ -244,7 +244,7 @@ pub async fn revoke_all_families(
             .await?;
         for entry in &page.items {
             let Some(family_id) = entry
-                .get("sk")
+                .get(SK)
                 .and_then(Value::as_str)
                 .and_then(|sk| sk.strip_prefix("FAMILY#"))
             else {
