@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use crate::ids::{JobId, SessionId, TrackId, UserId};
+
 /// A domain event with its identity and time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -16,7 +18,7 @@ pub struct Event {
     /// Unique id; processors use it to act once.
     pub id: Uuid,
     /// The user the event concerns.
-    pub user_id: Option<String>,
+    pub user_id: Option<UserId>,
     /// When the causing change happened.
     #[serde(with = "time::serde::rfc3339")]
     pub occurred_at: OffsetDateTime,
@@ -59,8 +61,8 @@ impl EventKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUploaded {
-    pub session_id: String,
-    pub track_id: String,
+    pub session_id: SessionId,
+    pub track_id: TrackId,
     pub game_id: String,
     pub track_name: String,
     pub track_layout: String,
@@ -71,15 +73,15 @@ pub struct SessionUploaded {
     pub best_lap_ms: i64,
     pub lap_count: usize,
     /// The track-map job of the session's track points, if it had any.
-    pub job_id: Option<String>,
+    pub job_id: Option<JobId>,
 }
 
 /// `leaderboard.submit`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LeaderboardSubmitted {
-    pub track_id: String,
-    pub session_id: String,
+    pub track_id: TrackId,
+    pub session_id: SessionId,
     pub lap_time_ms: i64,
     /// The driver's entry before this submission.
     pub previous_best_ms: Option<i64>,
@@ -91,13 +93,13 @@ pub struct LeaderboardSubmitted {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TrackProcessRequested {
-    pub job_id: String,
-    pub track_id: String,
+    pub job_id: JobId,
+    pub track_id: TrackId,
 }
 
 impl Event {
     /// A new event with a fresh time-ordered id.
-    pub fn new(kind: EventKind, user_id: Option<String>, now: OffsetDateTime) -> Self {
+    pub fn new(kind: EventKind, user_id: Option<UserId>, now: OffsetDateTime) -> Self {
         Self {
             id: Uuid::now_v7(),
             user_id,

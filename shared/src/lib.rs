@@ -11,6 +11,7 @@ pub(crate) mod envelope;
 pub mod events;
 pub mod http;
 pub mod identity;
+pub mod ids;
 pub mod lambda;
 pub(crate) mod leaderboards;
 pub(crate) mod metrics;

@@ -9,7 +9,7 @@ use serde_json::json;
 pub use crate::events::Event;
 use crate::metrics;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Item, Key, Query, TxOp, item};
+use crate::ports::items::{Condition, Item, Key, Query, TTL, TxOp, item};
 use crate::tables::Table;
 
 /// Number of outbox partitions.
@@ -28,7 +28,7 @@ impl Event {
         let expires = self.occurred_at.unix_timestamp() + RETENTION_SECS;
         TxOp::Put {
             table: Table::Outbox,
-            item: item(&self.key(), json!({ "event": self, "ttl": expires })),
+            item: item(&self.key(), json!({ "event": self, TTL: expires })),
             condition: Some(Condition::NotExists),
         }
     }

@@ -12,7 +12,7 @@ pub use crate::events::ProcessError;
 use crate::events::{Event, EventKind, SessionUploaded, TrackProcessRequested};
 use crate::metrics;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, TxOp, item};
+use crate::ports::items::{Condition, Key, TTL, TxOp, item};
 use crate::ports::queue::ReceivedMessage;
 use crate::tables::Table;
 
@@ -51,7 +51,7 @@ pub fn processed_marker(processor: &str, event: &Event) -> TxOp {
         table: Table::Activity,
         item: item(
             &Key::new(format!("PROCESSED#{processor}"), event.id.to_string()),
-            serde_json::json!({ "ttl": expires }),
+            serde_json::json!({ TTL: expires }),
         ),
         condition: Some(Condition::NotExists),
     }

@@ -2,6 +2,7 @@
 //! handlers' event shapes.
 
 use paddock::events::{EventKind, TrackProcessRequested};
+use paddock::ids::UserId;
 use paddock::outbox::{self, Event};
 use paddock::ports::Clock;
 use paddock::ports::items::{Condition, Key, Query, TxOp, item};
@@ -15,10 +16,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// A typed event told apart by `label` (carried as its job id).
-fn labelled(label: &str, user_id: Option<String>, t: &TestPorts) -> Event {
+fn labelled(label: &str, user_id: Option<UserId>, t: &TestPorts) -> Event {
     Event::new(
         EventKind::TrackProcessRequested(TrackProcessRequested {
-            job_id: label.to_owned(),
+            job_id: label.into(),
             track_id: "t1".into(),
         }),
         user_id,
@@ -29,7 +30,7 @@ fn labelled(label: &str, user_id: Option<String>, t: &TestPorts) -> Event {
 /// The label of an event made by [`labelled`].
 fn label(event: &Event) -> String {
     match &event.kind {
-        EventKind::TrackProcessRequested(r) => r.job_id.clone(),
+        EventKind::TrackProcessRequested(r) => r.job_id.to_string(),
         other => other.name().to_owned(),
     }
 }

@@ -2,6 +2,7 @@
 //! processing jobs, in local mode and against DynamoDB Local (S3 on moto_server).
 
 use futures::future::join_all;
+use paddock::ids::{JobId, SessionId, TrackId, UserId};
 use paddock::ports::{Clock, ManualClock};
 use paddock::tracks::jobs::{self, Stuck};
 use paddock_tests::{Backend, TestApp, envelope, session_body};
@@ -480,28 +481,29 @@ async fn track_job_transitions(backend: Backend) {
     let t = paddock_tests::ports(backend).await;
     let ports = &t.ports;
     let now = t.clock.now();
-    let create = |id: &str| {
+    let (job_a, job_b) = (JobId::from("job-a"), JobId::from("job-b"));
+    let create = |id: &JobId| {
         jobs::create_op(
             id,
-            "track-1",
-            "session-1",
-            "user-1",
+            &TrackId::from("track-1"),
+            &SessionId::from("session-1"),
+            &UserId::from("user-1"),
             "tracks/track-1/points/none.json",
             now,
         )
     };
     ports
         .items
-        .transact(vec![create("job-a"), create("job-b")])
+        .transact(vec![create(&job_a), create(&job_b)])
         .await
         .unwrap();
     assert_eq!(
-        jobs::status(ports, "job-a").await.unwrap().unwrap().status,
+        jobs::status(ports, &job_a).await.unwrap().unwrap().status,
         "pending"
     );
 
     // Two workers claim at once: exactly one gets it.
-    let (one, two) = tokio::join!(jobs::claim(ports, "job-a"), jobs::claim(ports, "job-a"));
+    let (one, two) = tokio::join!(jobs::claim(ports, &job_a), jobs::claim(ports, &job_a));
     let claims = [one.unwrap(), two.unwrap()];
     assert_eq!(
         claims.iter().filter(|c| c.is_some()).count(),
@@ -509,10 +511,10 @@ async fn track_job_transitions(backend: Backend) {
         "{claims:?}"
     );
     assert_eq!(
-        jobs::status(ports, "job-a").await.unwrap().unwrap().status,
+        jobs::status(ports, &job_a).await.unwrap().unwrap().status,
         "processing"
     );
-    assert!(jobs::claim(ports, "job-a").await.unwrap().is_none(), "held");
+    assert!(jobs::claim(ports, &job_a).await.unwrap().is_none(), "held");
 
     // Service start: a job left in processing goes back to pending.
     assert_eq!(
@@ -521,23 +523,23 @@ async fn track_job_transitions(backend: Backend) {
         "lease still running"
     );
     assert_eq!(jobs::reset_stuck(ports, Stuck::All).await.unwrap(), 1);
-    let status = jobs::status(ports, "job-a").await.unwrap().unwrap();
+    let status = jobs::status(ports, &job_a).await.unwrap().unwrap();
     assert_eq!(status.status, "pending");
     assert_eq!(status.attempts, 1);
 
     // An expired lease (AWS maintenance) is reset too, and can be taken over directly.
-    let held = jobs::claim(ports, "job-a").await.unwrap().unwrap();
+    let held = jobs::claim(ports, &job_a).await.unwrap().unwrap();
     assert_eq!(held.attempt, 2);
     t.clock
         .advance(time::Duration::seconds(jobs::LEASE.as_secs() as i64 + 1));
-    let taken_over = jobs::claim(ports, "job-a")
+    let taken_over = jobs::claim(ports, &job_a)
         .await
         .unwrap()
         .expect("lease over");
     assert_eq!(taken_over.attempt, 3);
     jobs::complete(ports, &held).await.unwrap(); // the old holder is fenced off
     assert_eq!(
-        jobs::status(ports, "job-a").await.unwrap().unwrap().status,
+        jobs::status(ports, &job_a).await.unwrap().unwrap().status,
         "processing"
     );
     t.clock
@@ -548,22 +550,22 @@ async fn track_job_transitions(backend: Backend) {
     );
 
     // Attempts are bounded: the third failing attempt marks the job failed with its reason.
-    let job = jobs::claim(ports, "job-a").await.unwrap().unwrap();
+    let job = jobs::claim(ports, &job_a).await.unwrap().unwrap();
     assert_eq!(job.attempt, 4);
     assert!(!jobs::release(ports, &job, "storage down").await.unwrap());
-    let status = jobs::status(ports, "job-a").await.unwrap().unwrap();
+    let status = jobs::status(ports, &job_a).await.unwrap().unwrap();
     assert_eq!(status.status, "failed");
     assert!(status.reason.unwrap().contains("storage down"));
     assert!(
-        jobs::claim(ports, "job-a").await.unwrap().is_none(),
+        jobs::claim(ports, &job_a).await.unwrap().is_none(),
         "failed is final"
     );
 
     // The worker step: points that are missing fail the job with a reason, at once.
-    paddock::tracks::maps::process_job(ports, "job-b")
+    paddock::tracks::maps::process_job(ports, &job_b)
         .await
         .unwrap();
-    let status = jobs::status(ports, "job-b").await.unwrap().unwrap();
+    let status = jobs::status(ports, &job_b).await.unwrap().unwrap();
     assert_eq!(status.status, "failed");
     assert!(status.reason.unwrap().contains("missing"));
 }
@@ -579,7 +581,8 @@ async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
         })
         .collect();
     let track = paddock::tracks::TrackKey::new("acc", "Imola", "");
-    let key = paddock::tracks::maps::points_key(&track.id(), "s1");
+    let (job_s, session) = (JobId::from("job-s"), SessionId::from("s1"));
+    let key = paddock::tracks::maps::points_key(&track.id(), &session);
     t.ports
         .blobs
         .put(
@@ -594,11 +597,18 @@ async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
         .items
         .transact(vec![
             paddock::tracks::count_session_op(&track),
-            jobs::create_op("job-s", &track.id(), "s1", "u1", &key, now),
+            jobs::create_op(
+                &job_s,
+                &track.id(),
+                &session,
+                &UserId::from("u1"),
+                &key,
+                now,
+            ),
         ])
         .await
         .unwrap();
-    jobs::claim(&t.ports, "job-s")
+    jobs::claim(&t.ports, &job_s)
         .await
         .unwrap()
         .expect("claimed");
@@ -606,7 +616,7 @@ async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
     let ports = t.ports.clone();
     let _app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
     for _ in 0..100 {
-        if jobs::status(&ports, "job-s").await.unwrap().unwrap().status == "done" {
+        if jobs::status(&ports, &job_s).await.unwrap().unwrap().status == "done" {
             let track = paddock::tracks::get(&ports, &track.id())
                 .await
                 .unwrap()

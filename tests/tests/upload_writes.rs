@@ -4,6 +4,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use paddock::http::extract::camel_case_keys;
 use paddock::identity::rate_limits::{self, Limit};
+use paddock::ids::{JobId, UserId};
 use paddock::outbox;
 use paddock::ports::Clock;
 use paddock::ports::items::Query;
@@ -45,7 +46,8 @@ async fn outbox_events(t: &TestPorts) -> Vec<outbox::Event> {
 
 async fn one_upload_writes_session_record_track_job_and_event_together(backend: Backend) {
     let t = ports(backend).await;
-    let receipt = sessions::create(&t.ports, "u1", parsed(&t, "c1", 300))
+    let user = UserId::from("u1");
+    let receipt = sessions::create(&t.ports, &user, parsed(&t, "c1", 300))
         .await
         .unwrap();
     assert!(!receipt.duplicate);
@@ -56,15 +58,12 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
         .items
         .get(
             Table::Sessions,
-            &records::session_key("u1", &receipt.session_id),
+            &records::session_key(&user, &receipt.session_id),
         )
         .await
         .unwrap()
         .unwrap();
-    let job_id = stored["trackJobId"]
-        .as_str()
-        .expect("a job for the points")
-        .to_owned();
+    let job_id = JobId::from(stored["trackJobId"].as_str().expect("a job for the points"));
     let job = paddock::tracks::jobs::status(&t.ports, &job_id)
         .await
         .unwrap()
@@ -73,7 +72,7 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
     let record = t
         .ports
         .items
-        .get(Table::Sessions, &records::client_key("u1", "c1"))
+        .get(Table::Sessions, &records::client_key(&user, "c1"))
         .await
         .unwrap()
         .unwrap();
@@ -86,15 +85,18 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
     let events = outbox_events(&t).await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind.name(), "session.uploaded");
-    assert_eq!(events[0].user_id.as_deref(), Some("u1"));
+    assert_eq!(events[0].user_id.as_ref().map(UserId::as_str), Some("u1"));
     let paddock::events::EventKind::SessionUploaded(uploaded) = &events[0].kind else {
         panic!("a session.uploaded event");
     };
-    assert_eq!(uploaded.session_id, receipt.session_id.as_str());
-    assert_eq!(uploaded.job_id.as_deref(), Some(job_id.as_str()));
+    assert_eq!(uploaded.session_id, receipt.session_id);
+    assert_eq!(
+        uploaded.job_id.as_ref().map(JobId::as_str),
+        Some(job_id.as_str())
+    );
 
     // The repeat writes nothing: no second event, no count, no blob.
-    let again = sessions::create(&t.ports, "u1", parsed(&t, "c1", 300))
+    let again = sessions::create(&t.ports, &user, parsed(&t, "c1", 300))
         .await
         .unwrap();
     assert!(again.duplicate);
@@ -193,7 +195,9 @@ mod dynamodb_local {
         rate_limits::hit(&t.ports, "upload", "u1", 60, &[Limit::new("n", 30)])
             .await
             .unwrap();
-        let receipt = sessions::create(&t.ports, "u1", upload).await.unwrap();
+        let receipt = sessions::create(&t.ports, &UserId::from("u1"), upload)
+            .await
+            .unwrap();
         let consumed = store.consumed().write_units - before;
 
         // The minimum: the five items the layout needs, written in one transaction.
@@ -224,7 +228,7 @@ mod dynamodb_local {
             _ => panic!("no job"),
         };
         let record = get(Table::Sessions, "USER#u1".into(), "CLIENT#wcu-1".into()).await;
-        let track = get(Table::Tracks, "TRACKS".into(), receipt.track_id.clone()).await;
+        let track = get(Table::Tracks, "TRACKS".into(), receipt.track_id.to_string()).await;
         let job = get(Table::Tracks, "JOBS".into(), job_id).await;
         let event_id = outbox_events(&t).await[0].id;
         let shard = (event_id.as_u128() % u128::from(outbox::SHARDS)) as u32;

@@ -8,6 +8,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::describe;
+use crate::ports::items::{PK, SK, TTL};
 use crate::tables::Table;
 
 /// Creates every table under `prefix` (existing ones are kept) with TTL on `ttl`.
@@ -18,10 +19,10 @@ pub async fn create_tables(client: &aws_sdk_dynamodb::Client, prefix: &str) -> a
             .create_table()
             .table_name(&name)
             .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(attribute("pk")?)
-            .attribute_definitions(attribute("sk")?)
-            .key_schema(key("pk", KeyType::Hash)?)
-            .key_schema(key("sk", KeyType::Range)?);
+            .attribute_definitions(attribute(PK)?)
+            .attribute_definitions(attribute(SK)?)
+            .key_schema(key(PK, KeyType::Hash)?)
+            .key_schema(key(SK, KeyType::Range)?);
         if table.has_stream() {
             create = create.stream_specification(
                 StreamSpecification::builder()
@@ -46,7 +47,7 @@ pub async fn create_tables(client: &aws_sdk_dynamodb::Client, prefix: &str) -> a
             .time_to_live_specification(
                 TimeToLiveSpecification::builder()
                     .enabled(true)
-                    .attribute_name("ttl")
+                    .attribute_name(TTL)
                     .build()?,
             )
             .send()

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::ApiError;
 use crate::identity::claims::Claims;
 use crate::identity::refresh_tokens;
+use crate::ids::UserId;
 use crate::state::AppState;
 
 /// The caller of a protected endpoint: a valid access token of a family that is not revoked.
@@ -20,7 +21,7 @@ pub struct AuthUser {
 
 impl AuthUser {
     /// The caller's user id (the token's `sub`).
-    pub fn user_id(&self) -> &str {
+    pub fn user_id(&self) -> &UserId {
         &self.claims.sub
     }
 }
@@ -46,7 +47,7 @@ impl FromRequestParts<AppState> for AuthUser {
             .await?
             .verify(token, state.ports.clock.now())
             .map_err(|reason| ApiError::Unauthorized(reason.into()))?;
-        if !refresh_tokens::family_active(&state.ports, &claims.sid, &claims.sub).await? {
+        if !refresh_tokens::family_active(&state.ports, &claims.sid, claims.sub.as_str()).await? {
             return Err(ApiError::Unauthorized("session has been revoked".into()));
         }
         Ok(Self { claims })

@@ -2,11 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::UserId;
+
 /// The claims of an access token.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Claims {
     /// The user id.
-    pub sub: String,
+    pub sub: UserId,
     /// The account email, if any.
     pub email: Option<String>,
     /// Shown on leaderboards and the feed.

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, item};
+use crate::ports::items::{Condition, Key, StoreError, TTL, item};
 use crate::tables::Table;
 
 /// Exchange-code lifetime.
@@ -27,7 +27,7 @@ pub async fn issue(
     let ttl = ports.clock.unix() + LIFETIME_SECS;
     let record = item(
         &code_key(&code),
-        json!({"userId": user_id, "codeChallenge": code_challenge, "ttl": ttl}),
+        json!({"userId": user_id, "codeChallenge": code_challenge, TTL: ttl}),
     );
     ports
         .items

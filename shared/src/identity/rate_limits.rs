@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use crate::ports::Ports;
-use crate::ports::items::{Key, StoreError, Update, item};
+use crate::ports::items::{Key, StoreError, TTL, Update, item};
 use crate::tables::Table;
 
 /// How long an address stays known after a successful sign-in.
@@ -95,9 +95,9 @@ pub async fn hit(
     limits: &[Limit],
 ) -> Result<(), LimitError> {
     let (key, end, now) = window(ports, scope, subject, window_secs);
-    let update = limits.iter().fold(Update::set("ttl", end + 60), |u, l| {
-        u.and_add(&l.counter, 1)
-    });
+    let update = limits
+        .iter()
+        .fold(Update::set(TTL, end + 60), |u, l| u.and_add(&l.counter, 1));
     let counted = ports
         .items
         .update(Table::Limits, &key, update, None)
@@ -162,7 +162,7 @@ pub async fn remember_address(
         .items
         .put(
             Table::Limits,
-            item(&known_key(account, address), json!({ "ttl": ttl })),
+            item(&known_key(account, address), json!({ TTL: ttl })),
             None,
         )
         .await

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, item};
+use crate::ports::items::{Condition, Key, Query, SK, StoreError, TTL, TxOp, Update, item};
 use crate::tables::Table;
 
 /// Refresh-token lifetime: 30 days.
@@ -54,7 +54,7 @@ fn token_op(raw: &str, user_id: &str, family_id: &str, now: OffsetDateTime) -> T
         table: Table::Tokens,
         item: item(
             &token_key(raw),
-            json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, "ttl": expires}),
+            json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, TTL: expires}),
         ),
         condition: Some(Condition::NotExists),
     }
@@ -69,7 +69,7 @@ pub(crate) async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Iss
         table: Table::Tokens,
         item: item(
             &family_key(&family_id),
-            json!({"userId": user_id, "revoked": false, "ttl": now.unix_timestamp() + LIFETIME_SECS}),
+            json!({"userId": user_id, "revoked": false, TTL: now.unix_timestamp() + LIFETIME_SECS}),
         ),
         condition: Some(Condition::NotExists),
     };
@@ -77,7 +77,7 @@ pub(crate) async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Iss
         table: Table::Tokens,
         item: item(
             &user_family_key(user_id, &family_id),
-            json!({"ttl": now.unix_timestamp() + LIFETIME_SECS}),
+            json!({TTL: now.unix_timestamp() + LIFETIME_SECS}),
         ),
         condition: None,
     };
@@ -147,7 +147,7 @@ pub(crate) async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshEr
             TxOp::Update {
                 table: Table::Tokens,
                 key: family_key(&family_id),
-                update: Update::set("ttl", now.unix_timestamp() + LIFETIME_SECS),
+                update: Update::set(TTL, now.unix_timestamp() + LIFETIME_SECS),
                 condition: Some(Condition::And(vec![
                     Condition::Exists,
                     Condition::eq("revoked", false),
@@ -159,7 +159,7 @@ pub(crate) async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshEr
                 table: Table::Tokens,
                 item: item(
                     &user_family_key(&user_id, &family_id),
-                    json!({"ttl": now.unix_timestamp() + LIFETIME_SECS}),
+                    json!({TTL: now.unix_timestamp() + LIFETIME_SECS}),
                 ),
                 condition: None,
             },
@@ -253,7 +253,7 @@ pub(crate) async fn revoke_all_families(
             .await?;
         for entry in &page.items {
             let Some(family_id) = entry
-                .get("sk")
+                .get(SK)
                 .and_then(Value::as_str)
                 .and_then(|sk| sk.strip_prefix("FAMILY#"))
             else {

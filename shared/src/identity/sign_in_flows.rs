@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, item};
+use crate::ports::items::{Condition, Key, StoreError, TTL, item};
 use crate::tables::Table;
 
 /// How long a sign-in may take.
@@ -36,7 +36,7 @@ fn flow_key(state: &str) -> Key {
 /// Stores `flow` under `state`.
 pub(crate) async fn save(ports: &Ports, state: &str, flow: &SignInFlow) -> Result<(), StoreError> {
     let mut attrs = serde_json::to_value(flow).expect("a flow serialises");
-    attrs["ttl"] = Value::from(ports.clock.unix() + LIFETIME_SECS);
+    attrs[TTL] = Value::from(ports.clock.unix() + LIFETIME_SECS);
     ports
         .items
         .put(

@@ -1,76 +1,81 @@
 //! Reading a board, and the item layout of entries and rank rows.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use crate::ids::{SessionId, TrackId, UserId};
 use crate::ports::Ports;
-use crate::ports::items::{Item, Key, Query, StoreError, item};
+use crate::ports::items::{Item, Key, Query, StoreError, decode, item};
 use crate::tables::Table;
 
+/// Sort-key prefix of rank rows.
+const RANK_PREFIX: &str = "RANK#";
+/// The attribute of an entry (and its rank row) that holds the rank row's sort key: every
+/// change to an entry is conditional on it.
+pub(crate) const RANK_KEY: &str = "rankKey";
+
 /// The partition of a track's board.
-pub(crate) fn partition(track_id: &str) -> String {
+pub(crate) fn partition(track_id: &TrackId) -> String {
     format!("BOARD#{track_id}")
 }
 
 /// The key of a user's entry on a track.
-pub(crate) fn entry_key(track_id: &str, user_id: &str) -> Key {
+pub(crate) fn entry_key(track_id: &TrackId, user_id: &UserId) -> Key {
     Key::new(partition(track_id), format!("ENTRY#{user_id}"))
 }
 
 /// The rank sort key: lap time, then submission time, then user (unique).
-pub(crate) fn rank_sk(lap_time_ms: i64, submitted_at: OffsetDateTime, user_id: &str) -> String {
+pub(crate) fn rank_sk(lap_time_ms: i64, submitted_at: OffsetDateTime, user_id: &UserId) -> String {
     let micros = submitted_at.unix_timestamp_nanos() / 1_000;
-    format!("RANK#{lap_time_ms:010}#{micros:016}#{user_id}")
+    format!("{RANK_PREFIX}{lap_time_ms:010}#{micros:016}#{user_id}")
 }
 
 /// One ranked entry.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Row {
-    pub user_id: String,
+    pub user_id: UserId,
+    #[serde(default)]
     pub display_name: String,
+    /// Stored as null when the driver has no picture.
     pub avatar_url: Option<String>,
     pub lap_time_ms: i64,
+    #[serde(default)]
     pub vehicle_name: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     /// RFC 3339.
+    #[serde(default)]
     pub submitted_at: String,
 }
 
-impl Row {
-    /// The attributes stored on both the entry and its rank row.
-    pub fn attributes(&self, rank_key: &str) -> Value {
-        json!({
-            "userId": self.user_id,
-            "displayName": self.display_name,
-            "avatarUrl": self.avatar_url,
-            "lapTimeMs": self.lap_time_ms,
-            "vehicleName": self.vehicle_name,
-            "sessionId": self.session_id,
-            "submittedAt": self.submitted_at,
-            "rankKey": rank_key,
-        })
-    }
+/// An entry or a rank row as stored (besides its key): the row and the rank row's sort key.
+/// The entry and its rank row carry the same attributes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StoredRow {
+    #[serde(flatten)]
+    pub row: Row,
+    /// The sort key of the entry's rank row (see [`RANK_KEY`]).
+    pub rank_key: String,
+}
 
-    /// The rank row item of this entry.
-    pub fn rank_item(&self, track_id: &str, rank_key: &str) -> Item {
+impl StoredRow {
+    /// The item of this row under `key` (the entry's key, or the rank row's).
+    pub(crate) fn to_item(&self, key: &Key) -> Item {
         item(
-            &Key::new(partition(track_id), rank_key),
-            self.attributes(rank_key),
+            key,
+            serde_json::to_value(self).expect("a leaderboard row serialises"),
         )
     }
 
+    /// The rank row item of this entry on `track_id`'s board.
+    pub(crate) fn rank_item(&self, track_id: &TrackId) -> Item {
+        self.to_item(&Key::new(partition(track_id), self.rank_key.as_str()))
+    }
+
     /// Reads an entry or a rank row.
-    pub fn from_item(item: &Item) -> Option<Self> {
-        let text = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
-        Some(Self {
-            user_id: text("userId")?,
-            display_name: text("displayName").unwrap_or_default(),
-            avatar_url: text("avatarUrl"),
-            lap_time_ms: item.get("lapTimeMs").and_then(Value::as_i64)?,
-            vehicle_name: text("vehicleName").unwrap_or_default(),
-            session_id: text("sessionId").unwrap_or_default(),
-            submitted_at: text("submittedAt").unwrap_or_default(),
-        })
+    pub(crate) fn from_item(item: Item) -> Result<Self, StoreError> {
+        decode(item, "leaderboard row")
     }
 }
 
@@ -88,7 +93,7 @@ pub struct Board {
 
 impl Board {
     /// Reads the board of `track_id` (every rank row, page by page).
-    pub async fn load(ports: &Ports, track_id: &str) -> Result<Self, StoreError> {
+    pub async fn load(ports: &Ports, track_id: &TrackId) -> Result<Self, StoreError> {
         let mut rows = Vec::new();
         let mut cursor = None;
         loop {
@@ -96,12 +101,14 @@ impl Board {
                 .items
                 .query(
                     Query::partition(Table::Leaderboards, partition(track_id))
-                        .begins_with("RANK#")
+                        .begins_with(RANK_PREFIX)
                         .limit(1_000)
                         .after(cursor),
                 )
                 .await?;
-            rows.extend(page.items.iter().filter_map(Row::from_item));
+            for item in page.items {
+                rows.push(StoredRow::from_item(item)?.row);
+            }
             match page.next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,
@@ -111,10 +118,55 @@ impl Board {
     }
 
     /// The 1-based rank of `user_id`, if on the board.
-    pub fn rank_of(&self, user_id: &str) -> Option<usize> {
+    pub fn rank_of(&self, user_id: &UserId) -> Option<usize> {
         self.rows
             .iter()
-            .position(|r| r.user_id == user_id)
+            .position(|r| &r.user_id == user_id)
             .map(|i| i + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn stored(avatar_url: Option<&str>) -> StoredRow {
+        StoredRow {
+            row: Row {
+                user_id: UserId::from("u1"),
+                display_name: "Driver".into(),
+                avatar_url: avatar_url.map(str::to_owned),
+                lap_time_ms: 91_500,
+                vehicle_name: "Ferrari 296 GT3".into(),
+                session_id: SessionId::from("s1"),
+                submitted_at: "2023-11-14T22:13:20.000001Z".into(),
+            },
+            rank_key: "RANK#0000091500#1700000000000001#u1".into(),
+        }
+    }
+
+    #[test]
+    fn rows_keep_their_attributes_and_read_back() {
+        let row = stored(None);
+        let track = TrackId::from("t1");
+        let written = row.rank_item(&track);
+        assert_eq!(
+            Value::Object(written.clone()),
+            json!({
+                "pk": "BOARD#t1", "sk": "RANK#0000091500#1700000000000001#u1",
+                "userId": "u1", "displayName": "Driver", "avatarUrl": null,
+                "lapTimeMs": 91_500, "vehicleName": "Ferrari 296 GT3", "sessionId": "s1",
+                "submittedAt": "2023-11-14T22:13:20.000001Z",
+                "rankKey": "RANK#0000091500#1700000000000001#u1",
+            })
+        );
+        assert_eq!(written.get(RANK_KEY), Some(&json!(row.rank_key)));
+        assert_eq!(StoredRow::from_item(written).unwrap(), row);
+
+        let entry = stored(Some("https://example.com/a.png"));
+        let key = entry_key(&track, &entry.row.user_id);
+        assert_eq!(key.sk, "ENTRY#u1");
+        assert_eq!(StoredRow::from_item(entry.to_item(&key)).unwrap(), entry);
     }
 }

@@ -18,6 +18,7 @@ use utoipa::ToSchema;
 use super::board::{Board, Row};
 use super::format_lap_time;
 use crate::envelope::Envelope;
+use crate::ids::{SessionId, TrackId, UserId};
 use crate::tracks::Track;
 
 /// Boards kept at most; beyond it the cache starts over (bounded memory).
@@ -32,7 +33,8 @@ pub(crate) struct LeaderboardEntry {
     /// 1 is fastest.
     pub rank: usize,
     /// The driver's id.
-    pub user_id: String,
+    #[schema(value_type = String)]
+    pub user_id: UserId,
     /// Shown on leaderboards and the feed.
     pub display_name: String,
     /// Profile image URL (https), if any.
@@ -44,7 +46,8 @@ pub(crate) struct LeaderboardEntry {
     /// The car the lap was set in.
     pub vehicle_name: String,
     /// The session the lap belongs to.
-    pub session_id: String,
+    #[schema(value_type = String)]
+    pub session_id: SessionId,
     /// RFC 3339.
     pub submitted_at: String,
 }
@@ -94,7 +97,7 @@ struct Snapshot {
 pub struct BoardCache {
     lifetime: Duration,
     cache_control: HeaderValue,
-    boards: Mutex<HashMap<String, Arc<Snapshot>>>,
+    boards: Mutex<HashMap<TrackId, Arc<Snapshot>>>,
 }
 
 impl BoardCache {
@@ -121,7 +124,7 @@ impl BoardCache {
     }
 
     /// A page of a cached, still fresh board; `None` on a miss.
-    pub fn page(&self, track_id: &str, key: &PageKey) -> Option<RenderedPage> {
+    pub fn page(&self, track_id: &TrackId, key: &PageKey) -> Option<RenderedPage> {
         let snapshot = {
             let boards = self.boards.lock().ok()?;
             boards.get(track_id).cloned()?
@@ -165,7 +168,7 @@ impl BoardCache {
     }
 
     /// Forgets the board of `track_id` (a submission changed it).
-    pub fn invalidate(&self, track_id: &str) {
+    pub fn invalidate(&self, track_id: &TrackId) {
         if let Ok(mut boards) = self.boards.lock() {
             boards.remove(track_id);
         }

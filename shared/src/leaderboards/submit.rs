@@ -5,10 +5,11 @@ use serde::Serialize;
 use std::time::Duration;
 use utoipa::ToSchema;
 
-use super::board::{Board, Row, entry_key, rank_sk, submitted_at};
+use super::board::{Board, RANK_KEY, Row, StoredRow, entry_key, rank_sk, submitted_at};
 use crate::events::{Event, EventKind, LeaderboardSubmitted};
+use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, TxOp, item};
+use crate::ports::items::{Condition, Key, StoreError, TxOp};
 use crate::sessions::records::StoredSession;
 use crate::sessions::upload::Lap;
 use crate::tables::Table;
@@ -31,14 +32,15 @@ pub(crate) struct SubmitOutcome {
     /// The caller's rank after the submission (1 is fastest).
     pub rank: Option<usize>,
     /// The canonical track.
-    pub track_id: String,
+    #[schema(value_type = String)]
+    pub track_id: TrackId,
 }
 
 /// Who submits.
 #[derive(Debug, Clone)]
 pub(crate) struct Driver {
     /// The driver's id.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Shown on leaderboards and the feed.
     pub display_name: String,
     /// Profile image URL (https), if any.
@@ -93,13 +95,12 @@ pub(crate) async fn submit(
     let mut previous = None;
     let mut improved = false;
     for round in 0..ROUNDS {
-        let current = ports.items.get(Table::Leaderboards, &key).await?;
-        let current_rank_key = current
-            .as_ref()
-            .and_then(|c| c.get("rankKey"))
-            .and_then(|v| v.as_str())
-            .map(str::to_owned);
-        previous = current.as_ref().and_then(Row::from_item);
+        let current = match ports.items.get(Table::Leaderboards, &key).await? {
+            Some(item) => Some(StoredRow::from_item(item)?),
+            None => None,
+        };
+        let current_rank_key = current.as_ref().map(|c| c.rank_key.clone());
+        previous = current.map(|c| c.row);
         let now = ports.clock.now();
         let event = Event::new(
             EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
@@ -131,20 +132,23 @@ pub(crate) async fn submit(
             session_id: session.summary.id.clone(),
             submitted_at: submitted_at(now),
         };
-        let rank_key = rank_sk(lap_time_ms, now, &driver.user_id);
+        let stored = StoredRow {
+            row,
+            rank_key: rank_sk(lap_time_ms, now, &driver.user_id),
+        };
         let unchanged = match &current_rank_key {
-            Some(k) => Condition::eq("rankKey", k.as_str()),
+            Some(k) => Condition::eq(RANK_KEY, k.as_str()),
             None => Condition::NotExists,
         };
         let mut ops = vec![
             TxOp::Put {
                 table: Table::Leaderboards,
-                item: item(&key, row.attributes(&rank_key)),
+                item: stored.to_item(&key),
                 condition: Some(unchanged),
             },
             TxOp::Put {
                 table: Table::Leaderboards,
-                item: row.rank_item(&track_id, &rank_key),
+                item: stored.rank_item(&track_id),
                 condition: Some(Condition::NotExists),
             },
             event.outbox_op(),

@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::tables::Table;
@@ -59,6 +60,15 @@ pub fn item(key: &Key, attributes: Value) -> Item {
     item.insert(PK.into(), Value::String(key.pk.clone()));
     item.insert(SK.into(), Value::String(key.sk.clone()));
     item
+}
+
+/// Reads a stored record (a `Deserialize` struct of the item's attributes) from its item.
+///
+/// An item that does not read as its record was written by no version of this code, so it
+/// is reported as the store failing (`corrupt <what>: ...`) rather than as a missing item.
+pub fn decode<T: DeserializeOwned>(item: Item, what: &str) -> Result<T, StoreError> {
+    serde_json::from_value(Value::Object(item))
+        .map_err(|e| StoreError::Unavailable(format!("corrupt {what}: {e}")))
 }
 
 /// True when `item` is expired at Unix time `now`.

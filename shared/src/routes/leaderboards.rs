@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth_user::AuthUser;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok, paging};
 use crate::identity::fields::Problems;
+use crate::ids::{SessionId, TrackId};
 use crate::leaderboards::Board;
 use crate::leaderboards::cache::{self, LeaderboardPage, PageKey, RenderedPage};
 use crate::leaderboards::plausibility;
@@ -91,7 +92,7 @@ pub async fn leaderboard(
     };
     let track_id = match &named {
         Ok(key) => key.id(),
-        Err(id) => id.clone(),
+        Err(id) => TrackId::from(id.as_str()),
     };
     let offset = match nonempty(&q.cursor) {
         Some(c) => cache::decode_cursor(&c)
@@ -194,7 +195,7 @@ pub async fn submit_lap(
             p.add("sessionId", "must be a session id (UUID)");
             None
         }
-        Some(id) => Some(id.to_owned()),
+        Some(id) => Some(SessionId::from(id)),
     };
     let lap_time_ms = match &body.lap_time_ms {
         None | Some(serde_json::Value::Null) => {
@@ -261,7 +262,7 @@ pub async fn submit_lap(
         return Err(ApiError::Unprocessable(implausible.to_string()));
     }
     let driver = Driver {
-        user_id: user.user_id().to_owned(),
+        user_id: user.user_id().clone(),
         display_name: user.claims.display_name.clone(),
         avatar_url: user.claims.avatar_url.clone(),
     };

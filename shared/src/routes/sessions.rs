@@ -10,6 +10,7 @@ use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiQuery, Envelope, JsonBody, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
+use crate::ids::SessionId;
 use crate::sessions::upload::SessionUploadDto;
 use crate::sessions::{self, Receipt, SessionDetail, SessionSummary, records, upload};
 use crate::state::AppState;
@@ -40,7 +41,7 @@ pub async fn create(
     rate_limits::hit(
         &state.ports,
         "upload",
-        user.user_id(),
+        user.user_id().as_str(),
         60,
         &[Limit::new("n", state.settings.uploads_per_minute)],
     )
@@ -80,9 +81,9 @@ pub async fn list(
 pub async fn detail(
     State(state): State<AppState>,
     user: AuthUser,
-    Path(id): Path<String>,
+    Path(id): Path<SessionId>,
 ) -> Result<Response, ApiError> {
-    let session = match uuid::Uuid::parse_str(&id) {
+    let session = match uuid::Uuid::parse_str(id.as_str()) {
         Ok(_) => records::get(&state.ports, user.user_id(), &id).await?,
         Err(_) => None,
     };

@@ -10,6 +10,7 @@ use utoipa::IntoParams;
 
 use crate::http::auth_user::AuthUser;
 use crate::http::{ApiError, ApiQuery, Envelope, PageParams, Paged, ok};
+use crate::ids::TrackId;
 use crate::state::AppState;
 use crate::tracks::maps::{self, TrackMap};
 use crate::tracks::{self, Track};
@@ -53,7 +54,7 @@ pub(crate) struct MapQuery {
 pub(crate) async fn map(
     State(state): State<AppState>,
     _user: AuthUser,
-    Path(id): Path<String>,
+    Path(id): Path<TrackId>,
     ApiQuery(query): ApiQuery<MapQuery>,
 ) -> Result<Response, ApiError> {
     let svg = match query
@@ -66,7 +67,7 @@ pub(crate) async fn map(
         Some("svg") => true,
         Some(_) => return Err(ApiError::invalid("format", "must be json or svg")),
     };
-    let found = match uuid::Uuid::parse_str(&id) {
+    let found = match uuid::Uuid::parse_str(id.as_str()) {
         Ok(_) => maps::current(&state.ports, &id).await?,
         Err(_) => None,
     };

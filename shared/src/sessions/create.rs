@@ -2,15 +2,15 @@
 //! `session.uploaded` event, written in one transaction.
 
 use serde::Serialize;
-use serde_json::json;
 use std::time::Duration;
 use utoipa::ToSchema;
 
-use super::records::{client_key, new_session_id, session_item};
+use super::records::{UploadRecord, client_key, new_session_id, session_item};
 use super::upload::SessionUpload;
 use crate::events::{Event, EventKind, SessionUploaded};
+use crate::ids::{JobId, SessionId, TrackId, UserId};
 use crate::ports::clock::rfc3339;
-use crate::ports::items::{Condition, StoreError, TxOp, item};
+use crate::ports::items::{Condition, StoreError, TxOp};
 use crate::ports::{BlobError, Ports};
 use crate::tables::Table;
 use crate::tracks::{self, TrackKey, jobs, maps};
@@ -22,34 +22,39 @@ const CONFLICT_RETRIES: u32 = 4;
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
-    pub session_id: String,
-    pub track_id: String,
+    #[schema(value_type = String)]
+    pub session_id: SessionId,
+    #[schema(value_type = String)]
+    pub track_id: TrackId,
     pub lap_count: usize,
     /// True when this ClientSessionId was uploaded before; nothing was written.
     pub duplicate: bool,
 }
 
 impl Receipt {
-    fn from_record(record: &crate::ports::Item) -> Option<Self> {
-        Some(Self {
-            session_id: record.get("sessionId")?.as_str()?.to_owned(),
-            track_id: record.get("trackId")?.as_str()?.to_owned(),
-            lap_count: usize::try_from(record.get("lapCount")?.as_u64()?).ok()?,
+    /// The answer to a repeat of the upload that stored `record`.
+    fn repeat(record: UploadRecord) -> Self {
+        Self {
+            session_id: record.session_id,
+            track_id: record.track_id,
+            lap_count: record.lap_count,
             duplicate: true,
-        })
+        }
     }
 }
 
 async fn earlier_upload(
     ports: &Ports,
-    user_id: &str,
+    user_id: &UserId,
     client_session_id: &str,
 ) -> Result<Option<Receipt>, StoreError> {
     let record = ports
         .items
         .get(Table::Sessions, &client_key(user_id, client_session_id))
         .await?;
-    Ok(record.as_ref().and_then(Receipt::from_record))
+    record
+        .map(|item| UploadRecord::from_item(item).map(Receipt::repeat))
+        .transpose()
 }
 
 /// Why an upload was not stored.
@@ -68,7 +73,7 @@ pub enum CreateError {
 /// Stores an upload of `user_id`, or answers the earlier upload of its ClientSessionId.
 pub async fn create(
     ports: &Ports,
-    user_id: &str,
+    user_id: &UserId,
     upload: SessionUpload,
 ) -> Result<Receipt, CreateError> {
     if let Some(earlier) = earlier_upload(ports, user_id, &upload.client_session_id).await? {
@@ -94,22 +99,20 @@ pub async fn create(
                 .blobs
                 .put(&key, maps::encode_points(points), "application/json")
                 .await?;
-            Some((uuid::Uuid::now_v7().to_string(), key))
+            Some((JobId::from(uuid::Uuid::now_v7().to_string()), key))
         }
         None => None,
     };
-    let job_id = job.as_ref().map(|(id, _)| id.as_str());
+    let job_id = job.as_ref().map(|(id, _)| id);
 
+    let record = UploadRecord {
+        session_id: session_id.clone(),
+        track_id: track_id.clone(),
+        lap_count: upload.laps.len(),
+    };
     let record = TxOp::Put {
         table: Table::Sessions,
-        item: item(
-            &client_key(user_id, &upload.client_session_id),
-            json!({
-                "sessionId": session_id,
-                "trackId": track_id,
-                "lapCount": upload.laps.len(),
-            }),
-        ),
+        item: record.to_item(user_id, &upload.client_session_id),
         condition: Some(Condition::NotExists),
     };
     let session = TxOp::Put {
@@ -129,9 +132,9 @@ pub async fn create(
             session_phase: upload.session_phase.clone(),
             best_lap_ms: upload.best_lap_ms,
             lap_count: upload.laps.len(),
-            job_id: job_id.map(str::to_owned),
+            job_id: job_id.cloned(),
         }),
-        Some(user_id.to_owned()),
+        Some(user_id.clone()),
         now,
     );
     let mut ops = vec![
@@ -164,7 +167,7 @@ pub async fn create(
     match outcome {
         Ok(()) => {
             if let Err(e) = tracks::note_session_time(ports, &track_id, upload.recorded_at).await {
-                tracing::warn!(error = %e, track_id, "could not move the track's lastSessionAt");
+                tracing::warn!(error = %e, %track_id, "could not move the track's lastSessionAt");
             }
             crate::metrics::global()
                 .sessions_uploaded

@@ -10,14 +10,18 @@
 //! (locally) and when their lease expires (the maintenance schedule in AWS), with a
 //! `track.process` event through the outbox so a worker picks them up again.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::time::Duration;
 use time::OffsetDateTime;
 
 use crate::events::{Event, EventKind, TrackProcessRequested};
+use crate::ids::{JobId, SessionId, TrackId, UserId};
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
-use crate::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, Update, item};
+use crate::ports::items::{
+    Condition, Item, Key, Query, SK, StoreError, TTL, TxOp, Update, decode, item,
+};
 use crate::tables::Table;
 
 const JOBS: &str = "JOBS";
@@ -29,13 +33,76 @@ pub const LEASE: Duration = Duration::from_secs(120);
 /// Finished jobs are kept this long for operators, then expire.
 const KEEP_FINISHED_SECS: i64 = 7 * 24 * 3600;
 
+// Attribute names the transitions update, as [`JobRecord`] and [`LeaseRecord`] spell them
+// (a test checks that they agree).
+const STATUS: &str = "status";
+const ATTEMPTS: &str = "attempts";
+const LEASE_UNTIL: &str = "leaseUntil";
+const UPDATED_AT: &str = "updatedAt";
+const REASON: &str = "reason";
+
+/// The job item's attributes (besides its key `JOBS` / `<job id>`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JobRecord {
+    /// `pending`, `processing`, `done` or `failed`.
+    status: String,
+    track_id: TrackId,
+    session_id: SessionId,
+    user_id: UserId,
+    /// Blob key of the uploaded track points.
+    points_key: String,
+    /// Claims so far; a transition's condition on it fences off earlier holders.
+    attempts: i64,
+    /// RFC 3339.
+    created_at: String,
+    /// While processing: Unix seconds until which the claim holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease_until: Option<i64>,
+    /// RFC 3339 time of the last transition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
+    /// Why the last attempt failed, or why the job was returned to pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    /// Expiry of a finished job (Unix seconds, the store's TTL attribute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl: Option<i64>,
+}
+
+impl JobRecord {
+    fn from_item(item: Item) -> Result<Self, StoreError> {
+        decode(item, "track job")
+    }
+
+    /// The claimed job of this record, at attempt `attempt`.
+    fn job(self, id: &JobId, attempt: i64) -> Job {
+        Job {
+            id: id.clone(),
+            track_id: self.track_id,
+            session_id: self.session_id,
+            user_id: self.user_id,
+            points_key: self.points_key,
+            attempt,
+        }
+    }
+}
+
+/// The lease item's attributes (besides its key `LEASES` / `<job id>`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LeaseRecord {
+    /// Unix seconds until which the claim holds.
+    lease_until: i64,
+}
+
 /// A claimed job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
-    pub id: String,
-    pub track_id: String,
-    pub session_id: String,
-    pub user_id: String,
+    pub id: JobId,
+    pub track_id: TrackId,
+    pub session_id: SessionId,
+    pub user_id: UserId,
     /// Blob key of the uploaded track points.
     pub points_key: String,
     /// This claim's attempt number (1 for the first).
@@ -50,68 +117,70 @@ pub struct JobStatus {
     pub reason: Option<String>,
 }
 
-fn job_key(id: &str) -> Key {
-    Key::new(JOBS, id)
+fn job_key(id: &JobId) -> Key {
+    Key::new(JOBS, id.as_str())
 }
 
-fn lease_key(id: &str) -> Key {
-    Key::new(LEASES, id)
+fn lease_key(id: &JobId) -> Key {
+    Key::new(LEASES, id.as_str())
 }
 
 /// The transaction operation that records a new pending job.
 pub fn create_op(
-    id: &str,
-    track_id: &str,
-    session_id: &str,
-    user_id: &str,
+    id: &JobId,
+    track_id: &TrackId,
+    session_id: &SessionId,
+    user_id: &UserId,
     points_key: &str,
     now: OffsetDateTime,
 ) -> TxOp {
+    let record = JobRecord {
+        status: "pending".into(),
+        track_id: track_id.clone(),
+        session_id: session_id.clone(),
+        user_id: user_id.clone(),
+        points_key: points_key.to_owned(),
+        attempts: 0,
+        created_at: rfc3339(now),
+        lease_until: None,
+        updated_at: None,
+        reason: None,
+        ttl: None,
+    };
     TxOp::Put {
         table: Table::Tracks,
         item: item(
             &job_key(id),
-            json!({
-                "status": "pending",
-                "trackId": track_id,
-                "sessionId": session_id,
-                "userId": user_id,
-                "pointsKey": points_key,
-                "attempts": 0,
-                "createdAt": rfc3339(now),
-            }),
+            serde_json::to_value(&record).expect("a job record serialises"),
         ),
         condition: Some(Condition::NotExists),
     }
 }
 
 /// The state of job `id`.
-pub async fn status(ports: &Ports, id: &str) -> Result<Option<JobStatus>, StoreError> {
-    let found = ports.items.get(Table::Tracks, &job_key(id)).await?;
-    Ok(found.map(|item| JobStatus {
-        status: text(&item, "status").unwrap_or_default(),
-        attempts: item.get("attempts").and_then(Value::as_i64).unwrap_or(0),
-        reason: text(&item, "reason"),
+pub async fn status(ports: &Ports, id: &JobId) -> Result<Option<JobStatus>, StoreError> {
+    let Some(found) = ports.items.get(Table::Tracks, &job_key(id)).await? else {
+        return Ok(None);
+    };
+    let record = JobRecord::from_item(found)?;
+    Ok(Some(JobStatus {
+        status: record.status,
+        attempts: record.attempts,
+        reason: record.reason,
     }))
-}
-
-fn text(item: &Item, key: &str) -> Option<String> {
-    item.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
 /// Claims job `id`: pending → processing, or takes over a processing job whose lease ran
 /// out. `None` when someone else holds it, it is finished, or it does not exist.
-pub async fn claim(ports: &Ports, id: &str) -> Result<Option<Job>, StoreError> {
+pub async fn claim(ports: &Ports, id: &JobId) -> Result<Option<Job>, StoreError> {
     let Some(current) = ports.items.get(Table::Tracks, &job_key(id)).await? else {
         return Ok(None);
     };
+    let current = JobRecord::from_item(current)?;
     let now = ports.clock.unix();
-    let attempts = current.get("attempts").and_then(Value::as_i64).unwrap_or(0);
-    let status = text(&current, "status").unwrap_or_default();
-    let lease_over = current
-        .get("leaseUntil")
-        .and_then(Value::as_i64)
-        .is_some_and(|until| until <= now);
+    let attempts = current.attempts;
+    let status = current.status.as_str();
+    let lease_over = current.lease_until.is_some_and(|until| until <= now);
     if !(status == "pending" || (status == "processing" && lease_over)) {
         return Ok(None);
     }
@@ -120,18 +189,22 @@ pub async fn claim(ports: &Ports, id: &str) -> Result<Option<Job>, StoreError> {
     let claim = TxOp::Update {
         table: Table::Tracks,
         key: job_key(id),
-        update: Update::set("status", "processing")
-            .and_set("leaseUntil", lease_until)
-            .and_set("updatedAt", rfc3339(ports.clock.now()))
-            .and_add("attempts", 1),
+        update: Update::set(STATUS, "processing")
+            .and_set(LEASE_UNTIL, lease_until)
+            .and_set(UPDATED_AT, rfc3339(ports.clock.now()))
+            .and_add(ATTEMPTS, 1),
         condition: Some(Condition::And(vec![
-            Condition::eq("status", status.as_str()),
-            Condition::eq("attempts", attempts),
+            Condition::eq(STATUS, status),
+            Condition::eq(ATTEMPTS, attempts),
         ])),
     };
+    let lease = LeaseRecord { lease_until };
     let lease = TxOp::Put {
         table: Table::Tracks,
-        item: item(&lease_key(id), json!({ "leaseUntil": lease_until })),
+        item: item(
+            &lease_key(id),
+            serde_json::to_value(lease).expect("a lease record serialises"),
+        ),
         condition: None,
     };
     match ports.items.transact(vec![claim, lease]).await {
@@ -139,15 +212,7 @@ pub async fn claim(ports: &Ports, id: &str) -> Result<Option<Job>, StoreError> {
         Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => return Ok(None),
         Err(e) => return Err(e),
     }
-    let field = |k: &str| text(&current, k).unwrap_or_default();
-    Ok(Some(Job {
-        id: id.to_owned(),
-        track_id: field("trackId"),
-        session_id: field("sessionId"),
-        user_id: field("userId"),
-        points_key: field("pointsKey"),
-        attempt: attempts + 1,
-    }))
+    Ok(Some(current.job(id, attempts + 1)))
 }
 
 /// processing → done.
@@ -171,10 +236,10 @@ pub async fn release(ports: &Ports, job: &Job, reason: &str) -> Result<bool, Sto
     let back = TxOp::Update {
         table: Table::Tracks,
         key: job_key(&job.id),
-        update: Update::set("status", "pending")
-            .and_set("reason", reason)
-            .and_set("updatedAt", rfc3339(ports.clock.now()))
-            .and_remove("leaseUntil"),
+        update: Update::set(STATUS, "pending")
+            .and_set(REASON, reason)
+            .and_set(UPDATED_AT, rfc3339(ports.clock.now()))
+            .and_remove(LEASE_UNTIL),
         condition: Some(held_by(job)),
     };
     transact_fenced(ports, vec![back, drop_lease(job)]).await?;
@@ -183,8 +248,8 @@ pub async fn release(ports: &Ports, job: &Job, reason: &str) -> Result<bool, Sto
 
 fn held_by(job: &Job) -> Condition {
     Condition::And(vec![
-        Condition::eq("status", "processing"),
-        Condition::eq("attempts", job.attempt),
+        Condition::eq(STATUS, "processing"),
+        Condition::eq(ATTEMPTS, job.attempt),
     ])
 }
 
@@ -202,12 +267,12 @@ async fn finish(
     status: &str,
     reason: Option<&str>,
 ) -> Result<(), StoreError> {
-    let mut update = Update::set("status", status)
-        .and_set("updatedAt", rfc3339(ports.clock.now()))
-        .and_set("ttl", ports.clock.unix() + KEEP_FINISHED_SECS)
-        .and_remove("leaseUntil");
+    let mut update = Update::set(STATUS, status)
+        .and_set(UPDATED_AT, rfc3339(ports.clock.now()))
+        .and_set(TTL, ports.clock.unix() + KEEP_FINISHED_SECS)
+        .and_remove(LEASE_UNTIL);
     if let Some(reason) = reason {
-        update = update.and_set("reason", reason);
+        update = update.and_set(REASON, reason);
     }
     let done = TxOp::Update {
         table: Table::Tracks,
@@ -250,11 +315,14 @@ pub async fn reset_stuck(ports: &Ports, which: Stuck) -> Result<usize, StoreErro
                     .after(cursor),
             )
             .await?;
-        for lease in &page.items {
-            let Some(id) = text(lease, "sk") else {
+        for lease in page.items {
+            let Some(id) = lease.get(SK).and_then(Value::as_str).map(JobId::from) else {
                 continue;
             };
-            let until = lease.get("leaseUntil").and_then(Value::as_i64).unwrap_or(0);
+            // A lease only points at its job, which `reset_one` checks under a condition: one
+            // that does not read counts as run out rather than stopping the sweep.
+            let until =
+                decode::<LeaseRecord>(lease, "track job lease").map_or(0, |l| l.lease_until);
             if which == Stuck::LeaseExpired && until > now {
                 continue;
             }
@@ -273,7 +341,7 @@ pub async fn reset_stuck(ports: &Ports, which: Stuck) -> Result<usize, StoreErro
     Ok(reset)
 }
 
-async fn reset_one(ports: &Ports, id: &str) -> Result<bool, StoreError> {
+async fn reset_one(ports: &Ports, id: &JobId) -> Result<bool, StoreError> {
     let Some(current) = ports.items.get(Table::Tracks, &job_key(id)).await? else {
         ports
             .items
@@ -281,35 +349,36 @@ async fn reset_one(ports: &Ports, id: &str) -> Result<bool, StoreError> {
             .await?;
         return Ok(false);
     };
-    if text(&current, "status").as_deref() != Some("processing") {
-        // A lease without a held job (it finished meanwhile): nothing to reset.
-        ports
-            .items
-            .delete(Table::Tracks, &lease_key(id), None)
-            .await?;
-        return Ok(false);
-    }
-    let attempts = current.get("attempts").and_then(Value::as_i64).unwrap_or(0);
-    let job = Job {
-        id: id.to_owned(),
-        track_id: text(&current, "trackId").unwrap_or_default(),
-        session_id: String::new(),
-        user_id: text(&current, "userId").unwrap_or_default(),
-        points_key: String::new(),
-        attempt: attempts,
+    let current = match JobRecord::from_item(current) {
+        Ok(current) if current.status == "processing" => current,
+        held_by_nobody => {
+            // A lease without a held job (it finished meanwhile): nothing to reset. A job
+            // that does not read cannot be resumed either; its lease goes, so that it does not
+            // come up again in every later sweep.
+            if let Err(e) = held_by_nobody {
+                tracing::warn!(error = %e, job_id = %id, "stuck track job unreadable; lease dropped");
+            }
+            ports
+                .items
+                .delete(Table::Tracks, &lease_key(id), None)
+                .await?;
+            return Ok(false);
+        }
     };
+    let attempts = current.attempts;
+    let job = current.job(id, attempts);
     let back = TxOp::Update {
         table: Table::Tracks,
         key: job_key(id),
-        update: Update::set("status", "pending")
-            .and_set("reason", "returned to pending: left in processing")
-            .and_set("updatedAt", rfc3339(ports.clock.now()))
-            .and_remove("leaseUntil"),
+        update: Update::set(STATUS, "pending")
+            .and_set(REASON, "returned to pending: left in processing")
+            .and_set(UPDATED_AT, rfc3339(ports.clock.now()))
+            .and_remove(LEASE_UNTIL),
         condition: Some(held_by(&job)),
     };
     let again = Event::new(
         EventKind::TrackProcessRequested(TrackProcessRequested {
-            job_id: id.to_owned(),
+            job_id: id.clone(),
             track_id: job.track_id.clone(),
         }),
         Some(job.user_id.clone()),
@@ -323,5 +392,69 @@ async fn reset_one(ports: &Ports, id: &str) -> Result<bool, StoreError> {
         Ok(()) => Ok(true),
         Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record() -> JobRecord {
+        JobRecord {
+            status: "pending".into(),
+            track_id: TrackId::from("t1"),
+            session_id: SessionId::from("s1"),
+            user_id: UserId::from("u1"),
+            points_key: "tracks/t1/points/s1.json".into(),
+            attempts: 0,
+            created_at: "2023-11-14T22:13:20Z".into(),
+            lease_until: None,
+            updated_at: None,
+            reason: None,
+            ttl: None,
+        }
+    }
+
+    #[test]
+    fn new_jobs_keep_their_attributes_and_read_back() {
+        let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let r = record();
+        let TxOp::Put { item, .. } = create_op(
+            &JobId::from("j1"),
+            &r.track_id,
+            &r.session_id,
+            &r.user_id,
+            &r.points_key,
+            now,
+        ) else {
+            panic!("a new job is a put");
+        };
+        assert_eq!(
+            Value::Object(item.clone()),
+            json!({
+                "pk": "JOBS", "sk": "j1", "status": "pending", "trackId": "t1",
+                "sessionId": "s1", "userId": "u1", "pointsKey": "tracks/t1/points/s1.json",
+                "attempts": 0, "createdAt": "2023-11-14T22:13:20Z",
+            })
+        );
+        assert_eq!(JobRecord::from_item(item).unwrap(), r);
+    }
+
+    #[test]
+    fn update_attribute_names_are_the_records_fields() {
+        let every_field = JobRecord {
+            lease_until: Some(1),
+            updated_at: Some("2023-11-14T22:13:20Z".into()),
+            reason: Some("r".into()),
+            ttl: Some(1),
+            ..record()
+        };
+        let fields = serde_json::to_value(&every_field).unwrap();
+        for name in [STATUS, ATTEMPTS, LEASE_UNTIL, UPDATED_AT, REASON, TTL] {
+            assert!(fields.get(name).is_some(), "{name} is not a job field");
+        }
+        let lease = serde_json::to_value(LeaseRecord { lease_until: 1 }).unwrap();
+        assert_eq!(lease, json!({ LEASE_UNTIL: 1 }));
     }
 }

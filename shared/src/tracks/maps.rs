@@ -9,14 +9,15 @@
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use std::fmt::Write as _;
 use utoipa::ToSchema;
 
 use super::centreline::TrackPoint;
 use super::centreline::{self, GridPoint, SPACING_M};
 use super::jobs::{self, Job};
+use super::{MAP_BLOB, MAP_VERSION, TrackRecord};
 use crate::events::ProcessError;
+use crate::ids::{JobId, SessionId, TrackId};
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, StoreError, Update};
 use crate::ports::{BlobError, Ports};
@@ -28,11 +29,11 @@ const REMEMBERED_JOBS: usize = 200;
 const MERGE_ROUNDS: usize = 5;
 
 /// The blob key of an upload's track points.
-pub fn points_key(track_id: &str, session_id: &str) -> String {
+pub fn points_key(track_id: &TrackId, session_id: &SessionId) -> String {
     format!("tracks/{track_id}/points/{session_id}.json")
 }
 
-fn map_key(track_id: &str, version: i64, job_id: &str) -> String {
+fn map_key(track_id: &TrackId, version: i64, job_id: &JobId) -> String {
     format!("tracks/{track_id}/map-{version}-{job_id}.json")
 }
 
@@ -59,7 +60,7 @@ struct StoredMap {
     sessions: u32,
     updated_at: String,
     /// Recently merged job ids (newest last).
-    jobs: Vec<String>,
+    jobs: Vec<JobId>,
     /// `[index, x, y, weight]`.
     points: Vec<(i64, f64, f64, u32)>,
 }
@@ -91,7 +92,8 @@ pub struct MapPoint {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TrackMap {
-    pub track_id: String,
+    #[schema(value_type = String)]
+    pub track_id: TrackId,
     /// Distance between points, in metres.
     pub spacing_m: f64,
     /// Sessions merged into the map.
@@ -105,20 +107,17 @@ pub struct TrackMap {
 /// The track's map version (0: none yet) and the blob of the current map.
 async fn map_version(
     ports: &Ports,
-    track_id: &str,
+    track_id: &TrackId,
 ) -> Result<Option<(i64, Option<String>)>, StoreError> {
-    Ok(ports
+    let Some(track) = ports
         .items
         .get(Table::Tracks, &super::key(track_id))
         .await?
-        .map(|track| {
-            let version = track.get("mapVersion").and_then(Value::as_i64).unwrap_or(0);
-            let blob = track
-                .get("mapBlob")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            (version, blob)
-        }))
+    else {
+        return Ok(None);
+    };
+    let record = TrackRecord::from_item(track)?;
+    Ok(Some((record.map_version, record.map_blob)))
 }
 
 async fn read_map(ports: &Ports, blob: Option<&str>) -> Result<Option<StoredMap>, BlobError> {
@@ -137,7 +136,7 @@ pub enum MapReadError {
 }
 
 /// The stored current map of `track_id`, if the track exists and has one.
-async fn stored(ports: &Ports, track_id: &str) -> Result<Option<StoredMap>, MapReadError> {
+async fn stored(ports: &Ports, track_id: &TrackId) -> Result<Option<StoredMap>, MapReadError> {
     let Some((_, blob)) = map_version(ports, track_id).await? else {
         return Ok(None);
     };
@@ -145,12 +144,12 @@ async fn stored(ports: &Ports, track_id: &str) -> Result<Option<StoredMap>, MapR
 }
 
 /// The current map of `track_id`: `Ok(None)` when the track is unknown or has no map yet.
-pub async fn current(ports: &Ports, track_id: &str) -> Result<Option<TrackMap>, MapReadError> {
+pub async fn current(ports: &Ports, track_id: &TrackId) -> Result<Option<TrackMap>, MapReadError> {
     let Some(map) = stored(ports, track_id).await? else {
         return Ok(None);
     };
     Ok(Some(TrackMap {
-        track_id: track_id.to_owned(),
+        track_id: track_id.clone(),
         spacing_m: map.spacing_m,
         sessions: map.sessions,
         updated_at: map.updated_at,
@@ -168,7 +167,7 @@ pub async fn current(ports: &Ports, track_id: &str) -> Result<Option<TrackMap>, 
 
 /// The length in metres of the current map's centreline of `track_id`: `Ok(None)` when the
 /// track has no map, or a map of fewer than two points.
-pub async fn length_m(ports: &Ports, track_id: &str) -> Result<Option<f64>, MapReadError> {
+pub async fn length_m(ports: &Ports, track_id: &TrackId) -> Result<Option<f64>, MapReadError> {
     Ok(stored(ports, track_id)
         .await?
         .map(|map| centreline_length_m(&map.points))
@@ -259,11 +258,11 @@ impl From<BlobError> for BuildError {
 }
 
 /// The worker step for job `job_id`: claim it, build and merge the map, record the outcome.
-pub async fn process_job(ports: &Ports, job_id: &str) -> Result<(), ProcessError> {
+pub async fn process_job(ports: &Ports, job_id: &JobId) -> Result<(), ProcessError> {
     let retry = |e: StoreError| ProcessError::Retry(anyhow::Error::new(e));
     let Some(job) = jobs::claim(ports, job_id).await.map_err(retry)? else {
         tracing::debug!(
-            job_id,
+            %job_id,
             "track job not claimable (held, finished or unknown)"
         );
         return Ok(());
@@ -280,7 +279,7 @@ pub async fn process_job(ports: &Ports, job_id: &str) -> Result<(), ProcessError
             jobs::complete(ports, &job).await.map_err(retry)
         }
         Err(BuildError::Permanent(reason)) => {
-            tracing::warn!(job_id, %reason, "track job failed");
+            tracing::warn!(%job_id, %reason, "track job failed");
             counter("failed");
             jobs::fail(ports, &job, &reason).await.map_err(retry)
         }
@@ -292,7 +291,7 @@ pub async fn process_job(ports: &Ports, job_id: &str) -> Result<(), ProcessError
                     "track job {job_id}: {reason}"
                 )))
             } else {
-                tracing::warn!(job_id, %reason, "track job failed after its last attempt");
+                tracing::warn!(%job_id, %reason, "track job failed after its last attempt");
                 Ok(())
             }
         }
@@ -346,16 +345,16 @@ async fn build(ports: &Ports, job: &Job) -> Result<(), BuildError> {
             .put(&blob, Bytes::from(body), "application/json")
             .await?;
         let same_version = if version == 0 {
-            Condition::AttrNotExists("mapVersion".into())
+            Condition::AttrNotExists(MAP_VERSION.into())
         } else {
-            Condition::eq("mapVersion", version)
+            Condition::eq(MAP_VERSION, version)
         };
         match ports
             .items
             .update(
                 Table::Tracks,
                 &super::key(&job.track_id),
-                Update::set("mapVersion", next).and_set("mapBlob", blob.as_str()),
+                Update::set(MAP_VERSION, next).and_set(MAP_BLOB, blob.as_str()),
                 Some(Condition::And(vec![Condition::Exists, same_version])),
             )
             .await

@@ -9,17 +9,61 @@ pub(crate) mod centreline;
 pub mod jobs;
 pub mod maps;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use crate::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, Update};
+use crate::ids::TrackId;
+use crate::ports::items::{Condition, Item, Key, Query, SK, StoreError, TxOp, Update, decode};
 use crate::ports::{Page, Ports};
 use crate::tables::Table;
 
 const PARTITION: &str = "TRACKS";
+
+// The track item's attribute names, as [`TrackRecord`] spells them (a test checks that they
+// agree). The item is only ever written by updates, which name attributes one by one.
+const GAME_ID: &str = "gameId";
+const NAME: &str = "name";
+const LAYOUT: &str = "layout";
+const SESSION_COUNT: &str = "sessionCount";
+const LAST_SESSION_AT: &str = "lastSessionAt";
+const MAP_VERSION: &str = "mapVersion";
+const MAP_BLOB: &str = "mapBlob";
+
+/// The track item's attributes (besides its key `TRACKS` / `<track id>`).
+///
+/// There is no put of a whole track: the first upload creates the item with an update
+/// (`ADD sessionCount 1`), so concurrent first uploads need no read, and the map worker moves
+/// `mapVersion` and `mapBlob` with a conditional update. This record is how the item reads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TrackRecord {
+    game_id: String,
+    name: String,
+    #[serde(default)]
+    layout: String,
+    /// Sessions uploaded on the track.
+    #[serde(default)]
+    session_count: i64,
+    /// RFC 3339 RecordedAt of the most recent session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_session_at: Option<String>,
+    /// How many maps were built (0: none yet).
+    #[serde(default)]
+    map_version: i64,
+    /// The blob of the current map.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    map_blob: Option<String>,
+}
+
+impl TrackRecord {
+    /// Reads the record of a track item.
+    fn from_item(item: Item) -> Result<Self, StoreError> {
+        decode(item, "track")
+    }
+}
 
 /// What identifies a canonical track, as the client spelled it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +86,7 @@ impl TrackKey {
     /// The track id: a UUID (version 8) from the SHA-256 of the normalised key. Case and
     /// runs of whitespace do not matter: "Spa  Francorchamps" and "spa francorchamps" are one
     /// track.
-    pub fn id(&self) -> String {
+    pub fn id(&self) -> TrackId {
         let normal = |s: &str| {
             s.split_whitespace()
                 .collect::<Vec<_>>()
@@ -57,7 +101,7 @@ impl TrackKey {
         let digest = hash.finalize();
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(&digest[..16]);
-        uuid::Uuid::new_v8(bytes).to_string()
+        TrackId::from(uuid::Uuid::new_v8(bytes).to_string())
     }
 }
 
@@ -65,7 +109,8 @@ impl TrackKey {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Track {
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: TrackId,
     pub game_id: String,
     pub name: String,
     pub layout: String,
@@ -91,26 +136,29 @@ impl Track {
         }
     }
 
-    fn from_item(item: &Item) -> Option<Self> {
-        let text = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
-        Some(Self {
-            id: text("sk")?,
-            game_id: text("gameId")?,
-            name: text("name")?,
-            layout: text("layout").unwrap_or_default(),
-            session_count: item
-                .get("sessionCount")
-                .and_then(Value::as_i64)
-                .unwrap_or(0),
-            last_session_at: text("lastSessionAt"),
-            has_map: item.get("mapVersion").and_then(Value::as_i64).unwrap_or(0) > 0,
+    /// Reads a track item; its id is its sort key.
+    fn from_item(item: Item) -> Result<Self, StoreError> {
+        let id = item
+            .get(SK)
+            .and_then(Value::as_str)
+            .map(TrackId::from)
+            .ok_or_else(|| StoreError::Unavailable("corrupt track: no sort key".into()))?;
+        let record = TrackRecord::from_item(item)?;
+        Ok(Self {
+            id,
+            game_id: record.game_id,
+            name: record.name,
+            layout: record.layout,
+            session_count: record.session_count,
+            last_session_at: record.last_session_at,
+            has_map: record.map_version > 0,
         })
     }
 }
 
 /// The item key of track `id`.
-pub fn key(id: &str) -> Key {
-    Key::new(PARTITION, id)
+pub fn key(id: &TrackId) -> Key {
+    Key::new(PARTITION, id.as_str())
 }
 
 /// The transaction operation that creates the track if needed and counts one more session.
@@ -118,10 +166,10 @@ pub fn count_session_op(track: &TrackKey) -> TxOp {
     TxOp::Update {
         table: Table::Tracks,
         key: key(&track.id()),
-        update: Update::set("gameId", track.game_id.as_str())
-            .and_set("name", track.name.as_str())
-            .and_set("layout", track.layout.as_str())
-            .and_add("sessionCount", 1),
+        update: Update::set(GAME_ID, track.game_id.as_str())
+            .and_set(NAME, track.name.as_str())
+            .and_set(LAYOUT, track.layout.as_str())
+            .and_add(SESSION_COUNT, 1),
         condition: None,
     }
 }
@@ -133,20 +181,20 @@ pub fn count_session_op(track: &TrackKey) -> TxOp {
 /// late. A lost race or a crash in between leaves the field older, never wrong data.
 pub async fn note_session_time(
     ports: &Ports,
-    track_id: &str,
+    track_id: &TrackId,
     recorded_at: OffsetDateTime,
 ) -> Result<(), StoreError> {
     let at = crate::ports::clock::rfc3339(recorded_at);
     let newer = Condition::Or(vec![
-        Condition::AttrNotExists("lastSessionAt".into()),
-        Condition::Lt("lastSessionAt".into(), json!(at)),
+        Condition::AttrNotExists(LAST_SESSION_AT.into()),
+        Condition::Lt(LAST_SESSION_AT.into(), json!(at)),
     ]);
     match ports
         .items
         .update(
             Table::Tracks,
             &key(track_id),
-            Update::set("lastSessionAt", at.as_str()),
+            Update::set(LAST_SESSION_AT, at.as_str()),
             Some(Condition::And(vec![Condition::Exists, newer])),
         )
         .await
@@ -157,13 +205,13 @@ pub async fn note_session_time(
 }
 
 /// Track `id`, if any session was uploaded on it.
-pub async fn get(ports: &Ports, id: &str) -> Result<Option<Track>, StoreError> {
-    Ok(ports
+pub async fn get(ports: &Ports, id: &TrackId) -> Result<Option<Track>, StoreError> {
+    ports
         .items
         .get(Table::Tracks, &key(id))
         .await?
-        .as_ref()
-        .and_then(Track::from_item))
+        .map(Track::from_item)
+        .transpose()
 }
 
 /// One page of tracks with uploaded sessions.
@@ -180,10 +228,11 @@ pub async fn list(
                 .after(cursor),
         )
         .await?;
-    Ok((
-        items.iter().filter_map(Track::from_item).collect(),
-        next_cursor,
-    ))
+    let tracks = items
+        .into_iter()
+        .map(Track::from_item)
+        .collect::<Result<_, _>>()?;
+    Ok((tracks, next_cursor))
 }
 
 #[cfg(test)]
@@ -197,6 +246,43 @@ mod tests {
         let c = TrackKey::new("acc", "Spa Francorchamps", "").id();
         assert_eq!(a, b);
         assert_ne!(a, c);
-        assert!(uuid::Uuid::parse_str(&a).is_ok());
+        assert!(uuid::Uuid::parse_str(a.as_str()).is_ok());
+    }
+
+    #[test]
+    fn update_attribute_names_are_the_records_fields() {
+        let every_field = TrackRecord {
+            last_session_at: Some("2024-01-01T00:00:00Z".into()),
+            map_blob: Some("tracks/t/map-1-j.json".into()),
+            ..TrackRecord::default()
+        };
+        let Value::Object(fields) = serde_json::to_value(&every_field).unwrap() else {
+            panic!("a record is an object");
+        };
+        let mut fields: Vec<&str> = fields.keys().map(String::as_str).collect();
+        let mut names = vec![
+            GAME_ID,
+            NAME,
+            LAYOUT,
+            SESSION_COUNT,
+            LAST_SESSION_AT,
+            MAP_VERSION,
+            MAP_BLOB,
+        ];
+        fields.sort_unstable();
+        names.sort_unstable();
+        assert_eq!(fields, names);
+    }
+
+    #[test]
+    fn track_items_read_with_their_id_and_defaults() {
+        let written = count_session_op(&TrackKey::new("acc", "Monza", ""));
+        let TxOp::Update { key, update, .. } = written else {
+            panic!("the count is an update");
+        };
+        let track = Track::from_item(update.apply(&key, None)).unwrap();
+        assert_eq!(track.id.as_str(), key.sk);
+        assert_eq!((track.name.as_str(), track.session_count), ("Monza", 1));
+        assert_eq!((track.last_session_at, track.has_map), (None, false));
     }
 }

@@ -292,7 +292,7 @@ pub async fn set_password(
     rate_limits::check(
         &state.ports,
         "password-failures",
-        user.user_id(),
+        user.user_id().as_str(),
         window,
         &failure_limit(&state),
     )
@@ -300,7 +300,7 @@ pub async fn set_password(
     let changed = password_changes::set_password(
         &state.ports,
         state.passwords()?,
-        user.user_id(),
+        user.user_id().as_str(),
         current,
         new,
         &user.claims.sid,
@@ -313,7 +313,7 @@ pub async fn set_password(
         })),
         Err(e) => Err(match e {
             PasswordChangeError::CurrentWrong => {
-                count_failure(&state, "password-failures", user.user_id()).await?;
+                count_failure(&state, "password-failures", user.user_id().as_str()).await?;
                 ApiError::Forbidden(e.to_string())
             }
             // Not a malformed request: the account needs its password proven to change it.

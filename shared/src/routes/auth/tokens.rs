@@ -170,7 +170,7 @@ pub async fn validate(user: AuthUser) -> Result<Response, ApiError> {
         .unwrap_or_default();
     Ok(ok(ValidateResponse {
         valid: true,
-        user_id: user.user_id().to_owned(),
+        user_id: user.user_id().to_string(),
         expires_at,
     }))
 }
