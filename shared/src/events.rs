@@ -61,16 +61,25 @@ impl EventKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUploaded {
+    /// The session.
     pub session_id: SessionId,
+    /// The canonical track.
     pub track_id: TrackId,
+    /// The game, e.g. `acc`.
     pub game_id: String,
+    /// The track as the game names it.
     pub track_name: String,
+    /// The layout; empty for tracks without layouts.
     pub track_layout: String,
+    /// The car the lap was set in.
     pub vehicle_name: String,
     /// RFC 3339, the client's `RecordedAt`.
     pub recorded_at: String,
+    /// Practice, qualifying, race, ...
     pub session_phase: String,
+    /// Best lap time, milliseconds.
     pub best_lap_ms: i64,
+    /// Laps in the session.
     pub lap_count: usize,
     /// The track-map job of the session's track points, if it had any.
     pub job_id: Option<JobId>,
@@ -80,8 +89,11 @@ pub struct SessionUploaded {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LeaderboardSubmitted {
+    /// The canonical track.
     pub track_id: TrackId,
+    /// The session.
     pub session_id: SessionId,
+    /// Lap time in milliseconds.
     pub lap_time_ms: i64,
     /// The driver's entry before this submission.
     pub previous_best_ms: Option<i64>,
@@ -93,7 +105,9 @@ pub struct LeaderboardSubmitted {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TrackProcessRequested {
+    /// The track-map job.
     pub job_id: JobId,
+    /// The canonical track.
     pub track_id: TrackId,
 }
 

@@ -3,6 +3,9 @@
 //! One crate holds the domain, the ports and both adapter sets, the HTTP routers and the
 //! workers. Lambda binaries under `functions/` and the local server are thin wrappers.
 
+// Everything the binaries and tests use is documented; CI turns warnings into errors.
+#![warn(missing_docs)]
+
 pub mod app;
 pub mod aws;
 pub mod config;

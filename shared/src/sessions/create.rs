@@ -22,10 +22,13 @@ const CONFLICT_RETRIES: u32 = 4;
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
+    /// The session.
     #[schema(value_type = String)]
     pub session_id: SessionId,
+    /// The canonical track.
     #[schema(value_type = String)]
     pub track_id: TrackId,
+    /// Laps in the session.
     pub lap_count: usize,
     /// True when this ClientSessionId was uploaded before; nothing was written.
     pub duplicate: bool,
@@ -64,8 +67,10 @@ pub enum CreateError {
     /// not committed yet.
     #[error("a concurrent upload is in progress, retry")]
     InProgress,
+    /// The item store failed.
     #[error("storing the session failed")]
     Store(#[from] StoreError),
+    /// The blob store failed.
     #[error("storing the track points failed")]
     Blob(#[from] BlobError),
 }

@@ -215,8 +215,11 @@ pub fn session_item(
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UploadRecord {
+    /// The session.
     pub session_id: SessionId,
+    /// The canonical track.
     pub track_id: TrackId,
+    /// Laps in the session.
     pub lap_count: usize,
 }
 
@@ -239,22 +242,33 @@ impl UploadRecord {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
+    /// The id.
     #[schema(value_type = String)]
     pub id: SessionId,
+    /// The canonical track.
     #[schema(value_type = String)]
     pub track_id: TrackId,
+    /// The game, e.g. `acc`.
     pub game_id: String,
+    /// The track as the game names it.
     pub track_name: String,
+    /// The layout; empty for tracks without layouts.
     pub track_layout: String,
+    /// The car the lap was set in.
     pub vehicle_name: String,
     /// The client's time of the session (RFC 3339), not the upload time.
     pub recorded_at: String,
     /// When the server received it (RFC 3339).
     pub uploaded_at: String,
+    /// Best lap time, milliseconds.
     pub best_lap_ms: i64,
+    /// Laps in the session.
     pub lap_count: usize,
+    /// Weather context for coaching.
     pub weather_summary: String,
+    /// Practice, qualifying, race, ...
     pub session_phase: String,
+    /// The idempotency key of the upload.
     pub client_session_id: String,
     /// Whether track points came with it (they feed the track map).
     pub has_track_points: bool,
@@ -264,15 +278,19 @@ pub struct SessionSummary {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionDetail {
+    /// The session without its laps.
     #[serde(flatten)]
     pub summary: SessionSummary,
+    /// The laps, in the order uploaded.
     pub laps: Vec<Lap>,
 }
 
 /// A stored session, read back.
 #[derive(Debug, Clone)]
 pub struct StoredSession {
+    /// The session without its laps.
     pub summary: SessionSummary,
+    /// The laps, in the order uploaded.
     pub laps: Vec<Lap>,
 }
 

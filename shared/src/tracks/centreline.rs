@@ -11,8 +11,11 @@ use serde::{Deserialize, Serialize};
 /// One sampled position (`TrackPointDto`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TrackPoint {
+    /// World-space X, metres.
     pub x: f64,
+    /// World-space Y, metres.
     pub y: f64,
+    /// Track distance at this sample, metres.
     pub distance: f64,
 }
 

@@ -99,9 +99,13 @@ struct LeaseRecord {
 /// A claimed job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
+    /// The id.
     pub id: JobId,
+    /// The canonical track.
     pub track_id: TrackId,
+    /// The session.
     pub session_id: SessionId,
+    /// The driver's id.
     pub user_id: UserId,
     /// Blob key of the uploaded track points.
     pub points_key: String,
@@ -112,8 +116,11 @@ pub struct Job {
 /// A job's state, for reads and tests.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobStatus {
+    /// `pending`, `processing`, `done` or `failed`.
     pub status: String,
+    /// Processing attempts so far.
     pub attempts: i64,
+    /// Why it failed or was returned, if it was.
     pub reason: Option<String>,
 }
 

@@ -84,7 +84,9 @@ impl StoredMap {
 pub struct MapPoint {
     /// Track distance in metres.
     pub distance: f64,
+    /// World-space X, metres.
     pub x: f64,
+    /// World-space Y, metres.
     pub y: f64,
 }
 
@@ -92,6 +94,7 @@ pub struct MapPoint {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TrackMap {
+    /// The canonical track.
     #[schema(value_type = String)]
     pub track_id: TrackId,
     /// Distance between points, in metres.
@@ -129,8 +132,10 @@ async fn read_map(ports: &Ports, blob: Option<&str>) -> Result<Option<StoredMap>
 /// Why a stored map could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum MapReadError {
+    /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The blob store failed.
     #[error(transparent)]
     Blob(#[from] BlobError),
 }

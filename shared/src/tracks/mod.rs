@@ -68,8 +68,11 @@ impl TrackRecord {
 /// What identifies a canonical track, as the client spelled it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrackKey {
+    /// The game, e.g. `acc`.
     pub game_id: String,
+    /// The track as the game names it.
     pub name: String,
+    /// The layout; empty for tracks without layouts.
     pub layout: String,
 }
 
@@ -109,10 +112,14 @@ impl TrackKey {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Track {
+    /// The id.
     #[schema(value_type = String)]
     pub id: TrackId,
+    /// The game, e.g. `acc`.
     pub game_id: String,
+    /// The track as the game names it.
     pub name: String,
+    /// The layout; empty for tracks without layouts.
     pub layout: String,
     /// Sessions uploaded on this track, by every driver.
     pub session_count: i64,
