@@ -36,6 +36,21 @@ fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
     IntCounterVec::new(Opts::new(name, help), &[label]).expect("valid metric")
 }
 
+/// The request methods that are labels of their own.
+const STANDARD_METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE",
+];
+
+/// The `method` label of a request: a standard method as it is, any other `other`. Hyper
+/// accepts any token as a method, so labelling by the raw method would let a client create
+/// series without end.
+fn method_label(method: &str) -> &'static str {
+    STANDARD_METHODS
+        .into_iter()
+        .find(|m| *m == method)
+        .unwrap_or("other")
+}
+
 static GLOBAL: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
 /// The process-wide metrics.
@@ -144,8 +159,10 @@ impl Metrics {
         status: u16,
         elapsed: Duration,
     ) {
+        // `route` is the matched route template or `unmatched`, never the path; the method
+        // is bounded by `method_label`.
         let status = status.to_string();
-        let labels = [method, route, status.as_str()];
+        let labels = [method_label(method), route, status.as_str()];
         self.requests.with_label_values(&labels).inc();
         self.latency
             .with_label_values(&labels)

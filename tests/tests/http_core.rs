@@ -302,6 +302,36 @@ async fn readiness_reports_an_unreachable_database_with_503() {
 }
 
 #[tokio::test]
+async fn invented_methods_and_paths_do_not_grow_the_metric_labels() {
+    let app = spawn_app().await;
+    for i in 0..20 {
+        let method = reqwest::Method::from_bytes(format!("AAAA{i}").as_bytes()).unwrap();
+        let res = app
+            .client
+            .request(method, format!("{}/v1/no-such-{i}", app.address))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_client_error());
+    }
+    let text = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        !text.contains("AAAA"),
+        "no series per invented method: {text}"
+    );
+    assert!(!text.contains("no-such"), "no series per path: {text}");
+    assert!(
+        text.contains(r#"method="other",route="unmatched""#),
+        "{text}"
+    );
+    let series = text
+        .lines()
+        .filter(|l| l.starts_with("http_requests_total{") && l.contains("method=\"other\""))
+        .count();
+    assert_eq!(series, 1, "one series for all of them: {text}");
+}
+
+#[tokio::test]
 async fn metrics_are_valid_prometheus_text() {
     let app = spawn_app().await;
     for _ in 0..3 {

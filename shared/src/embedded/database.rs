@@ -1,14 +1,44 @@
 //! The SQLite file shared by the embedded item store and queue.
 
 use rusqlite::{Connection, OpenFlags};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Opens connections to one SQLite database file with the pragmas every connection needs.
+///
+/// The embedded store caches point reads of what it wrote, which is exact only while no
+/// other process writes the same file; so the data directory is locked (`paddock.lock`, an
+/// exclusive OS file lock) for as long as any clone of the database or a store over it lives.
 #[derive(Debug, Clone)]
 pub struct Database {
     path: PathBuf,
+    lock: Arc<File>,
+}
+
+/// The message when another process holds the data directory.
+fn locked_message(dir: &Path) -> String {
+    format!(
+        "another Paddock process is using the data directory {}; stop it or set Data__Dir to another directory",
+        dir.display()
+    )
+}
+
+/// Takes the data directory's lock, or says who holds it.
+fn lock_dir(dir: &Path) -> rusqlite::Result<File> {
+    let invalid = |m: String| rusqlite::Error::InvalidPath(m.into());
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("paddock.lock"))
+        .map_err(|e| invalid(format!("{}: {e}", dir.display())))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(invalid(locked_message(dir))),
+        Err(TryLockError::Error(e)) => Err(invalid(format!("locking {}: {e}", dir.display()))),
+    }
 }
 
 /// A connection behind a mutex, used from the blocking thread pool.
@@ -23,10 +53,17 @@ impl Database {
                 rusqlite::Error::InvalidPath(format!("{}: {e}", dir.display()).into())
             })?;
         }
-        let db = Self { path };
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let lock = Arc::new(lock_dir(dir)?);
+        let db = Self { path, lock };
         let conn = db.connect()?;
         conn.execute_batch(SCHEMA)?;
         Ok(db)
+    }
+
+    /// The data-directory lock, held by every store over this database.
+    pub fn lock(&self) -> Arc<File> {
+        self.lock.clone()
     }
 
     /// The database file.

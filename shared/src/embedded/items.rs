@@ -22,6 +22,8 @@ const READERS: usize = 4;
 
 /// The embedded item store.
 pub struct SqliteItemStore {
+    /// Keeps the data directory locked while the store lives.
+    _lock: Arc<std::fs::File>,
     writer: SharedConnection,
     readers: Vec<SharedConnection>,
     next_reader: AtomicUsize,
@@ -36,6 +38,7 @@ impl SqliteItemStore {
             .map(|_| db.shared())
             .collect::<Result<_, _>>()?;
         Ok(Self {
+            _lock: db.lock(),
             writer: db.shared()?,
             readers,
             next_reader: AtomicUsize::new(0),

@@ -12,6 +12,8 @@ use crate::ports::queue::{EventQueue, MAX_MESSAGE_BYTES, QueueError, ReceivedMes
 
 /// The embedded event queue.
 pub struct SqliteQueue {
+    /// Keeps the data directory locked while the store lives.
+    _lock: Arc<std::fs::File>,
     conn: SharedConnection,
     visibility: Duration,
     arrived: Arc<Notify>,
@@ -30,6 +32,7 @@ impl SqliteQueue {
             |r| r.get(0),
         )?;
         Ok(Self {
+            _lock: db.lock(),
             conn: Arc::new(std::sync::Mutex::new(conn)),
             visibility,
             arrived: Arc::new(Notify::new()),
