@@ -2,7 +2,6 @@
 //! DynamoDB write units it costs against the minimum its item layout needs.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use paddock::http::extract::camel_case_keys;
 use paddock::identity::rate_limits::{self, Limit};
 use paddock::ids::{JobId, UserId};
 use paddock::outbox;
@@ -21,12 +20,8 @@ fn thirty_laps() -> Vec<(i64, bool, f64)> {
 }
 
 fn parsed(t: &TestPorts, csid: &str, points: usize) -> upload::SessionUpload {
-    let body = camel_case_keys(session_body(
-        csid,
-        "2026-11-01T10:00:00Z",
-        &thirty_laps(),
-        points,
-    ));
+    // The parser reads the client's PascalCase names as they are.
+    let body = session_body(csid, "2026-11-01T10:00:00Z", &thirty_laps(), points);
     upload::parse(body, t.clock.now()).expect("a valid upload")
 }
 

@@ -6,6 +6,9 @@ use http::request::Parts;
 use http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::error::Category;
+
+use super::case_insensitive::CamelCase;
 
 use super::error::ApiError;
 
@@ -47,49 +50,14 @@ mod mime_type {
     }
 }
 
-/// Rewrites object keys from PascalCase to camelCase, recursively.
-pub fn camel_case_keys(value: Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| {
-                    let mut chars = k.chars();
-                    let key = match chars.next() {
-                        Some(c) if c.is_ascii_uppercase() => {
-                            c.to_ascii_lowercase().to_string() + chars.as_str()
-                        }
-                        _ => k,
-                    };
-                    (key, camel_case_keys(v))
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(camel_case_keys).collect()),
-        other => other,
-    }
-}
-
-/// Deserializes `value` into `T`, naming the path of the first bad field.
-pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        if path == "." {
-            ApiError::BadRequest(inner)
-        } else {
-            ApiError::BadRequest(format!("{path}: {inner}"))
-        }
-    })
-}
-
-/// Reads a request's JSON body as parsed, keys as sent.
-async fn json_value<S: Send + Sync>(req: Request, state: &S) -> Result<Value, ApiError> {
+/// Reads a request's body bytes after checking its content type.
+async fn json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     if !is_json(req.headers()) {
         return Err(ApiError::UnsupportedMediaType(
             "Content-Type must be application/json".into(),
         ));
     }
-    let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge("request body is too large".into())
         } else {
@@ -98,8 +66,34 @@ async fn json_value<S: Send + Sync>(req: Request, state: &S) -> Result<Value, Ap
                 rejection.body_text()
             ))
         }
-    })?;
+    })
+}
+
+/// Reads a request's JSON body as parsed, keys as sent.
+async fn json_value<S: Send + Sync>(req: Request, state: &S) -> Result<Value, ApiError> {
+    let bytes = json_bytes(req, state).await?;
     serde_json::from_slice(&bytes).map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))
+}
+
+/// Deserializes `T` straight from JSON bytes, reading PascalCase names as camelCase on the
+/// way (no intermediate tree), and names the path of a bad field.
+pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(CamelCase(&mut de)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        match inner.classify() {
+            Category::Syntax | Category::Eof | Category::Io => {
+                ApiError::BadRequest(format!("malformed JSON: {inner}"))
+            }
+            Category::Data if path == "." => ApiError::BadRequest(inner.to_string()),
+            Category::Data => ApiError::BadRequest(format!("{path}: {inner}")),
+        }
+    })?;
+    // Anything after the value is malformed too.
+    de.end()
+        .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
+    Ok(value)
 }
 
 impl<S, T> FromRequest<S> for ApiJson<T>
@@ -110,8 +104,8 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let value = json_value(req, state).await?;
-        from_value(camel_case_keys(value)).map(ApiJson)
+        let bytes = json_bytes(req, state).await?;
+        from_json_slice(&bytes).map(ApiJson)
     }
 }
 
@@ -123,9 +117,7 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Resu
             "Content-Type must be application/json".into(),
         ));
     }
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
-    from_value(camel_case_keys(value))
+    from_json_slice(bytes)
 }
 
 /// A JSON body as parsed, with its keys as the client sent them (the same rejections as
@@ -168,16 +160,27 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Body {
+        game_id: String,
+    }
 
     #[test]
-    fn pascal_case_keys_become_camel_case_at_every_depth() {
-        let v = camel_case_keys(
-            json!({"GameId": "x", "Laps": [{"LapTimeMs": 1}], "already": {"X": 1}}),
-        );
+    fn syntax_errors_and_field_errors_are_told_apart() {
+        let err = from_json_slice::<Body>(br#"{"GameId": "acc""#).unwrap_err();
+        assert!(err.to_string().starts_with("malformed JSON"), "{err}");
+        let err = from_json_slice::<Body>(br#"{"GameId": 5}"#).unwrap_err();
+        assert!(err.to_string().starts_with("gameId: invalid type"), "{err}");
+        let err = from_json_slice::<Body>(br#"{"gameId": "a"} trailing"#).unwrap_err();
+        assert!(err.to_string().starts_with("malformed JSON"), "{err}");
         assert_eq!(
-            v,
-            json!({"gameId": "x", "laps": [{"lapTimeMs": 1}], "already": {"x": 1}})
+            from_json_slice::<Body>(br#"{"GameId": "acc"}"#)
+                .unwrap()
+                .game_id,
+            "acc"
         );
     }
 }

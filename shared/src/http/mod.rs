@@ -1,6 +1,7 @@
 //! HTTP core shared by every endpoint group: envelope, errors, extractors, middleware.
 
 pub mod auth_user;
+pub(crate) mod case_insensitive;
 pub mod envelope;
 pub mod error;
 pub mod extract;

@@ -129,13 +129,7 @@ pub async fn logout(
     let parsed: LogoutRequest = if body.iter().all(u8::is_ascii_whitespace) {
         LogoutRequest::default()
     } else {
-        let value: serde_json::Value = serde_json::from_slice(&body)
-            .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
-        if value.is_null() {
-            LogoutRequest::default()
-        } else {
-            crate::http::extract::from_value(crate::http::extract::camel_case_keys(value))?
-        }
+        crate::http::extract::from_json_slice::<Option<LogoutRequest>>(&body)?.unwrap_or_default()
     };
     let family = match parsed.refresh_token {
         Some(raw) => refresh_tokens::family_of(&state.ports, &raw)
