@@ -99,6 +99,13 @@ async fn observe(mut req: Request, next: Next) -> Response {
     if response.status().is_client_error() || response.status().is_server_error() {
         response = ensure_envelope(response);
     }
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        // The rest of the body was never read: tell the client not to send another request
+        // on this connection, which the server is about to close.
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     if let Ok(v) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, v);
     }

@@ -10,7 +10,7 @@
 use serde_json::{Value, json};
 
 use crate::ports::Ports;
-use crate::ports::items::{Key, StoreError, TTL, Update, item};
+use crate::ports::items::{Item, Key, StoreError, TTL, Update, item};
 use crate::tables::Table;
 
 /// How long an address stays known after a successful sign-in.
@@ -71,10 +71,12 @@ fn window(ports: &Ports, scope: &str, subject: &str, window_secs: i64) -> (Key, 
     )
 }
 
-fn over<'a>(counted: &crate::ports::items::Item, limits: &'a [Limit]) -> Option<&'a Limit> {
-    limits
-        .iter()
-        .find(|l| counted.get(&l.counter).and_then(Value::as_i64).unwrap_or(0) > i64::from(l.max))
+/// The first limit whose counter in `counted` exceeds its maximum less `headroom` (0: the
+/// hit is already counted; 1: would the next hit be over).
+fn over<'a>(counted: &Item, limits: &'a [Limit], headroom: i64) -> Option<&'a Limit> {
+    limits.iter().find(|l| {
+        counted.get(&l.counter).and_then(Value::as_i64).unwrap_or(0) + headroom > i64::from(l.max)
+    })
 }
 
 fn limited(limit: &Limit, window_secs: i64, end: i64, now: i64) -> RateLimited {
@@ -102,7 +104,7 @@ pub async fn hit(
         .items
         .update(Table::Limits, &key, update, None)
         .await?;
-    match over(&counted, limits) {
+    match over(&counted, limits, 0) {
         Some(limit) => Err(limited(limit, window_secs, end, now).into()),
         None => Ok(()),
     }
@@ -121,10 +123,8 @@ pub async fn check(
     let Some(counted) = ports.items.get(Table::Limits, &key).await? else {
         return Ok(());
     };
-    // The next hit would be over: `>=` here is `>` after that hit's increment.
-    let full = limits
-        .iter()
-        .find(|l| counted.get(&l.counter).and_then(Value::as_i64).unwrap_or(0) >= i64::from(l.max));
+    // Counted as if this request were the next hit.
+    let full = over(&counted, limits, 1);
     match full {
         Some(limit) => Err(limited(limit, window_secs, end, now).into()),
         None => Ok(()),

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use http::{HeaderMap, HeaderValue, header};
 use oauth2::PkceCodeChallenge;
 use serde::Deserialize;
+use std::sync::Arc;
 use utoipa::IntoParams;
 
 use crate::http::auth_user::ClientAddr;
@@ -114,15 +115,7 @@ pub async fn login_provider(
 ) -> Result<Response, ApiError> {
     let form = LoginStartForm::try_from(query)?;
     let provider_name = provider.to_ascii_lowercase();
-    let handle = state
-        .providers
-        .get(&provider_name)
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::NotFound(format!(
-                "sign-in provider {provider_name} is not configured"
-            ))
-        })?;
+    let handle = configured(&state, &provider_name)?;
     let auth = &state.settings.auth;
     let limit = Limit::new("starts", auth.provider_starts_per_address);
     rate_limits::hit(
@@ -168,6 +161,15 @@ pub async fn login_provider(
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
+}
+
+/// The provider configured under `name`, or 404.
+fn configured(state: &AppState, name: &str) -> Result<Arc<providers::Provider>, ApiError> {
+    state
+        .providers
+        .get(name)
+        .cloned()
+        .ok_or_else(|| ApiError::NotFound(format!("sign-in provider {name} is not configured")))
 }
 
 fn provider_error(e: providers::ProviderError) -> ApiError {
@@ -260,15 +262,7 @@ pub async fn callback(
     let code = query
         .code
         .ok_or_else(|| ApiError::invalid("code", "is required"))?;
-    let handle = state
-        .providers
-        .get(&provider_name)
-        .cloned()
-        .ok_or_else(|| {
-            ApiError::NotFound(format!(
-                "sign-in provider {provider_name} is not configured"
-            ))
-        })?;
+    let handle = configured(&state, &provider_name)?;
     let secret = match handle.config().client_secret.clone() {
         Some(s) => Some(s),
         None => state
