@@ -25,19 +25,42 @@ fn locked_message(dir: &Path) -> String {
     )
 }
 
+/// Why the database could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process (or store) holds the data directory.
+    #[error("{0}")]
+    Locked(String),
+    /// The directory or its lock file could not be made.
+    #[error("{path}: {source}")]
+    Io {
+        /// The directory or file.
+        path: String,
+        /// What failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// SQLite refused the file.
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+}
+
 /// Takes the data directory's lock, or says who holds it.
-fn lock_dir(dir: &Path) -> rusqlite::Result<File> {
-    let invalid = |m: String| rusqlite::Error::InvalidPath(m.into());
+fn lock_dir(dir: &Path) -> Result<File, OpenError> {
+    let io = |source| OpenError::Io {
+        path: dir.display().to_string(),
+        source,
+    };
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(dir.join("paddock.lock"))
-        .map_err(|e| invalid(format!("{}: {e}", dir.display())))?;
+        .map_err(io)?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(TryLockError::WouldBlock) => Err(invalid(locked_message(dir))),
-        Err(TryLockError::Error(e)) => Err(invalid(format!("locking {}: {e}", dir.display()))),
+        Err(TryLockError::WouldBlock) => Err(OpenError::Locked(locked_message(dir))),
+        Err(TryLockError::Error(e)) => Err(io(e)),
     }
 }
 
@@ -46,11 +69,12 @@ pub type SharedConnection = Arc<Mutex<Connection>>;
 
 impl Database {
     /// Creates the file (and its directory) if needed and applies the schema.
-    pub fn open(path: impl AsRef<Path>) -> rusqlite::Result<Self> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                rusqlite::Error::InvalidPath(format!("{}: {e}", dir.display()).into())
+            std::fs::create_dir_all(dir).map_err(|source| OpenError::Io {
+                path: dir.display().to_string(),
+                source,
             })?;
         }
         let dir = path.parent().unwrap_or(Path::new("."));
