@@ -103,19 +103,26 @@ pub async fn handle_worker_event(
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(1),
         };
-        match workers::handle_body(&message.body, ports, processor).await {
-            Ok(_) => {}
+        let kind = workers::kind_of(&message.body);
+        let outcome = match workers::handle_body(&message.body, ports, processor).await {
+            Ok(_) => "ok",
             Err(ProcessError::Poison(reason)) => {
                 // Straight to the dead-letter queue; redelivering a poison event is pointless.
                 if ports.queue.dead_letter(&message, &reason).await.is_err() {
                     response.batch_item_failures.push(failure(message.id));
                 }
+                "dead_letter"
             }
             Err(e) => {
                 tracing::warn!(message_id = %message.id, error = %e, "event failed; SQS will redeliver");
                 response.batch_item_failures.push(failure(message.id));
+                "retry"
             }
-        }
+        };
+        crate::metrics::global()
+            .events
+            .with_label_values(&[kind, outcome])
+            .inc();
     }
     response
 }

@@ -132,7 +132,7 @@ pub async fn handle_delivery(
 
 /// The metric label of a queued body: its kind's name, or `unreadable` (labels stay a small,
 /// fixed set whatever a body says).
-fn kind_of(body: &str) -> &'static str {
+pub(crate) fn kind_of(body: &str) -> &'static str {
     serde_json::from_str::<Event>(body).map_or("unreadable", |e| e.kind.name())
 }
 
