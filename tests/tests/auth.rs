@@ -414,7 +414,7 @@ async fn exchange_codes_are_single_use(
     let data = app
         .register("code@example.com", "correct horse battery")
         .await;
-    let user_id = data["user"]["id"].as_str().unwrap();
+    let user_id = &paddock::ids::UserId::from(data["user"]["id"].as_str().unwrap());
     let verifier = "v".repeat(43) + "-._~abc";
     let code = exchange_codes::issue(&app.ports, user_id, &s256(&verifier))
         .await
@@ -422,7 +422,7 @@ async fn exchange_codes_are_single_use(
     // issued → deleted
     let (status, body) = app.exchange(&code, &verifier).await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(body["data"]["user"]["id"], user_id);
+    assert_eq!(body["data"]["user"]["id"], user_id.as_str());
     let access = body["data"]["accessToken"].as_str().unwrap();
     assert_eq!(
         envelope(app.get_auth("/v1/auth/validate", access).await)
@@ -494,13 +494,13 @@ async fn no_raw_secret_is_readable_from_storage(app: TestApp, dump: impl AsyncFn
     let data = app
         .register("secret@example.com", "correct horse battery")
         .await;
-    let user_id = data["user"]["id"].as_str().unwrap();
+    let user_id = &paddock::ids::UserId::from(data["user"]["id"].as_str().unwrap());
     let (_, rotated) = refresh(&app, data["refreshToken"].as_str().unwrap()).await;
     let code = exchange_codes::issue(&app.ports, user_id, &s256(&"q".repeat(43)))
         .await
         .unwrap();
     let all = dump().await;
-    assert!(all.contains(user_id), "the dump sees the data");
+    assert!(all.contains(user_id.as_str()), "the dump sees the data");
     for secret in [
         data["refreshToken"].as_str().unwrap(),
         rotated["data"]["refreshToken"].as_str().unwrap(),

@@ -47,7 +47,7 @@ impl FromRequestParts<AppState> for AuthUser {
             .await?
             .verify(token, state.ports.clock.now())
             .map_err(|reason| ApiError::Unauthorized(reason.into()))?;
-        if !refresh_tokens::family_active(&state.ports, &claims.sid, claims.sub.as_str()).await? {
+        if !refresh_tokens::family_active(&state.ports, &claims.sid, &claims.sub).await? {
             return Err(ApiError::Unauthorized("session has been revoked".into()));
         }
         Ok(Self { claims })

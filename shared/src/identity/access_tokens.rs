@@ -10,7 +10,6 @@ pub(crate) use super::claims::Claims;
 use super::users::User;
 use super::verified_tokens::VerifiedTokens;
 use crate::config::JwtSettings;
-use crate::ids::UserId;
 
 /// The key id of a signing secret: the first 16 hex digits of its SHA-256, so a token names
 /// the key that signed it without revealing anything about the key.
@@ -67,7 +66,7 @@ impl AccessTokens {
     pub fn issue(&self, user: &User, sid: &str, now: OffsetDateTime) -> (String, Claims) {
         let iat = now.unix_timestamp();
         let claims = Claims {
-            sub: UserId::from(user.id.as_str()),
+            sub: user.id.clone(),
             email: user.email.clone(),
             display_name: user.display_name.clone(),
             avatar_url: user.avatar_url.clone(),

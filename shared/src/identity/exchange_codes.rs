@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, StoreError, TTL, item};
 use crate::tables::Table;
@@ -20,7 +21,7 @@ fn code_key(code: &str) -> Key {
 /// Issues a code (128+ random bits) for `user_id`, bound to the desktop's PKCE challenge.
 pub async fn issue(
     ports: &Ports,
-    user_id: &str,
+    user_id: &UserId,
     code_challenge: &str,
 ) -> Result<String, StoreError> {
     let code = super::random_token(32);
@@ -52,7 +53,7 @@ pub enum ExchangeError {
 
 /// Consumes `code` and checks `verifier` against its challenge; returns the user id.
 /// A wrong verifier still consumes the code, so it cannot be guessed at.
-pub async fn redeem(ports: &Ports, code: &str, verifier: &str) -> Result<String, ExchangeError> {
+pub async fn redeem(ports: &Ports, code: &str, verifier: &str) -> Result<UserId, ExchangeError> {
     let consumed = match ports
         .items
         .delete(Table::Tokens, &code_key(code), Some(Condition::Exists))
@@ -73,7 +74,7 @@ pub async fn redeem(ports: &Ports, code: &str, verifier: &str) -> Result<String,
     consumed
         .get("userId")
         .and_then(Value::as_str)
-        .map(str::to_owned)
+        .map(UserId::from)
         .ok_or(ExchangeError::Invalid)
 }
 

@@ -9,6 +9,7 @@ use crate::identity::fields::{Email, Password};
 use crate::identity::passwords::{PasswordError, PasswordHasher};
 use crate::identity::refresh_tokens;
 use crate::identity::users;
+use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, Update};
 use crate::tables::Table;
@@ -51,7 +52,7 @@ pub(crate) struct PasswordChanged {
 pub(crate) async fn set_password(
     ports: &Ports,
     hasher: &PasswordHasher,
-    user_id: &str,
+    user_id: &UserId,
     current: Option<String>,
     new: Password,
     keep_family: &str,
@@ -67,7 +68,7 @@ pub(crate) async fn set_password(
         .normalized();
     let claim = users::find_by_email(ports, &email)
         .await?
-        .filter(|c| c.user_id == user_id)
+        .filter(|c| &c.user_id == user_id)
         .ok_or(PasswordChangeError::NoEmail)?;
     if let Some(hash) = &claim.password_hash {
         let current = current.ok_or(PasswordChangeError::CurrentRequired)?;
@@ -87,7 +88,7 @@ pub(crate) async fn set_password(
             &users::email_key(&email),
             Update::set("passwordHash", new_hash),
             Some(Condition::And(vec![
-                Condition::eq("userId", user_id),
+                Condition::eq("userId", user_id.as_str()),
                 unchanged,
             ])),
         )

@@ -16,6 +16,7 @@ use crate::identity::fields::{AvatarUrl, DisplayName, Email};
 use crate::identity::providers::ProviderIdentity;
 use crate::identity::refresh_tokens;
 use crate::identity::users::{self, EmailClaim, IdentityLink, User};
+use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, TxOp, Update, item};
 use crate::tables::Table;
@@ -47,7 +48,7 @@ pub(crate) enum Outcome {
     Created,
 }
 
-fn link_op(provider: &str, subject: &str, user_id: &str, pending: bool) -> TxOp {
+fn link_op(provider: &str, subject: &str, user_id: &UserId, pending: bool) -> TxOp {
     let link = IdentityLink {
         user_id: user_id.to_owned(),
         pending_revocation: pending,
@@ -79,7 +80,7 @@ pub(crate) async fn find_or_create(
     ports: &Ports,
     provider: &str,
     identity: &ProviderIdentity,
-) -> Result<(String, Outcome), ProviderSignInError> {
+) -> Result<(UserId, Outcome), ProviderSignInError> {
     let subject = identity.subject.as_str();
     for _ in 0..ROUNDS {
         if let Some(link) = users::find_link(ports, provider, subject).await? {
@@ -178,11 +179,11 @@ async fn finish_takeover(
     ports: &Ports,
     provider: &str,
     subject: &str,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<(), StoreError> {
     let revoked = refresh_tokens::revoke_all_families(ports, user_id, None).await?;
     tracing::warn!(
-        user_id,
+        user_id = user_id.as_str(),
         provider,
         revoked,
         "account of an unverified email taken over by its verified owner: password removed, earlier sign-ins revoked"
@@ -192,8 +193,8 @@ async fn finish_takeover(
         .update(
             Table::Users,
             &users::identity_key(provider, subject),
-            Update::set("userId", user_id).and_remove("pendingRevocation"),
-            Some(Condition::eq("userId", user_id)),
+            Update::set("userId", user_id.as_str()).and_remove("pendingRevocation"),
+            Some(Condition::eq("userId", user_id.as_str())),
         )
         .await;
     match cleared {

@@ -16,6 +16,7 @@
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
+use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, Query, SK, StoreError, TTL, TxOp, Update, item};
 use crate::tables::Table;
@@ -33,7 +34,7 @@ pub(crate) fn family_key(family_id: &str) -> Key {
 }
 
 /// The key of a user's index entry for one family.
-fn user_family_key(user_id: &str, family_id: &str) -> Key {
+fn user_family_key(user_id: &UserId, family_id: &str) -> Key {
     Key::new(format!("USER#{user_id}"), format!("FAMILY#{family_id}"))
 }
 
@@ -45,10 +46,10 @@ pub(crate) struct Issued {
     /// The refresh-token family (the sign-in).
     pub family_id: String,
     /// The driver's id.
-    pub user_id: String,
+    pub user_id: UserId,
 }
 
-fn token_op(raw: &str, user_id: &str, family_id: &str, now: OffsetDateTime) -> TxOp {
+fn token_op(raw: &str, user_id: &UserId, family_id: &str, now: OffsetDateTime) -> TxOp {
     let expires = now.unix_timestamp() + LIFETIME_SECS;
     TxOp::Put {
         table: Table::Tokens,
@@ -61,7 +62,10 @@ fn token_op(raw: &str, user_id: &str, family_id: &str, now: OffsetDateTime) -> T
 }
 
 /// Starts a new family (a sign-in) with its first token.
-pub(crate) async fn issue_new_family(ports: &Ports, user_id: &str) -> Result<Issued, StoreError> {
+pub(crate) async fn issue_new_family(
+    ports: &Ports,
+    user_id: &UserId,
+) -> Result<Issued, StoreError> {
     let now = ports.clock.now();
     let family_id = uuid::Uuid::new_v4().to_string();
     let raw = super::random_token(32);
@@ -127,7 +131,7 @@ pub(crate) async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshEr
                 .unwrap_or_default()
                 .to_owned()
         };
-        let (user_id, family_id) = (text("userId"), text("familyId"));
+        let (user_id, family_id) = (UserId::from(text("userId")), text("familyId"));
         if current.get("used").and_then(Value::as_bool) != Some(false) {
             revoke_family(ports, &family_id).await?;
             return Err(RefreshError::Replayed);
@@ -221,7 +225,7 @@ pub(crate) async fn revoke_family(ports: &Ports, family_id: &str) -> Result<(), 
 pub(crate) async fn family_active(
     ports: &Ports,
     family_id: &str,
-    user_id: &str,
+    user_id: &UserId,
 ) -> Result<bool, StoreError> {
     let family = ports
         .items
@@ -229,7 +233,7 @@ pub(crate) async fn family_active(
         .await?;
     Ok(family.is_some_and(|f| {
         f.get("revoked").and_then(Value::as_bool) == Some(false)
-            && f.get("userId").and_then(Value::as_str) == Some(user_id)
+            && f.get("userId").and_then(Value::as_str) == Some(user_id.as_str())
     }))
 }
 
@@ -237,7 +241,7 @@ pub(crate) async fn family_active(
 /// all their refresh tokens and access tokens stop working on the next request.
 pub(crate) async fn revoke_all_families(
     ports: &Ports,
-    user_id: &str,
+    user_id: &UserId,
     keep: Option<&str>,
 ) -> Result<usize, StoreError> {
     let mut cursor = None;

@@ -11,6 +11,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, Key, StoreError, TxOp, item};
@@ -21,7 +22,8 @@ use crate::tables::Table;
 #[serde(rename_all = "camelCase")]
 pub struct User {
     /// User UUID.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: UserId,
     /// Account email; null for accounts that signed in only through a provider without email.
     pub email: Option<String>,
     /// Shown on leaderboards and the feed.
@@ -33,7 +35,7 @@ pub struct User {
 }
 
 /// The key of a user's profile.
-pub(crate) fn profile_key(user_id: &str) -> Key {
+pub(crate) fn profile_key(user_id: &UserId) -> Key {
     Key::new(format!("USER#{user_id}"), "PROFILE")
 }
 
@@ -56,7 +58,7 @@ impl User {
         now: OffsetDateTime,
     ) -> Self {
         Self {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: UserId::from(uuid::Uuid::new_v4().to_string()),
             email,
             display_name,
             avatar_url,
@@ -82,7 +84,7 @@ impl User {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct EmailClaim {
     /// The driver's id.
-    pub user_id: String,
+    pub user_id: UserId,
     /// The argon2id PHC string; absent for accounts that sign in only through providers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password_hash: Option<String>,
@@ -113,7 +115,7 @@ impl EmailClaim {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct IdentityLink {
     /// The driver's id.
-    pub user_id: String,
+    pub user_id: UserId,
     /// Set while the account is being taken over by the verified owner of its email and its
     /// earlier sign-ins are not all revoked yet; a sign-in that finds it finishes the job.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -190,7 +192,7 @@ pub(crate) async fn find_link(
 }
 
 /// The profile of `user_id`.
-pub(crate) async fn get(ports: &Ports, user_id: &str) -> Result<Option<User>, StoreError> {
+pub(crate) async fn get(ports: &Ports, user_id: &UserId) -> Result<Option<User>, StoreError> {
     let item = ports.items.get(Table::Users, &profile_key(user_id)).await?;
     item.map(|i| {
         serde_json::from_value(Value::Object(i))

@@ -300,7 +300,7 @@ pub async fn set_password(
     let changed = password_changes::set_password(
         &state.ports,
         state.passwords()?,
-        user.user_id().as_str(),
+        user.user_id(),
         current,
         new,
         &user.claims.sid,
