@@ -121,10 +121,11 @@ fuzz_token() { # a registered driver's access token
     -d "{\"email\":\"$1@example.com\",\"password\":\"correct horse battery\",\"displayName\":\"Fuzz\"}" \
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["accessToken"])'
 }
-PADDOCK_FUZZ_TOKEN=$(fuzz_token fuzz) PADDOCK_FUZZ_LOGOUT_TOKEN=$(fuzz_token logout) \
+# From the log directory, so that schemathesis keeps its cache out of the checkout.
+(cd "$log_dir" && PADDOCK_FUZZ_TOKEN=$(fuzz_token fuzz) PADDOCK_FUZZ_LOGOUT_TOKEN=$(fuzz_token logout) \
   st --no-color --config-file "$root/tests/fuzz/schemathesis.toml" run "http://127.0.0.1:$fuzz_port/openapi.json" \
   --max-examples "${PADDOCK_FUZZ_EXAMPLES:-30}" --seed "${PADDOCK_FUZZ_SEED:-1}" \
-  --report-dir "$log_dir/schemathesis" --warnings off
+  --report-dir "$log_dir/schemathesis" --warnings off)
 kill "$fuzz_pid" 2>/dev/null || true
 fi
 
