@@ -57,6 +57,15 @@ impl AccessTokens {
         }
     }
 
+    /// Whether these are the tokens of exactly `current` and `previous` keys.
+    pub(crate) fn uses_keys(&self, current: &str, previous: &[String]) -> bool {
+        self.kid == key_id(current)
+            && self.decoding.len() == previous.len() + 1
+            && previous
+                .iter()
+                .all(|k| self.decoding.contains_key(&key_id(k)))
+    }
+
     /// Lifetime of a new token in seconds.
     pub fn lifetime_secs(&self) -> i64 {
         i64::from(self.settings.expiry_minutes) * 60
@@ -150,6 +159,9 @@ mod tests {
             before.verify(&new_token, now).is_err(),
             "a process without the new key refuses its tokens"
         );
+        assert!(after.uses_keys(NEW, &[OLD.to_owned()]));
+        assert!(!after.uses_keys(NEW, &[]));
+        assert!(!after.uses_keys(OLD, &[NEW.to_owned()]));
         // Once the old key is dropped, its tokens are refused.
         let later = AccessTokens::new(NEW, &[], &settings());
         assert_eq!(

@@ -53,9 +53,14 @@ impl SigningKeys {
         if let Some(tokens) = self.cached(refresh) {
             return Ok(tokens);
         }
-        match load(secrets, jwt).await {
-            Ok(tokens) => {
-                let tokens = Arc::new(tokens);
+        match load(secrets).await {
+            Ok(keys) => {
+                // Unchanged keys keep the signer, and with it the tokens it has verified: a
+                // refresh must not make every warm instance verify every token again.
+                let tokens = match self.cached(Duration::ZERO) {
+                    Some(tokens) if tokens.uses_keys(&keys.current, &keys.previous) => tokens,
+                    _ => Arc::new(AccessTokens::new(&keys.current, &keys.previous, jwt)),
+                };
                 if let Ok(mut current) = self.current.write() {
                     *current = Some((Instant::now(), tokens.clone()));
                 }
@@ -72,10 +77,13 @@ impl SigningKeys {
     }
 }
 
-async fn load(
-    secrets: &dyn SecretSource,
-    jwt: &JwtSettings,
-) -> Result<AccessTokens, SigningKeyError> {
+/// The signing keys as configured.
+struct Keys {
+    current: String,
+    previous: Vec<String>,
+}
+
+async fn load(secrets: &dyn SecretSource) -> Result<Keys, SigningKeyError> {
     let key = secrets
         .get("jwtSigningKey")
         .await?
@@ -89,7 +97,10 @@ async fn load(
             "a signing key is shorter than 32 characters".into(),
         ));
     }
-    Ok(AccessTokens::new(&key, &previous, jwt))
+    Ok(Keys {
+        current: key,
+        previous,
+    })
 }
 
 /// `jwtPreviousSigningKeys`: a JSON array of keys, or keys separated by commas or whitespace.
