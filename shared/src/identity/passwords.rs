@@ -90,8 +90,16 @@ impl PasswordHasher {
                 })
                 .expect("a hashing thread starts");
         }
-        let mut blocks = vec![Block::default(); params().block_count()];
-        let dummy = hash_with(&super::random_token(24), &mut blocks).expect("dummy hash");
+        // The dummy is hashed on a pool thread, in its block: no extra 19 MiB at start.
+        let (dummy_tx, dummy_rx) = mpsc::channel();
+        let dummy_job: Job = Box::new(move |blocks| {
+            let _ = dummy_tx.send(hash_with(&super::random_token(24), blocks));
+        });
+        tx.send(dummy_job).expect("the hashing threads are running");
+        let dummy = dummy_rx
+            .recv()
+            .expect("a hashing thread answers")
+            .expect("dummy hash");
         Self {
             jobs: Mutex::new(tx),
             permits: Arc::new(Semaphore::new(threads)),
