@@ -35,19 +35,6 @@ pub(crate) enum ProviderSignInError {
     Store(#[from] StoreError),
 }
 
-/// How the sign-in found its account.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    /// The identity was linked before.
-    Linked,
-    /// Linked now to the account that holds its verified email.
-    LinkedByEmail,
-    /// The account of an unverified email was taken over by the verified owner.
-    TakenOver,
-    /// A new account.
-    Created,
-}
-
 fn link_op(provider: &str, subject: &str, user_id: &UserId, pending: bool) -> TxOp {
     let link = IdentityLink {
         user_id: user_id.to_owned(),
@@ -80,14 +67,14 @@ pub(crate) async fn find_or_create(
     ports: &Ports,
     provider: &str,
     identity: &ProviderIdentity,
-) -> Result<(UserId, Outcome), ProviderSignInError> {
+) -> Result<UserId, ProviderSignInError> {
     let subject = identity.subject.as_str();
     for _ in 0..ROUNDS {
         if let Some(link) = users::find_link(ports, provider, subject).await? {
             if link.pending_revocation {
                 finish_takeover(ports, provider, subject, &link.user_id).await?;
             }
-            return Ok((link.user_id, Outcome::Linked));
+            return Ok(link.user_id);
         }
         let verified_email = identity
             .email
@@ -104,7 +91,7 @@ pub(crate) async fn find_or_create(
                     .transact(vec![link_op(provider, subject, &user_id, false)])
                     .await
                 {
-                    Ok(()) => return Ok((user_id, Outcome::LinkedByEmail)),
+                    Ok(()) => return Ok(user_id),
                     Err(e) if e.is_condition_failed_at(0) => continue,
                     Err(e) => return Err(e.into()),
                 }
@@ -119,7 +106,7 @@ pub(crate) async fn find_or_create(
             match ports.items.transact(ops).await {
                 Ok(()) => {
                     finish_takeover(ports, provider, subject, &user_id).await?;
-                    return Ok((user_id, Outcome::TakenOver));
+                    return Ok(user_id);
                 }
                 // Linked meanwhile, or the claim changed (a password change): look again.
                 Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(1) => continue,
@@ -144,7 +131,7 @@ pub(crate) async fn find_or_create(
             });
         }
         match ports.items.transact(ops).await {
-            Ok(()) => return Ok((user.id, Outcome::Created)),
+            Ok(()) => return Ok(user.id),
             // A concurrent sign-in linked the identity or claimed the email first: look again.
             Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(2) => continue,
             Err(e) => return Err(e.into()),

@@ -10,7 +10,6 @@ use http::HeaderValue;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use utoipa::ToSchema;
@@ -224,12 +223,7 @@ fn render(track: &Track, board: &Board, key: &PageKey) -> RenderedPage {
     };
     let body = serde_json::to_vec(&Envelope::ok(page)).unwrap_or_default();
     let digest = Sha256::digest(&body);
-    let hex = digest[..16]
-        .iter()
-        .fold(String::with_capacity(32), |mut out, b| {
-            let _ = write!(out, "{b:02x}");
-            out
-        });
+    let hex = crate::identity::hex(&digest[..16]);
     let etag =
         HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"\""));
     RenderedPage {

@@ -277,7 +277,7 @@ pub async fn callback(
         .identify(&callback, secret, &code, &flow.pkce_verifier, &flow.nonce)
         .await
         .map_err(provider_error)?;
-    let (user_id, _) = provider_accounts::find_or_create(&state.ports, &provider_name, &identity)
+    let user_id = provider_accounts::find_or_create(&state.ports, &provider_name, &identity)
         .await
         .map_err(|e| match e {
             ProviderSignInError::Contended => ApiError::Conflict(e.to_string()),
