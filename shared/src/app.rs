@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use crate::config::Settings;
 use crate::ports::Ports;
+use crate::queues::QueueName;
 use crate::routes::app_router;
 use crate::state::AppState;
 use crate::workers::{self, RetryPolicy};
@@ -73,22 +74,20 @@ impl Application {
                 workers::run_relay(ports.clone(), Duration::from_millis(200), stop_rx.clone())
             })
         };
-        let first_start = Arc::new(AtomicBool::new(true));
-        let worker = supervised("event worker", move || {
+        let consumers: Vec<_> = QueueName::ALL
+            .into_iter()
+            .map(|queue| consumer(queue, ports.clone(), policy, stop_rx.clone()))
+            .collect();
+        let retention = {
             let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
-            let first_start = first_start.clone();
-            async move {
-                // Before this process's worker first starts, every job left in processing is
-                // stuck. A store that is down now must not stop the server (readiness says so).
-                if first_start.swap(false, Ordering::SeqCst) {
-                    let stuck = crate::tracks::jobs::Stuck::All;
-                    if let Err(e) = crate::tracks::jobs::reset_stuck(&ports, stuck).await {
-                        tracing::warn!(error = %e, "could not return stuck track jobs to pending");
-                    }
-                }
-                workers::run_worker(ports, workers::default_processor(), policy, stop_rx).await;
-            }
-        });
+            let (first, every) = (
+                self.state.settings.retention_first_run,
+                self.state.settings.retention_interval,
+            );
+            supervised("retention", move || {
+                run_retention(ports.clone(), first, every, stop_rx.clone())
+            })
+        };
 
         let router = app_router(self.state);
         let served = axum::serve(
@@ -101,8 +100,55 @@ impl Application {
         })
         .await;
         let _ = stop_tx.send(true);
-        let _ = tokio::join!(relay, worker);
+        let _ = tokio::join!(relay, retention, futures::future::join_all(consumers));
         served.context("serving HTTP")
+    }
+}
+
+/// The local consumer of `queue`, one tokio task.
+fn consumer(
+    queue: QueueName,
+    ports: Ports,
+    policy: RetryPolicy,
+    stop_rx: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let first_start = Arc::new(AtomicBool::new(true));
+    supervised(queue.name(), move || {
+        let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
+        let first_start = first_start.clone();
+        async move {
+            // Before this process's track-map consumer first starts, every job left in
+            // processing is stuck. A store that is down now must not stop the server
+            // (readiness says so).
+            if queue == QueueName::TrackMaps && first_start.swap(false, Ordering::SeqCst) {
+                let stuck = crate::tracks::jobs::Stuck::All;
+                if let Err(e) = crate::tracks::jobs::reset_stuck(&ports, stuck).await {
+                    tracing::warn!(error = %e, "could not return stuck track jobs to pending");
+                }
+            }
+            let processor = workers::processor(queue);
+            workers::run_consumer(queue, ports, processor, policy, stop_rx).await;
+        }
+    })
+}
+
+/// Sweeps expired items `first` after start and then every `every`, until stopped.
+async fn run_retention(
+    ports: Ports,
+    first: Duration,
+    every: Duration,
+    mut stop_rx: watch::Receiver<bool>,
+) {
+    let mut wait = first;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stop_rx.changed() => return,
+        }
+        if let Err(e) = crate::retention::sweep(&ports).await {
+            tracing::error!(error = %e, "retention sweep failed; will run again on schedule");
+        }
+        wait = every;
     }
 }
 

@@ -3,9 +3,12 @@
 //! Every key is listed in the README; a bad value fails start-up with a message naming the key.
 
 use secrecy::SecretString;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use crate::queues::QueueName;
 
 /// Which adapter set backs the ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,10 +99,9 @@ pub struct Settings {
     pub create_resources: bool,
     /// `Blobs__Bucket`: S3 bucket of the AWS backend.
     pub bucket: Option<String>,
-    /// `Queue__EventsUrl`: SQS queue URL of the AWS backend.
-    pub events_queue_url: Option<String>,
-    /// `Queue__DeadLetterUrl`: SQS dead-letter queue URL (the worker moves poison events there).
-    pub dead_letter_queue_url: Option<String>,
+    /// `Queue__<TrackMaps|Achievements|Feed>__Url` and `__DeadLetterUrl`: the SQS queues of
+    /// the AWS backend (a function needs only the queues it uses).
+    pub queue_urls: BTreeMap<QueueName, QueueUrls>,
     /// `Queue__VisibilitySeconds`: how long a received event stays hidden (default 60).
     pub visibility: Duration,
     /// `Queue__MaxReceives`: deliveries before an event is dead-lettered (default 5).
@@ -124,6 +126,20 @@ pub struct Settings {
     /// `Leaderboards__CacheSeconds`: how long a process serves a leaderboard from memory
     /// (default 5; 0 turns the cache off). Also the `Cache-Control` max-age.
     pub leaderboard_cache: Duration,
+    /// `Retention__FirstRunSeconds`: the local server's first retention sweep after start
+    /// (default 120).
+    pub retention_first_run: Duration,
+    /// `Retention__IntervalMinutes`: time between local retention sweeps (default 60).
+    pub retention_interval: Duration,
+}
+
+/// The SQS URLs of one queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueUrls {
+    /// The queue.
+    pub url: Option<String>,
+    /// Its dead-letter queue (consumers move poison events there).
+    pub dead_letter_url: Option<String>,
 }
 
 /// How a provider is spoken to.
@@ -202,8 +218,7 @@ impl Settings {
             table_prefix: "paddock-".into(),
             create_resources: false,
             bucket: None,
-            events_queue_url: None,
-            dead_letter_queue_url: None,
+            queue_urls: BTreeMap::new(),
             visibility: Duration::from_secs(60),
             max_receives: 5,
             secret_id: None,
@@ -219,6 +234,8 @@ impl Settings {
             auth: AuthSettings::default(),
             uploads_per_minute: 30,
             leaderboard_cache: Duration::from_secs(5),
+            retention_first_run: Duration::from_secs(120),
+            retention_interval: Duration::from_secs(3600),
         }
     }
 
@@ -261,8 +278,24 @@ impl Settings {
             s.create_resources = parse("Store__CreateResources", &v, "true or false")?;
         }
         s.bucket = get("Blobs__Bucket");
-        s.events_queue_url = get("Queue__EventsUrl");
-        s.dead_letter_queue_url = get("Queue__DeadLetterUrl");
+        for queue in QueueName::ALL {
+            let section = queue.config_section();
+            let urls = QueueUrls {
+                url: get(&format!("Queue__{section}__Url")),
+                dead_letter_url: get(&format!("Queue__{section}__DeadLetterUrl")),
+            };
+            if urls.url.is_some() || urls.dead_letter_url.is_some() {
+                s.queue_urls.insert(queue, urls);
+            }
+        }
+        if let Some(v) = get("Retention__FirstRunSeconds") {
+            s.retention_first_run =
+                Duration::from_secs(bounded("Retention__FirstRunSeconds", &v, 0, 86_400)?);
+        }
+        if let Some(v) = get("Retention__IntervalMinutes") {
+            s.retention_interval =
+                Duration::from_secs(60 * bounded("Retention__IntervalMinutes", &v, 1, 10_080)?);
+        }
         if let Some(v) = get("Queue__VisibilitySeconds") {
             s.visibility = Duration::from_secs(bounded("Queue__VisibilitySeconds", &v, 1, 43_200)?);
         }
@@ -336,13 +369,9 @@ impl Settings {
                 Duration::from_secs(bounded("Leaderboards__CacheSeconds", &v, 0, 3600)?);
         }
         if s.backend == Backend::Aws {
-            for (key, value) in [
-                ("Blobs__Bucket", &s.bucket),
-                ("Queue__EventsUrl", &s.events_queue_url),
-            ] {
-                if value.is_none() && !s.create_resources {
-                    return Err(bad(key, "is required when Store__Backend=aws"));
-                }
+            // Queue URLs are checked by the functions that use them (see the wiring).
+            if s.bucket.is_none() && !s.create_resources {
+                return Err(bad("Blobs__Bucket", "is required when Store__Backend=aws"));
             }
         }
         Ok(s)

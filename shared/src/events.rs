@@ -40,12 +40,19 @@ pub enum EventKind {
     /// A track-map job was returned to pending and needs processing again.
     #[serde(rename = "track.process")]
     TrackProcessRequested(TrackProcessRequested),
+    /// A driver unlocked an achievement.
+    #[serde(rename = "achievement.unlocked")]
+    AchievementUnlocked(AchievementUnlocked),
 }
 
 impl EventKind {
     /// Every wire name, in a stable order (metric labels are bounded by this list).
-    pub const NAMES: [&'static str; 3] =
-        ["session.uploaded", "leaderboard.submit", "track.process"];
+    pub const NAMES: [&'static str; 4] = [
+        "session.uploaded",
+        "leaderboard.submit",
+        "track.process",
+        "achievement.unlocked",
+    ];
 
     /// The wire name of this kind.
     pub fn name(&self) -> &'static str {
@@ -53,6 +60,7 @@ impl EventKind {
             Self::SessionUploaded(_) => Self::NAMES[0],
             Self::LeaderboardSubmitted(_) => Self::NAMES[1],
             Self::TrackProcessRequested(_) => Self::NAMES[2],
+            Self::AchievementUnlocked(_) => Self::NAMES[3],
         }
     }
 }
@@ -83,6 +91,16 @@ pub struct SessionUploaded {
     pub lap_count: usize,
     /// The track-map job of the session's track points, if it had any.
     pub job_id: Option<JobId>,
+    /// Laps the client marked valid. (Fields added after the first release read as their
+    /// default from events written before them.)
+    #[serde(default)]
+    pub valid_lap_count: usize,
+    /// The sum of every lap's time, milliseconds.
+    #[serde(default)]
+    pub driving_ms: i64,
+    /// Slowest minus fastest valid lap, when the session has at least five valid laps.
+    #[serde(default)]
+    pub valid_lap_spread_ms: Option<i64>,
 }
 
 /// `leaderboard.submit`.
@@ -99,6 +117,21 @@ pub struct LeaderboardSubmitted {
     pub previous_best_ms: Option<i64>,
     /// Whether the lap replaced (or created) the driver's entry.
     pub improved: bool,
+    /// The driver's rank the submission answered with (1 is fastest).
+    #[serde(default)]
+    pub rank: Option<usize>,
+    /// The game, e.g. `acc`.
+    #[serde(default)]
+    pub game_id: String,
+    /// The track as the game names it.
+    #[serde(default)]
+    pub track_name: String,
+    /// The layout; empty for tracks without layouts.
+    #[serde(default)]
+    pub track_layout: String,
+    /// The car the lap was set in.
+    #[serde(default)]
+    pub vehicle_name: String,
 }
 
 /// `track.process`.
@@ -109,6 +142,20 @@ pub struct TrackProcessRequested {
     pub job_id: JobId,
     /// The canonical track.
     pub track_id: TrackId,
+}
+
+/// `achievement.unlocked`; the event's `occurredAt` is the unlock time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AchievementUnlocked {
+    /// The catalogue id, e.g. `first-session`.
+    pub achievement_id: String,
+    /// The achievement's title when it was unlocked.
+    pub title: String,
+    /// What it was awarded for.
+    pub description: String,
+    /// The event that unlocked it.
+    pub cause_event_id: Uuid,
 }
 
 impl Event {

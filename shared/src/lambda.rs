@@ -15,6 +15,7 @@ use crate::events::ProcessError;
 use crate::ports::items::Item;
 use crate::ports::queue::ReceivedMessage;
 use crate::ports::{Ports, SystemClock};
+use crate::queues::QueueName;
 use crate::routes::group_router;
 use crate::state::AppState;
 pub use crate::wiring::AwsWiring;
@@ -46,7 +47,7 @@ pub async fn serve_state(routes: Router<AppState>, state: AppState) -> Result<()
     lambda_http::run(group_router(routes, state)).await
 }
 
-/// What invokes the event worker: an SQS batch, or the maintenance schedule (EventBridge).
+/// What invokes a consumer: an SQS batch, or (track maps) the maintenance schedule.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum WorkerInvocation {
@@ -56,14 +57,35 @@ pub enum WorkerInvocation {
     Schedule(EventBridgeEvent),
 }
 
-/// The SQS-triggered event worker (also invoked by the maintenance schedule).
-pub async fn serve_event_worker(wiring: AwsWiring, processor: Processor) -> Result<(), Error> {
+/// The SQS-triggered consumer of `queue` (the track-map consumer is also invoked by the
+/// maintenance schedule).
+pub async fn serve_consumer(wiring: AwsWiring, queue: QueueName) -> Result<(), Error> {
     let (_, ports) = wiring.finish();
+    let processor = workers::processor(queue);
     lambda_runtime::run(service_fn(move |event: LambdaEvent<WorkerInvocation>| {
         let (ports, processor) = (ports.clone(), processor.clone());
-        async move { Ok::<_, Error>(handle_worker_event(event.payload, &ports, &processor).await) }
+        async move {
+            Ok::<_, Error>(handle_worker_event(queue, event.payload, &ports, &processor).await)
+        }
     }))
     .await
+}
+
+/// The scheduled retention sweep.
+pub async fn serve_retention(wiring: AwsWiring) -> Result<(), Error> {
+    let (_, ports) = wiring.finish();
+    lambda_runtime::run(service_fn(move |_: LambdaEvent<EventBridgeEvent>| {
+        let ports = ports.clone();
+        async move { handle_retention(&ports).await }
+    }))
+    .await
+}
+
+/// Runs one retention sweep; answers the counts by kind (they are logged too).
+pub async fn handle_retention(
+    ports: &Ports,
+) -> Result<std::collections::BTreeMap<&'static str, u64>, Error> {
+    Ok(crate::retention::sweep(ports).await?.removed)
 }
 
 fn failure(id: String) -> BatchItemFailure {
@@ -72,9 +94,10 @@ fn failure(id: String) -> BatchItemFailure {
     failure
 }
 
-/// Handles an SQS batch (answering the records to redeliver, `batchItemFailures`) or a
-/// maintenance tick (answering an empty list).
+/// Handles an SQS batch of `consumer`'s queue (answering the records to redeliver,
+/// `batchItemFailures`) or a maintenance tick (answering an empty list).
 pub async fn handle_worker_event(
+    consumer: QueueName,
     event: WorkerInvocation,
     ports: &Ports,
     processor: &Processor,
@@ -82,6 +105,7 @@ pub async fn handle_worker_event(
     let mut response = SqsBatchResponse::default();
     let records = match event {
         WorkerInvocation::Batch(batch) => batch.records,
+        WorkerInvocation::Schedule(_) if consumer != QueueName::TrackMaps => return response,
         WorkerInvocation::Schedule(_) => {
             // Hand track jobs with an expired lease back to the workers.
             let stuck =
@@ -108,20 +132,26 @@ pub async fn handle_worker_event(
             Ok(_) => "ok",
             Err(ProcessError::Poison(reason)) => {
                 // Straight to the dead-letter queue; redelivering a poison event is pointless.
-                if ports.queue.dead_letter(&message, &reason).await.is_err() {
+                if ports
+                    .queues
+                    .get(consumer)
+                    .dead_letter(&message, &reason)
+                    .await
+                    .is_err()
+                {
                     response.batch_item_failures.push(failure(message.id));
                 }
                 "dead_letter"
             }
             Err(e) => {
-                tracing::warn!(message_id = %message.id, error = %e, "event failed; SQS will redeliver");
+                tracing::warn!(%consumer, message_id = %message.id, error = %e, "event failed; SQS will redeliver");
                 response.batch_item_failures.push(failure(message.id));
                 "retry"
             }
         };
         crate::metrics::global()
             .events
-            .with_label_values(&[kind, outcome])
+            .with_label_values(&[consumer.name(), kind, outcome])
             .inc();
     }
     response

@@ -6,6 +6,7 @@
 // Everything the binaries and tests use is documented; CI turns warnings into errors.
 #![warn(missing_docs)]
 
+pub mod activity;
 pub mod app;
 pub mod aws;
 pub mod config;
@@ -21,6 +22,9 @@ pub(crate) mod metrics;
 pub mod outbox;
 pub mod ports;
 pub(crate) mod problems;
+pub mod processed_events;
+pub mod queues;
+pub mod retention;
 pub mod routes;
 pub mod sessions;
 pub mod state;

@@ -1,7 +1,8 @@
 //! Process metrics in Prometheus text format (`GET /metrics`).
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -15,10 +16,17 @@ pub(crate) struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     latency: HistogramVec,
-    /// Events relayed from the outbox to the queue.
+    /// Events relayed from the outbox to the queues.
     pub outbox_relayed: IntCounter,
-    /// Events handled by the workers, by kind and outcome (`ok`, `retry`, `dead_letter`).
+    /// Events handled by the consumers, by consumer, kind and outcome (`ok`, `retry`,
+    /// `dead_letter`).
     pub events: IntCounterVec,
+    /// Achievements unlocked, by achievement id (a fixed catalogue).
+    pub achievements_unlocked: IntCounterVec,
+    /// Items removed by the retention sweep, by kind.
+    pub retention_deleted: IntCounterVec,
+    /// Messages waiting or in flight per queue, where the adapter can read it.
+    pub queue_depth: IntGaugeVec,
     /// Session uploads, by result (`created`, `duplicate`).
     pub sessions_uploaded: IntCounterVec,
     /// Leaderboard submissions, by result (`improved`, `unchanged`, `rejected`).
@@ -83,15 +91,33 @@ impl Metrics {
         .expect("valid metric");
         let outbox_relayed = IntCounter::new(
             "paddock_outbox_relayed_total",
-            "Outbox events delivered to the event queue.",
+            "Outbox events delivered to the event queues.",
         )
         .expect("valid metric");
         let events = IntCounterVec::new(
             Opts::new(
                 "paddock_events_processed_total",
-                "Queued events handled by workers, by kind and outcome.",
+                "Queued events handled by consumers, by consumer (queue), kind and outcome.",
             ),
-            &["kind", "outcome"],
+            &["consumer", "kind", "outcome"],
+        )
+        .expect("valid metric");
+        let achievements_unlocked = counter_vec(
+            "paddock_achievements_unlocked_total",
+            "Achievements unlocked, by achievement id.",
+            "achievement",
+        );
+        let retention_deleted = counter_vec(
+            "paddock_retention_deleted_total",
+            "Expired items removed by the retention sweep, by kind.",
+            "kind",
+        );
+        let queue_depth = IntGaugeVec::new(
+            Opts::new(
+                "paddock_queue_depth",
+                "Messages waiting or in flight per queue (local server; SQS reports its own).",
+            ),
+            &["queue"],
         )
         .expect("valid metric");
         let sessions_uploaded = counter_vec(
@@ -129,6 +155,9 @@ impl Metrics {
             Box::new(latency.clone()),
             Box::new(outbox_relayed.clone()),
             Box::new(events.clone()),
+            Box::new(achievements_unlocked.clone()),
+            Box::new(retention_deleted.clone()),
+            Box::new(queue_depth.clone()),
             Box::new(sessions_uploaded.clone()),
             Box::new(leaderboard_submissions.clone()),
             Box::new(leaderboard_cache.clone()),
@@ -143,6 +172,9 @@ impl Metrics {
             latency,
             outbox_relayed,
             events,
+            achievements_unlocked,
+            retention_deleted,
+            queue_depth,
             sessions_uploaded,
             leaderboard_submissions,
             leaderboard_cache,

@@ -1,5 +1,5 @@
 //! Transactional outbox: events are written in the same transaction as the change that causes
-//! them, then relayed to the event queue at least once.
+//! them, then relayed at least once to every queue that subscribes to their kind.
 //!
 //! Key layout (table `outbox`): `pk = OUTBOX#<shard>` (16 shards spread the write load),
 //! `sk = <event id>` (UUIDv7, so time-ordered), attribute `event` holds the event.
@@ -10,6 +10,7 @@ pub use crate::events::Event;
 use crate::metrics;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Item, Key, Query, TTL, TxOp, item};
+use crate::queues::QueueName;
 use crate::tables::Table;
 
 /// Number of outbox partitions.
@@ -67,19 +68,32 @@ pub async fn relay_pending(ports: &Ports) -> anyhow::Result<usize> {
     Ok(relayed)
 }
 
-/// Sends the events of `items` (outbox items) to the queue and deletes the items.
+/// Sends the events of `items` (outbox items) to the queues that subscribe to them, then
+/// deletes the items.
+///
+/// If one queue refuses, the items stay and are sent again to every queue; consumers act on
+/// an event id once, so the queues that had it already change nothing.
 pub async fn relay_items(ports: &Ports, items: &[Item]) -> anyhow::Result<usize> {
-    let mut bodies = Vec::with_capacity(items.len());
+    let mut bodies: [Vec<String>; QueueName::ALL.len()] = Default::default();
     for item in items {
         match Event::from_item(item) {
-            Some(event) => bodies.push(serde_json::to_string(&event)?),
+            Some(event) => {
+                let body = serde_json::to_string(&event)?;
+                for (queue, bodies) in QueueName::ALL.iter().zip(bodies.iter_mut()) {
+                    if queue.subscribes_to(&event.kind) {
+                        bodies.push(body.clone());
+                    }
+                }
+            }
             None => {
                 tracing::error!(key = ?Key::of(item), "outbox item without a readable event; dropped");
             }
         }
     }
-    if !bodies.is_empty() {
-        ports.queue.send(bodies).await?;
+    for (queue, bodies) in QueueName::ALL.into_iter().zip(bodies) {
+        if !bodies.is_empty() {
+            ports.queues.get(queue).send(bodies).await?;
+        }
     }
     for item in items {
         if let Some(key) = Key::of(item) {

@@ -7,7 +7,8 @@ use crate::aws;
 use crate::config::{Backend, Settings};
 use crate::embedded;
 use crate::ports::unwired::Unwired;
-use crate::ports::{Clock, Ports, SystemClock};
+use crate::ports::{Clock, EventQueue, Ports, Queues, SystemClock};
+use crate::queues::QueueName;
 
 /// Secret names generated on first use by the local backend.
 pub const GENERATED_SECRETS: &[&str] = &["jwtSigningKey"];
@@ -21,7 +22,7 @@ pub async fn ports(settings: &mut Settings) -> anyhow::Result<Ports> {
     }
 }
 
-/// SQLite, directory blobs, SQLite queue and local secrets under the data directory.
+/// SQLite, directory blobs, SQLite queues and local secrets under the data directory.
 pub fn embedded_ports(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Ports> {
     let dir = &settings.data_dir;
     let db = embedded::Database::open(dir.join("paddock.db"))
@@ -33,9 +34,11 @@ pub fn embedded_ports(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::Res
         blobs: Arc::new(
             embedded::DirBlobStore::new(dir.join("blobs")).context("opening the blob directory")?,
         ),
-        queue: Arc::new(
-            embedded::SqliteQueue::new(&db, settings.visibility).context("opening the queue")?,
-        ),
+        queues: Queues::try_new(|name| {
+            embedded::SqliteQueue::new(&db, name.name(), settings.visibility)
+                .map(|q| Arc::new(q) as Arc<dyn EventQueue>)
+                .with_context(|| format!("opening the {name} queue"))
+        })?,
         secrets: Arc::new(embedded::LocalSecrets::new(dir.clone(), GENERATED_SECRETS)),
         clock,
     })
@@ -45,7 +48,12 @@ pub fn embedded_ports(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::Res
 /// (`Store__CreateResources`, for emulators), filling in the settings' names and URLs.
 pub async fn aws_ports(settings: &mut Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Ports> {
     let wiring = AwsWiring::connect(settings.clone(), clock).await?;
-    let wiring = wiring.blobs().await?.queue().await?.secrets();
+    let wiring = wiring
+        .blobs()
+        .await?
+        .queues(&QueueName::ALL)
+        .await?
+        .secrets();
     let (wired_settings, ports) = wiring.finish();
     *settings = wired_settings;
     Ok(ports)
@@ -82,7 +90,7 @@ impl AwsWiring {
             ports: Ports {
                 items,
                 blobs: Arc::new(Unwired),
-                queue: Arc::new(Unwired),
+                queues: Queues::new(|_| Arc::new(Unwired)),
                 secrets: Arc::new(Unwired),
                 clock,
             },
@@ -108,25 +116,33 @@ impl AwsWiring {
         Ok(self)
     }
 
-    /// Adds the event queue on SQS (`Queue__EventsUrl`, `Queue__DeadLetterUrl`).
-    pub async fn queue(mut self) -> anyhow::Result<Self> {
+    /// Adds the SQS queues `names` (`Queue__<name>__Url`, `Queue__<name>__DeadLetterUrl`);
+    /// with `Store__CreateResources`, missing ones are created as `paddock-<name>` with a
+    /// `-dlq` beside them.
+    pub async fn queues(mut self, names: &[QueueName]) -> anyhow::Result<Self> {
         let sqs = aws_sdk_sqs::Client::new(&self.sdk);
-        if self.settings.create_resources && self.settings.events_queue_url.is_none() {
-            let (queue, dlq) = aws::provision::create_queues(&sqs, "paddock-events").await?;
-            self.settings.events_queue_url = Some(queue);
-            self.settings.dead_letter_queue_url.get_or_insert(dlq);
+        for &name in names {
+            let urls = self.settings.queue_urls.entry(name).or_default();
+            if self.settings.create_resources && urls.url.is_none() {
+                let (queue, dlq) =
+                    aws::provision::create_queues(&sqs, &format!("paddock-{name}")).await?;
+                urls.url = Some(queue);
+                urls.dead_letter_url.get_or_insert(dlq);
+            }
+            let url = urls.url.clone().with_context(|| {
+                format!(
+                    "Queue__{}__Url is required when Store__Backend=aws",
+                    name.config_section()
+                )
+            })?;
+            let queue = aws::SqsQueue::new(
+                sqs.clone(),
+                url,
+                urls.dead_letter_url.clone(),
+                self.settings.visibility,
+            );
+            self.ports.queues.set(name, Arc::new(queue));
         }
-        let queue_url = self
-            .settings
-            .events_queue_url
-            .clone()
-            .context("Queue__EventsUrl is required when Store__Backend=aws")?;
-        self.ports.queue = Arc::new(aws::SqsQueue::new(
-            sqs,
-            queue_url,
-            self.settings.dead_letter_queue_url.clone(),
-            self.settings.visibility,
-        ));
         Ok(self)
     }
 

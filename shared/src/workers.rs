@@ -1,7 +1,9 @@
-//! Workers: plain async processors of queued events, and the runner that feeds them.
+//! Consumers: plain async processors of queued events, one per queue, and the runner that
+//! feeds them.
 //!
-//! Locally the runner is a tokio task polling the embedded queue; in AWS the SQS-triggered
-//! Lambda calls [`handle_body`] per record and reports partial batch failures.
+//! Locally each consumer is a tokio task polling its embedded queue; in AWS each queue
+//! triggers its own Lambda, which calls [`handle_body`] per record and reports partial batch
+//! failures.
 
 use futures::future::BoxFuture;
 use std::sync::Arc;
@@ -12,20 +14,29 @@ pub use crate::events::ProcessError;
 use crate::events::{Event, EventKind, SessionUploaded, TrackProcessRequested};
 use crate::metrics;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, TTL, TxOp, item};
 use crate::ports::queue::ReceivedMessage;
-use crate::tables::Table;
+use crate::queues::QueueName;
 
 /// A processor of events: a plain async function of the event and the ports.
 pub type Processor =
     Arc<dyn Fn(Event, Ports) -> BoxFuture<'static, Result<(), ProcessError>> + Send + Sync>;
 
-/// The service's processor: dispatches each event kind to its handlers.
-pub fn default_processor() -> Processor {
-    Arc::new(|event: Event, ports: Ports| Box::pin(async move { dispatch(event, ports).await }))
+/// The consumer of `queue`: the processor its events go to.
+pub fn processor(queue: QueueName) -> Processor {
+    match queue {
+        QueueName::TrackMaps => Arc::new(|event: Event, ports: Ports| {
+            Box::pin(async move { build_track_map(event, ports).await })
+        }),
+        QueueName::Achievements => Arc::new(|event: Event, ports: Ports| {
+            Box::pin(async move { crate::activity::achievements::process(&ports, &event).await })
+        }),
+        QueueName::Feed => Arc::new(|event: Event, ports: Ports| {
+            Box::pin(async move { crate::activity::feed::process(&ports, &event).await })
+        }),
+    }
 }
 
-async fn dispatch(event: Event, ports: Ports) -> Result<(), ProcessError> {
+async fn build_track_map(event: Event, ports: Ports) -> Result<(), ProcessError> {
     match &event.kind {
         // An upload with track points, or a job returned to pending: build the track map.
         EventKind::SessionUploaded(SessionUploaded {
@@ -35,25 +46,8 @@ async fn dispatch(event: Event, ports: Ports) -> Result<(), ProcessError> {
         | EventKind::TrackProcessRequested(TrackProcessRequested { job_id, .. }) => {
             crate::tracks::maps::process_job(&ports, job_id).await
         }
-        EventKind::SessionUploaded(_) | EventKind::LeaderboardSubmitted(_) => {
-            // Kinds without a processor here are acknowledged, so they do not pile up.
-            tracing::debug!(kind = event.kind.name(), id = %event.id, "event has no processor");
-            Ok(())
-        }
-    }
-}
-
-/// The transaction operation that marks `event_id` as handled by `processor`; put it in the
-/// same transaction as the processor's writes so a redelivered event changes nothing.
-pub fn processed_marker(processor: &str, event: &Event) -> TxOp {
-    let expires = event.occurred_at.unix_timestamp() + 30 * 24 * 3600;
-    TxOp::Put {
-        table: Table::Activity,
-        item: item(
-            &Key::new(format!("PROCESSED#{processor}"), event.id.to_string()),
-            serde_json::json!({ TTL: expires }),
-        ),
-        condition: Some(Condition::NotExists),
+        // Kinds this queue does not subscribe to (sent by an earlier version): acknowledged.
+        _ => Ok(()),
     }
 }
 
@@ -90,43 +84,41 @@ impl Default for RetryPolicy {
 /// Handles one delivery: ack on success, redeliver later on a transient failure, dead-letter
 /// a poison event or one that failed `max_receives` times.
 pub async fn handle_delivery(
+    consumer: QueueName,
     message: ReceivedMessage,
     ports: &Ports,
     processor: &Processor,
     policy: RetryPolicy,
 ) {
     let outcome = handle_body(&message.body, ports, processor).await;
-    let queue = &ports.queue;
+    let queue = ports.queues.get(consumer);
+    let count = |kind: &str, outcome: &str| {
+        metrics::global()
+            .events
+            .with_label_values(&[consumer.name(), kind, outcome])
+            .inc();
+    };
     let result = match outcome {
         Ok(kind) => {
-            metrics::global()
-                .events
-                .with_label_values(&[kind, "ok"])
-                .inc();
+            count(kind, "ok");
             queue.ack(&message.receipt).await
         }
         Err(ProcessError::Retry(e)) if message.receive_count < policy.max_receives => {
-            metrics::global()
-                .events
-                .with_label_values(&[kind_of(&message.body), "retry"])
-                .inc();
-            tracing::warn!(message_id = %message.id, attempt = message.receive_count, error = format!("{e:#}"), "event failed; will retry");
+            count(kind_of(&message.body), "retry");
+            tracing::warn!(%consumer, message_id = %message.id, attempt = message.receive_count, error = format!("{e:#}"), "event failed; will retry");
             let exp = message.receive_count.saturating_sub(1).min(7);
             let delay = (policy.base_delay * 2u32.pow(exp)).min(Duration::from_secs(60));
             queue.retry_later(&message.receipt, delay).await
         }
         Err(e) => {
-            metrics::global()
-                .events
-                .with_label_values(&[kind_of(&message.body), "dead_letter"])
-                .inc();
-            tracing::error!(message_id = %message.id, error = %e, "event dead-lettered");
+            count(kind_of(&message.body), "dead_letter");
+            tracing::error!(%consumer, message_id = %message.id, error = %e, "event dead-lettered");
             queue.dead_letter(&message, &e.to_string()).await
         }
     };
     if let Err(e) = result {
         // The message stays in flight and reappears after its visibility timeout.
-        tracing::error!(message_id = %message.id, error = %e, "could not settle a delivery");
+        tracing::error!(%consumer, message_id = %message.id, error = %e, "could not settle a delivery");
     }
 }
 
@@ -136,26 +128,43 @@ pub(crate) fn kind_of(body: &str) -> &'static str {
     serde_json::from_str::<Event>(body).map_or("unreadable", |e| e.kind.name())
 }
 
-/// Runs the local worker until `shutdown` turns true.
-pub async fn run_worker(
+/// Runs the local consumer of `consumer`'s queue until `shutdown` turns true; it also keeps
+/// the queue's depth gauge current.
+pub async fn run_consumer(
+    consumer: QueueName,
     ports: Ports,
     processor: Processor,
     policy: RetryPolicy,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let queue = ports.queues.get(consumer).clone();
+    let mut depth_read = tokio::time::Instant::now();
     while !*shutdown.borrow() {
+        if depth_read.elapsed() >= Duration::from_secs(5) {
+            depth_read = tokio::time::Instant::now();
+            if let Ok(Some(depth)) = queue.depth().await {
+                metrics::global()
+                    .queue_depth
+                    .with_label_values(&[consumer.name()])
+                    .set(i64::try_from(depth).unwrap_or(i64::MAX));
+            }
+        }
         let batch = tokio::select! {
-            batch = ports.queue.receive(10, Duration::from_secs(1)) => batch,
+            batch = queue.receive(10, Duration::from_secs(1)) => batch,
             _ = shutdown.changed() => break,
         };
         match batch {
+            // A batch is handled concurrently; consumers are safe under concurrent delivery.
             Ok(messages) => {
-                for message in messages {
-                    handle_delivery(message, &ports, &processor, policy).await;
-                }
+                futures::future::join_all(
+                    messages.into_iter().map(|message| {
+                        handle_delivery(consumer, message, &ports, &processor, policy)
+                    }),
+                )
+                .await;
             }
             Err(e) => {
-                tracing::error!(error = %e, "event queue unavailable; backing off");
+                tracing::error!(%consumer, error = %e, "event queue unavailable; backing off");
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }

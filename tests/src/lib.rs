@@ -5,8 +5,9 @@
 
 use paddock::app::Application;
 use paddock::aws;
-use paddock::config::Settings;
+use paddock::config::{QueueUrls, Settings};
 use paddock::ports::{Clock, ManualClock, Ports, SystemClock};
+use paddock::queues::QueueName;
 use paddock::wiring;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -69,11 +70,19 @@ pub async fn ports(backend: Backend) -> TestPorts {
             settings.bucket = Some(unique("b"));
             let sdk = aws::sdk_config().await;
             let sqs = aws_sdk_sqs_client(&sdk);
-            let (queue, dlq) = aws::provision::create_queues(&sqs, &unique("q"))
-                .await
-                .expect("queues");
-            settings.events_queue_url = Some(queue);
-            settings.dead_letter_queue_url = Some(dlq);
+            // Fresh queues per test, so tests running at once never see each other's events.
+            for queue in QueueName::ALL {
+                let (url, dlq) = aws::provision::create_queues(&sqs, &unique(&format!("{queue}-")))
+                    .await
+                    .expect("queues");
+                settings.queue_urls.insert(
+                    queue,
+                    QueueUrls {
+                        url: Some(url),
+                        dead_letter_url: Some(dlq),
+                    },
+                );
+            }
             wiring::aws_ports(&mut settings, clock.clone())
                 .await
                 .expect("aws ports")

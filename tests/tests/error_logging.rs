@@ -8,7 +8,7 @@ use axum::routing::get;
 use http::Request;
 use http_body_util::BodyExt;
 use paddock::ports::items::{
-    Condition, Item, ItemStore, Key, Page, Query, StoreError, TxOp, Update,
+    Condition, Item, ItemStore, Key, KeyPage, Page, Query, StoreError, TxOp, Update,
 };
 use paddock::tables::Table;
 use std::io::Write;
@@ -55,6 +55,17 @@ impl ItemStore for BrokenStore {
         Err(down())
     }
     async fn ping(&self) -> Result<(), StoreError> {
+        Err(down())
+    }
+    async fn scan_expired(
+        &self,
+        _: Table,
+        _: Option<String>,
+        _: usize,
+    ) -> Result<KeyPage, StoreError> {
+        Err(down())
+    }
+    async fn delete_expired(&self, _: Table, _: &Key) -> Result<bool, StoreError> {
         Err(down())
     }
 }

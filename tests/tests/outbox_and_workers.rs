@@ -6,6 +6,7 @@ use paddock::ids::UserId;
 use paddock::outbox::{self, Event};
 use paddock::ports::Clock;
 use paddock::ports::items::{Condition, Key, Query, TxOp, item};
+use paddock::queues::QueueName;
 use paddock::tables::Table;
 use paddock::workers::{self, ProcessError, Processor, RetryPolicy};
 use paddock_tests::{Backend, TestPorts, ports};
@@ -96,23 +97,30 @@ async fn events_travel_with_their_change_and_are_relayed_once(t: TestPorts) {
         "nothing is relayed twice"
     );
 
+    // Track-process events concern the track-map consumer only.
+    let queue = t.ports.queues.get(QueueName::TrackMaps);
     let mut received = Vec::new();
     while received.len() < 12 {
-        let batch = t
-            .ports
-            .queue
-            .receive(10, Duration::from_secs(2))
-            .await
-            .unwrap();
+        let batch = queue.receive(10, Duration::from_secs(2)).await.unwrap();
         assert!(!batch.is_empty(), "events missing from the queue");
         for m in batch {
-            t.ports.queue.ack(&m.receipt).await.unwrap();
+            queue.ack(&m.receipt).await.unwrap();
             received.push(serde_json::from_str::<Event>(&m.body).unwrap());
         }
     }
     received.sort_by_key(|e| e.id);
     sent.sort_by_key(|e| e.id);
     assert_eq!(received, sent);
+    for other in [QueueName::Achievements, QueueName::Feed] {
+        let queue = t.ports.queues.get(other);
+        assert!(
+            queue
+                .receive(10, Duration::from_millis(200))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
 }
 
 /// A processor that fails `failures[label]` times with a retryable error, and fails for good
@@ -149,25 +157,22 @@ async fn worker_retries_then_dead_letters(t: TestPorts) {
         HashMap::from([("flaky", 2), ("hopeless", 1000)]),
         calls.clone(),
     );
+    let queue = t.ports.queues.get(QueueName::TrackMaps).clone();
     for kind in ["ok", "flaky", "hopeless", "poison"] {
         let event = labelled(kind, None, &t);
-        t.ports
-            .queue
+        queue
             .send(vec![serde_json::to_string(&event).unwrap()])
             .await
             .unwrap();
     }
-    t.ports
-        .queue
-        .send(vec!["not an event".into()])
-        .await
-        .unwrap();
+    queue.send(vec!["not an event".into()]).await.unwrap();
     let (stop_tx, stop_rx) = watch::channel(false);
     let policy = RetryPolicy {
         max_receives: 3,
         base_delay: Duration::from_millis(10),
     };
-    let runner = tokio::spawn(workers::run_worker(
+    let runner = tokio::spawn(workers::run_consumer(
+        QueueName::TrackMaps,
         t.ports.clone(),
         processor,
         policy,
@@ -176,7 +181,7 @@ async fn worker_retries_then_dead_letters(t: TestPorts) {
 
     let mut dead = Vec::new();
     for _ in 0..60 {
-        dead = t.ports.queue.dead_letters(10).await.unwrap();
+        dead = queue.dead_letters(10).await.unwrap();
         if dead.len() == 3 && calls.lock().unwrap().get("flaky") == Some(&3) {
             break;
         }
@@ -235,7 +240,9 @@ async fn sqs_lambda_handler_reports_only_failed_records() {
         {"messageId": "m2", "receiptHandle": "r2", "body": body("flaky"), "attributes": {"ApproximateReceiveCount": "1"}},
     ]});
     let event = serde_json::from_value(event).expect("an SQS batch");
-    let answer = paddock::lambda::handle_worker_event(event, &t.ports, &processor).await;
+    let answer =
+        paddock::lambda::handle_worker_event(QueueName::TrackMaps, event, &t.ports, &processor)
+            .await;
     assert_eq!(
         serde_json::to_value(answer).unwrap(),
         json!({"batchItemFailures": [{"itemIdentifier": "m2"}]})
@@ -246,7 +253,9 @@ async fn sqs_lambda_handler_reports_only_failed_records() {
         "resources": ["arn:aws:events:us-east-1:123456789012:rule/maintenance"], "detail": {}
     });
     let schedule = serde_json::from_value(schedule).expect("a schedule event");
-    let tick = paddock::lambda::handle_worker_event(schedule, &t.ports, &processor).await;
+    let tick =
+        paddock::lambda::handle_worker_event(QueueName::TrackMaps, schedule, &t.ports, &processor)
+            .await;
     assert_eq!(
         serde_json::to_value(tick).unwrap(),
         json!({"batchItemFailures": []})
@@ -263,6 +272,11 @@ async fn stream_lambda_handler_relays_inserts() {
             lap_time_ms: 90_000,
             previous_best_ms: None,
             improved: true,
+            rank: Some(1),
+            game_id: "acc".into(),
+            track_name: "Monza".into(),
+            track_layout: String::new(),
+            vehicle_name: "Ferrari 296 GT3".into(),
         }),
         Some("u9".into()),
         t.clock.now(),
@@ -284,12 +298,24 @@ async fn stream_lambda_handler_relays_inserts() {
         serde_json::to_value(answer).unwrap(),
         json!({"batchItemFailures": []})
     );
-    let got = t
-        .ports
-        .queue
-        .receive(10, Duration::from_secs(1))
-        .await
-        .unwrap();
-    assert_eq!(got.len(), 1);
-    assert_eq!(serde_json::from_str::<Event>(&got[0].body).unwrap(), event);
+    // A submission concerns the achievements and feed consumers.
+    for queue in [QueueName::Achievements, QueueName::Feed] {
+        let got = t
+            .ports
+            .queues
+            .get(queue)
+            .receive(10, Duration::from_secs(1))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1, "{queue}");
+        assert_eq!(serde_json::from_str::<Event>(&got[0].body).unwrap(), event);
+    }
+    let track_maps = t.ports.queues.get(QueueName::TrackMaps);
+    assert!(
+        track_maps
+            .receive(10, Duration::from_millis(200))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -3,12 +3,15 @@
 
 use paddock::aws;
 use paddock::ports::SecretSource;
+use paddock::queues::QueueName;
 use paddock_tests::{Backend, TestPorts, ports, require_emulators, unique};
 use std::collections::HashSet;
 use std::time::Duration;
 
 async fn delivers_acks_and_redelivers(t: TestPorts) {
-    let q = &t.ports.queue;
+    let q = t.ports.queues.get(QueueName::Feed);
+    // Named queues are apart: what the feed queue holds, the others never deliver.
+    let others = [QueueName::TrackMaps, QueueName::Achievements];
     let bodies: Vec<String> = (0..25).map(|i| format!("{{\"n\":{i}}}")).collect();
     q.send(bodies.clone()).await.unwrap();
     let mut got = HashSet::new();
@@ -60,10 +63,26 @@ async fn delivers_acks_and_redelivers(t: TestPorts) {
             .is_empty(),
         "dead letters are gone from the queue"
     );
+    for other in others {
+        let queue = t.ports.queues.get(other);
+        assert!(
+            queue
+                .receive(10, Duration::from_millis(200))
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(queue.dead_letters(10).await.unwrap().is_empty());
+    }
 }
 
 async fn refuses_oversized_messages(t: TestPorts) {
-    let err = t.ports.queue.send(vec!["x".repeat(300 * 1024)]).await;
+    let err = t
+        .ports
+        .queues
+        .get(QueueName::Feed)
+        .send(vec!["x".repeat(300 * 1024)])
+        .await;
     assert!(err.is_err());
 }
 

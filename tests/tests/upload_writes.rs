@@ -107,16 +107,20 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
     );
     assert_eq!(t.ports.blobs.list("tracks/").await.unwrap().len(), 1);
 
-    // The relay delivers the event to the queue.
+    // The relay delivers the event to each queue that subscribes to it: an upload with
+    // track points concerns all three consumers.
     assert_eq!(outbox::relay_pending(&t.ports).await.unwrap(), 1);
-    let delivered = t
-        .ports
-        .queue
-        .receive(10, Duration::from_millis(500))
-        .await
-        .unwrap();
-    assert_eq!(delivered.len(), 1);
-    assert!(delivered[0].body.contains("session.uploaded"));
+    for queue in paddock::queues::QueueName::ALL {
+        let delivered = t
+            .ports
+            .queues
+            .get(queue)
+            .receive(10, Duration::from_millis(500))
+            .await
+            .unwrap();
+        assert_eq!(delivered.len(), 1, "{queue}");
+        assert!(delivered[0].body.contains("session.uploaded"));
+    }
 }
 
 mod embedded {

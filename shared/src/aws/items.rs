@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use super::describe;
 use crate::ports::Clock;
 use crate::ports::items::{
-    Condition, Item, ItemStore, Key, PK, Page, Query, SK, SkRange, StoreError, TTL, TxOp, Update,
-    check_size, check_transaction, checked_key, encode_cursor, is_expired,
+    Condition, Item, ItemStore, Key, KeyPage, PK, Page, Query, SK, SkRange, StoreError, TTL, TxOp,
+    Update, check_size, check_transaction, checked_key, decode_cursor, encode_cursor, is_expired,
 };
 use crate::tables::Table;
 
@@ -557,6 +557,87 @@ impl ItemStore for DynamoItemStore {
                 }
                 Err(sdk_error(err))
             }
+        }
+    }
+
+    async fn scan_expired(
+        &self,
+        table: Table,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<KeyPage, StoreError> {
+        // The cursor is the last evaluated key (pk and sk) of the previous page.
+        let start = cursor
+            .as_deref()
+            .map(|c| {
+                decode_cursor(c).and_then(|raw| {
+                    serde_json::from_str::<(String, String)>(&raw)
+                        .map_err(|_| StoreError::InvalidCursor)
+                })
+            })
+            .transpose()?
+            .map(|(pk, sk)| key_attributes(&Key::new(pk, sk)));
+        let mut expr = Expression::new(self.clock.unix());
+        let ttl = expr.name(TTL);
+        let now = expr.value(AttributeValue::N(self.clock.unix().to_string()));
+        let projection = format!("{}, {}", expr.name(PK), expr.name(SK));
+        let out = self
+            .client
+            .scan()
+            .table_name(self.table(table))
+            .filter_expression(format!("{ttl} <= {now}"))
+            .projection_expression(projection)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+            .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        self.record(out.consumed_capacity(), Units::Read);
+        let keys = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|attrs| from_attributes(attrs).map(|item| Key::of(&item)))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        let next_cursor = out
+            .last_evaluated_key
+            .map(from_attributes)
+            .transpose()?
+            .and_then(|item| Key::of(&item))
+            .map(|k| encode_cursor(&serde_json::json!([k.pk, k.sk]).to_string()));
+        Ok(KeyPage { keys, next_cursor })
+    }
+
+    async fn delete_expired(&self, table: Table, key: &Key) -> Result<bool, StoreError> {
+        let mut expr = Expression::new(self.clock.unix());
+        let (pk, ttl) = (expr.name(PK), expr.name(TTL));
+        let now = expr.value(AttributeValue::N(self.clock.unix().to_string()));
+        let out = self
+            .client
+            .delete_item()
+            .table_name(self.table(table))
+            .set_key(Some(key_attributes(key)))
+            .condition_expression(format!("attribute_exists({pk}) AND {ttl} <= {now}"))
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match out {
+            Ok(out) => {
+                self.record(out.consumed_capacity(), Units::Write);
+                Ok(true)
+            }
+            Err(e) => match sdk_error(e) {
+                StoreError::ConditionFailed { .. } => Ok(false),
+                other => Err(other),
+            },
         }
     }
 

@@ -2,7 +2,9 @@
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::types::{MessageSystemAttributeName, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::{
+    MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
+};
 use std::time::Duration;
 
 use super::describe;
@@ -169,5 +171,28 @@ impl EventQueue for SqsQueue {
             .iter()
             .filter_map(|m| m.body().map(str::to_owned))
             .collect())
+    }
+
+    async fn depth(&self) -> Result<Option<u64>, QueueError> {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&self.url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .map_err(|e| unavailable(&e))?;
+        let attributes = out.attributes();
+        let count = |name: QueueAttributeName| {
+            attributes
+                .and_then(|a| a.get(&name))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        Ok(Some(
+            count(QueueAttributeName::ApproximateNumberOfMessages)
+                + count(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+        ))
     }
 }

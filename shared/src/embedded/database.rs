@@ -82,6 +82,7 @@ impl Database {
         let db = Self { path, lock };
         let conn = db.connect()?;
         conn.execute_batch(SCHEMA)?;
+        migrate(&conn)?;
         Ok(db)
     }
 
@@ -128,6 +129,8 @@ CREATE TABLE IF NOT EXISTS items (
     body TEXT NOT NULL,
     PRIMARY KEY (tbl, pk, sk)
 ) WITHOUT ROWID;
+-- The retention sweep finds expired items through this index.
+CREATE INDEX IF NOT EXISTS items_expiry ON items (tbl, ttl, pk, sk) WHERE ttl IS NOT NULL;
 
 CREATE TABLE IF NOT EXISTS queue_messages (
     id            TEXT PRIMARY KEY,
@@ -137,7 +140,27 @@ CREATE TABLE IF NOT EXISTS queue_messages (
     receipt       TEXT,
     dead          INTEGER NOT NULL DEFAULT 0,
     dead_reason   TEXT,
-    seq           INTEGER NOT NULL
+    seq           INTEGER NOT NULL,
+    queue         TEXT NOT NULL DEFAULT 'track-maps'
 );
-CREATE INDEX IF NOT EXISTS queue_visible ON queue_messages (dead, visible_at_ms, seq);
 ";
+
+/// Brings a database written by an earlier version up to [`SCHEMA`].
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    // Queues became named (one per consumer); messages of the single earlier queue were all
+    // track-map work, the only kind it processed.
+    let has_queue: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('queue_messages') WHERE name = 'queue'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_queue {
+        conn.execute_batch(
+            "ALTER TABLE queue_messages ADD COLUMN queue TEXT NOT NULL DEFAULT 'track-maps';
+             DROP INDEX IF EXISTS queue_visible;",
+        )?;
+    }
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS queue_ready ON queue_messages (queue, dead, visible_at_ms, seq);",
+    )
+}

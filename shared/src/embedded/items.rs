@@ -13,8 +13,8 @@ use super::database::{Database, SharedConnection};
 use super::read_cache::{Lookup, ReadCache};
 use crate::ports::Clock;
 use crate::ports::items::{
-    Condition, Item, ItemStore, Key, Page, Query, SkRange, StoreError, TTL, TxOp, Update,
-    check_size, check_transaction, checked_key, encode_cursor, is_expired,
+    Condition, Item, ItemStore, Key, KeyPage, Page, Query, SkRange, StoreError, TTL, TxOp, Update,
+    check_size, check_transaction, checked_key, decode_cursor, encode_cursor, is_expired,
 };
 use crate::tables::Table;
 
@@ -284,6 +284,62 @@ impl ItemStore for SqliteItemStore {
                 apply(tx, op, index, now)?;
             }
             Ok(())
+        })
+        .await
+    }
+
+    async fn scan_expired(
+        &self,
+        table: Table,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<KeyPage, StoreError> {
+        // The cursor is the last (ttl, pk, sk) of the previous page, in the index's order.
+        let after: Option<(i64, String, String)> = cursor
+            .as_deref()
+            .map(|c| {
+                decode_cursor(c).and_then(|raw| {
+                    serde_json::from_str(&raw).map_err(|_| StoreError::InvalidCursor)
+                })
+            })
+            .transpose()?;
+        let now = self.clock.unix();
+        let limit = limit.clamp(1, 1000);
+        Self::with(self.reader(), move |conn| {
+            let (ttl, pk, sk) = after.unwrap_or((i64::MIN, String::new(), String::new()));
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT ttl, pk, sk FROM items WHERE tbl = ?1 AND ttl IS NOT NULL AND ttl <= ?2 \
+                     AND (ttl, pk, sk) > (?3, ?4, ?5) ORDER BY ttl, pk, sk LIMIT ?6",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(
+                    params![table.name(), now, ttl, pk, sk, limit as i64],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?)),
+                )
+                .map_err(db_err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db_err)?;
+            let next_cursor = (rows.len() == limit)
+                .then(|| rows.last())
+                .flatten()
+                .map(|last| encode_cursor(&serde_json::json!(last).to_string()));
+            let keys = rows.into_iter().map(|(_, pk, sk)| Key::new(pk, sk)).collect();
+            Ok(KeyPage { keys, next_cursor })
+        })
+        .await
+    }
+
+    async fn delete_expired(&self, table: Table, key: &Key) -> Result<bool, StoreError> {
+        let key = key.clone();
+        self.write(vec![(table, key.clone())], move |tx, now| {
+            tx.prepare_cached(
+                "DELETE FROM items WHERE tbl = ?1 AND pk = ?2 AND sk = ?3 AND ttl IS NOT NULL AND ttl <= ?4",
+            )
+            .and_then(|mut s| s.execute(params![table.name(), key.pk, key.sk, now]))
+            .map(|removed| removed > 0)
+            .map_err(db_err)
         })
         .await
     }

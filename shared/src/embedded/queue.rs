@@ -10,10 +10,12 @@ use tokio::sync::Notify;
 use super::database::{Database, SharedConnection};
 use crate::ports::queue::{EventQueue, MAX_MESSAGE_BYTES, QueueError, ReceivedMessage};
 
-/// The embedded event queue.
+/// One named embedded event queue (its messages and dead letters share one SQLite table with
+/// the other queues, told apart by name).
 pub struct SqliteQueue {
     /// Keeps the data directory locked while the store lives.
     _lock: Arc<std::fs::File>,
+    name: &'static str,
     conn: SharedConnection,
     visibility: Duration,
     arrived: Arc<Notify>,
@@ -21,18 +23,20 @@ pub struct SqliteQueue {
 }
 
 impl SqliteQueue {
-    /// A queue on `db`; a received message stays hidden for `visibility` unless acknowledged.
+    /// The queue `name` on `db`; a received message stays hidden for `visibility` unless
+    /// acknowledged.
     ///
     /// Visibility is real elapsed time (the wall clock), not the domain's clock, as in SQS.
-    pub fn new(db: &Database, visibility: Duration) -> rusqlite::Result<Self> {
+    pub fn new(db: &Database, name: &'static str, visibility: Duration) -> rusqlite::Result<Self> {
         let conn = db.connect()?;
         let seq: i64 = conn.query_row(
-            "SELECT coalesce(max(seq), 0) FROM queue_messages",
-            [],
+            "SELECT coalesce(max(seq), 0) FROM queue_messages WHERE queue = ?1",
+            params![name],
             |r| r.get(0),
         )?;
         Ok(Self {
             _lock: db.lock(),
+            name,
             conn: Arc::new(std::sync::Mutex::new(conn)),
             visibility,
             arrived: Arc::new(Notify::new()),
@@ -64,16 +68,17 @@ impl SqliteQueue {
         let now = Self::now_ms();
         let hidden_until = now + self.visibility.as_millis() as i64;
         let max = max.clamp(1, 10) as i64;
+        let name = self.name;
         self.run(move |conn| {
             let tx = conn.transaction()?;
             let mut out = Vec::new();
             {
                 let mut pick = tx.prepare_cached(
                     "SELECT id, body, receive_count FROM queue_messages \
-                     WHERE dead = 0 AND visible_at_ms <= ?1 ORDER BY seq LIMIT ?2",
+                     WHERE queue = ?3 AND dead = 0 AND visible_at_ms <= ?1 ORDER BY seq LIMIT ?2",
                 )?;
                 let rows = pick
-                    .query_map(params![now, max], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, u32>(2)?)))?
+                    .query_map(params![now, max, name], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, u32>(2)?)))?
                     .collect::<Result<Vec<_>, _>>()?;
                 let mut mark = tx.prepare_cached(
                     "UPDATE queue_messages SET visible_at_ms = ?2, receive_count = ?3, receipt = ?4 WHERE id = ?1",
@@ -100,14 +105,15 @@ impl EventQueue for SqliteQueue {
         }
         let now = Self::now_ms();
         let first = self.seq.fetch_add(bodies.len() as i64, Ordering::SeqCst) + 1;
+        let name = self.name;
         self.run(move |conn| {
             let tx = conn.transaction()?;
             {
                 let mut insert = tx.prepare_cached(
-                    "INSERT INTO queue_messages (id, body, visible_at_ms, seq) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO queue_messages (id, body, visible_at_ms, seq, queue) VALUES (?1, ?2, ?3, ?4, ?5)",
                 )?;
                 for (i, body) in bodies.into_iter().enumerate() {
-                    insert.execute(params![uuid::Uuid::now_v7().to_string(), body, now, first + i as i64])?;
+                    insert.execute(params![uuid::Uuid::now_v7().to_string(), body, now, first + i as i64, name])?;
                 }
             }
             tx.commit()
@@ -174,13 +180,27 @@ impl EventQueue for SqliteQueue {
 
     async fn dead_letters(&self, max: usize) -> Result<Vec<String>, QueueError> {
         let max = max as i64;
+        let name = self.name;
         self.run(move |conn| {
             let mut stmt = conn.prepare_cached(
-                "SELECT body FROM queue_messages WHERE dead = 1 ORDER BY seq LIMIT ?1",
+                "SELECT body FROM queue_messages WHERE queue = ?2 AND dead = 1 ORDER BY seq LIMIT ?1",
             )?;
-            let rows = stmt.query_map(params![max], |r| r.get::<_, String>(0))?;
+            let rows = stmt.query_map(params![max, name], |r| r.get::<_, String>(0))?;
             rows.collect()
         })
         .await
+    }
+
+    async fn depth(&self) -> Result<Option<u64>, QueueError> {
+        let name = self.name;
+        self.run(move |conn| {
+            conn.query_row(
+                "SELECT count(*) FROM queue_messages WHERE queue = ?1 AND dead = 0",
+                params![name],
+                |r| r.get::<_, i64>(0),
+            )
+        })
+        .await
+        .map(|n| Some(n.unsigned_abs()))
     }
 }

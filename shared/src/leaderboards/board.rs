@@ -117,6 +117,25 @@ impl Board {
         Ok(Self { rows })
     }
 
+    /// The rank `user_id` gets with a new best of `lap_time_ms`: behind every other driver
+    /// as fast or faster (an equal time submitted earlier ranks first).
+    pub fn rank_with(&self, user_id: &UserId, lap_time_ms: i64) -> usize {
+        1 + self
+            .rows
+            .iter()
+            .filter(|r| &r.user_id != user_id && r.lap_time_ms <= lap_time_ms)
+            .count()
+    }
+
+    /// The board after `row` replaced its driver's entry.
+    #[must_use]
+    pub fn with_row(mut self, row: Row) -> Self {
+        self.rows.retain(|r| r.user_id != row.user_id);
+        let at = self.rank_with(&row.user_id, row.lap_time_ms) - 1;
+        self.rows.insert(at, row);
+        self
+    }
+
     /// The 1-based rank of `user_id`, if on the board.
     pub fn rank_of(&self, user_id: &UserId) -> Option<usize> {
         self.rows

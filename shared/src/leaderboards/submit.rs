@@ -94,6 +94,7 @@ pub(crate) async fn submit(
     let key = entry_key(&track_id, &driver.user_id);
     let mut previous = None;
     let mut improved = false;
+    let mut answer = None;
     for round in 0..ROUNDS {
         let current = match ports.items.get(Table::Leaderboards, &key).await? {
             Some(item) => Some(StoredRow::from_item(item)?),
@@ -102,25 +103,38 @@ pub(crate) async fn submit(
         let current_rank_key = current.as_ref().map(|c| c.rank_key.clone());
         previous = current.map(|c| c.row);
         let now = ports.clock.now();
+        // The rank is decided before the write, so the event carries the rank the
+        // submission answers with (achievements judge ranks by it).
+        let board = Board::load(ports, &track_id).await?;
+        let faster = previous
+            .as_ref()
+            .is_none_or(|p| lap_time_ms < p.lap_time_ms);
+        let rank = if faster {
+            Some(board.rank_with(&driver.user_id, lap_time_ms))
+        } else {
+            board.rank_of(&driver.user_id)
+        };
+        let summary = &session.summary;
         let event = Event::new(
             EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
                 track_id: track_id.clone(),
-                session_id: session.summary.id.clone(),
+                session_id: summary.id.clone(),
                 lap_time_ms,
                 previous_best_ms: previous.as_ref().map(|p| p.lap_time_ms),
-                improved: previous
-                    .as_ref()
-                    .is_none_or(|p| lap_time_ms < p.lap_time_ms),
+                improved: faster,
+                rank,
+                game_id: summary.game_id.clone(),
+                track_name: summary.track_name.clone(),
+                track_layout: summary.track_layout.clone(),
+                vehicle_name: summary.vehicle_name.clone(),
             }),
             Some(driver.user_id.clone()),
             now,
         );
-        if previous
-            .as_ref()
-            .is_some_and(|p| p.lap_time_ms <= lap_time_ms)
-        {
+        if !faster {
             // Not faster: the entry stays; the submission is still recorded as an event.
             ports.items.transact(vec![event.outbox_op()]).await?;
+            answer = Some((rank, board));
             break;
         }
         let row = Row {
@@ -128,8 +142,8 @@ pub(crate) async fn submit(
             display_name: driver.display_name.clone(),
             avatar_url: driver.avatar_url.clone(),
             lap_time_ms,
-            vehicle_name: session.summary.vehicle_name.clone(),
-            session_id: session.summary.id.clone(),
+            vehicle_name: summary.vehicle_name.clone(),
+            session_id: summary.id.clone(),
             submitted_at: submitted_at(now),
         };
         let stored = StoredRow {
@@ -163,6 +177,7 @@ pub(crate) async fn submit(
         match ports.items.transact(ops).await {
             Ok(()) => {
                 improved = true;
+                answer = Some((rank, board.with_row(stored.row)));
                 break;
             }
             // Another submission changed the entry meanwhile: read it again and compare.
@@ -171,16 +186,15 @@ pub(crate) async fn submit(
             }
             Err(e) => return Err(e.into()),
         }
-        if round + 1 == ROUNDS {
-            return Err(SubmitError::Contended);
-        }
     }
-    let board = Board::load(ports, &track_id).await?;
+    let Some((rank, board)) = answer else {
+        return Err(SubmitError::Contended);
+    };
     let outcome = SubmitOutcome {
         improved,
         lap_time_ms,
         previous_best_ms: previous.map(|p| p.lap_time_ms),
-        rank: board.rank_of(&driver.user_id),
+        rank,
         track_id,
     };
     let result = if improved { "improved" } else { "unchanged" };

@@ -482,4 +482,25 @@ pub trait ItemStore: Send + Sync {
     async fn transact(&self, ops: Vec<TxOp>) -> Result<(), StoreError>;
     /// Checks that the backend answers (readiness).
     async fn ping(&self) -> Result<(), StoreError>;
+    /// One page of the keys of `table`'s expired items (`ttl` at or before now), in no
+    /// particular order; a page may be empty and still have a next one. For the retention
+    /// sweep, which removes what the store's own expiry has not yet.
+    async fn scan_expired(
+        &self,
+        table: Table,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<KeyPage, StoreError>;
+    /// Deletes the item only if it is expired; true when this call removed it (so two
+    /// sweeps at once count each item once, and an item renewed meanwhile stays).
+    async fn delete_expired(&self, table: Table, key: &Key) -> Result<bool, StoreError>;
+}
+
+/// One page of keys.
+#[derive(Debug, Clone, Default)]
+pub struct KeyPage {
+    /// The keys of this page.
+    pub keys: Vec<Key>,
+    /// Cursor of the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 pub use blobs::{BlobError, BlobStore};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use items::{Condition, Item, ItemStore, Key, Page, Query, SkRange, StoreError, TxOp, Update};
-pub use queue::{EventQueue, QueueError, ReceivedMessage};
+pub use queue::{EventQueue, QueueError, Queues, ReceivedMessage};
 pub use secrets::{SecretError, SecretSource};
 
 /// Every port the domain needs, bundled for handlers and workers.
@@ -24,12 +24,12 @@ pub use secrets::{SecretError, SecretSource};
 /// cross-request state lives behind one of these ports.
 #[derive(Clone)]
 pub struct Ports {
-    /// The entries of this page.
+    /// Item store (DynamoDB or SQLite).
     pub items: Arc<dyn ItemStore>,
     /// Blob store (S3 or a directory).
     pub blobs: Arc<dyn BlobStore>,
-    /// Event queue (SQS or SQLite).
-    pub queue: Arc<dyn EventQueue>,
+    /// The event queues, one per consumer (SQS or SQLite).
+    pub queues: Queues,
     /// Secret source.
     pub secrets: Arc<dyn SecretSource>,
     /// Clock (manual in tests).

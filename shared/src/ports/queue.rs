@@ -1,7 +1,10 @@
 //! Event queue port: at-least-once delivery with visibility timeouts and a dead-letter place.
 
 use async_trait::async_trait;
+use std::sync::Arc;
 use std::time::Duration;
+
+use crate::queues::QueueName;
 
 /// Why a queue operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -47,4 +50,56 @@ pub trait EventQueue: Send + Sync {
     async fn dead_letter(&self, message: &ReceivedMessage, reason: &str) -> Result<(), QueueError>;
     /// Bodies currently in the dead-letter place (operators' view; also used by tests).
     async fn dead_letters(&self, max: usize) -> Result<Vec<String>, QueueError>;
+    /// Messages waiting or in flight (not dead letters), when the backend can tell.
+    async fn depth(&self) -> Result<Option<u64>, QueueError> {
+        Ok(None)
+    }
+}
+
+/// One queue per consumer (see [`QueueName`]).
+#[derive(Clone)]
+pub struct Queues {
+    track_maps: Arc<dyn EventQueue>,
+    achievements: Arc<dyn EventQueue>,
+    feed: Arc<dyn EventQueue>,
+}
+
+impl Queues {
+    /// Every queue, each made by `make`.
+    pub fn new(mut make: impl FnMut(QueueName) -> Arc<dyn EventQueue>) -> Self {
+        Self {
+            track_maps: make(QueueName::TrackMaps),
+            achievements: make(QueueName::Achievements),
+            feed: make(QueueName::Feed),
+        }
+    }
+
+    /// Every queue, each made by `make`, or its first error.
+    pub fn try_new<E>(
+        mut make: impl FnMut(QueueName) -> Result<Arc<dyn EventQueue>, E>,
+    ) -> Result<Self, E> {
+        Ok(Self {
+            track_maps: make(QueueName::TrackMaps)?,
+            achievements: make(QueueName::Achievements)?,
+            feed: make(QueueName::Feed)?,
+        })
+    }
+
+    /// The queue `name`.
+    pub fn get(&self, name: QueueName) -> &Arc<dyn EventQueue> {
+        match name {
+            QueueName::TrackMaps => &self.track_maps,
+            QueueName::Achievements => &self.achievements,
+            QueueName::Feed => &self.feed,
+        }
+    }
+
+    /// Replaces the queue `name`.
+    pub fn set(&mut self, name: QueueName, queue: Arc<dyn EventQueue>) {
+        match name {
+            QueueName::TrackMaps => self.track_maps = queue,
+            QueueName::Achievements => self.achievements = queue,
+            QueueName::Feed => self.feed = queue,
+        }
+    }
 }

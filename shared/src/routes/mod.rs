@@ -3,6 +3,7 @@
 //! Every group module exposes `routes()`. A function binary passes its own group's routes to
 //! [`group_router`], so it links only that group's handlers.
 
+pub(crate) mod activity;
 pub mod auth;
 pub(crate) mod health;
 pub mod leaderboards;
@@ -27,7 +28,7 @@ pub fn health_routes() -> Router<AppState> {
 
 /// The activity group: feed, achievements and tracks (one function).
 pub fn activity_routes() -> Router<AppState> {
-    tracks::routes()
+    tracks::routes().merge(activity::routes())
 }
 
 /// One group's routes with the service layers, ready to serve (a Lambda function).

@@ -13,7 +13,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{auth, health, leaderboards, sessions, tracks};
+use super::{activity, auth, health, leaderboards, sessions, tracks};
 use crate::state::AppState;
 
 /// `GET /openapi.json`.
@@ -39,6 +39,7 @@ pub(crate) async fn openapi_json() -> Response {
         sessions::create, sessions::list, sessions::detail,
         tracks::list, tracks::map,
         leaderboards::leaderboard, leaderboards::submit_lap,
+        activity::list_feed, activity::post_feed, activity::mine, activity::catalog,
     ),
     components(schemas(
         health::HealthStatus, health::ReadyStatus,
@@ -52,13 +53,18 @@ pub(crate) async fn openapi_json() -> Response {
         crate::tracks::maps::MapPoint, leaderboards::SubmitRequest,
         crate::leaderboards::submit::SubmitOutcome, crate::leaderboards::cache::LeaderboardPage,
         crate::leaderboards::cache::LeaderboardEntry,
+        activity::FeedPostRequest, activity::AchievementList, activity::Catalog,
+        crate::activity::feed::FeedEntry, crate::activity::feed::FeedKind,
+        crate::activity::achievements::DriverAchievement, crate::activity::achievements::CatalogEntry,
+        crate::activity::achievements::Progress, crate::activity::catalog::Category,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags((name = "health", description = "Liveness, readiness and metrics"),
          (name = "auth", description = "Sign-in, tokens and the desktop PKCE flow"),
          (name = "sessions", description = "Idempotent session uploads and the caller's sessions"),
          (name = "tracks", description = "Canonical tracks and their centreline maps"),
-         (name = "leaderboards", description = "Ranked best laps per track"))
+         (name = "leaderboards", description = "Ranked best laps per track"),
+         (name = "activity", description = "The caller's feed (90 days) and achievements"))
 )]
 struct ApiDoc;
 

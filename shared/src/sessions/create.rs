@@ -60,6 +60,19 @@ async fn earlier_upload(
         .transpose()
 }
 
+/// Slowest minus fastest valid lap, for sessions with at least five valid laps.
+fn valid_lap_spread(upload: &SessionUpload) -> Option<i64> {
+    let valid = upload
+        .laps
+        .iter()
+        .filter(|l| l.is_valid)
+        .map(|l| l.lap_time_ms);
+    let (count, min, max) = valid.fold((0, i64::MAX, i64::MIN), |(n, lo, hi), t| {
+        (n + 1, lo.min(t), hi.max(t))
+    });
+    (count >= 5).then_some(max - min)
+}
+
 /// Why an upload was not stored.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateError {
@@ -138,6 +151,9 @@ pub async fn create(
             best_lap_ms: upload.best_lap_ms,
             lap_count: upload.laps.len(),
             job_id: job_id.cloned(),
+            valid_lap_count: upload.laps.iter().filter(|l| l.is_valid).count(),
+            driving_ms: upload.laps.iter().map(|l| l.lap_time_ms.max(0)).sum(),
+            valid_lap_spread_ms: valid_lap_spread(&upload),
         }),
         Some(user_id.clone()),
         now,

@@ -1,0 +1,282 @@
+//! The feed: one entry per upload, submission and unlock (written by the feed consumer), and
+//! the driver's own posts. Entries older than 90 days are never shown.
+//!
+//! Key layout (table `activity`, partition `FEED#<user id>`): sort key `<date>#<entry id>`,
+//! the date in UTC with milliseconds (so keys sort by time), the entry id the event's id (so a
+//! redelivered event finds its entry and writes nothing). `ttl` is the date plus 90 days, so
+//! reads skip older entries and the store's expiry (and the retention sweep) removes them.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+
+pub use super::feed_text::FeedKind;
+use super::feed_text::{self, FeedText};
+use crate::events::{Event, ProcessError};
+use crate::ids::UserId;
+use crate::ports::Ports;
+use crate::ports::items::{
+    Condition, Key, Query, StoreError, TTL, decode, decode_cursor, encode_cursor, item,
+};
+use crate::problems::{FieldProblems, Problems};
+use crate::tables::Table;
+
+/// Entries older than this are hidden and then removed.
+pub const MAX_AGE: time::Duration = time::Duration::days(90);
+/// Longest post title, in characters.
+pub const TITLE_MAX: usize = 100;
+/// Longest post subtitle, in characters.
+pub const SUBTITLE_MAX: usize = 280;
+
+/// One feed entry (also its stored attributes, with `ttl`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FeedEntry {
+    /// The entry's id (the id of the event it tells of, or of the post).
+    pub id: String,
+    /// What it is about.
+    pub kind: FeedKind,
+    /// A short sentence.
+    pub title: String,
+    /// Details.
+    pub subtitle: String,
+    /// When the thing happened (RFC 3339, UTC).
+    pub date: String,
+}
+
+fn partition(user_id: &UserId) -> String {
+    format!("FEED#{user_id}")
+}
+
+/// `2026-03-01T12:00:00.000Z`: fixed width, so sort keys order by time.
+fn sortable(date: OffsetDateTime) -> String {
+    let d = date.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        d.year(),
+        u8::from(d.month()),
+        d.day(),
+        d.hour(),
+        d.minute(),
+        d.second(),
+        d.millisecond()
+    )
+}
+
+fn entry_key(user_id: &UserId, date: OffsetDateTime, id: &str) -> Key {
+    Key::new(partition(user_id), format!("{}#{id}", sortable(date)))
+}
+
+/// Writes `entry` for `user_id` unless an entry with its key exists; answers whether it wrote.
+async fn write(
+    ports: &Ports,
+    user_id: &UserId,
+    text: FeedText,
+    id: String,
+) -> Result<Option<FeedEntry>, StoreError> {
+    let expires = (text.date + MAX_AGE).unix_timestamp();
+    if expires <= ports.clock.unix() {
+        return Ok(None); // already past the feed's age: nothing a driver would see
+    }
+    let entry = FeedEntry {
+        id,
+        kind: text.kind,
+        title: text.title,
+        subtitle: text.subtitle,
+        date: sortable(text.date),
+    };
+    let mut attributes = serde_json::to_value(&entry).expect("a feed entry serialises");
+    attributes[TTL] = expires.into();
+    let key = entry_key(user_id, text.date, &entry.id);
+    match ports
+        .items
+        .put(
+            Table::Activity,
+            item(&key, attributes),
+            Some(Condition::NotExists),
+        )
+        .await
+    {
+        Ok(()) => Ok(Some(entry)),
+        Err(StoreError::ConditionFailed { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The feed consumer: writes the entry `event` makes, once.
+pub async fn process(ports: &Ports, event: &Event) -> Result<(), ProcessError> {
+    let Some(text) = feed_text::for_event(event) else {
+        return Ok(());
+    };
+    let user_id = event
+        .user_id
+        .as_ref()
+        .ok_or_else(|| ProcessError::Poison(format!("{} without a user", event.kind.name())))?;
+    write(ports, user_id, text, event.id.to_string())
+        .await
+        .map(|_| ())
+        .map_err(|e| ProcessError::Retry(anyhow::Error::new(e).context("writing a feed entry")))
+}
+
+/// A driver's post, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedPost {
+    title: String,
+    subtitle: String,
+}
+
+/// Checks post text: trimmed, at most `max` characters, no control, invisible or bidi
+/// characters.
+fn post_text(raw: &str, min: usize, max: usize) -> Result<String, String> {
+    let text = raw.trim();
+    let chars = text.chars().count();
+    if chars < min {
+        return Err("must not be empty".into());
+    }
+    if chars > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    if text
+        .chars()
+        .any(|c| c.is_control() || crate::identity::fields::is_invisible_or_bidi(c))
+    {
+        return Err("must not contain control, invisible or bidi characters".into());
+    }
+    Ok(text.to_owned())
+}
+
+impl FeedPost {
+    /// Parses a post: `title` is required (1 to 100 characters), `subtitle` optional (at most
+    /// 280); both trimmed.
+    pub fn parse(title: Option<String>, subtitle: Option<String>) -> Result<Self, FieldProblems> {
+        let mut p = Problems::default();
+        let title = p.required("title", title, |t| post_text(&t, 1, TITLE_MAX));
+        let subtitle = p.check(
+            "subtitle",
+            post_text(subtitle.as_deref().unwrap_or_default(), 0, SUBTITLE_MAX),
+        );
+        let post = title
+            .zip(subtitle)
+            .map(|(title, subtitle)| Self { title, subtitle });
+        p.into_result(post)
+    }
+}
+
+/// Adds `user_id`'s post, dated now.
+pub async fn post(
+    ports: &Ports,
+    user_id: &UserId,
+    post: FeedPost,
+) -> Result<FeedEntry, StoreError> {
+    let text = FeedText {
+        kind: FeedKind::Post,
+        title: post.title,
+        subtitle: post.subtitle,
+        date: ports.clock.now(),
+    };
+    write(ports, user_id, text, uuid::Uuid::now_v7().to_string())
+        .await?
+        .ok_or_else(|| StoreError::Unavailable("a new post's key was taken".into()))
+}
+
+/// Why a feed page could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FeedReadError {
+    /// The cursor is not a `nextCursor` of the caller's feed.
+    #[error("cursor: is not a nextCursor of your feed")]
+    BadCursor,
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A feed cursor: the caller and the last sort key, so a cursor of another driver's feed is
+/// refused rather than silently paging from its position.
+fn encode_feed_cursor(user_id: &UserId, sk: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{user_id}\n{sk}"))
+}
+
+fn decode_feed_cursor(user_id: &UserId, cursor: &str) -> Result<String, FeedReadError> {
+    let raw = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or(FeedReadError::BadCursor)?;
+    let (owner, sk) = raw.split_once('\n').ok_or(FeedReadError::BadCursor)?;
+    // A sort key is `<24-character date>#<id>`.
+    let well_formed = sk.len() > 25 && sk.as_bytes().get(24) == Some(&b'#');
+    if owner != user_id.as_str() || !well_formed {
+        return Err(FeedReadError::BadCursor);
+    }
+    Ok(sk.to_owned())
+}
+
+/// One page of `user_id`'s feed, newest first, nothing older than 90 days.
+pub async fn list(
+    ports: &Ports,
+    user_id: &UserId,
+    limit: usize,
+    cursor: Option<&str>,
+) -> Result<(Vec<FeedEntry>, Option<String>), FeedReadError> {
+    let after = cursor.map(|c| decode_feed_cursor(user_id, c)).transpose()?;
+    let oldest = sortable(ports.clock.now() - MAX_AGE);
+    let page = ports
+        .items
+        .query(
+            Query::partition(Table::Activity, partition(user_id))
+                .between(oldest, "9999")
+                .descending()
+                .limit(limit)
+                .after(after.as_deref().map(encode_cursor)),
+        )
+        .await?;
+    let entries = page
+        .items
+        .into_iter()
+        .map(|item| decode::<FeedEntry>(item, "feed entry"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let next = page
+        .next_cursor
+        .map(|c| decode_cursor(&c).map(|sk| encode_feed_cursor(user_id, &sk)))
+        .transpose()?;
+    Ok((entries, next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn posts_are_trimmed_and_checked() {
+        let post = FeedPost::parse(Some("  Hello  ".into()), None).unwrap();
+        assert_eq!((post.title.as_str(), post.subtitle.as_str()), ("Hello", ""));
+        let err = FeedPost::parse(None, Some("x".repeat(281)))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "title: is required; subtitle: must be at most 280 characters"
+        );
+        let err = FeedPost::parse(Some("a\u{7}b".into()), Some("   ".into())).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("title: must not contain control"),
+            "{err}"
+        );
+        assert!(FeedPost::parse(Some("  ".into()), None).is_err());
+    }
+
+    #[test]
+    fn cursors_belong_to_one_feed() {
+        let me = UserId::from("me");
+        let sk = format!("{}#0190", sortable(datetime!(2026-03-01 12:00 UTC)));
+        let cursor = encode_feed_cursor(&me, &sk);
+        assert_eq!(decode_feed_cursor(&me, &cursor).unwrap(), sk);
+        assert!(decode_feed_cursor(&UserId::from("other"), &cursor).is_err());
+        assert!(decode_feed_cursor(&me, "!!").is_err());
+        assert!(decode_feed_cursor(&me, &URL_SAFE_NO_PAD.encode("me\nshort")).is_err());
+    }
+}
