@@ -516,4 +516,29 @@ mod tests {
         let err = settings(&[("Store__Backend", "aws")]).unwrap_err();
         assert_eq!(err.key, "Blobs__Bucket");
     }
+
+    #[test]
+    fn queues_and_retention_are_configured_by_name() {
+        let s = settings(&[
+            ("Queue__Feed__Url", "https://sqs.example/feed"),
+            ("Queue__Feed__DeadLetterUrl", "https://sqs.example/feed-dlq"),
+            ("Queue__Achievements__Url", "https://sqs.example/achievements"),
+            ("Retention__FirstRunSeconds", "5"),
+            ("Retention__IntervalMinutes", "15"),
+        ])
+        .unwrap();
+        assert_eq!(
+            s.queue_urls[&QueueName::Feed],
+            QueueUrls {
+                url: Some("https://sqs.example/feed".into()),
+                dead_letter_url: Some("https://sqs.example/feed-dlq".into()),
+            }
+        );
+        assert_eq!(s.queue_urls[&QueueName::Achievements].dead_letter_url, None);
+        assert!(!s.queue_urls.contains_key(&QueueName::TrackMaps));
+        assert_eq!(s.retention_first_run, Duration::from_secs(5));
+        assert_eq!(s.retention_interval, Duration::from_secs(900));
+        let err = settings(&[("Retention__IntervalMinutes", "0")]).unwrap_err();
+        assert_eq!(err.key, "Retention__IntervalMinutes");
+    }
 }

@@ -127,15 +127,14 @@ pub struct FeedPost {
     subtitle: String,
 }
 
-/// Checks post text: trimmed, at most `max` characters, no control, invisible or bidi
-/// characters.
+/// Checks post text: at most `max` characters as sent, at least `min` after trimming, no
+/// control, invisible or bidi characters; answers it trimmed.
 fn post_text(raw: &str, min: usize, max: usize) -> Result<String, String> {
     let text = raw.trim();
-    let chars = text.chars().count();
-    if chars < min {
+    if text.chars().count() < min {
         return Err("must not be empty".into());
     }
-    if chars > max {
+    if raw.chars().count() > max {
         return Err(format!("must be at most {max} characters"));
     }
     if text
@@ -148,8 +147,8 @@ fn post_text(raw: &str, min: usize, max: usize) -> Result<String, String> {
 }
 
 impl FeedPost {
-    /// Parses a post: `title` is required (1 to 100 characters), `subtitle` optional (at most
-    /// 280); both trimmed.
+    /// Parses a post: `title` is required (at most 100 characters, not blank), `subtitle`
+    /// optional (at most 280); both trimmed.
     pub fn parse(title: Option<String>, subtitle: Option<String>) -> Result<Self, FieldProblems> {
         let mut p = Problems::default();
         let title = p.required("title", title, |t| post_text(&t, 1, TITLE_MAX));

@@ -148,6 +148,12 @@ pub(crate) fn display_name_pattern() -> String {
     format!("^[^{NAME_FORBIDDEN}]*[^\\s{NAME_FORBIDDEN}][^{NAME_FORBIDDEN}]*$")
 }
 
+/// The pattern of free text that may be blank: none of the refused characters.
+#[cfg(test)]
+pub(crate) fn free_text_pattern() -> String {
+    format!("^[^{NAME_FORBIDDEN}]*$")
+}
+
 /// A display name: 1 to 64 characters as sent and after trimming, no control, invisible or
 /// text-direction characters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

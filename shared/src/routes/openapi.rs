@@ -210,6 +210,16 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_feed_post_patterns_are_the_ones_the_code_defines() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let post = &doc["components"]["schemas"]["FeedPostRequest"]["properties"];
+        let names = crate::identity::fields::display_name_pattern();
+        assert_eq!(post["title"]["pattern"].as_str(), Some(names.as_str()));
+        let free = crate::identity::fields::free_text_pattern();
+        assert_eq!(post["subtitle"]["pattern"].as_str(), Some(free.as_str()));
+    }
+
+    #[test]
     fn every_operation_documents_its_failures_with_the_envelope() {
         let doc = serde_json::to_value(document()).unwrap();
         for (path, item) in doc["paths"].as_object().unwrap() {

@@ -3,6 +3,7 @@
 //!
 //! `cargo run --release -p bench -- [--seconds N] [--connections N] [--rounds N]`
 
+mod activity;
 mod load;
 
 use anyhow::Context;
@@ -18,7 +19,8 @@ struct Options {
     seconds: u64,
     connections: usize,
     rounds: usize,
-    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `memory`, `login`).
+    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `activity`,
+    /// `memory`, `login`).
     only: Option<String>,
 }
 
@@ -157,6 +159,12 @@ async fn main() -> anyhow::Result<()> {
     }
     if o.wants("sessions") {
         sessions_and_leaderboards(&o, paddock, &client, &access).await?;
+    }
+    if o.wants("activity") {
+        let consumers_dir = tempfile::tempdir()?;
+        activity::consumers(consumers_dir.path()).await?;
+        let seconds = Duration::from_secs(o.seconds);
+        activity::feed_latency(paddock, &client, &access, upload_body_parts(), seconds).await?;
     }
     if o.wants("memory") {
         login_memory(paddock, &creds).await?;
@@ -367,6 +375,17 @@ impl Client {
             .post(format!("{}{path}", self.base))
             .bearer_auth(token)
             .json(body)
+            .send()
+            .await?
+            .json()
+            .await?)
+    }
+
+    async fn get_auth(&self, path: &str, token: &str) -> anyhow::Result<serde_json::Value> {
+        Ok(self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token)
             .send()
             .await?
             .json()

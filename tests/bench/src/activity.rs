@@ -1,0 +1,176 @@
+//! Activity scenarios: each consumer draining a backlog of 10,000 events against the bare
+//! queue drained by a consumer that does nothing (same queue, same run), and the time from an
+//! upload's answer to its feed entry while uploads run at full load.
+
+use anyhow::Context;
+use paddock::config::Settings;
+use paddock::events::{Event, EventKind, LeaderboardSubmitted, SessionUploaded};
+use paddock::ports::{Ports, SystemClock};
+use paddock::queues::QueueName;
+use paddock::workers::{self, Processor, RetryPolicy};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+use super::Client;
+use crate::load;
+
+/// Events in each backlog.
+const BACKLOG: usize = 10_000;
+/// Drivers the backlog's events belong to.
+const DRIVERS: usize = 500;
+
+/// A backlog mixing uploads and submissions of [`DRIVERS`] drivers.
+fn backlog() -> Vec<String> {
+    let now = time::OffsetDateTime::now_utc();
+    (0..BACKLOG)
+        .map(|i| {
+            let user = format!("driver-{}", i % DRIVERS);
+            let kind = if i % 4 == 3 {
+                EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
+                    track_id: format!("track-{}", i % 7).into(),
+                    session_id: format!("s{i}").into(),
+                    lap_time_ms: 90_000 + (i % 1000) as i64,
+                    previous_best_ms: Some(91_000),
+                    improved: i % 8 == 3,
+                    rank: Some(1 + i % 40),
+                    game_id: "acc".into(),
+                    track_name: format!("Track {}", i % 7),
+                    track_layout: String::new(),
+                    vehicle_name: "Porsche 992 GT3 R".into(),
+                })
+            } else {
+                EventKind::SessionUploaded(SessionUploaded {
+                    session_id: format!("s{i}").into(),
+                    track_id: format!("track-{}", i % 7).into(),
+                    game_id: "acc".into(),
+                    track_name: format!("Track {}", i % 7),
+                    track_layout: String::new(),
+                    vehicle_name: format!("Car {}", i % 11),
+                    recorded_at: "2026-11-01T10:00:00Z".into(),
+                    session_phase: "race".into(),
+                    best_lap_ms: 90_000,
+                    lap_count: 12,
+                    job_id: None,
+                    valid_lap_count: 11,
+                    driving_ms: 1_100_000,
+                    valid_lap_spread_ms: Some(700),
+                })
+            };
+            serde_json::to_string(&Event::new(kind, Some(user.into()), now)).expect("event")
+        })
+        .collect()
+}
+
+/// Sends the backlog to `queue`, runs `processor` over it as the local server does, and
+/// answers events/s until the queue is empty.
+async fn drain(ports: &Ports, queue: QueueName, processor: Processor) -> anyhow::Result<f64> {
+    let q = ports.queues.get(queue).clone();
+    for chunk in backlog().chunks(500) {
+        q.send(chunk.to_vec()).await?;
+    }
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let started = Instant::now();
+    let runner = tokio::spawn(workers::run_consumer(
+        queue,
+        ports.clone(),
+        processor,
+        RetryPolicy::default(),
+        stop_rx,
+    ));
+    loop {
+        if q.depth().await?.context("the local queue tells its depth")? == 0 {
+            break;
+        }
+        anyhow::ensure!(started.elapsed() < Duration::from_secs(600), "backlog not drained");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = started.elapsed();
+    stop_tx.send(true)?;
+    runner.await?;
+    anyhow::ensure!(q.dead_letters(1).await?.is_empty(), "{queue}: events dead-lettered");
+    Ok(BACKLOG as f64 / elapsed.as_secs_f64())
+}
+
+/// Each consumer against the bare queue, on fresh embedded ports in `dir`.
+pub(crate) async fn consumers(dir: &std::path::Path) -> anyhow::Result<()> {
+    let settings = Settings::embedded(dir, SocketAddr::from(([127, 0, 0, 1], 0)));
+    let ports = paddock::wiring::embedded_ports(&settings, Arc::new(SystemClock))?;
+    let nothing: Processor = Arc::new(|_, _| Box::pin(async { Ok(()) }));
+    let bare = drain(&ports, QueueName::TrackMaps, nothing).await?;
+    println!(
+        "{:<34} {:>10.0} events/s ({BACKLOG} events, {DRIVERS} drivers)",
+        "baseline: queue drained, no work", bare
+    );
+    for queue in [QueueName::Achievements, QueueName::Feed] {
+        let rate = drain(&ports, queue, workers::processor(queue)).await?;
+        println!(
+            "{:<34} {:>10.0} events/s   ratio {:.2}x",
+            format!("paddock:  {queue} consumer"),
+            rate,
+            rate / bare
+        );
+    }
+    Ok(())
+}
+
+/// Upload → feed-visible latency: probe uploads, each polled for in the feed every 5 ms, while
+/// `connections` loops upload 30-lap, 5,000-point sessions for `seconds`.
+pub(crate) async fn feed_latency(
+    paddock: SocketAddr,
+    client: &Client,
+    access: &str,
+    parts: (bytes::Bytes, bytes::Bytes),
+    seconds: Duration,
+) -> anyhow::Result<()> {
+    let creds = serde_json::json!({"email": "probe@example.com", "password": "correct horse battery", "displayName": "Probe"});
+    let probe = client.post("/v1/auth/register", &creds).await?["data"]["accessToken"]
+        .as_str()
+        .context("no probe token")?
+        .to_owned();
+    let access = access.to_owned();
+    let load =
+        tokio::spawn(async move { load::run_uploads(paddock, &access, parts, 4, seconds).await });
+    let deadline = Instant::now() + seconds;
+    let mut latencies = Vec::new();
+    let mut n = 0u32;
+    while Instant::now() < deadline {
+        n += 1;
+        // Each probe is told apart by its RecordedAt, which is its feed entry's date.
+        let recorded = format!("2026-10-01T{:02}:{:02}:{:02}Z", n / 3600 % 24, n / 60 % 60, n % 60);
+        let body = serde_json::json!({
+            "GameId": "acc", "TrackName": "Probe Ring", "TrackLayout": "", "VehicleName": "Probe",
+            "RecordedAt": recorded, "BestLapMs": 60_000, "WeatherSummary": "dry",
+            "SessionPhase": "practice", "ClientSessionId": format!("probe-{n}"),
+            "Laps": [{"LapIndex": 0, "LapTimeMs": 60_000, "IsValid": true, "CountsForSessionTiming": true,
+                "QualityCombined": 0.95, "QualityCoherence": 0.9, "QualityStability": 0.9,
+                "QualityCompleteness": 1.0, "NumPenalties": 0, "NumPitstops": 0, "InPitsAtLapEnd": false}],
+        });
+        let stored = client.post_auth("/v1/sessions", &body, &probe).await?;
+        anyhow::ensure!(stored["success"] == true, "probe upload failed: {stored}");
+        let answered = Instant::now();
+        let date = format!("{}.000Z", recorded.trim_end_matches('Z'));
+        loop {
+            let feed = client.get_auth("/v1/feed?limit=10", &probe).await?;
+            let items = feed["data"]["items"].as_array().cloned().unwrap_or_default();
+            if items.iter().any(|e| e["kind"] == "session" && e["date"] == date.as_str()) {
+                latencies.push(answered.elapsed());
+                break;
+            }
+            anyhow::ensure!(answered.elapsed() < Duration::from_secs(60), "probe {n} never reached the feed");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let uploads = load.await??;
+    let probes = load::stats(latencies, 0, seconds);
+    println!(
+        "{:<34} p50 {:>7.1} ms   p99 {:>7.1} ms   ({} probes; meanwhile {:.1} uploads/s of 30 laps and 5,000 points)",
+        "paddock:  upload → feed visible",
+        probes.p50.as_secs_f64() * 1e3,
+        probes.p99.as_secs_f64() * 1e3,
+        (probes.rps * seconds.as_secs_f64()).round(),
+        uploads.rps
+    );
+    Ok(())
+}
