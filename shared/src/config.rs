@@ -522,7 +522,10 @@ mod tests {
         let s = settings(&[
             ("Queue__Feed__Url", "https://sqs.example/feed"),
             ("Queue__Feed__DeadLetterUrl", "https://sqs.example/feed-dlq"),
-            ("Queue__Achievements__Url", "https://sqs.example/achievements"),
+            (
+                "Queue__Achievements__Url",
+                "https://sqs.example/achievements",
+            ),
             ("Retention__FirstRunSeconds", "5"),
             ("Retention__IntervalMinutes", "15"),
         ])

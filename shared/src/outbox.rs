@@ -9,7 +9,7 @@ use serde_json::json;
 pub use crate::events::Event;
 use crate::metrics;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Item, Key, Query, TTL, TxOp, item};
+use crate::ports::items::{Condition, Item, Key, MAX_TX_OPS, Query, TTL, TxOp, item};
 use crate::queues::QueueName;
 use crate::tables::Table;
 
@@ -95,9 +95,25 @@ pub async fn relay_items(ports: &Ports, items: &[Item]) -> anyhow::Result<usize>
             ports.queues.get(queue).send(bodies).await?;
         }
     }
-    for item in items {
-        if let Some(key) = Key::of(item) {
-            ports.items.delete(Table::Outbox, &key, None).await?;
+    // Relayed rows go in transactions of up to 100 deletes (one write for a page, not one
+    // per event).
+    let deletes: Vec<TxOp> = items
+        .iter()
+        .filter_map(Key::of)
+        .map(|key| TxOp::Delete {
+            table: Table::Outbox,
+            key,
+            condition: None,
+        })
+        .collect();
+    for chunk in deletes.chunks(MAX_TX_OPS) {
+        match chunk {
+            // A lone row (the stream relay's case) is a plain delete: half the write cost of
+            // a transaction in DynamoDB.
+            [TxOp::Delete { key, .. }] => {
+                ports.items.delete(Table::Outbox, key, None).await?;
+            }
+            _ => ports.items.transact(chunk.to_vec()).await?,
         }
     }
     metrics::global().outbox_relayed.inc_by(items.len() as u64);

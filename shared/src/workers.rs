@@ -6,6 +6,7 @@
 //! failures.
 
 use futures::future::BoxFuture;
+use futures::stream::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -81,15 +82,16 @@ impl Default for RetryPolicy {
     }
 }
 
-/// Handles one delivery: ack on success, redeliver later on a transient failure, dead-letter
-/// a poison event or one that failed `max_receives` times.
+/// Handles one delivery: answers its receipt on success (the caller acknowledges a batch's
+/// successes together), redelivers later on a transient failure, dead-letters a poison event
+/// or one that failed `max_receives` times.
 pub async fn handle_delivery(
     consumer: QueueName,
     message: ReceivedMessage,
     ports: &Ports,
     processor: &Processor,
     policy: RetryPolicy,
-) {
+) -> Option<String> {
     let outcome = handle_body(&message.body, ports, processor).await;
     let queue = ports.queues.get(consumer);
     let count = |kind: &str, outcome: &str| {
@@ -101,7 +103,7 @@ pub async fn handle_delivery(
     let result = match outcome {
         Ok(kind) => {
             count(kind, "ok");
-            queue.ack(&message.receipt).await
+            return Some(message.receipt);
         }
         Err(ProcessError::Retry(e)) if message.receive_count < policy.max_receives => {
             count(kind_of(&message.body), "retry");
@@ -120,12 +122,23 @@ pub async fn handle_delivery(
         // The message stays in flight and reappears after its visibility timeout.
         tracing::error!(%consumer, message_id = %message.id, error = %e, "could not settle a delivery");
     }
+    None
 }
 
 /// The metric label of a queued body: its kind's name, or `unreadable` (labels stay a small,
 /// fixed set whatever a body says).
 pub(crate) fn kind_of(body: &str) -> &'static str {
     serde_json::from_str::<Event>(body).map_or("unreadable", |e| e.kind.name())
+}
+
+/// How many events of one batch a consumer handles at once.
+fn concurrency(consumer: QueueName) -> usize {
+    match consumer {
+        // Jobs of one track merge into one map: at once, they would only conflict. And a map
+        // build is CPU work that must not starve the request handlers.
+        QueueName::TrackMaps => 1,
+        QueueName::Achievements | QueueName::Feed => 10,
+    }
 }
 
 /// Runs the local consumer of `consumer`'s queue until `shutdown` turns true; it also keeps
@@ -154,14 +167,19 @@ pub async fn run_consumer(
             _ = shutdown.changed() => break,
         };
         match batch {
-            // A batch is handled concurrently; consumers are safe under concurrent delivery.
+            // A batch is handled concurrently (consumers are safe under concurrent delivery)
+            // and its successes acknowledged in one call.
             Ok(messages) => {
-                futures::future::join_all(
-                    messages.into_iter().map(|message| {
-                        handle_delivery(consumer, message, &ports, &processor, policy)
-                    }),
-                )
-                .await;
+                let done: Vec<String> = futures::stream::iter(messages)
+                    .map(|message| handle_delivery(consumer, message, &ports, &processor, policy))
+                    .buffer_unordered(concurrency(consumer))
+                    .filter_map(std::future::ready)
+                    .collect()
+                    .await;
+                if let Err(e) = queue.ack_all(&done).await {
+                    // They reappear after the visibility timeout and find their work done.
+                    tracing::error!(%consumer, error = %e, "could not acknowledge a batch");
+                }
             }
             Err(e) => {
                 tracing::error!(%consumer, error = %e, "event queue unavailable; backing off");
@@ -174,8 +192,11 @@ pub async fn run_consumer(
 /// Runs the local outbox relay until `shutdown` turns true.
 pub async fn run_relay(ports: Ports, interval: Duration, mut shutdown: watch::Receiver<bool>) {
     while !*shutdown.borrow() {
-        if let Err(e) = crate::outbox::relay_pending(&ports).await {
-            tracing::error!(error = format!("{e:#}"), "outbox relay failed; will retry");
+        match crate::outbox::relay_pending(&ports).await {
+            // More may have arrived while this pass ran: look again at once.
+            Ok(relayed) if relayed > 0 => continue,
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = format!("{e:#}"), "outbox relay failed; will retry"),
         }
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}

@@ -3,7 +3,8 @@
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
-    MessageSystemAttributeName, QueueAttributeName, SendMessageBatchRequestEntry,
+    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName,
+    SendMessageBatchRequestEntry,
 };
 use std::time::Duration;
 
@@ -120,6 +121,38 @@ impl EventQueue for SqsQueue {
             .send()
             .await
             .map_err(|e| unavailable(&e))?;
+        Ok(())
+    }
+
+    async fn ack_all(&self, receipts: &[String]) -> Result<(), QueueError> {
+        for chunk in receipts.chunks(10) {
+            let entries = chunk
+                .iter()
+                .enumerate()
+                .map(|(i, receipt)| {
+                    DeleteMessageBatchRequestEntry::builder()
+                        .id(i.to_string())
+                        .receipt_handle(receipt)
+                        .build()
+                        .map_err(|e| unavailable(&e))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let out = self
+                .client
+                .delete_message_batch()
+                .queue_url(&self.url)
+                .set_entries(Some(entries))
+                .send()
+                .await
+                .map_err(|e| unavailable(&e))?;
+            if let Some(failed) = out.failed().first() {
+                return Err(QueueError::Unavailable(format!(
+                    "acknowledgement {} refused: {}",
+                    failed.id(),
+                    failed.message().unwrap_or("no reason given")
+                )));
+            }
+        }
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! SQLite-backed queue: durable across restarts, with SQS-like visibility timeouts.
 
 use async_trait::async_trait;
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, TransactionBehavior, params};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
@@ -64,13 +64,16 @@ impl SqliteQueue {
         .map_err(|e| QueueError::Unavailable(format!("queue task failed: {e}")))?
     }
 
+    /// Claims up to `max` visible messages. Every transaction here takes the write lock at
+    /// its start (`IMMEDIATE`): a read that later writes could not wait for another writer
+    /// and would fail at once with "database is locked".
     async fn receive_now(&self, max: usize) -> Result<Vec<ReceivedMessage>, QueueError> {
         let now = Self::now_ms();
         let hidden_until = now + self.visibility.as_millis() as i64;
         let max = max.clamp(1, 10) as i64;
         let name = self.name;
         self.run(move |conn| {
-            let tx = conn.transaction()?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut out = Vec::new();
             {
                 let mut pick = tx.prepare_cached(
@@ -107,7 +110,7 @@ impl EventQueue for SqliteQueue {
         let first = self.seq.fetch_add(bodies.len() as i64, Ordering::SeqCst) + 1;
         let name = self.name;
         self.run(move |conn| {
-            let tx = conn.transaction()?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             {
                 let mut insert = tx.prepare_cached(
                     "INSERT INTO queue_messages (id, body, visible_at_ms, seq, queue) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -151,6 +154,22 @@ impl EventQueue for SqliteQueue {
         })
         .await
         .map(|_| ())
+    }
+
+    async fn ack_all(&self, receipts: &[String]) -> Result<(), QueueError> {
+        let receipts = receipts.to_vec();
+        self.run(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            {
+                let mut delete = tx
+                    .prepare_cached("DELETE FROM queue_messages WHERE receipt = ?1 AND dead = 0")?;
+                for receipt in &receipts {
+                    delete.execute(params![receipt])?;
+                }
+            }
+            tx.commit()
+        })
+        .await
     }
 
     async fn retry_later(&self, receipt: &str, delay: Duration) -> Result<(), QueueError> {

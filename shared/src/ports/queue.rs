@@ -44,6 +44,13 @@ pub trait EventQueue: Send + Sync {
     -> Result<Vec<ReceivedMessage>, QueueError>;
     /// Removes a delivered message for good.
     async fn ack(&self, receipt: &str) -> Result<(), QueueError>;
+    /// Removes several delivered messages for good (one round trip where the backend can).
+    async fn ack_all(&self, receipts: &[String]) -> Result<(), QueueError> {
+        for receipt in receipts {
+            self.ack(receipt).await?;
+        }
+        Ok(())
+    }
     /// Makes a delivered message visible again after `delay` (a failed attempt).
     async fn retry_later(&self, receipt: &str, delay: Duration) -> Result<(), QueueError>;
     /// Moves a delivered message to the dead-letter place with a reason, and removes it here.
