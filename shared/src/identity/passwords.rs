@@ -287,12 +287,20 @@ mod tests {
     #[tokio::test]
     async fn a_saturated_pool_answers_busy_instead_of_queueing() {
         let pool = Arc::new(PasswordHasher::start(1, Duration::from_millis(1)));
+        // Occupy the one thread until released, so the test does not race a real hash.
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (started, has_started) = oneshot::channel();
         let first = {
             let pool = pool.clone();
-            tokio::spawn(async move { pool.hash(password("first password")).await })
+            tokio::spawn(async move {
+                pool.run(move |_| {
+                    let _ = started.send(());
+                    released.recv().ok();
+                })
+                .await
+            })
         };
-        tokio::task::yield_now().await;
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        has_started.await.unwrap();
         let second = pool.hash(password("second password")).await;
         assert!(
             matches!(
@@ -303,6 +311,8 @@ mod tests {
             ),
             "{second:?}"
         );
+        release.send(()).unwrap();
         assert!(first.await.unwrap().is_ok());
+        assert!(pool.hash(password("third password")).await.is_ok());
     }
 }
