@@ -35,7 +35,9 @@ impl Application {
             .with_context(|| format!("binding {} (Server__Address)", settings.address))?;
         Ok(Self {
             listener,
-            state: AppState::new(ports, settings).with_identity_providers(),
+            state: AppState::new(ports, settings)
+                .with_identity_providers()
+                .with_coach(),
         })
     }
 

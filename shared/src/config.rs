@@ -39,6 +39,54 @@ pub struct JwtSettings {
     pub expiry_minutes: u32,
 }
 
+/// Which LLM API the AI coach speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AiProvider {
+    /// Anthropic's Messages API (the default).
+    Anthropic,
+    /// Any OpenAI Chat Completions-compatible endpoint (a model on the driver's own machine).
+    OpenAi,
+}
+
+/// AI coaching settings (`Ai__*`).
+#[derive(Debug, Clone)]
+pub struct AiSettings {
+    /// `Ai__Provider`: `anthropic` (default) or `openai`.
+    pub provider: AiProvider,
+    /// `Ai__Model`: the one model of this deployment (default `claude-sonnet-4-5` for
+    /// Anthropic, `gpt-4o-mini` for OpenAI).
+    pub model: String,
+    /// `Ai__BaseUrl`: the API's base URL (default `https://api.anthropic.com`, or
+    /// `https://api.openai.com/v1`).
+    pub base_url: String,
+    /// Whether `Ai__BaseUrl` was given (an OpenAI-compatible server of one's own needs no key).
+    pub base_url_configured: bool,
+    /// `Ai__TimeoutSeconds`: the upstream deadline, under API Gateway's 29 s (default 25).
+    pub timeout: Duration,
+    /// `Ai__RequestsPerHour`: coaching requests per driver an hour (default 30).
+    pub requests_per_hour: u32,
+    /// `Ai__TokensPerDay`: input plus output tokens per driver a day (default 200,000).
+    pub tokens_per_day: u64,
+}
+
+impl AiSettings {
+    fn defaults(provider: AiProvider) -> Self {
+        let (model, base_url) = match provider {
+            AiProvider::Anthropic => ("claude-sonnet-4-5", "https://api.anthropic.com"),
+            AiProvider::OpenAi => ("gpt-4o-mini", "https://api.openai.com/v1"),
+        };
+        Self {
+            provider,
+            model: model.into(),
+            base_url: base_url.into(),
+            base_url_configured: false,
+            timeout: Duration::from_secs(25),
+            requests_per_hour: 30,
+            tokens_per_day: 200_000,
+        }
+    }
+}
+
 /// Sign-in settings (`Auth__*`).
 #[derive(Debug, Clone)]
 pub struct AuthSettings {
@@ -131,6 +179,8 @@ pub struct Settings {
     pub retention_first_run: Duration,
     /// `Retention__IntervalMinutes`: time between local retention sweeps (default 60).
     pub retention_interval: Duration,
+    /// AI coaching settings.
+    pub ai: AiSettings,
 }
 
 /// The SQS URLs of one queue.
@@ -236,6 +286,7 @@ impl Settings {
             leaderboard_cache: Duration::from_secs(5),
             retention_first_run: Duration::from_secs(120),
             retention_interval: Duration::from_secs(3600),
+            ai: AiSettings::defaults(AiProvider::Anthropic),
         }
     }
 
@@ -288,6 +339,7 @@ impl Settings {
                 s.queue_urls.insert(queue, urls);
             }
         }
+        s.ai = ai_settings(&get)?;
         if let Some(v) = get("Retention__FirstRunSeconds") {
             s.retention_first_run =
                 Duration::from_secs(bounded("Retention__FirstRunSeconds", &v, 0, 86_400)?);
@@ -458,6 +510,48 @@ fn bad(key: &'static str, reason: &str) -> ConfigError {
         key,
         reason: reason.into(),
     }
+}
+
+/// The `Ai__*` keys.
+fn ai_settings(get: &impl Fn(&str) -> Option<String>) -> Result<AiSettings, ConfigError> {
+    let provider = match get("Ai__Provider").as_deref().map(str::to_ascii_lowercase) {
+        None => AiProvider::Anthropic,
+        Some(p) if p == "anthropic" => AiProvider::Anthropic,
+        Some(p) if p == "openai" => AiProvider::OpenAi,
+        Some(p) => {
+            return Err(bad(
+                "Ai__Provider",
+                &format!("{p:?} is not anthropic or openai"),
+            ));
+        }
+    };
+    let mut ai = AiSettings::defaults(provider);
+    if let Some(model) = get("Ai__Model") {
+        ai.model = model;
+    }
+    if let Some(url) = get("Ai__BaseUrl") {
+        let parsed = reqwest::Url::parse(&url).ok().filter(|u| {
+            matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
+        });
+        if parsed.is_none() {
+            return Err(bad(
+                "Ai__BaseUrl",
+                &format!("{url:?} is not an http(s) URL"),
+            ));
+        }
+        ai.base_url = url.trim_end_matches('/').to_owned();
+        ai.base_url_configured = true;
+    }
+    if let Some(v) = get("Ai__TimeoutSeconds") {
+        ai.timeout = Duration::from_secs(bounded("Ai__TimeoutSeconds", &v, 1, 28)?);
+    }
+    if let Some(v) = get("Ai__RequestsPerHour") {
+        ai.requests_per_hour = bounded("Ai__RequestsPerHour", &v, 1, 1_000_000)? as u32;
+    }
+    if let Some(v) = get("Ai__TokensPerDay") {
+        ai.tokens_per_day = bounded("Ai__TokensPerDay", &v, 1, 1_000_000_000)?;
+    }
+    Ok(ai)
 }
 
 fn parse<T: std::str::FromStr>(key: &'static str, v: &str, want: &str) -> Result<T, ConfigError> {

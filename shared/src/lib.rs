@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod app;
 pub mod aws;
+pub mod coaching;
 pub mod config;
 pub mod embedded;
 pub(crate) mod envelope;

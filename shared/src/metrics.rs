@@ -27,6 +27,14 @@ pub(crate) struct Metrics {
     pub retention_deleted: IntCounterVec,
     /// Messages waiting or in flight per queue, where the adapter can read it.
     pub queue_depth: IntGaugeVec,
+    /// Language-model calls, by outcome.
+    pub ai_calls: IntCounterVec,
+    /// Language-model tokens, by direction (`input`, `output`).
+    pub ai_tokens: IntCounterVec,
+    /// Language-model call latency, seconds.
+    pub ai_latency: prometheus::Histogram,
+    /// Stored coaching answers looked up, by result (`hit`, `miss`).
+    pub ai_cache: IntCounterVec,
     /// Session uploads, by result (`created`, `duplicate`).
     pub sessions_uploaded: IntCounterVec,
     /// Leaderboard submissions, by result (`improved`, `unchanged`, `rejected`).
@@ -120,6 +128,29 @@ impl Metrics {
             &["queue"],
         )
         .expect("valid metric");
+        let ai_calls = counter_vec(
+            "paddock_ai_upstream_calls_total",
+            "Language-model calls, by outcome (ok, rejected, busy, upstream_error, timeout).",
+            "outcome",
+        );
+        let ai_tokens = counter_vec(
+            "paddock_ai_tokens_total",
+            "Language-model tokens counted by the provider, by direction (input or output).",
+            "direction",
+        );
+        let ai_latency = prometheus::Histogram::with_opts(
+            HistogramOpts::new(
+                "paddock_ai_upstream_duration_seconds",
+                "Language-model call latency in seconds.",
+            )
+            .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0]),
+        )
+        .expect("valid metric");
+        let ai_cache = counter_vec(
+            "paddock_ai_cache_total",
+            "Stored coaching answers looked up, by result (hit or miss).",
+            "result",
+        );
         let sessions_uploaded = counter_vec(
             "paddock_sessions_uploaded_total",
             "Session uploads, by result (created or duplicate).",
@@ -158,6 +189,10 @@ impl Metrics {
             Box::new(achievements_unlocked.clone()),
             Box::new(retention_deleted.clone()),
             Box::new(queue_depth.clone()),
+            Box::new(ai_calls.clone()),
+            Box::new(ai_tokens.clone()),
+            Box::new(ai_latency.clone()),
+            Box::new(ai_cache.clone()),
             Box::new(sessions_uploaded.clone()),
             Box::new(leaderboard_submissions.clone()),
             Box::new(leaderboard_cache.clone()),
@@ -175,6 +210,10 @@ impl Metrics {
             achievements_unlocked,
             retention_deleted,
             queue_depth,
+            ai_calls,
+            ai_tokens,
+            ai_latency,
+            ai_cache,
             sessions_uploaded,
             leaderboard_submissions,
             leaderboard_cache,

@@ -57,6 +57,7 @@ pub fn kind_of(table: Table, key: &Key) -> &'static str {
         (Table::Activity, _) => "activity_other",
         (Table::Sharepacks, _) => "sharepacks_other",
         (Table::Tokens, _) => "tokens_other",
+        (Table::Coaching, _) => "coaching_answers",
     }
 }
 

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::coaching::llm::LanguageModel;
 use crate::config::Settings;
 use crate::identity::access_tokens::AccessTokens;
 use crate::identity::passwords::{PasswordError, PasswordHasher};
@@ -28,6 +29,9 @@ pub struct AppState {
     passwords: Option<Arc<PasswordHasher>>,
     /// The access-token keys, re-read from the secrets port after `Secrets__RefreshSeconds`.
     access_tokens: Arc<SigningKeys>,
+    /// The language model of the AI coach; set by [`AppState::with_coach`] (only the AI group
+    /// calls it, so the others do not build its HTTP client).
+    pub coach: Option<Arc<dyn LanguageModel>>,
 }
 
 impl AppState {
@@ -40,7 +44,19 @@ impl AppState {
             providers: Providers::default(),
             passwords: None,
             access_tokens: Arc::new(SigningKeys::default()),
+            coach: None,
         }
+    }
+
+    /// The same state with the AI coach's language model (`Ai__*`, keys from the secrets
+    /// port).
+    #[must_use]
+    pub fn with_coach(mut self) -> Self {
+        self.coach = Some(crate::coaching::language_model(
+            &self.settings.ai,
+            self.ports.secrets.clone(),
+        ));
+        self
     }
 
     /// The same state with the configured sign-in providers (`Auth__Providers__*`) and the

@@ -28,11 +28,13 @@ pub enum Table {
     Outbox,
     /// Rate-limit counters.
     Limits,
+    /// Stored coaching answers (reused for a day).
+    Coaching,
 }
 
 impl Table {
     /// Every table, in a stable order.
-    pub const ALL: [Table; 9] = [
+    pub const ALL: [Table; 10] = [
         Table::Users,
         Table::Tokens,
         Table::Sessions,
@@ -42,6 +44,7 @@ impl Table {
         Table::Sharepacks,
         Table::Outbox,
         Table::Limits,
+        Table::Coaching,
     ];
 
     /// The logical name.
@@ -56,6 +59,7 @@ impl Table {
             Table::Sharepacks => "sharepacks",
             Table::Outbox => "outbox",
             Table::Limits => "limits",
+            Table::Coaching => "coaching",
         }
     }
 

@@ -1,10 +1,12 @@
-//! Lambda function serving the ai endpoint group.
+//! Lambda function serving the AI coaching endpoint group.
 
-use paddock::lambda::{Error, serve_group, start};
-use paddock::routes;
+use paddock::lambda::{Error, serve_state, start};
+use paddock::routes::ai;
+use paddock::state::AppState;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let wiring = start().await?.secrets();
-    serve_group(routes::unbuilt_routes(), wiring).await
+    // The provider key comes from Secrets Manager (`anthropicApiKey` or `openaiApiKey`).
+    let (settings, ports) = start().await?.secrets().finish();
+    serve_state(ai::routes(), AppState::new(ports, settings).with_coach()).await
 }

@@ -70,6 +70,18 @@ pub enum ApiError {
         /// Seconds until a retry may succeed (`Retry-After`).
         retry_after_secs: u64,
     },
+    /// 502: an upstream service failed or answered badly; `cause` is logged, never sent.
+    #[error("{message}")]
+    BadGateway {
+        /// What the client is told.
+        message: String,
+        /// The server-side cause.
+        #[source]
+        cause: anyhow::Error,
+    },
+    /// 504: an upstream service did not answer in time.
+    #[error("{0}")]
+    GatewayTimeout(String),
     /// 500: a bug or an unexpected failure; details go to the log only.
     #[error("internal error: {0:#}")]
     Internal(#[from] anyhow::Error),
@@ -97,6 +109,8 @@ impl ApiError {
             Self::Unavailable(_) | Self::Backend { .. } | Self::Busy { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
+            Self::BadGateway { .. } => StatusCode::BAD_GATEWAY,
+            Self::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -129,7 +143,9 @@ impl IntoResponse for ApiError {
         };
         let (message, cause) = match self {
             Self::Internal(cause) => ("internal server error".to_owned(), Some(cause)),
-            Self::Backend { message, cause } => (message, Some(cause)),
+            Self::Backend { message, cause } | Self::BadGateway { message, cause } => {
+                (message, Some(cause))
+            }
             other => (other.to_string(), None),
         };
         let mut response = (status, Envelope::error(message)).into_response();

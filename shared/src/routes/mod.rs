@@ -4,6 +4,7 @@
 //! [`group_router`], so it links only that group's handlers.
 
 pub(crate) mod activity;
+pub mod ai;
 pub mod auth;
 pub(crate) mod health;
 pub mod leaderboards;
@@ -47,6 +48,7 @@ pub fn app_router(state: AppState) -> Router {
         .merge(auth::routes())
         .merge(sessions::routes())
         .merge(leaderboards::routes())
-        .merge(activity_routes());
+        .merge(activity_routes())
+        .merge(ai::routes());
     group_router(routes, state)
 }

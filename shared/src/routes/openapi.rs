@@ -13,7 +13,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{activity, auth, health, leaderboards, sessions, tracks};
+use super::{activity, ai, auth, health, leaderboards, sessions, tracks};
 use crate::state::AppState;
 
 /// `GET /openapi.json`.
@@ -40,6 +40,7 @@ pub(crate) async fn openapi_json() -> Response {
         tracks::list, tracks::map,
         leaderboards::leaderboard, leaderboards::submit_lap,
         activity::list_feed, activity::post_feed, activity::mine, activity::catalog,
+        ai::insights, ai::chat,
     ),
     components(schemas(
         health::HealthStatus, health::ReadyStatus,
@@ -57,6 +58,7 @@ pub(crate) async fn openapi_json() -> Response {
         crate::activity::feed::FeedEntry, crate::activity::feed::FeedKind,
         crate::activity::achievements::DriverAchievement, crate::activity::achievements::CatalogEntry,
         crate::activity::achievements::Progress, crate::activity::catalog::Category,
+        ai::AiInsightRequest, ai::AiChatRequest, ai::AiChatMessage, crate::coaching::coach::CoachAnswer,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags((name = "health", description = "Liveness, readiness and metrics"),
@@ -64,7 +66,8 @@ pub(crate) async fn openapi_json() -> Response {
          (name = "sessions", description = "Idempotent session uploads and the caller's sessions"),
          (name = "tracks", description = "Canonical tracks and their centreline maps"),
          (name = "leaderboards", description = "Ranked best laps per track"),
-         (name = "activity", description = "The caller's feed (90 days) and achievements"))
+         (name = "activity", description = "The caller's feed (90 days) and achievements"),
+         (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"))
 )]
 struct ApiDoc;
 
