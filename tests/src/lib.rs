@@ -3,6 +3,8 @@
 //! The AWS adapters run against DynamoDB Local and moto_server started by `tests/run.sh`,
 //! which exports `AWS_ENDPOINT_URL_*` and `PADDOCK_TEST_EMULATORS=1`.
 
+pub mod fake_llm;
+
 use paddock::app::Application;
 use paddock::aws;
 use paddock::config::{QueueUrls, Settings};

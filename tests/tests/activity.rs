@@ -121,6 +121,28 @@ async fn an_upload_reaches_the_feed_and_unlocks_the_first_session(app: TestApp) 
     }
 }
 
+/// A session without a valid lap is stored and counted like any other (its lap spread is
+/// simply unknown).
+async fn a_session_without_valid_laps_is_counted_too(app: TestApp) {
+    let (token, _) = app.driver("Offtrack").await;
+    upload(
+        &app,
+        &token,
+        "v1",
+        &[(91_000, false, 0.4), (92_000, false, 0.3)],
+    )
+    .await;
+    let entries = feed_of(&app, &token, 2).await;
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["title"] == "Drove 2 laps at Spa-Francorchamps (GP)")
+    );
+    let mine = my_achievements(&app, &token).await;
+    assert_eq!(find(&mine, "valid-laps-500")["progress"]["current"], 0);
+    assert_eq!(find(&mine, "laps-100")["progress"]["current"], 2);
+}
+
 async fn a_submission_reaches_the_feed_with_its_time_and_rank(app: TestApp) {
     let (token, _) = app.driver("Quick").await;
     let session_id = upload(&app, &token, "b1", &[(138_456, true, 0.95)]).await;
@@ -501,6 +523,7 @@ async fn poison_and_failing_events_are_dead_lettered(backend: Backend) {
 paddock_tests::on_both_backends!(
     plain: [
         an_upload_reaches_the_feed_and_unlocks_the_first_session,
+        a_session_without_valid_laps_is_counted_too,
         a_submission_reaches_the_feed_with_its_time_and_rank,
     ],
     clocked: [posts_paging_and_the_ninety_day_rule],

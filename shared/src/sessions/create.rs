@@ -70,7 +70,7 @@ fn valid_lap_spread(upload: &SessionUpload) -> Option<i64> {
     let (count, min, max) = valid.fold((0, i64::MAX, i64::MIN), |(n, lo, hi), t| {
         (n + 1, lo.min(t), hi.max(t))
     });
-    (count >= 5).then_some(max - min)
+    (count >= 5).then(|| max - min)
 }
 
 /// Why an upload was not stored.

@@ -1,0 +1,445 @@
+//! The AI coach against a fake language-model API on loopback: request shapes for both
+//! adapters, every failure mapping, no upstream call without a key, limits shared by two app
+//! instances over one store (both backends), stored answers, chat validation, and the Lambda
+//! function's answers through `lambda_http`.
+
+use paddock::config::{AiProvider, Settings};
+use paddock_tests::fake_llm::{ANSWER, FakeLlm, Mode};
+use paddock_tests::{Backend, TestApp, envelope, ports, spawn_with};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn configure(settings: &mut Settings, fake: &FakeLlm, provider: AiProvider) {
+    settings.ai.provider = provider;
+    settings.ai.model = "test-model".into();
+    settings.ai.base_url = match provider {
+        AiProvider::Anthropic => fake.url.clone(),
+        AiProvider::OpenAi => format!("{}/v1", fake.url),
+    };
+    settings.ai.base_url_configured = true;
+    settings.ai.timeout = Duration::from_secs(1);
+}
+
+/// Writes the local secret `name` into the data directory the app will read.
+fn secret(dir: &std::path::Path, name: &str, value: &str) {
+    std::fs::write(dir.join("secrets.json"), json!({ name: value }).to_string()).unwrap();
+}
+
+/// A server on `backend` coached by `fake` through `provider`, with the Anthropic key set
+/// unless `key` is None.
+async fn coached(
+    backend: Backend,
+    fake: &FakeLlm,
+    provider: AiProvider,
+    key: Option<&str>,
+) -> TestApp {
+    let mut t = ports(backend).await;
+    configure(&mut t.settings, fake, provider);
+    if let Some(key) = key {
+        let name = match provider {
+            AiProvider::Anthropic => "anthropicApiKey",
+            AiProvider::OpenAi => "openaiApiKey",
+        };
+        secret(t.dir.path(), name, key);
+    }
+    spawn_with(t.settings, t.ports, t.dir).await
+}
+
+fn insight_body() -> Value {
+    json!({
+        "GameId": "acc", "TrackName": "Spa-Francorchamps", "TrackLayout": "GP",
+        "VehicleName": "Porsche 992 GT3 R", "RefLapMs": 138_456, "CurLapMs": 139_102,
+        "Insights": [{"corner": "T1", "finding": "braking 12 m early"}],
+        "SegmentDeltas": [{"segment": "T1", "deltaMs": 310}, {"segment": "Eau Rouge", "deltaMs": -40}],
+        "RawTelemetry": "never forwarded",
+    })
+}
+
+async fn ask(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    body: &Value,
+) -> (u16, Value, reqwest::header::HeaderMap) {
+    let res = app.post_json_auth(path, body, token).await;
+    let headers = res.headers().clone();
+    let (status, body) = envelope(res).await;
+    (status, body, headers)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn insights_reach_anthropic_in_its_shape_and_are_stored_for_a_day() {
+    let fake = FakeLlm::start().await;
+    let app = coached(
+        Backend::Embedded,
+        &fake,
+        AiProvider::Anthropic,
+        Some("test-key"),
+    )
+    .await;
+    let (token, _) = app.driver("Coached").await;
+    let (status, body, _) = ask(&app, &token, "/v1/ai/insights", &insight_body()).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"],
+        json!({"text": ANSWER, "model": "test-model", "inputTokens": 120, "outputTokens": 80,
+               "stopReason": "end_turn", "cached": false})
+    );
+    let received = fake.received();
+    assert_eq!(received.len(), 1);
+    let sent = &received[0].body;
+    let first = sent["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        first.contains("acc | Spa-Francorchamps | GP | Porsche 992 GT3 R"),
+        "{first}"
+    );
+    assert!(first.contains("delta +0.646 s"), "{first}");
+    assert!(
+        first.contains(r#"{"corner":"T1","finding":"braking 12 m early"}"#),
+        "{first}"
+    );
+    assert!(
+        first.contains(r#"{"deltaMs":-40,"segment":"Eau Rouge"}"#),
+        "{first}"
+    );
+    assert!(
+        !sent.to_string().contains("never forwarded"),
+        "unknown fields stay out"
+    );
+
+    // The same request, spelled in camelCase with other spacing: answered from the store.
+    let mut same = json!({
+        "gameId": " acc ", "trackName": "Spa-Francorchamps", "trackLayout": "GP",
+        "vehicleName": "Porsche 992 GT3 R", "refLapMs": 138_456, "curLapMs": 139_102,
+        "insights": [{"finding": "braking 12 m early", "corner": "T1"}],
+        "segmentDeltas": [{"segment": "T1", "deltaMs": 310}, {"segment": "Eau Rouge", "deltaMs": -40}],
+    });
+    let (status, body, _) = ask(&app, &token, "/v1/ai/insights", &same).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["cached"], true);
+    assert_eq!(body["data"]["text"], ANSWER);
+    assert_eq!(
+        fake.received().len(),
+        1,
+        "no upstream call for a stored answer"
+    );
+    // A changed lap is a new question.
+    same["curLapMs"] = json!(139_000);
+    let (_, body, _) = ask(&app, &token, "/v1/ai/insights", &same).await;
+    assert_eq!(body["data"]["cached"], false);
+    assert_eq!(fake.received().len(), 2);
+    // Another driver never gets the first driver's stored answer.
+    let (other, _) = app.driver("Other").await;
+    let (_, body, _) = ask(&app, &other, "/v1/ai/insights", &insight_body()).await;
+    assert_eq!(body["data"]["cached"], false);
+    assert_eq!(fake.received().len(), 3);
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics.contains("paddock_ai_cache_total{result=\"hit\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("paddock_ai_tokens_total{direction=\"output\"}"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_sends_the_whole_history_in_order_and_validates_it() {
+    let fake = FakeLlm::start().await;
+    let app = coached(
+        Backend::Embedded,
+        &fake,
+        AiProvider::Anthropic,
+        Some("test-key"),
+    )
+    .await;
+    let (token, _) = app.driver("Chatty").await;
+    let history: Vec<Value> = (0..39)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            json!({"Role": role, "Content": format!("message {i}")})
+        })
+        .collect();
+    let mut body = insight_body();
+    body["Messages"] = json!(history);
+    let (status, res, _) = ask(&app, &token, "/v1/ai/chat", &body).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["data"]["cached"], false);
+    let sent = fake.received()[0].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(sent.len(), 39);
+    assert!(
+        sent[0]["content"]
+            .as_str()
+            .unwrap()
+            .ends_with("\n\nmessage 0")
+    );
+    for (i, m) in sent.iter().enumerate().skip(1) {
+        assert_eq!(m["content"], format!("message {i}"));
+        assert_eq!(m["role"], if i % 2 == 0 { "user" } else { "assistant" });
+    }
+
+    let cases: Vec<(Value, &str)> = vec![
+        (json!(null), "messages: is required"),
+        (json!([]), "messages: must hold 1 to 40 messages"),
+        (
+            json!(
+                (0..41)
+                    .map(|_| json!({"role": "user", "content": "x"}))
+                    .collect::<Vec<_>>()
+            ),
+            "messages: must hold 1 to 40",
+        ),
+        (
+            json!([{"role": "system", "content": "x"}]),
+            "messages[0].role: must be user or assistant",
+        ),
+        (
+            json!([{"role": "assistant", "content": "x"}, {"role": "user", "content": "y"}]),
+            "messages: must start and end with a user message",
+        ),
+        (
+            json!([{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]),
+            "messages: must start and end with a user message",
+        ),
+        (
+            json!([{"role": "user", "content": "   "}]),
+            "messages[0].content: must not be empty",
+        ),
+        (
+            json!([{"role": "user"}]),
+            "messages[0].content: is required",
+        ),
+        (
+            json!(
+                (0..5)
+                    .map(|_| json!({"role": "user", "content": "x".repeat(8000)}))
+                    .collect::<Vec<_>>()
+            ),
+            "body: the prompt would be",
+        ),
+    ];
+    for (messages, expected) in cases {
+        let mut body = insight_body();
+        body["messages"] = messages.clone();
+        let (status, res, _) = ask(&app, &token, "/v1/ai/chat", &body).await;
+        assert_eq!(status, 400, "{messages}: {res}");
+        assert!(
+            res["error"].as_str().unwrap().contains(expected),
+            "{expected}: {res}"
+        );
+    }
+    let mut bad = insight_body();
+    bad["RefLapMs"] = json!(0);
+    bad["CurLapMs"] = json!(-5);
+    bad["Insights"] = json!(["not an object"]);
+    bad["TrackName"] = json!("");
+    let (status, res, _) = ask(&app, &token, "/v1/ai/insights", &bad).await;
+    assert_eq!(status, 400, "{res}");
+    let error = res["error"].as_str().unwrap();
+    for field in ["trackName", "refLapMs", "curLapMs", "insights[0]"] {
+        assert!(error.contains(field), "{field}: {error}");
+    }
+    let mut many = insight_body();
+    many["SegmentDeltas"] = json!((0..201).map(|i| json!({"segment": i})).collect::<Vec<_>>());
+    let (status, res, _) = ask(&app, &token, "/v1/ai/insights", &many).await;
+    assert_eq!(status, 400);
+    assert!(
+        res["error"]
+            .as_str()
+            .unwrap()
+            .contains("segmentDeltas: must hold at most 200"),
+        "{res}"
+    );
+    let (status, _, _) = ask(&app, &token, "/v1/ai/insights", &json!("not an object")).await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        fake.received().len(),
+        1,
+        "refused requests never reach the model"
+    );
+    assert_eq!(app.post_json("/v1/ai/chat", &body).await.status(), 401);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_failures_map_to_clear_answers_and_leak_nothing() {
+    let fake = FakeLlm::start().await;
+    let app = coached(
+        Backend::Embedded,
+        &fake,
+        AiProvider::Anthropic,
+        Some("test-key"),
+    )
+    .await;
+    let (token, _) = app.driver("Unlucky").await;
+    let cases = [
+        (Mode::Unauthorized, 502, None),
+        (Mode::RateLimited, 503, Some("17")),
+        (Mode::Overloaded, 503, Some("30")),
+        (Mode::Failing, 502, None),
+        (Mode::Garbage, 502, None),
+        (Mode::Hang, 504, None),
+    ];
+    for (i, (mode, status, retry_after)) in cases.into_iter().enumerate() {
+        fake.set_mode(mode);
+        let mut body = insight_body();
+        body["CurLapMs"] = json!(140_000 + i); // a new question each time, never a stored one
+        let (got, res, headers) = ask(&app, &token, "/v1/ai/insights", &body).await;
+        assert_eq!(got, status, "{mode:?}: {res}");
+        assert_eq!(
+            headers
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_owned())
+                .as_deref(),
+            retry_after,
+            "{mode:?}"
+        );
+        let text = res.to_string();
+        assert!(
+            !text.contains("SECRET-UPSTREAM-DETAIL") && !text.contains("test-key"),
+            "{text}"
+        );
+    }
+    assert_eq!(fake.received().len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_key_nothing_is_sent_upstream() {
+    let fake = FakeLlm::start().await;
+    let app = coached(Backend::Embedded, &fake, AiProvider::Anthropic, None).await;
+    let (token, _) = app.driver("Keyless").await;
+    for path in ["/v1/ai/insights", "/v1/ai/chat"] {
+        let mut body = insight_body();
+        body["messages"] = json!([{"role": "user", "content": "Why?"}]);
+        let (status, res, _) = ask(&app, &token, path, &body).await;
+        assert_eq!(status, 503, "{res}");
+        assert_eq!(res["error"], "AI coaching is not configured on this server");
+    }
+    assert!(fake.received().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_openai_adapter_speaks_chat_completions_with_or_without_a_key() {
+    let fake = FakeLlm::start().await;
+    // A model on the driver's own machine: a base URL and no key.
+    let app = coached(Backend::Embedded, &fake, AiProvider::OpenAi, None).await;
+    let (token, _) = app.driver("Local").await;
+    let (status, res, _) = ask(&app, &token, "/v1/ai/insights", &insight_body()).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["data"]["stopReason"], "stop");
+    assert_eq!(res["data"]["inputTokens"], 120);
+    let sent = &fake.received()[0];
+    assert_eq!(sent.path, "/v1/chat/completions");
+    assert!(sent.headers.get("authorization").is_none());
+    assert_eq!(sent.body["messages"][0]["role"], "system");
+    assert!(
+        sent.body["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("<session>")
+    );
+
+    let keyed = coached(
+        Backend::Embedded,
+        &fake,
+        AiProvider::OpenAi,
+        Some("sk-test"),
+    )
+    .await;
+    let (token, _) = keyed.driver("Cloud").await;
+    let (status, _, _) = ask(&keyed, &token, "/v1/ai/insights", &insight_body()).await;
+    assert_eq!(status, 200);
+    let sent = fake.received().pop().unwrap();
+    assert_eq!(sent.headers.get("authorization").unwrap(), "Bearer sk-test");
+}
+
+/// Requests per hour and tokens per day hold across two instances over one store.
+async fn limits_hold_across_instances(backend: Backend) {
+    let fake = FakeLlm::start().await;
+    fake.set_usage(120, 80);
+    let t = ports(backend).await;
+    let mut settings = t.settings.clone();
+    configure(&mut settings, &fake, AiProvider::Anthropic);
+    settings.ai.requests_per_hour = 4;
+    settings.ai.tokens_per_day = 300;
+    secret(t.dir.path(), "anthropicApiKey", "test-key");
+    let second_dir = tempfile::tempdir().unwrap();
+    let one = spawn_with(settings.clone(), t.ports.clone(), t.dir).await;
+    let two = spawn_with(settings, t.ports.clone(), second_dir).await;
+    let (token, _) = one.driver("Budget").await;
+    let question = |n: i64| {
+        let mut body = insight_body();
+        body["CurLapMs"] = json!(150_000 + n);
+        body
+    };
+    // 200 tokens, then 400: the third call finds the day's 300 spent.
+    let (status, res, _) = ask(&one, &token, "/v1/ai/insights", &question(1)).await;
+    assert_eq!(status, 200, "{res}");
+    let (status, res, _) = ask(&two, &token, "/v1/ai/insights", &question(2)).await;
+    assert_eq!(status, 200, "{res}");
+    let (status, res, headers) = ask(&one, &token, "/v1/ai/insights", &question(3)).await;
+    assert_eq!(status, 429, "{res}");
+    assert!(headers.get("retry-after").is_some());
+    assert_eq!(fake.received().len(), 2);
+
+    // Four requests an hour, whichever instance: the fifth is refused before anything else.
+    let (other, _) = two.driver("Hourly").await;
+    fake.set_usage(1, 1);
+    for (n, app) in [&one, &two, &one, &two].into_iter().enumerate() {
+        let (status, res, _) = ask(app, &other, "/v1/ai/insights", &question(10 + n as i64)).await;
+        assert_eq!(status, 200, "{n}: {res}");
+    }
+    let (status, res, headers) = ask(&two, &other, "/v1/ai/insights", &question(20)).await;
+    assert_eq!(status, 429, "{res}");
+    assert!(headers.get("retry-after").is_some());
+    assert_eq!(fake.received().len(), 6);
+}
+
+paddock_tests::on_both_backends!(plain: [], ports: [limits_hold_across_instances]);
+
+/// The AI function's router answers through `lambda_http` as the local server does.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_lambda_function_answers_as_the_local_server_does() {
+    use tower::Service;
+    let fake = FakeLlm::start().await;
+    let mut t = ports(Backend::Embedded).await;
+    configure(&mut t.settings, &fake, AiProvider::Anthropic);
+    secret(t.dir.path(), "anthropicApiKey", "test-key");
+    let state = paddock::state::AppState::new(t.ports.clone(), t.settings.clone()).with_coach();
+    let router = paddock::routes::group_router(paddock::routes::ai::routes(), state);
+    let local = spawn_with(t.settings.clone(), t.ports.clone(), t.dir).await;
+    let (token, _) = local.driver("Lambda").await;
+    let (status, local_answer, _) = ask(&local, &token, "/v1/ai/insights", &insight_body()).await;
+    assert_eq!(status, 200, "{local_answer}");
+
+    let event = json!({
+        "version": "2.0", "routeKey": "POST /v1/ai/insights", "rawPath": "/v1/ai/insights",
+        "rawQueryString": "", "headers": {"content-type": "application/json",
+            "authorization": format!("Bearer {token}")},
+        "requestContext": {"accountId": "123456789012", "apiId": "api", "domainName": "api.example.com",
+            "domainPrefix": "api", "http": {"method": "POST", "path": "/v1/ai/insights",
+            "protocol": "HTTP/1.1", "sourceIp": "192.0.2.1", "userAgent": "test"},
+            "requestId": "r1", "routeKey": "POST /v1/ai/insights", "stage": "$default",
+            "time": "23/Nov/2026:10:00:00 +0000", "timeEpoch": 1_795_000_000_000_i64},
+        "body": insight_body().to_string(), "isBase64Encoded": false,
+    });
+    let request: lambda_http::request::LambdaRequest = serde_json::from_value(event).unwrap();
+    let mut adapter = lambda_http::Adapter::from(router);
+    let answer = adapter
+        .call(lambda_runtime::LambdaEvent::new(
+            request,
+            lambda_runtime::Context::default(),
+        ))
+        .await
+        .unwrap();
+    let answer = serde_json::to_value(answer).unwrap();
+    assert_eq!(answer["statusCode"], 200, "{answer}");
+    let body: Value = serde_json::from_str(answer["body"].as_str().unwrap()).unwrap();
+    // The same request again: the stored answer, otherwise identical.
+    let mut expected = local_answer.clone();
+    expected["data"]["cached"] = json!(true);
+    assert_eq!(body, expected);
+}
