@@ -155,11 +155,16 @@ async fn chat_sends_the_whole_history_in_order_and_validates_it() {
     )
     .await;
     let (token, _) = app.driver("Chatty").await;
-    let history: Vec<Value> = (0..39)
-        .map(|i| {
-            let role = if i % 2 == 0 { "user" } else { "assistant" };
-            json!({"Role": role, "Content": format!("message {i}")})
-        })
+    // 40 messages, the most allowed: alternating, then the driver twice at the end.
+    let role = |i: usize| {
+        if i % 2 == 0 || i == 39 {
+            "user"
+        } else {
+            "assistant"
+        }
+    };
+    let history: Vec<Value> = (0..40)
+        .map(|i| json!({"Role": role(i), "Content": format!("message {i}")}))
         .collect();
     let mut body = insight_body();
     body["Messages"] = json!(history);
@@ -170,7 +175,7 @@ async fn chat_sends_the_whole_history_in_order_and_validates_it() {
         .as_array()
         .unwrap()
         .clone();
-    assert_eq!(sent.len(), 39);
+    assert_eq!(sent.len(), 40);
     assert!(
         sent[0]["content"]
             .as_str()
@@ -179,7 +184,7 @@ async fn chat_sends_the_whole_history_in_order_and_validates_it() {
     );
     for (i, m) in sent.iter().enumerate().skip(1) {
         assert_eq!(m["content"], format!("message {i}"));
-        assert_eq!(m["role"], if i % 2 == 0 { "user" } else { "assistant" });
+        assert_eq!(m["role"], role(i));
     }
 
     let cases: Vec<(Value, &str)> = vec![

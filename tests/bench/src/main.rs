@@ -4,6 +4,7 @@
 //! `cargo run --release -p bench -- [--seconds N] [--connections N] [--rounds N]`
 
 mod activity;
+mod coaching;
 mod load;
 
 use anyhow::Context;
@@ -19,7 +20,7 @@ struct Options {
     seconds: u64,
     connections: usize,
     rounds: usize,
-    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `activity`,
+    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `ai`, `activity`,
     /// `memory`, `login`).
     only: Option<String>,
 }
@@ -67,12 +68,22 @@ async fn spawn_baseline(body: &'static [u8]) -> anyhow::Result<SocketAddr> {
     Ok(addr)
 }
 
-async fn spawn_paddock(dir: &std::path::Path) -> anyhow::Result<SocketAddr> {
+async fn spawn_paddock(dir: &std::path::Path, model_api: SocketAddr) -> anyhow::Result<SocketAddr> {
     let mut settings = Settings::embedded(dir, SocketAddr::from(([127, 0, 0, 1], 0)));
     // The bench signs in thousands of times from one address; the limits are not under test.
     settings.auth.login_attempts_per_account = u32::MAX;
     settings.auth.attempts_per_address = u32::MAX;
     settings.uploads_per_minute = u32::MAX;
+    // The coach talks to the loopback stand-in, with limits out of the way.
+    settings.ai.model = "bench-model".into();
+    settings.ai.base_url = format!("http://{model_api}");
+    settings.ai.base_url_configured = true;
+    settings.ai.requests_per_hour = u32::MAX;
+    settings.ai.tokens_per_day = u64::MAX;
+    std::fs::write(
+        dir.join("secrets.json"),
+        serde_json::json!({"anthropicApiKey": "bench-key"}).to_string(),
+    )?;
     let app = Application::build(settings).await?;
     let addr = SocketAddr::from(([127, 0, 0, 1], app.port()));
     tokio::spawn(app.run_until(std::future::pending()));
@@ -95,7 +106,8 @@ async fn main() -> anyhow::Result<()> {
     let o = options()?;
     let dir = tempfile::tempdir()?;
     let baseline = spawn_baseline(HEALTH_BODY.as_bytes()).await?;
-    let paddock = spawn_paddock(dir.path()).await?;
+    let model_api = coaching::spawn_model_api().await?;
+    let paddock = spawn_paddock(dir.path(), model_api).await?;
     let run = |addr: SocketAddr, load: Load| async move {
         load::run(addr, &load, o.connections, Duration::from_secs(o.seconds)).await
     };
@@ -160,6 +172,18 @@ async fn main() -> anyhow::Result<()> {
     if o.wants("sessions") {
         sessions_and_leaderboards(&o, paddock, &client, &access).await?;
     }
+    if o.wants("ai") {
+        let seconds = Duration::from_secs(o.seconds);
+        coaching::chat(
+            paddock,
+            model_api,
+            &access,
+            o.connections,
+            seconds,
+            o.rounds,
+        )
+        .await?;
+    }
     if o.wants("activity") {
         let consumers_dir = tempfile::tempdir()?;
         activity::consumers(consumers_dir.path()).await?;
@@ -204,7 +228,7 @@ async fn main() -> anyhow::Result<()> {
 
 /// Measures `baseline` and `subject` alternately for `rounds` rounds (so drift in machine
 /// load hits both alike), after one warm-up each; answers the best round of each.
-async fn paired<B, S, FB, FS>(
+pub(crate) async fn paired<B, S, FB, FS>(
     rounds: usize,
     baseline: B,
     subject: S,
