@@ -157,7 +157,7 @@ async fn chat_sends_the_whole_history_in_order_and_validates_it() {
     let (token, _) = app.driver("Chatty").await;
     // 40 messages, the most allowed: alternating, then the driver twice at the end.
     let role = |i: usize| {
-        if i % 2 == 0 || i == 39 {
+        if i.is_multiple_of(2) || i == 39 {
             "user"
         } else {
             "assistant"
