@@ -29,10 +29,15 @@ impl Application {
     }
 
     /// Binds the listener for given ports (tests bring their own clock or adapters).
-    pub async fn build_with_ports(settings: Settings, ports: Ports) -> anyhow::Result<Self> {
+    pub async fn build_with_ports(mut settings: Settings, ports: Ports) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(settings.address)
             .await
             .with_context(|| format!("binding {} (Server__Address)", settings.address))?;
+        // With port 0 the system picked one: URLs the server hands out (upload URLs, provider
+        // callbacks by default) name the port it really listens on.
+        if let Ok(bound) = listener.local_addr() {
+            settings.address = bound;
+        }
         Ok(Self {
             listener,
             state: AppState::new(ports, settings)

@@ -87,6 +87,43 @@ impl AiSettings {
     }
 }
 
+/// Share-pack settings (`Sharepacks__*`).
+#[derive(Debug, Clone)]
+pub struct SharepackSettings {
+    /// `Sharepacks__MaxDirectBytes`: largest pack sent in the request itself (default 4 MiB;
+    /// a Lambda request carries at most 6 MB, base64-encoded).
+    pub max_direct_bytes: u64,
+    /// `Sharepacks__MaxBytes`: largest pack through an upload URL (default 100 MiB).
+    pub max_bytes: u64,
+    /// `Sharepacks__MaxEntries`: most entries in a pack (default 2,000).
+    pub max_entries: usize,
+    /// `Sharepacks__MaxUncompressedBytes`: most bytes a pack may inflate to (default 512 MiB).
+    pub max_uncompressed_bytes: u64,
+    /// `Sharepacks__MaxRatio`: the highest compression ratio of an entry over 1 MiB (default 200).
+    pub max_ratio: u64,
+    /// `Sharepacks__MaxPerUser`: packs per driver (default 100).
+    pub max_per_user: u32,
+    /// `Sharepacks__MaxBytesPerUser`: bytes of packs per driver (default 1 GiB).
+    pub max_bytes_per_user: u64,
+    /// `Sharepacks__UploadsPerMinute`: uploads started per driver a minute (default 10).
+    pub uploads_per_minute: u32,
+}
+
+impl Default for SharepackSettings {
+    fn default() -> Self {
+        Self {
+            max_direct_bytes: 4 * 1024 * 1024,
+            max_bytes: 100 * 1024 * 1024,
+            max_entries: 2_000,
+            max_uncompressed_bytes: 512 * 1024 * 1024,
+            max_ratio: 200,
+            max_per_user: 100,
+            max_bytes_per_user: 1024 * 1024 * 1024,
+            uploads_per_minute: 10,
+        }
+    }
+}
+
 /// Sign-in settings (`Auth__*`).
 #[derive(Debug, Clone)]
 pub struct AuthSettings {
@@ -181,6 +218,8 @@ pub struct Settings {
     pub retention_interval: Duration,
     /// AI coaching settings.
     pub ai: AiSettings,
+    /// Share-pack settings.
+    pub sharepacks: SharepackSettings,
 }
 
 /// The SQS URLs of one queue.
@@ -287,6 +326,7 @@ impl Settings {
             retention_first_run: Duration::from_secs(120),
             retention_interval: Duration::from_secs(3600),
             ai: AiSettings::defaults(AiProvider::Anthropic),
+            sharepacks: SharepackSettings::default(),
         }
     }
 
@@ -340,6 +380,48 @@ impl Settings {
             }
         }
         s.ai = ai_settings(&get)?;
+        let packs = &mut s.sharepacks;
+        for (key, target, min, max) in [
+            (
+                "Sharepacks__MaxDirectBytes",
+                &mut packs.max_direct_bytes,
+                1,
+                6_000_000,
+            ),
+            (
+                "Sharepacks__MaxBytes",
+                &mut packs.max_bytes,
+                1,
+                5_000_000_000,
+            ),
+            (
+                "Sharepacks__MaxUncompressedBytes",
+                &mut packs.max_uncompressed_bytes,
+                1,
+                100_000_000_000,
+            ),
+            ("Sharepacks__MaxRatio", &mut packs.max_ratio, 2, 100_000),
+            (
+                "Sharepacks__MaxBytesPerUser",
+                &mut packs.max_bytes_per_user,
+                1,
+                1_000_000_000_000,
+            ),
+        ] {
+            if let Some(v) = get(key) {
+                *target = bounded(key, &v, min, max)?;
+            }
+        }
+        if let Some(v) = get("Sharepacks__MaxEntries") {
+            packs.max_entries = bounded("Sharepacks__MaxEntries", &v, 1, 65_535)? as usize;
+        }
+        if let Some(v) = get("Sharepacks__MaxPerUser") {
+            packs.max_per_user = bounded("Sharepacks__MaxPerUser", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Sharepacks__UploadsPerMinute") {
+            packs.uploads_per_minute =
+                bounded("Sharepacks__UploadsPerMinute", &v, 1, 1_000_000)? as u32;
+        }
         if let Some(v) = get("Retention__FirstRunSeconds") {
             s.retention_first_run =
                 Duration::from_secs(bounded("Retention__FirstRunSeconds", &v, 0, 86_400)?);

@@ -28,6 +28,7 @@ pub mod queues;
 pub mod retention;
 pub mod routes;
 pub mod sessions;
+pub mod sharepacks;
 pub mod state;
 pub mod tables;
 pub mod telemetry;

@@ -35,6 +35,12 @@ pub(crate) struct Metrics {
     pub ai_latency: prometheus::Histogram,
     /// Stored coaching answers looked up, by result (`hit`, `miss`).
     pub ai_cache: IntCounterVec,
+    /// Share-pack uploads, by result (`ok`, `refused`) and reason.
+    pub sharepack_uploads: IntCounterVec,
+    /// Bytes of share packs stored.
+    pub sharepack_bytes: IntCounter,
+    /// Share-pack downloads.
+    pub sharepack_downloads: IntCounter,
     /// Session uploads, by result (`created`, `duplicate`).
     pub sessions_uploaded: IntCounterVec,
     /// Leaderboard submissions, by result (`improved`, `unchanged`, `rejected`).
@@ -151,6 +157,24 @@ impl Metrics {
             "Stored coaching answers looked up, by result (hit or miss).",
             "result",
         );
+        let sharepack_uploads = IntCounterVec::new(
+            Opts::new(
+                "paddock_sharepack_uploads_total",
+                "Share-pack uploads, by result (ok or refused) and reason.",
+            ),
+            &["result", "reason"],
+        )
+        .expect("valid metric");
+        let sharepack_bytes = IntCounter::new(
+            "paddock_sharepack_bytes_stored_total",
+            "Bytes of share packs stored.",
+        )
+        .expect("valid metric");
+        let sharepack_downloads = IntCounter::new(
+            "paddock_sharepack_downloads_total",
+            "Share-pack downloads (streamed or redirected).",
+        )
+        .expect("valid metric");
         let sessions_uploaded = counter_vec(
             "paddock_sessions_uploaded_total",
             "Session uploads, by result (created or duplicate).",
@@ -193,6 +217,9 @@ impl Metrics {
             Box::new(ai_tokens.clone()),
             Box::new(ai_latency.clone()),
             Box::new(ai_cache.clone()),
+            Box::new(sharepack_uploads.clone()),
+            Box::new(sharepack_bytes.clone()),
+            Box::new(sharepack_downloads.clone()),
             Box::new(sessions_uploaded.clone()),
             Box::new(leaderboard_submissions.clone()),
             Box::new(leaderboard_cache.clone()),
@@ -214,6 +241,9 @@ impl Metrics {
             ai_tokens,
             ai_latency,
             ai_cache,
+            sharepack_uploads,
+            sharepack_bytes,
+            sharepack_downloads,
             sessions_uploaded,
             leaderboard_submissions,
             leaderboard_cache,

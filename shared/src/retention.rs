@@ -55,6 +55,7 @@ pub fn kind_of(table: Table, key: &Key) -> &'static str {
         (Table::Sessions, _) => "sessions_other",
         (Table::Leaderboards, _) => "leaderboards_other",
         (Table::Activity, _) => "activity_other",
+        (Table::Sharepacks, "PACK") => "sharepack_uploads",
         (Table::Sharepacks, _) => "sharepacks_other",
         (Table::Tokens, _) => "tokens_other",
         (Table::Coaching, _) => "coaching_answers",
@@ -70,6 +71,17 @@ pub async fn sweep(ports: &Ports) -> Result<SweepReport, StoreError> {
         loop {
             let page = ports.items.scan_expired(table, cursor, PAGE).await?;
             for key in &page.keys {
+                // A pack that expired pending (never completed, or its publisher crashed)
+                // takes its object with it; expired, it can never be published.
+                if let (Table::Sharepacks, Some(id)) = (table, key.pk.strip_prefix("PACK#")) {
+                    ports
+                        .blobs
+                        .delete(&crate::sharepacks::blob_key(id))
+                        .await
+                        .map_err(|e| {
+                            StoreError::Unavailable(format!("removing an unfinished pack: {e}"))
+                        })?;
+                }
                 if ports.items.delete_expired(table, key).await? {
                     *report.removed.entry(kind_of(table, key)).or_default() += 1;
                 }

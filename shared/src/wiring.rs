@@ -11,7 +11,7 @@ use crate::ports::{Clock, EventQueue, Ports, Queues, SystemClock};
 use crate::queues::QueueName;
 
 /// Secret names generated on first use by the local backend.
-pub const GENERATED_SECRETS: &[&str] = &["jwtSigningKey"];
+pub const GENERATED_SECRETS: &[&str] = &["jwtSigningKey", "uploadUrlKey"];
 
 /// The ports the settings ask for, on the system clock.
 pub async fn ports(settings: &mut Settings) -> anyhow::Result<Ports> {

@@ -94,7 +94,7 @@ async fn presigned_urls_where_the_backend_has_them(t: TestPorts, expect_url: boo
     .await
     .unwrap();
     let url = b
-        .presigned_get("packs/u1/p.zip", Duration::from_secs(300))
+        .presigned_get("packs/u1/p.zip", Duration::from_secs(300), Some("p.zip"))
         .await
         .unwrap();
     assert_eq!(url.is_some(), expect_url);

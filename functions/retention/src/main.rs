@@ -4,6 +4,7 @@ use paddock::lambda::{Error, serve_retention, start};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    // Only the item store: the sweep removes expired items from every table.
-    serve_retention(start().await?).await
+    // The sweep removes expired items from every table, and the objects of packs whose upload
+    // was never completed.
+    serve_retention(start().await?.blobs().await?).await
 }

@@ -1,10 +1,11 @@
-//! Lambda function serving the sharepacks endpoint group.
+//! Lambda function serving the share-pack endpoint group.
 
 use paddock::lambda::{Error, serve_group, start};
-use paddock::routes;
+use paddock::routes::sharepacks;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    // Packs live in the blob store; large ones go straight to S3 through presigned URLs.
     let wiring = start().await?.blobs().await?.secrets();
-    serve_group(routes::unbuilt_routes(), wiring).await
+    serve_group(sharepacks::routes(), wiring).await
 }

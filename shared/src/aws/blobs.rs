@@ -5,10 +5,11 @@ use aws_sdk_s3::Client;
 use aws_sdk_s3::presigning::PresigningConfig;
 use aws_sdk_s3::primitives::ByteStream;
 use bytes::Bytes;
+use std::path::Path;
 use std::time::Duration;
 
 use super::describe;
-use crate::ports::blobs::{BlobError, BlobStore, check_key};
+use crate::ports::blobs::{BlobError, BlobStore, BlobStream, check_key};
 
 /// Blobs as objects of one private bucket.
 pub struct S3BlobStore {
@@ -104,7 +105,12 @@ impl BlobStore for S3BlobStore {
         Ok(keys)
     }
 
-    async fn presigned_get(&self, key: &str, ttl: Duration) -> Result<Option<String>, BlobError> {
+    async fn presigned_get(
+        &self,
+        key: &str,
+        ttl: Duration,
+        download_name: Option<&str>,
+    ) -> Result<Option<String>, BlobError> {
         check_key(key)?;
         let config = PresigningConfig::expires_in(ttl).map_err(|e| unavailable(&e))?;
         let request = self
@@ -112,9 +118,117 @@ impl BlobStore for S3BlobStore {
             .get_object()
             .bucket(&self.bucket)
             .key(key)
+            .set_response_content_disposition(download_name.map(attachment))
             .presigned(config)
             .await
             .map_err(|e| unavailable(&e))?;
         Ok(Some(request.uri().to_owned()))
     }
+
+    async fn presigned_put(
+        &self,
+        key: &str,
+        ttl: Duration,
+        length: u64,
+    ) -> Result<Option<String>, BlobError> {
+        check_key(key)?;
+        let config = PresigningConfig::expires_in(ttl).map_err(|e| unavailable(&e))?;
+        // The length is part of the signature: S3 refuses a body of any other size.
+        let request = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_length(i64::try_from(length).unwrap_or(i64::MAX))
+            .content_type("application/zip")
+            .presigned(config)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        Ok(Some(request.uri().to_owned()))
+    }
+
+    async fn put_file(&self, key: &str, path: &Path, content_type: &str) -> Result<(), BlobError> {
+        check_key(key)?;
+        let body = ByteStream::from_path(path)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| unavailable(&e))?;
+        Ok(())
+    }
+
+    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError> {
+        use tokio::io::AsyncWriteExt;
+        let Some(mut stream) = self.get_stream(key).await? else {
+            return Ok(None);
+        };
+        let mut file = tokio::fs::File::create(path)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        let mut written = 0u64;
+        while let Some(chunk) = futures::StreamExt::next(&mut stream.body).await {
+            let chunk = chunk.map_err(|e| unavailable(&e))?;
+            written += chunk.len() as u64;
+            file.write_all(&chunk).await.map_err(|e| unavailable(&e))?;
+        }
+        file.flush().await.map_err(|e| unavailable(&e))?;
+        Ok(Some(written))
+    }
+
+    async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
+        check_key(key)?;
+        match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+        {
+            Ok(out) => {
+                let length = out
+                    .content_length()
+                    .and_then(|n| u64::try_from(n).ok())
+                    .unwrap_or_default();
+                let reader = out.body.into_async_read();
+                Ok(Some(BlobStream {
+                    length,
+                    body: Box::pin(tokio_util::io::ReaderStream::with_capacity(
+                        reader,
+                        64 * 1024,
+                    )),
+                }))
+            }
+            Err(e)
+                if e.as_service_error().is_some_and(
+                    aws_sdk_s3::operation::get_object::GetObjectError::is_no_such_key,
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(unavailable(&e)),
+        }
+    }
+}
+
+/// `attachment; filename="<name>"` with the name made safe for a header.
+fn attachment(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("attachment; filename=\"{safe}\"")
 }

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::ports::blobs::{BlobError, BlobStore, check_key};
+use crate::ports::blobs::{BlobError, BlobStore, BlobStream, check_key};
 
 /// Blobs as files under a root directory.
 #[derive(Debug, Clone)]
@@ -126,9 +126,74 @@ impl BlobStore for DirBlobStore {
         .map_err(|e| BlobError::Unavailable(e.to_string()))?
     }
 
-    async fn presigned_get(&self, key: &str, _ttl: Duration) -> Result<Option<String>, BlobError> {
+    async fn presigned_get(
+        &self,
+        key: &str,
+        _ttl: Duration,
+        _download_name: Option<&str>,
+    ) -> Result<Option<String>, BlobError> {
         check_key(key)?;
         // A directory has no URLs of its own; the API streams the bytes instead.
         Ok(None)
     }
+
+    async fn presigned_put(
+        &self,
+        key: &str,
+        _ttl: Duration,
+        _length: u64,
+    ) -> Result<Option<String>, BlobError> {
+        check_key(key)?;
+        Ok(None)
+    }
+
+    async fn put_file(&self, key: &str, path: &Path, _content_type: &str) -> Result<(), BlobError> {
+        let target = self.path(key)?;
+        let source = path.to_owned();
+        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            let dir = target.parent().expect("blob path has a parent");
+            std::fs::create_dir_all(dir)?;
+            // Copy beside the target, then rename: readers never see half an object.
+            let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+            let result = std::fs::copy(&source, &tmp)
+                .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
+                .and_then(|()| std::fs::rename(&tmp, &target));
+            if result.is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            result
+        })
+        .await
+        .map_err(|e| BlobError::Unavailable(e.to_string()))?
+        .map_err(io)
+    }
+
+    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError> {
+        match tokio::fs::copy(self.path(key)?, path).await {
+            Ok(n) => Ok(Some(n)),
+            Err(e) if missing(&e) => Ok(None),
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
+        let file = match tokio::fs::File::open(self.path(key)?).await {
+            Ok(f) => f,
+            Err(e) if missing(&e) => return Ok(None),
+            Err(e) => return Err(io(e)),
+        };
+        let length = file.metadata().await.map_err(io)?.len();
+        Ok(Some(BlobStream {
+            length,
+            body: Box::pin(tokio_util::io::ReaderStream::with_capacity(file, 64 * 1024)),
+        }))
+    }
+}
+
+/// A missing object (or a missing directory on its path).
+fn missing(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+    )
 }

@@ -2,7 +2,17 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::stream::BoxStream;
+use std::path::Path;
 use std::time::Duration;
+
+/// An object's bytes as a stream of chunks, and its length.
+pub struct BlobStream {
+    /// The object's length in bytes.
+    pub length: u64,
+    /// Its bytes, chunk by chunk.
+    pub body: BoxStream<'static, Result<Bytes, std::io::Error>>,
+}
 
 /// Why a blob operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +56,26 @@ pub trait BlobStore: Send + Sync {
     async fn delete(&self, key: &str) -> Result<(), BlobError>;
     /// Every key starting with `prefix`, sorted.
     async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError>;
-    /// A time-limited URL a client can download `key` from directly, where the backend has one.
-    async fn presigned_get(&self, key: &str, ttl: Duration) -> Result<Option<String>, BlobError>;
+    /// A time-limited URL a client can download `key` from directly, where the backend has one;
+    /// with `download_name`, the download is offered as an attachment of that file name.
+    async fn presigned_get(
+        &self,
+        key: &str,
+        ttl: Duration,
+        download_name: Option<&str>,
+    ) -> Result<Option<String>, BlobError>;
+    /// A time-limited URL a client can PUT exactly `length` bytes to, where the backend has
+    /// one (S3); `None` for a directory (the API then offers a signed URL of its own).
+    async fn presigned_put(
+        &self,
+        key: &str,
+        ttl: Duration,
+        length: u64,
+    ) -> Result<Option<String>, BlobError>;
+    /// Stores the file at `path` under `key`, streaming it (never whole in memory).
+    async fn put_file(&self, key: &str, path: &Path, content_type: &str) -> Result<(), BlobError>;
+    /// Streams the object under `key` into a new file at `path`; its length, or `None`.
+    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError>;
+    /// The object under `key` as a stream, or `None`.
+    async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError>;
 }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use std::time::Duration;
 
-use super::blobs::{BlobError, BlobStore};
+use super::blobs::{BlobError, BlobStore, BlobStream};
 use super::queue::{EventQueue, QueueError, ReceivedMessage};
 use super::secrets::{SecretError, SecretSource};
 
@@ -34,7 +34,29 @@ impl BlobStore for Unwired {
     async fn list(&self, _: &str) -> Result<Vec<String>, BlobError> {
         Err(BlobError::Unavailable(BLOBS.into()))
     }
-    async fn presigned_get(&self, _: &str, _: Duration) -> Result<Option<String>, BlobError> {
+    async fn presigned_get(
+        &self,
+        _: &str,
+        _: Duration,
+        _: Option<&str>,
+    ) -> Result<Option<String>, BlobError> {
+        Err(BlobError::Unavailable(BLOBS.into()))
+    }
+    async fn presigned_put(
+        &self,
+        _: &str,
+        _: Duration,
+        _: u64,
+    ) -> Result<Option<String>, BlobError> {
+        Err(BlobError::Unavailable(BLOBS.into()))
+    }
+    async fn put_file(&self, _: &str, _: &std::path::Path, _: &str) -> Result<(), BlobError> {
+        Err(BlobError::Unavailable(BLOBS.into()))
+    }
+    async fn get_to_file(&self, _: &str, _: &std::path::Path) -> Result<Option<u64>, BlobError> {
+        Err(BlobError::Unavailable(BLOBS.into()))
+    }
+    async fn get_stream(&self, _: &str) -> Result<Option<BlobStream>, BlobError> {
         Err(BlobError::Unavailable(BLOBS.into()))
     }
 }

@@ -10,6 +10,7 @@ pub(crate) mod health;
 pub mod leaderboards;
 pub(crate) mod openapi;
 pub mod sessions;
+pub mod sharepacks;
 pub(crate) mod tracks;
 
 use axum::Router;
@@ -49,6 +50,7 @@ pub fn app_router(state: AppState) -> Router {
         .merge(sessions::routes())
         .merge(leaderboards::routes())
         .merge(activity_routes())
-        .merge(ai::routes());
+        .merge(ai::routes())
+        .merge(sharepacks::routes());
     group_router(routes, state)
 }

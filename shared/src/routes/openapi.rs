@@ -13,7 +13,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{activity, ai, auth, health, leaderboards, sessions, tracks};
+use super::{activity, ai, auth, health, leaderboards, sessions, sharepacks, tracks};
 use crate::state::AppState;
 
 /// `GET /openapi.json`.
@@ -41,6 +41,8 @@ pub(crate) async fn openapi_json() -> Response {
         leaderboards::leaderboard, leaderboards::submit_lap,
         activity::list_feed, activity::post_feed, activity::mine, activity::catalog,
         ai::insights, ai::chat,
+        sharepacks::upload, sharepacks::start_upload, sharepacks::upload_content, sharepacks::complete,
+        sharepacks::list, sharepacks::metadata, sharepacks::download, sharepacks::delete,
     ),
     components(schemas(
         health::HealthStatus, health::ReadyStatus,
@@ -59,6 +61,8 @@ pub(crate) async fn openapi_json() -> Response {
         crate::activity::achievements::DriverAchievement, crate::activity::achievements::CatalogEntry,
         crate::activity::achievements::Progress, crate::activity::catalog::Category,
         ai::AiInsightRequest, ai::AiChatRequest, ai::AiChatMessage, crate::coaching::coach::CoachAnswer,
+        sharepacks::UploadRequest, sharepacks::PackDetail, crate::sharepacks::packs::SharePack,
+        crate::sharepacks::packs::UploadTicket,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags((name = "health", description = "Liveness, readiness and metrics"),
@@ -67,7 +71,8 @@ pub(crate) async fn openapi_json() -> Response {
          (name = "tracks", description = "Canonical tracks and their centreline maps"),
          (name = "leaderboards", description = "Ranked best laps per track"),
          (name = "activity", description = "The caller's feed (90 days) and achievements"),
-         (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"))
+         (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"),
+         (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"))
 )]
 struct ApiDoc;
 

@@ -1,0 +1,22 @@
+//! Share packs: ZIPs a driver builds in the desktop app (setups, reference laps, notes) to give
+//! to team mates. Anyone signed in who has a pack's id may read and download it; only its owner
+//! lists and deletes it.
+//!
+//! Key layout (table `sharepacks`):
+//! - `PACK#<id>` / `META`: the pack and its owner; `state` is `pending` (with an expiry) until
+//!   its bytes are checked, then `ready`;
+//! - `OWNER#<user id>` / `<created at>#<id>`: the owner's list, newest last;
+//! - `USAGE#<user id>` / `USAGE`: packs and bytes the owner holds (the quotas).
+//!
+//! Objects live in the blob store under `packs/<id>.zip`. A pending item is written before its
+//! object, so a crash in between leaves an expiring item that the retention sweep removes
+//! together with the object (an expired pending pack can never be published).
+
+pub mod packs;
+pub mod upload_urls;
+pub mod zip_check;
+
+/// The blob key of pack `id`'s object.
+pub fn blob_key(id: &str) -> String {
+    format!("packs/{id}.zip")
+}

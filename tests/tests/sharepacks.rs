@@ -1,0 +1,495 @@
+//! Share packs on both backends (embedded; DynamoDB Local and moto S3, following the presigned
+//! URLs for real): direct, multipart and upload-URL uploads, sharing by id, byte-identical
+//! downloads, owner-only deletes, every kind of bad ZIP, quotas, and the sweep of uploads that
+//! were never completed.
+
+use paddock::ports::ManualClock;
+use paddock_tests::{Backend, TestApp, envelope, spawn_configured};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::io::Write;
+use std::sync::Arc;
+use zip::write::SimpleFileOptions;
+
+fn zip_of(entries: &[(&str, Vec<u8>)]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for (name, data) in entries {
+        w.start_file(*name, SimpleFileOptions::default()).unwrap();
+        w.write_all(data).unwrap();
+    }
+    w.finish().unwrap().into_inner()
+}
+
+fn stored_zip(name: &str, data: &[u8]) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    w.start_file(name, options).unwrap();
+    w.write_all(data).unwrap();
+    w.finish().unwrap().into_inner()
+}
+
+fn sha(bytes: &[u8]) -> String {
+    paddock::identity::hex(&Sha256::digest(bytes))
+}
+
+fn a_pack() -> Vec<u8> {
+    zip_of(&[
+        (
+            "setup/spa.json",
+            br#"{"wing": 7, "tyres": "soft"}"#.to_vec(),
+        ),
+        ("laps/reference.json", vec![b'x'; 20_000]),
+        ("notes.txt", b"brake at the 100 m board".to_vec()),
+    ])
+}
+
+async fn upload(app: &TestApp, token: &str, name: &str, bytes: Vec<u8>) -> (u16, Value) {
+    let res = app
+        .client
+        .post(format!(
+            "{}/v1/sharepacks?name={name}&description=for%20the%20team",
+            app.address
+        ))
+        .bearer_auth(token)
+        .header("content-type", "application/zip")
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    envelope(res).await
+}
+
+/// The ZIP at the download endpoint, following a redirect to presigned storage.
+async fn download(
+    app: &TestApp,
+    token: &str,
+    id: &str,
+) -> (u16, reqwest::header::HeaderMap, Vec<u8>) {
+    let res = app
+        .client
+        .get(format!("{}/v1/sharepacks/{id}/download", app.address))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = res.status().as_u16();
+    if status == 302 {
+        let location = res.headers()["location"].to_str().unwrap().to_owned();
+        let got = reqwest::get(&location).await.unwrap();
+        assert_eq!(got.status(), 200);
+        let headers = got.headers().clone();
+        return (302, headers, got.bytes().await.unwrap().to_vec());
+    }
+    let headers = res.headers().clone();
+    (status, headers, res.bytes().await.unwrap().to_vec())
+}
+
+async fn no_pack_objects(app: &TestApp) {
+    assert_eq!(
+        app.ports.blobs.list("packs/").await.unwrap(),
+        Vec::<String>::new()
+    );
+}
+
+async fn packs_are_shared_by_id_and_deleted_by_their_owner(app: TestApp) {
+    let (owner, _) = app.driver("Packer").await;
+    let (mate, _) = app.driver("Mate").await;
+    let bytes = a_pack();
+    let (status, created) = upload(&app, &owner, "Spa%20setups", bytes.clone()).await;
+    assert_eq!(status, 201, "{created}");
+    let pack = created["data"].clone();
+    assert_eq!(pack["name"], "Spa setups");
+    assert_eq!(pack["sizeBytes"], bytes.len());
+    assert_eq!(pack["sha256"], sha(&bytes));
+    assert_eq!(pack["entryCount"], 3);
+    let id = pack["id"].as_str().unwrap().to_owned();
+
+    let (_, mine) = envelope(app.get_auth("/v1/sharepacks", &owner).await).await;
+    assert_eq!(mine["data"]["items"][0]["id"], id.as_str());
+    let (_, theirs) = envelope(app.get_auth("/v1/sharepacks", &mate).await).await;
+    assert_eq!(
+        theirs["data"]["items"],
+        json!([]),
+        "a list is the caller's own"
+    );
+
+    let (status, meta) = envelope(app.get_auth(&format!("/v1/sharepacks/{id}"), &mate).await).await;
+    assert_eq!(status, 200, "{meta}");
+    assert_eq!(meta["data"]["ownerDisplayName"], "Packer");
+    let (status, headers, got) = download(&app, &mate, &id).await;
+    assert!(status == 200 || status == 302);
+    assert_eq!(sha(&got), sha(&bytes), "byte-identical");
+    if status == 200 {
+        assert_eq!(headers["content-type"], "application/zip");
+        assert_eq!(
+            headers["content-disposition"],
+            "attachment; filename=\"Spa setups.zip\""
+        );
+        assert_eq!(headers["etag"], format!("\"{}\"", sha(&bytes)).as_str());
+        assert_eq!(headers["content-length"], bytes.len().to_string().as_str());
+    }
+
+    let delete = |token: &str| {
+        app.client
+            .delete(format!("{}/v1/sharepacks/{id}", app.address))
+            .bearer_auth(token)
+            .send()
+    };
+    assert_eq!(
+        delete(&mate).await.unwrap().status(),
+        404,
+        "only the owner deletes"
+    );
+    assert_eq!(
+        app.get_auth(&format!("/v1/sharepacks/{id}"), &mate)
+            .await
+            .status(),
+        200
+    );
+    // Two deletes at once: one wins, the other finds nothing.
+    let (a, b) = tokio::join!(delete(&owner), delete(&owner));
+    let mut statuses = [a.unwrap().status().as_u16(), b.unwrap().status().as_u16()];
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 404]);
+    assert_eq!(
+        app.get_auth(&format!("/v1/sharepacks/{id}"), &owner)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        app.get_auth("/v1/sharepacks/not-a-pack", &owner)
+            .await
+            .status(),
+        404
+    );
+    no_pack_objects(&app).await;
+
+    // A multipart form works the same.
+    let form = reqwest::multipart::Form::new()
+        .text("name", "Monza")
+        .text("description", "low wing")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(a_pack()).file_name("monza.zip"),
+        );
+    let res = app
+        .client
+        .post(format!("{}/v1/sharepacks", app.address))
+        .bearer_auth(&owner)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let (status, created) = envelope(res).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["data"]["name"], "Monza");
+}
+
+async fn start(app: &TestApp, token: &str, bytes: &[u8], declared_sha: &str) -> Value {
+    let body =
+        json!({"name": "Big", "description": "", "sizeBytes": bytes.len(), "sha256": declared_sha});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/sharepacks/uploads", &body, token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 201, "{res}");
+    res["data"].clone()
+}
+
+async fn put(url: &str, bytes: Vec<u8>) -> u16 {
+    reqwest::Client::new()
+        .put(url)
+        .header("content-type", "application/zip")
+        .body(bytes)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock>) {
+    let (owner, _) = app.driver("Uploader").await;
+    let bytes = zip_of(&[(
+        "big.bin",
+        (0..300_000u32).flat_map(u32::to_le_bytes).collect(),
+    )]);
+    let ticket = start(&app, &owner, &bytes, &sha(&bytes)).await;
+    let id = ticket["id"].as_str().unwrap().to_owned();
+    let url = ticket["uploadUrl"].as_str().unwrap().to_owned();
+    assert_eq!(
+        app.get_auth(&format!("/v1/sharepacks/{id}"), &owner)
+            .await
+            .status(),
+        404,
+        "invisible until complete"
+    );
+    assert_eq!(put(&url, bytes.clone()).await, 200);
+    let (status, done) = envelope(
+        app.post_json_auth(&format!("/v1/sharepacks/{id}/complete"), &json!({}), &owner)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["data"]["sha256"], sha(&bytes));
+    let (_, _, got) = download(&app, &owner, &id).await;
+    assert_eq!(sha(&got), sha(&bytes));
+
+    // A wrong digest: refused with the reason, and nothing stays.
+    let other = a_pack();
+    let ticket = start(&app, &owner, &other, &"0".repeat(64)).await;
+    let bad_id = ticket["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        put(ticket["uploadUrl"].as_str().unwrap(), other.clone()).await,
+        200
+    );
+    let (status, res) = envelope(
+        app.post_json_auth(
+            &format!("/v1/sharepacks/{bad_id}/complete"),
+            &json!({}),
+            &owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 422, "{res}");
+    assert!(res["error"].as_str().unwrap().contains("sha256"), "{res}");
+    let keys = app.ports.blobs.list("packs/").await.unwrap();
+    assert_eq!(
+        keys,
+        vec![format!("packs/{id}.zip")],
+        "the refused object is gone"
+    );
+
+    // Not a ZIP at all, through the URL: 422 naming why.
+    let junk = b"definitely not a zip file".to_vec();
+    let ticket = start(&app, &owner, &junk, &sha(&junk)).await;
+    assert_eq!(put(ticket["uploadUrl"].as_str().unwrap(), junk).await, 200);
+    let junk_id = ticket["id"].as_str().unwrap();
+    let (status, res) = envelope(
+        app.post_json_auth(
+            &format!("/v1/sharepacks/{junk_id}/complete"),
+            &json!({}),
+            &owner,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 422, "{res}");
+    assert_eq!(res["error"], "not a ZIP archive");
+
+    // Never completed: after its URL expired, the sweep removes the pending pack and object.
+    let ticket = start(&app, &owner, &bytes, &sha(&bytes)).await;
+    let orphan = ticket["id"].as_str().unwrap().to_owned();
+    let orphan_url = ticket["uploadUrl"].as_str().unwrap().to_owned();
+    assert_eq!(put(&orphan_url, bytes.clone()).await, 200);
+    assert_eq!(app.ports.blobs.list("packs/").await.unwrap().len(), 2);
+    clock.advance(time::Duration::hours(2));
+    let report = paddock::retention::sweep(&app.ports).await.unwrap();
+    assert_eq!(report.of("sharepack_uploads"), 1, "{report:?}");
+    assert_eq!(
+        app.ports.blobs.list("packs/").await.unwrap(),
+        vec![format!("packs/{id}.zip")]
+    );
+    drop(orphan);
+}
+
+async fn local_upload_urls_are_signed(app: TestApp, clock: Arc<ManualClock>) {
+    let (owner, _) = app.driver("Signer").await;
+    let bytes = a_pack();
+    let ticket = start(&app, &owner, &bytes, &sha(&bytes)).await;
+    let url = ticket["uploadUrl"].as_str().unwrap().to_owned();
+    let tampered = url.replace("signature=", "signature=00");
+    assert_eq!(put(&tampered, bytes.clone()).await, 403);
+    let longer = url.replace(
+        &format!("length={}", bytes.len()),
+        &format!("length={}", bytes.len() + 1),
+    );
+    assert_eq!(put(&longer, bytes.clone()).await, 403);
+    let mut short = bytes.clone();
+    short.pop();
+    assert_eq!(put(&url, short).await, 400, "not the declared length");
+    clock.advance(time::Duration::minutes(16));
+    assert_eq!(put(&url, bytes).await, 403, "expired");
+}
+
+async fn bad_packs_are_refused_and_nothing_is_stored(app: TestApp) {
+    let (token, _) = app.driver("Mallory").await;
+    let good = a_pack();
+    let mut truncated = good.clone();
+    truncated.truncate(good.len() / 2);
+    let mut bad_crc = stored_zip("data.bin", &[7u8; 5000]);
+    // Flip a byte inside the stored data (after the 30-byte header and the name).
+    bad_crc[30 + "data.bin".len() + 100] ^= 0xff;
+    let mut encrypted = stored_zip("secret.txt", b"hidden");
+    // Mark the entry encrypted in its local header and its central directory entry.
+    encrypted[6] |= 1;
+    let central = encrypted
+        .windows(4)
+        .position(|w| w == [0x50, 0x4b, 0x01, 0x02])
+        .unwrap();
+    encrypted[central + 8] |= 1;
+    let ratio_bomb = zip_of(&[("zeros.bin", vec![0u8; 30 * 1024 * 1024])]);
+    // Nine entries that each compress about 20:1 (under the ratio cap) but inflate to 18 MiB
+    // together: the total cap (16 MiB in this test) stops them.
+    let mut seed = 7u32;
+    let mut sparse = || -> Vec<u8> {
+        (0..2 * 1024 * 1024)
+            .map(|i| {
+                if i % 64 == 0 {
+                    seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    (seed >> 16) as u8
+                } else {
+                    0
+                }
+            })
+            .collect()
+    };
+    let layers: Vec<(String, Vec<u8>)> = (0..9)
+        .map(|i| (format!("layer/{i}.bin"), sparse()))
+        .collect();
+    let many_bomb = zip_of(
+        &layers
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.clone()))
+            .collect::<Vec<_>>(),
+    );
+    let too_many = zip_of(
+        &(0..12)
+            .map(|i| {
+                (
+                    Box::leak(format!("f{i}").into_boxed_str()) as &str,
+                    vec![1u8],
+                )
+            })
+            .collect::<Vec<_>>(),
+    );
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        ("not a zip", b"hello".to_vec(), 400, "not a ZIP archive"),
+        ("truncated", truncated, 400, "not a ZIP archive"),
+        ("bad crc", bad_crc, 400, "damaged"),
+        (
+            "parent path",
+            zip_of(&[("../evil", b"x".to_vec())]),
+            400,
+            "\"../evil\"",
+        ),
+        (
+            "absolute path",
+            zip_of(&[("/etc/passwd", b"x".to_vec())]),
+            400,
+            "\"/etc/passwd\"",
+        ),
+        ("encrypted", encrypted, 400, "encrypted"),
+        ("ratio bomb", ratio_bomb, 400, "compression ratio"),
+        ("many-entry bomb", many_bomb, 400, "inflates to more than"),
+        ("too many entries", too_many, 400, "at most 10"),
+        (
+            "over the direct size",
+            vec![0u8; 2 * 1024 * 1024 + 1],
+            413,
+            "POST /v1/sharepacks/uploads",
+        ),
+    ];
+    for (what, bytes, status, message) in cases {
+        let (got, res) = upload(&app, &token, "x", bytes).await;
+        assert_eq!(got, status, "{what}: {res}");
+        assert!(
+            res["error"].as_str().unwrap().contains(message),
+            "{what}: {res}"
+        );
+    }
+    no_pack_objects(&app).await;
+    let (_, mine) = envelope(app.get_auth("/v1/sharepacks", &token).await).await;
+    assert_eq!(mine["data"]["items"], json!([]));
+    let res = app
+        .client
+        .post(format!("{}/v1/sharepacks?name=x", app.address))
+        .bearer_auth(&token)
+        .header("content-type", "text/plain")
+        .body("zip?")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 415);
+    let (status, res) = upload(&app, &token, "", a_pack()).await;
+    assert_eq!(status, 400, "{res}");
+    assert!(res["error"].as_str().unwrap().starts_with("name"), "{res}");
+}
+
+async fn quotas_hold(app: TestApp) {
+    let (token, _) = app.driver("Hoarder").await;
+    for i in 0..2 {
+        let (status, res) = upload(&app, &token, &format!("p{i}"), a_pack()).await;
+        assert_eq!(status, 201, "{res}");
+    }
+    let (status, res) = upload(&app, &token, "p2", a_pack()).await;
+    assert_eq!(status, 429, "{res}");
+    assert!(
+        res["error"].as_str().unwrap().contains("2 share packs"),
+        "{res}"
+    );
+    // Uploads a minute are counted whatever their fate: the limit is 4.
+    for _ in 0..1 {
+        let _ = upload(&app, &token, "x", b"nope".to_vec()).await;
+    }
+    let (status, _) = upload(&app, &token, "x", b"nope".to_vec()).await;
+    assert_eq!(status, 429, "the fifth upload in a minute");
+    assert_eq!(app.ports.blobs.list("packs/").await.unwrap().len(), 2);
+}
+
+fn limits(s: &mut paddock::config::Settings) {
+    s.sharepacks.max_direct_bytes = 512 * 1024;
+    s.sharepacks.max_entries = 10;
+    s.sharepacks.max_uncompressed_bytes = 16 * 1024 * 1024;
+    s.sharepacks.max_per_user = 2;
+    s.sharepacks.uploads_per_minute = 4;
+}
+
+macro_rules! configured {
+    ($backend:ident, $module:ident) => {
+        mod $module {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread")]
+            async fn packs_are_shared_by_id_and_deleted_by_their_owner() {
+                let (app, _) = spawn_configured(Backend::$backend, |s| {
+                    s.sharepacks.max_direct_bytes = 512 * 1024
+                })
+                .await;
+                super::packs_are_shared_by_id_and_deleted_by_their_owner(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn large_packs_go_through_upload_urls() {
+                let (app, clock) = spawn_configured(Backend::$backend, |_| {}).await;
+                super::large_packs_go_through_upload_urls(app, clock).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn bad_packs_are_refused_and_nothing_is_stored() {
+                let (app, _) = spawn_configured(Backend::$backend, |s| {
+                    limits(s);
+                    s.sharepacks.max_direct_bytes = 2 * 1024 * 1024;
+                    s.sharepacks.uploads_per_minute = 100;
+                    s.sharepacks.max_per_user = 100;
+                })
+                .await;
+                super::bad_packs_are_refused_and_nothing_is_stored(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn quotas_hold() {
+                let (app, _) = spawn_configured(Backend::$backend, limits).await;
+                super::quotas_hold(app).await;
+            }
+        }
+    };
+}
+
+configured!(Embedded, embedded);
+configured!(Aws, dynamodb_local);
+
+#[tokio::test(flavor = "multi_thread")]
+async fn local_upload_urls_are_signed_and_expire() {
+    let (app, clock) = spawn_configured(Backend::Embedded, |_| {}).await;
+    local_upload_urls_are_signed(app, clock).await;
+}
