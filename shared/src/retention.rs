@@ -74,13 +74,14 @@ pub async fn sweep(ports: &Ports) -> Result<SweepReport, StoreError> {
                 // A pack that expired pending (never completed, or its publisher crashed)
                 // takes its object with it; expired, it can never be published.
                 if let (Table::Sharepacks, Some(id)) = (table, key.pk.strip_prefix("PACK#")) {
-                    ports
-                        .blobs
-                        .delete(&crate::sharepacks::blob_key(id))
-                        .await
-                        .map_err(|e| {
+                    for object in [
+                        crate::sharepacks::blob_key(id),
+                        crate::sharepacks::upload_key(id),
+                    ] {
+                        ports.blobs.delete(&object).await.map_err(|e| {
                             StoreError::Unavailable(format!("removing an unfinished pack: {e}"))
                         })?;
+                    }
                 }
                 if ports.items.delete_expired(table, key).await? {
                     *report.removed.entry(kind_of(table, key)).or_default() += 1;

@@ -285,7 +285,11 @@ async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock
     let orphan = ticket["id"].as_str().unwrap().to_owned();
     let orphan_url = ticket["uploadUrl"].as_str().unwrap().to_owned();
     assert_eq!(put(&orphan_url, bytes.clone()).await, 200);
-    assert_eq!(app.ports.blobs.list("packs/").await.unwrap().len(), 2);
+    assert_eq!(
+        app.ports.blobs.list("uploads/").await.unwrap().len(),
+        1,
+        "waiting for complete"
+    );
     clock.advance(time::Duration::hours(2));
     let report = paddock::retention::sweep(&app.ports).await.unwrap();
     assert_eq!(report.of("sharepack_uploads"), 1, "{report:?}");

@@ -182,6 +182,29 @@ impl BlobStore for S3BlobStore {
         Ok(Some(written))
     }
 
+    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError> {
+        check_key(from)?;
+        check_key(to)?;
+        // A server-side copy (up to 5 GB in one call), then the source goes.
+        let copied = self
+            .client
+            .copy_object()
+            .bucket(&self.bucket)
+            .copy_source(format!("{}/{from}", self.bucket))
+            .key(to)
+            .send()
+            .await;
+        match copied {
+            Ok(_) => {}
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
+                return Ok(false);
+            }
+            Err(e) => return Err(unavailable(&e)),
+        }
+        self.delete(from).await?;
+        Ok(true)
+    }
+
     async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
         check_key(key)?;
         match self

@@ -587,6 +587,8 @@ impl ItemStore for DynamoItemStore {
             .table_name(self.table(table))
             .filter_expression(format!("{ttl} <= {now}"))
             .projection_expression(projection)
+            // What expired a moment ago must be seen now, as in the embedded store.
+            .consistent_read(true)
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())
             .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))

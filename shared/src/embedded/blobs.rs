@@ -176,6 +176,18 @@ impl BlobStore for DirBlobStore {
         }
     }
 
+    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError> {
+        let (source, target) = (self.path(from)?, self.path(to)?);
+        if let Some(dir) = target.parent() {
+            tokio::fs::create_dir_all(dir).await.map_err(io)?;
+        }
+        match tokio::fs::rename(source, target).await {
+            Ok(()) => Ok(true),
+            Err(e) if missing(&e) => Ok(false),
+            Err(e) => Err(io(e)),
+        }
+    }
+
     async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
         let file = match tokio::fs::File::open(self.path(key)?).await {
             Ok(f) => f,

@@ -76,6 +76,8 @@ pub trait BlobStore: Send + Sync {
     async fn put_file(&self, key: &str, path: &Path, content_type: &str) -> Result<(), BlobError>;
     /// Streams the object under `key` into a new file at `path`; its length, or `None`.
     async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError>;
+    /// Moves the object at `from` to `to` (replacing it); false when `from` is missing.
+    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError>;
     /// The object under `key` as a stream, or `None`.
     async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError>;
 }

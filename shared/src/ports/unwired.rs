@@ -56,6 +56,9 @@ impl BlobStore for Unwired {
     async fn get_to_file(&self, _: &str, _: &std::path::Path) -> Result<Option<u64>, BlobError> {
         Err(BlobError::Unavailable(BLOBS.into()))
     }
+    async fn rename(&self, _: &str, _: &str) -> Result<bool, BlobError> {
+        Err(BlobError::Unavailable(BLOBS.into()))
+    }
     async fn get_stream(&self, _: &str) -> Result<Option<BlobStream>, BlobError> {
         Err(BlobError::Unavailable(BLOBS.into()))
     }

@@ -18,7 +18,7 @@ use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, PageParams, Paged, ok};
 use crate::ids::UserId;
 use crate::problems::{FieldProblems, Problems};
 use crate::sharepacks::packs::{self, Declared, Labels, PackError, SharePack, UploadTicket};
-use crate::sharepacks::{blob_key, upload_urls};
+use crate::sharepacks::{blob_key, upload_key, upload_urls};
 use crate::state::AppState;
 
 /// The share-pack routes.
@@ -189,7 +189,7 @@ pub(crate) async fn start_upload(
     let labels = Labels::parse(&mut p, body.name, body.description);
     let declared = Declared::parse(&mut p, body.size_bytes, body.sha256, limits);
     let (labels, declared) = p.into_result(labels.zip(declared))?;
-    let key = upload_key(&state).await?;
+    let key = url_signing_key(&state).await?;
     let base = state.public_url();
     let ticket = packs::start_upload(&state.ports, limits, user.user_id(), labels, declared, |id, expires, length| {
         let signature = upload_urls::sign(&key, id, expires, length);
@@ -199,7 +199,7 @@ pub(crate) async fn start_upload(
     Ok(with_status(StatusCode::CREATED, ticket))
 }
 
-async fn upload_key(state: &AppState) -> Result<Vec<u8>, ApiError> {
+async fn url_signing_key(state: &AppState) -> Result<Vec<u8>, ApiError> {
     let key = state
         .ports
         .secrets
@@ -244,7 +244,7 @@ pub(crate) async fn upload_content(
     else {
         return Err(ApiError::Forbidden("the upload URL is not signed".into()));
     };
-    let key = upload_key(&state).await?;
+    let key = url_signing_key(&state).await?;
     if !upload_urls::verify(
         &key,
         &id,
@@ -286,7 +286,7 @@ pub(crate) async fn upload_content(
         state
             .ports
             .blobs
-            .put_file(&blob_key(&id), &staging, "application/zip")
+            .put_file(&upload_key(&id), &staging, "application/zip")
             .await?;
         Ok(())
     }

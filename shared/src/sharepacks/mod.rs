@@ -8,9 +8,10 @@
 //! - `OWNER#<user id>` / `<created at>#<id>`: the owner's list, newest last;
 //! - `USAGE#<user id>` / `USAGE`: packs and bytes the owner holds (the quotas).
 //!
-//! Objects live in the blob store under `packs/<id>.zip`. A pending item is written before its
+//! Objects live in the blob store under `packs/<id>.zip`; bytes PUT to an upload URL wait under
+//! `uploads/<id>.zip` until the pack is completed. A pending item is written before any
 //! object, so a crash in between leaves an expiring item that the retention sweep removes
-//! together with the object (an expired pending pack can never be published).
+//! together with the objects (an expired pending pack can never be published).
 
 pub mod packs;
 pub mod upload_urls;
@@ -19,4 +20,10 @@ pub mod zip_check;
 /// The blob key of pack `id`'s object.
 pub fn blob_key(id: &str) -> String {
     format!("packs/{id}.zip")
+}
+
+/// Where the bytes PUT to pack `id`'s upload URL wait until it is completed (a lifecycle rule
+/// in AWS expires what is left there).
+pub fn upload_key(id: &str) -> String {
+    format!("uploads/{id}.zip")
 }

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 use utoipa::ToSchema;
 
-use super::blob_key;
 use super::zip_check::{self, ZipProblem};
+use super::{blob_key, upload_key};
 use crate::config::SharepackSettings;
 use crate::identity::rate_limits::{self, Limit, LimitError};
 use crate::ids::UserId;
@@ -280,10 +280,12 @@ async fn publish(
     }
 }
 
-/// Removes a pack that will not be published: its object and its pending item.
+/// Removes a pack that will not be published: its objects and its pending item.
 async fn abandon(ports: &Ports, id: &str) {
-    if let Err(e) = ports.blobs.delete(&blob_key(id)).await {
-        tracing::warn!(error = %e, pack = id, "could not remove a refused pack's object; the sweep will");
+    for key in [blob_key(id), upload_key(id)] {
+        if let Err(e) = ports.blobs.delete(&key).await {
+            tracing::warn!(error = %e, pack = id, "could not remove a refused pack's object; the sweep will");
+        }
     }
     let pending = Some(Condition::eq("state", "pending"));
     if let Err(e) = ports
@@ -459,7 +461,7 @@ pub async fn start_upload(
     let ttl = Duration::from_secs(UPLOAD_URL_SECS as u64);
     let url = match ports
         .blobs
-        .presigned_put(&blob_key(&pack.id), ttl, pack.size_bytes)
+        .presigned_put(&upload_key(&pack.id), ttl, pack.size_bytes)
         .await?
     {
         Some(url) => url,
@@ -507,7 +509,7 @@ pub async fn complete(
     }
     let result = async {
         let file = staging.join(format!("pack-{id}.zip"));
-        let arrived = ports.blobs.get_to_file(&blob_key(id), &file).await?;
+        let arrived = ports.blobs.get_to_file(&upload_key(id), &file).await?;
         let checked = async {
             let Some(size) = arrived else {
                 return Err(PackError::Mismatch(
@@ -542,6 +544,11 @@ pub async fn complete(
         let _ = tokio::fs::remove_file(&file).await;
         let summary = checked?;
         pack.entry_count = summary.entries;
+        if !ports.blobs.rename(&upload_key(id), &blob_key(id)).await? {
+            return Err(PackError::Mismatch(
+                "nothing was uploaded to the upload URL".into(),
+            ));
+        }
         publish(ports, owner, &pack, limits).await?;
         Ok(pack)
     }
