@@ -6,6 +6,7 @@
 mod activity;
 mod coaching;
 mod load;
+mod packs;
 
 use anyhow::Context;
 use axum::Router;
@@ -20,8 +21,8 @@ struct Options {
     seconds: u64,
     connections: usize,
     rounds: usize,
-    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `ai`, `activity`,
-    /// `memory`, `login`).
+    /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `ai`, `packs`,
+    /// `activity`, `memory`, `login`).
     only: Option<String>,
 }
 
@@ -80,6 +81,9 @@ async fn spawn_paddock(dir: &std::path::Path, model_api: SocketAddr) -> anyhow::
     settings.ai.base_url_configured = true;
     settings.ai.requests_per_hour = u32::MAX;
     settings.ai.tokens_per_day = u64::MAX;
+    settings.sharepacks.uploads_per_minute = u32::MAX;
+    settings.sharepacks.max_per_user = u32::MAX;
+    settings.sharepacks.max_bytes_per_user = u64::MAX / 4;
     std::fs::write(
         dir.join("secrets.json"),
         serde_json::json!({"anthropicApiKey": "bench-key"}).to_string(),
@@ -183,6 +187,10 @@ async fn main() -> anyhow::Result<()> {
             o.rounds,
         )
         .await?;
+    }
+    if o.wants("packs") {
+        packs::direct(paddock, &access, Duration::from_secs(o.seconds)).await?;
+        packs::large_uploads_memory(paddock, &access).await?;
     }
     if o.wants("activity") {
         let consumers_dir = tempfile::tempdir()?;
@@ -476,7 +484,7 @@ async fn argon2_verifies(parallel: usize, duration: Duration) -> anyhow::Result<
 }
 
 /// A line of `/proc/self/status` in kB (`VmRSS`, `VmHWM`), as bytes.
-fn status_bytes(field: &str) -> Option<u64> {
+pub(crate) fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
