@@ -89,6 +89,10 @@ async fn no_pack_objects(app: &TestApp) {
         app.ports.blobs.list("packs/").await.unwrap(),
         Vec::<String>::new()
     );
+    assert_eq!(
+        app.ports.blobs.list("uploads/").await.unwrap(),
+        Vec::<String>::new()
+    );
 }
 
 async fn packs_are_shared_by_id_and_deleted_by_their_owner(app: TestApp) {
@@ -262,6 +266,23 @@ async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock
         vec![format!("packs/{id}.zip")],
         "the refused object is gone"
     );
+    assert!(
+        app.ports.blobs.list("uploads/").await.unwrap().is_empty(),
+        "the refused object is gone"
+    );
+    // ... and so is its item: the store knows the pack no more.
+    assert!(
+        paddock::sharepacks::packs::pending(&app.ports, &bad_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        paddock::sharepacks::packs::get(&app.ports, &bad_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // Not a ZIP at all, through the URL: 422 naming why.
     let junk = b"definitely not a zip file".to_vec();
@@ -297,7 +318,16 @@ async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock
         app.ports.blobs.list("packs/").await.unwrap(),
         vec![format!("packs/{id}.zip")]
     );
-    drop(orphan);
+    assert!(
+        app.ports.blobs.list("uploads/").await.unwrap().is_empty(),
+        "{orphan} swept"
+    );
+    assert!(
+        paddock::sharepacks::packs::pending(&app.ports, &orphan)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 async fn local_upload_urls_are_signed(app: TestApp, clock: Arc<ManualClock>) {

@@ -228,7 +228,7 @@ pub(crate) struct SignedUpload {
 /// signature authorises it; no token).
 #[utoipa::path(put, path = "/v1/sharepacks/uploads/{id}/content", tag = "sharepacks",
     params(("id" = String, Path, description = "Pack id"), SignedUpload),
-    request_body(content((Vec<u8> = "application/zip")), description = "Exactly the declared bytes"),
+    request_body(content((Vec<u8> = "application/zip"), (Vec<u8> = "application/octet-stream")), description = "Exactly the declared bytes (any content type)"),
     responses((status = 200, description = "Stored; now call complete"),
               (status = 400, description = "Not the declared length"),
               (status = 403, description = "A wrong, tampered or expired signature"),
