@@ -48,27 +48,12 @@ impl BlobStore for S3BlobStore {
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>, BlobError> {
-        check_key(key)?;
-        match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-        {
-            Ok(out) => {
+        match self.object(key).await? {
+            Some(out) => {
                 let data = out.body.collect().await.map_err(|e| unavailable(&e))?;
                 Ok(Some(data.into_bytes()))
             }
-            Err(e)
-                if e.as_service_error().is_some_and(
-                    aws_sdk_s3::operation::get_object::GetObjectError::is_no_such_key,
-                ) =>
-            {
-                Ok(None)
-            }
-            Err(e) => Err(unavailable(&e)),
+            None => Ok(None),
         }
     }
 
@@ -206,6 +191,30 @@ impl BlobStore for S3BlobStore {
     }
 
     async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
+        let Some(out) = self.object(key).await? else {
+            return Ok(None);
+        };
+        let length = out
+            .content_length()
+            .and_then(|n| u64::try_from(n).ok())
+            .unwrap_or_default();
+        let reader = out.body.into_async_read();
+        Ok(Some(BlobStream {
+            length,
+            body: Box::pin(tokio_util::io::ReaderStream::with_capacity(
+                reader,
+                64 * 1024,
+            )),
+        }))
+    }
+}
+
+impl S3BlobStore {
+    /// The object under `key` (its body not yet read), or `None`.
+    async fn object(
+        &self,
+        key: &str,
+    ) -> Result<Option<aws_sdk_s3::operation::get_object::GetObjectOutput>, BlobError> {
         check_key(key)?;
         match self
             .client
@@ -215,20 +224,7 @@ impl BlobStore for S3BlobStore {
             .send()
             .await
         {
-            Ok(out) => {
-                let length = out
-                    .content_length()
-                    .and_then(|n| u64::try_from(n).ok())
-                    .unwrap_or_default();
-                let reader = out.body.into_async_read();
-                Ok(Some(BlobStream {
-                    length,
-                    body: Box::pin(tokio_util::io::ReaderStream::with_capacity(
-                        reader,
-                        64 * 1024,
-                    )),
-                }))
-            }
+            Ok(out) => Ok(Some(out)),
             Err(e)
                 if e.as_service_error().is_some_and(
                     aws_sdk_s3::operation::get_object::GetObjectError::is_no_such_key,

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::json;
 use std::sync::Arc;
 
-use super::llm::{Completion, LanguageModel, LlmError, Prompt, status_error, transport_error};
+use super::llm::{Completion, LanguageModel, LlmError, Prompt, read_answer, transport_error};
 use crate::ports::SecretSource;
 
 /// The secret holding the API key.
@@ -95,18 +95,7 @@ impl LanguageModel for Anthropic {
             .send()
             .await
             .map_err(|e| transport_error(&e))?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            return Err(status_error(status, retry_after.as_deref()));
-        }
-        let bytes = response.bytes().await.map_err(|e| transport_error(&e))?;
-        let answer: Answer = serde_json::from_slice(&bytes)
-            .map_err(|e| LlmError::Upstream(format!("unreadable answer: {e}")))?;
+        let answer: Answer = read_answer(response).await?;
         let text: String = answer
             .content
             .iter()

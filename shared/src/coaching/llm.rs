@@ -87,7 +87,7 @@ pub trait LanguageModel: Send + Sync {
 
 /// Maps an upstream error status to the error it means; `retry_after` is the upstream's
 /// `Retry-After` header.
-pub(crate) fn status_error(status: u16, retry_after: Option<&str>) -> LlmError {
+fn status_error(status: u16, retry_after: Option<&str>) -> LlmError {
     match status {
         401 | 403 => LlmError::Rejected { status },
         // 529 is Anthropic's "overloaded"; 503 the usual one.
@@ -96,6 +96,25 @@ pub(crate) fn status_error(status: u16, retry_after: Option<&str>) -> LlmError {
         },
         other => LlmError::Upstream(format!("status {other}")),
     }
+}
+
+/// The answer of a call: its JSON body as `T` when the status is 200, else the error the
+/// status means (with the upstream's `Retry-After`).
+pub(crate) async fn read_answer<T: serde::de::DeserializeOwned>(
+    response: reqwest::Response,
+) -> Result<T, LlmError> {
+    let status = response.status().as_u16();
+    if status != 200 {
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        return Err(status_error(status, retry_after.as_deref()));
+    }
+    let bytes = response.bytes().await.map_err(|e| transport_error(&e))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| LlmError::Upstream(format!("unreadable answer: {e}")))
 }
 
 /// Maps a transport error.

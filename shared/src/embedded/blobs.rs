@@ -35,27 +35,11 @@ fn io(e: std::io::Error) -> BlobError {
 #[async_trait]
 impl BlobStore for DirBlobStore {
     async fn put(&self, key: &str, bytes: Bytes, _content_type: &str) -> Result<(), BlobError> {
-        let path = self.path(key)?;
-        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            let dir = path.parent().expect("blob path has a parent");
-            std::fs::create_dir_all(dir)?;
-            // Write beside the target and rename, so readers never see half an object.
-            let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
-            let result = (|| {
-                use std::io::Write;
-                let mut file = std::fs::File::create(&tmp)?;
-                file.write_all(&bytes)?;
-                file.sync_all()?;
-                std::fs::rename(&tmp, &path)
-            })();
-            if result.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            result
+        write_atomically(self.path(key)?, move |tmp| {
+            use std::io::Write;
+            std::fs::File::create(tmp)?.write_all(&bytes)
         })
         .await
-        .map_err(|e| BlobError::Unavailable(e.to_string()))?
-        .map_err(io)
     }
 
     async fn get(&self, key: &str) -> Result<Option<Bytes>, BlobError> {
@@ -148,24 +132,11 @@ impl BlobStore for DirBlobStore {
     }
 
     async fn put_file(&self, key: &str, path: &Path, _content_type: &str) -> Result<(), BlobError> {
-        let target = self.path(key)?;
         let source = path.to_owned();
-        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            let dir = target.parent().expect("blob path has a parent");
-            std::fs::create_dir_all(dir)?;
-            // Copy beside the target, then rename: readers never see half an object.
-            let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
-            let result = std::fs::copy(&source, &tmp)
-                .and_then(|_| std::fs::File::open(&tmp)?.sync_all())
-                .and_then(|()| std::fs::rename(&tmp, &target));
-            if result.is_err() {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            result
+        write_atomically(self.path(key)?, move |tmp| {
+            std::fs::copy(&source, tmp).map(|_| ())
         })
         .await
-        .map_err(|e| BlobError::Unavailable(e.to_string()))?
-        .map_err(io)
     }
 
     async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError> {
@@ -200,6 +171,29 @@ impl BlobStore for DirBlobStore {
             body: Box::pin(tokio_util::io::ReaderStream::with_capacity(file, 64 * 1024)),
         }))
     }
+}
+
+/// Writes `target` through `write` into a file beside it, synced, then renamed over it, so
+/// readers never see half an object; the partial file goes on failure.
+async fn write_atomically(
+    target: PathBuf,
+    write: impl FnOnce(&Path) -> std::io::Result<()> + Send + 'static,
+) -> Result<(), BlobError> {
+    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        let dir = target.parent().expect("blob path has a parent");
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
+        let result = write(&tmp)
+            .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+            .and_then(|()| std::fs::rename(&tmp, &target));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    })
+    .await
+    .map_err(|e| BlobError::Unavailable(e.to_string()))?
+    .map_err(io)
 }
 
 /// A missing object (or a missing directory on its path).
