@@ -3,7 +3,7 @@
 //! downloads, owner-only deletes, every kind of bad ZIP, quotas, and the sweep of uploads that
 //! were never completed.
 
-use paddock::ports::ManualClock;
+use paddock::ports::{Clock, ManualClock};
 use paddock_tests::{Backend, TestApp, envelope, spawn_configured};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -328,6 +328,28 @@ async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock
             .unwrap()
             .is_none()
     );
+
+    // A delete cut short after its transaction (object and item left behind): the pack is
+    // already invisible, and the sweep finishes the job.
+    let item = paddock::ports::items::Key::new(format!("PACK#{id}"), "META");
+    let update = paddock::ports::items::Update::set("state", "deleting")
+        .and_set(paddock::ports::items::TTL, clock.unix() + 60);
+    app.ports
+        .items
+        .update(paddock::tables::Table::Sharepacks, &item, update, None)
+        .await
+        .unwrap();
+    assert!(
+        paddock::sharepacks::packs::get(&app.ports, &id)
+            .await
+            .unwrap()
+            .is_none(),
+        "hidden at once"
+    );
+    clock.advance(time::Duration::minutes(2));
+    let report = paddock::retention::sweep(&app.ports).await.unwrap();
+    assert_eq!(report.of("sharepack_uploads"), 1, "{report:?}");
+    assert!(app.ports.blobs.list("packs/").await.unwrap().is_empty());
 }
 
 async fn local_upload_urls_are_signed(app: TestApp, clock: Arc<ManualClock>) {

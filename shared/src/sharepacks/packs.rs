@@ -51,6 +51,8 @@ pub struct SharePack {
 enum State {
     Pending,
     Ready,
+    /// Being deleted: hidden, and expiring, so a delete cut short is finished by the sweep.
+    Deleting,
 }
 
 /// The stored metadata item.
@@ -605,9 +607,11 @@ pub async fn list(
     Ok((packs, page.next_cursor))
 }
 
-/// Deletes `owner`'s pack `id`: the metadata, the list entry and the quota in one transaction
-/// (conditional on the owner, so anyone else, and a second concurrent delete, get `NotFound`),
-/// then the object.
+/// Deletes `owner`'s pack `id`. One transaction (conditional on the owner and the pack being
+/// ready, so anyone else, and a second concurrent delete, get `NotFound`) hides the pack behind
+/// an expiring `deleting` state, drops it from the owner's list and gives back its quota; then
+/// the object goes, then the item. A delete cut short in between leaves an expiring item that
+/// the retention sweep removes with the object.
 pub async fn delete(ports: &Ports, owner: &UserId, id: &str) -> Result<(), PackError> {
     let Some((pack, pack_owner)) = get(ports, id).await? else {
         return Err(PackError::NotFound);
@@ -615,10 +619,12 @@ pub async fn delete(ports: &Ports, owner: &UserId, id: &str) -> Result<(), PackE
     if &pack_owner != owner {
         return Err(PackError::NotFound);
     }
+    let expires = ports.clock.unix() + PENDING_GRACE_SECS;
     let ops = vec![
-        TxOp::Delete {
+        TxOp::Update {
             table: Table::Sharepacks,
             key: meta_key(id),
+            update: Update::set("state", "deleting").and_set(TTL, expires),
             condition: Some(Condition::And(vec![
                 Condition::eq("ownerId", owner.as_str()),
                 Condition::eq("state", "ready"),
@@ -646,5 +652,9 @@ pub async fn delete(ports: &Ports, owner: &UserId, id: &str) -> Result<(), PackE
         Err(e) => return Err(e.into()),
     }
     ports.blobs.delete(&blob_key(id)).await?;
+    ports
+        .items
+        .delete(Table::Sharepacks, &meta_key(id), None)
+        .await?;
     Ok(())
 }
