@@ -43,15 +43,23 @@ pub enum EventKind {
     /// A driver unlocked an achievement.
     #[serde(rename = "achievement.unlocked")]
     AchievementUnlocked(AchievementUnlocked),
+    /// A driver changed their display name or avatar.
+    #[serde(rename = "profile.updated")]
+    ProfileUpdated(ProfileUpdated),
+    /// A driver deleted their account: the deletion job removes the rest of their data.
+    #[serde(rename = "account.deleted")]
+    AccountDeleted(AccountDeleted),
 }
 
 impl EventKind {
     /// Every wire name, in a stable order (metric labels are bounded by this list).
-    pub const NAMES: [&'static str; 4] = [
+    pub const NAMES: [&'static str; 6] = [
         "session.uploaded",
         "leaderboard.submit",
         "track.process",
         "achievement.unlocked",
+        "profile.updated",
+        "account.deleted",
     ];
 
     /// The wire name of this kind.
@@ -61,6 +69,8 @@ impl EventKind {
             Self::LeaderboardSubmitted(_) => Self::NAMES[1],
             Self::TrackProcessRequested(_) => Self::NAMES[2],
             Self::AchievementUnlocked(_) => Self::NAMES[3],
+            Self::ProfileUpdated(_) => Self::NAMES[4],
+            Self::AccountDeleted(_) => Self::NAMES[5],
         }
     }
 }
@@ -156,6 +166,24 @@ pub struct AchievementUnlocked {
     pub description: String,
     /// The event that unlocked it.
     pub cause_event_id: Uuid,
+}
+
+/// `profile.updated`: the driver's name or avatar changed; whoever shows them copies the
+/// profile as it is when the event is handled (so late or repeated events change nothing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProfileUpdated {
+    /// The profile's version after the change.
+    pub version: i64,
+}
+
+/// `account.deleted`: the account is marked deleted and signed out everywhere; the deletion
+/// job removes every other record and object of the driver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountDeleted {
+    /// The deletion job (answered to the driver, and in the job's log lines).
+    pub job_id: String,
 }
 
 impl Event {

@@ -11,6 +11,7 @@ pub mod app;
 pub mod aws;
 pub mod coaching;
 pub mod config;
+pub mod driver_data;
 pub mod embedded;
 pub(crate) mod envelope;
 pub mod events;

@@ -52,6 +52,12 @@ pub(crate) struct Metrics {
     /// Leaderboard submissions refused as implausible, by reason (`too_fast`,
     /// `sectors_mismatch`).
     pub implausible_laps: IntCounterVec,
+    /// Data exports, by result (`complete`, `failed`).
+    pub exports: IntCounterVec,
+    /// Account deletions, by stage (`started`, `finished`).
+    pub account_deletions: IntCounterVec,
+    /// Items and objects removed by account deletion jobs, by kind of driver data.
+    pub account_deletion_items: IntCounterVec,
 }
 
 fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
@@ -205,8 +211,26 @@ impl Metrics {
         for reason in IMPLAUSIBLE_LAP_REASONS {
             implausible_laps.with_label_values(&[reason]);
         }
+        let exports = counter_vec(
+            "paddock_exports_total",
+            "Data exports, by result (complete or failed).",
+            "result",
+        );
+        let account_deletions = counter_vec(
+            "paddock_account_deletions_total",
+            "Account deletions, by stage (started: the account is gone and the job queued; finished: every record removed).",
+            "stage",
+        );
+        let account_deletion_items = counter_vec(
+            "paddock_account_deletion_items_total",
+            "Items and objects removed by account deletion jobs, by kind of driver data.",
+            "kind",
+        );
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(exports.clone()),
+            Box::new(account_deletions.clone()),
+            Box::new(account_deletion_items.clone()),
             Box::new(latency.clone()),
             Box::new(outbox_relayed.clone()),
             Box::new(events.clone()),
@@ -249,6 +273,9 @@ impl Metrics {
             leaderboard_cache,
             track_jobs,
             implausible_laps,
+            exports,
+            account_deletions,
+            account_deletion_items,
         }
     }
 

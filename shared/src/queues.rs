@@ -17,11 +17,18 @@ pub enum QueueName {
     Achievements,
     /// Writes feed entries.
     Feed,
+    /// Carries profile changes to the leaderboards and runs account deletion jobs.
+    Accounts,
 }
 
 impl QueueName {
     /// Every queue, in a stable order (metric labels are bounded by this list).
-    pub const ALL: [QueueName; 3] = [Self::TrackMaps, Self::Achievements, Self::Feed];
+    pub const ALL: [QueueName; 4] = [
+        Self::TrackMaps,
+        Self::Achievements,
+        Self::Feed,
+        Self::Accounts,
+    ];
 
     /// The queue's name: its metric label, its embedded queue's name and (after `paddock-`)
     /// the SQS queue created for emulators.
@@ -30,6 +37,7 @@ impl QueueName {
             Self::TrackMaps => "track-maps",
             Self::Achievements => "achievements",
             Self::Feed => "feed",
+            Self::Accounts => "accounts",
         }
     }
 
@@ -39,6 +47,7 @@ impl QueueName {
             Self::TrackMaps => "TrackMaps",
             Self::Achievements => "Achievements",
             Self::Feed => "Feed",
+            Self::Accounts => "Accounts",
         }
     }
 
@@ -62,6 +71,10 @@ impl QueueName {
                 EventKind::SessionUploaded(_)
                     | EventKind::LeaderboardSubmitted(_)
                     | EventKind::AchievementUnlocked(_)
+            ),
+            Self::Accounts => matches!(
+                kind,
+                EventKind::ProfileUpdated(_) | EventKind::AccountDeleted(_)
             ),
         }
     }

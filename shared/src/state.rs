@@ -37,9 +37,11 @@ pub struct AppState {
 impl AppState {
     /// State over `ports` with `settings`.
     pub fn new(ports: Ports, settings: Settings) -> Self {
+        let leaderboards = Arc::new(BoardCache::new(settings.leaderboard_cache));
+        BoardCache::register(&leaderboards);
         Self {
             ports,
-            leaderboards: Arc::new(BoardCache::new(settings.leaderboard_cache)),
+            leaderboards,
             settings: Arc::new(settings),
             providers: Providers::default(),
             passwords: None,

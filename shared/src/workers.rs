@@ -34,6 +34,32 @@ pub fn processor(queue: QueueName) -> Processor {
         QueueName::Feed => Arc::new(|event: Event, ports: Ports| {
             Box::pin(async move { crate::activity::feed::process(&ports, &event).await })
         }),
+        QueueName::Accounts => Arc::new(|event: Event, ports: Ports| {
+            Box::pin(async move { account_event(event, ports).await })
+        }),
+    }
+}
+
+/// The accounts consumer: a renamed driver's boards, or a deleted account's deletion job.
+async fn account_event(event: Event, ports: Ports) -> Result<(), ProcessError> {
+    match &event.kind {
+        EventKind::ProfileUpdated(_) => {
+            let user_id = event
+                .user_id
+                .as_ref()
+                .ok_or_else(|| ProcessError::Poison("profile.updated without a user".into()))?;
+            crate::leaderboards::renames::apply_profile(&ports, user_id)
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    ProcessError::Retry(
+                        anyhow::Error::new(e).context("renaming a driver on the boards"),
+                    )
+                })
+        }
+        EventKind::AccountDeleted(_) => crate::driver_data::deletion::process(&ports, &event).await,
+        // Kinds this queue does not subscribe to (sent by an earlier version): acknowledged.
+        _ => Ok(()),
     }
 }
 
@@ -138,6 +164,8 @@ fn concurrency(consumer: QueueName) -> usize {
         // build is CPU work that must not starve the request handlers.
         QueueName::TrackMaps => 1,
         QueueName::Achievements | QueueName::Feed => 10,
+        // A deletion job is long and writes in batches of its own.
+        QueueName::Accounts => 2,
     }
 }
 

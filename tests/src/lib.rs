@@ -107,6 +107,8 @@ pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
     pub ports: Ports,
+    /// The settings the server runs with (its table prefix, data directory, ...).
+    pub settings: Settings,
     /// The data directory (embedded store, local secrets).
     pub dir: TempDir,
 }
@@ -140,6 +142,7 @@ pub async fn spawn_configured(
 
 /// Starts the local server over given ports.
 pub async fn spawn_with(settings: Settings, ports: Ports, dir: TempDir) -> TestApp {
+    let kept = settings.clone();
     let app = Application::build_with_ports(settings, ports.clone())
         .await
         .expect("build app");
@@ -153,6 +156,7 @@ pub async fn spawn_with(settings: Settings, ports: Ports, dir: TempDir) -> TestA
         address,
         client,
         ports,
+        settings: kept,
         dir,
     }
 }
@@ -375,4 +379,67 @@ macro_rules! on_both_backends {
                async fn $ported() { super::$ported($crate::Backend::$backend).await } )*
         }
     };
+}
+
+/// Every stored item of every table, expired or not, read around the item-store port: the
+/// embedded store's SQLite file, or a scan of each DynamoDB table.
+pub async fn every_item(
+    settings: &Settings,
+) -> Vec<(paddock::tables::Table, paddock::ports::items::Item)> {
+    use paddock::tables::Table;
+    let mut all = Vec::new();
+    match settings.backend {
+        paddock::config::Backend::Embedded => {
+            let path = settings.data_dir.join("paddock.db");
+            let conn = rusqlite::Connection::open_with_flags(
+                &path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+            )
+            .expect("the embedded store's file");
+            let mut stmt = conn.prepare("SELECT tbl, body FROM items").unwrap();
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                .unwrap();
+            for row in rows {
+                let (table, body) = row.unwrap();
+                let table = Table::from_name(&table).expect("a known table");
+                all.push((table, serde_json::from_str(&body).expect("an item")));
+            }
+        }
+        paddock::config::Backend::Aws => {
+            let client = aws_sdk_dynamodb::Client::new(&aws::sdk_config().await);
+            for table in Table::ALL {
+                let mut start = None;
+                loop {
+                    let out = client
+                        .scan()
+                        .table_name(table.physical(&settings.table_prefix))
+                        .consistent_read(true)
+                        .set_exclusive_start_key(start)
+                        .send()
+                        .await
+                        .expect("scan");
+                    for attrs in out.items.unwrap_or_default() {
+                        all.push((table, serde_dynamo::from_item(attrs).expect("an item")));
+                    }
+                    match out.last_evaluated_key {
+                        Some(next) if !next.is_empty() => start = Some(next),
+                        _ => break,
+                    }
+                }
+            }
+        }
+    }
+    all
+}
+
+/// Every blob's key and bytes.
+pub async fn every_blob(ports: &Ports) -> Vec<(String, Vec<u8>)> {
+    let mut all = Vec::new();
+    for key in ports.blobs.list("").await.expect("blob listing") {
+        if let Some(bytes) = ports.blobs.get(&key).await.expect("blob") {
+            all.push((key, bytes.to_vec()));
+        }
+    }
+    all
 }

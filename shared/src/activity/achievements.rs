@@ -20,6 +20,7 @@ use utoipa::ToSchema;
 use super::catalog::{self, Achievement, CATALOG, Category, Rule};
 use super::statistics::{FirstTimes, Statistics};
 use crate::events::{AchievementUnlocked, Event, EventKind, ProcessError, SessionUploaded};
+use crate::identity::users;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
@@ -120,7 +121,11 @@ async fn attempt(ports: &Ports, user_id: &UserId, event: &Event) -> Result<(), S
         Some(item) => Some(decode::<StatsRecord>(item, "achievement statistics")?),
         None => None,
     };
-    let mut ops = vec![marker_op(QueueName::Achievements, event)];
+    // The check keeps a late event of a deleted account from writing anything (index 1).
+    let mut ops = vec![
+        marker_op(QueueName::Achievements, event),
+        users::not_deleted_op(user_id),
+    ];
     let mut stats = stored.as_ref().map(|s| s.stats.clone()).unwrap_or_default();
     match &event.kind {
         EventKind::SessionUploaded(session) => {
@@ -128,7 +133,10 @@ async fn attempt(ports: &Ports, user_id: &UserId, event: &Event) -> Result<(), S
             stats.add_session(session, first);
         }
         EventKind::LeaderboardSubmitted(submission) => stats.add_submission(submission),
-        EventKind::TrackProcessRequested(_) | EventKind::AchievementUnlocked(_) => {
+        EventKind::TrackProcessRequested(_)
+        | EventKind::AchievementUnlocked(_)
+        | EventKind::ProfileUpdated(_)
+        | EventKind::AccountDeleted(_) => {
             return Ok(());
         }
     }
@@ -182,7 +190,14 @@ async fn attempt(ports: &Ports, user_id: &UserId, event: &Event) -> Result<(), S
             None => Condition::NotExists,
         }),
     });
-    items.transact(ops).await?;
+    match items.transact(ops).await {
+        Ok(()) => {}
+        Err(e) if e.is_condition_failed_at(1) => {
+            tracing::info!(%user_id, event_id = %event.id, "event of a deleted account ignored");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    }
     for achievement in earned {
         crate::metrics::global()
             .achievements_unlocked

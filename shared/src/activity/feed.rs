@@ -15,10 +15,11 @@ use utoipa::ToSchema;
 pub use super::feed_text::FeedKind;
 use super::feed_text::{self, FeedText};
 use crate::events::{Event, ProcessError};
+use crate::identity::users;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{
-    Condition, Key, Query, StoreError, TTL, decode, decode_cursor, encode_cursor, item,
+    Condition, Key, Query, StoreError, TTL, TxOp, decode, decode_cursor, encode_cursor, item,
 };
 use crate::problems::{FieldProblems, Problems};
 use crate::tables::Table;
@@ -69,7 +70,8 @@ fn entry_key(user_id: &UserId, date: OffsetDateTime, id: &str) -> Key {
     Key::new(partition(user_id), format!("{}#{id}", sortable(date)))
 }
 
-/// Writes `entry` for `user_id` unless an entry with its key exists; answers whether it wrote.
+/// Writes `entry` for `user_id` unless an entry with its key exists or the account is
+/// deleted; answers the entry when it wrote it.
 async fn write(
     ports: &Ports,
     user_id: &UserId,
@@ -90,15 +92,16 @@ async fn write(
     let mut attributes = serde_json::to_value(&entry).expect("a feed entry serialises");
     attributes[TTL] = expires.into();
     let key = entry_key(user_id, text.date, &entry.id);
-    match ports
-        .items
-        .put(
-            Table::Activity,
-            item(&key, attributes),
-            Some(Condition::NotExists),
-        )
-        .await
-    {
+    let ops = vec![
+        TxOp::Put {
+            table: Table::Activity,
+            item: item(&key, attributes),
+            condition: Some(Condition::NotExists),
+        },
+        // A late event (or post) of a deleted account writes nothing.
+        users::not_deleted_op(user_id),
+    ];
+    match ports.items.transact(ops).await {
         Ok(()) => Ok(Some(entry)),
         Err(StoreError::ConditionFailed { .. }) => Ok(None),
         Err(e) => Err(e),

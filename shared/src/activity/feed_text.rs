@@ -38,7 +38,9 @@ pub(crate) fn for_event(event: &Event) -> Option<FeedText> {
         EventKind::SessionUploaded(s) => Some(session(s, event.occurred_at)),
         EventKind::LeaderboardSubmitted(s) => Some(submission(s, event.occurred_at)),
         EventKind::AchievementUnlocked(a) => Some(achievement(a, event.occurred_at)),
-        EventKind::TrackProcessRequested(_) => None,
+        EventKind::TrackProcessRequested(_)
+        | EventKind::ProfileUpdated(_)
+        | EventKind::AccountDeleted(_) => None,
     }
 }
 

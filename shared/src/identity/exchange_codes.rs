@@ -2,21 +2,30 @@
 //!
 //! Key (table `tokens`): `CODE#<sha256 hex of the code>` / `CODE`:
 //! `{userId, codeChallenge, ttl}`. A code lives 5 minutes and is consumed by a conditional
-//! delete, so of two exchanges of one code exactly one gets it.
+//! delete, so of two exchanges of one code exactly one gets it. `USER#<user id>` /
+//! `CODE#<sha256 hex>` indexes the user's codes (same expiry), so account deletion finds them.
 
 use serde_json::{Value, json};
 
 use crate::ids::UserId;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, TTL, item};
+use crate::ports::items::{Condition, Key, StoreError, TTL, TxOp, item};
 use crate::tables::Table;
 
 /// Exchange-code lifetime.
 pub const LIFETIME_SECS: i64 = 5 * 60;
 
 fn code_key(code: &str) -> Key {
-    Key::new(format!("CODE#{}", super::sha256_hex(code)), "CODE")
+    code_key_of_hash(&super::sha256_hex(code))
 }
+
+/// The key of the code whose hash is `hash`.
+pub(crate) fn code_key_of_hash(hash: &str) -> Key {
+    Key::new(format!("CODE#{hash}"), "CODE")
+}
+
+/// Sort-key prefix of a user's code index rows (partition `USER#<user id>`).
+pub(crate) const CODE_INDEX_PREFIX: &str = "CODE#";
 
 /// Issues a code (128+ random bits) for `user_id`, bound to the desktop's PKCE challenge.
 pub async fn issue(
@@ -26,13 +35,32 @@ pub async fn issue(
 ) -> Result<String, StoreError> {
     let code = super::random_token(32);
     let ttl = ports.clock.unix() + LIFETIME_SECS;
+    let hash = super::sha256_hex(&code);
     let record = item(
-        &code_key(&code),
+        &code_key_of_hash(&hash),
         json!({"userId": user_id, "codeChallenge": code_challenge, TTL: ttl}),
+    );
+    let index = item(
+        &Key::new(
+            format!("USER#{user_id}"),
+            format!("{CODE_INDEX_PREFIX}{hash}"),
+        ),
+        json!({ TTL: ttl }),
     );
     ports
         .items
-        .put(Table::Tokens, record, Some(Condition::NotExists))
+        .transact(vec![
+            TxOp::Put {
+                table: Table::Tokens,
+                item: record,
+                condition: Some(Condition::NotExists),
+            },
+            TxOp::Put {
+                table: Table::Tokens,
+                item: index,
+                condition: None,
+            },
+        ])
         .await?;
     Ok(code)
 }

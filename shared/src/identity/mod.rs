@@ -7,13 +7,14 @@ pub mod exchange_codes;
 pub(crate) mod fields;
 pub(crate) mod password_changes;
 pub(crate) mod passwords;
+pub mod profiles;
 pub(crate) mod provider_accounts;
 pub mod providers;
 pub mod rate_limits;
 pub(crate) mod refresh_tokens;
 pub(crate) mod sign_in_flows;
 pub(crate) mod signing_keys;
-pub(crate) mod users;
+pub mod users;
 pub(crate) mod verified_tokens;
 
 use base64::Engine;
@@ -31,6 +32,12 @@ pub fn random_token(n: usize) -> String {
 /// Hex SHA-256 of a secret value: what the store keeps instead of the value.
 pub fn sha256_hex(value: &str) -> String {
     hex(&Sha256::digest(value.as_bytes()))
+}
+
+/// The name of an account in its sign-in rate limits and known addresses: part of its
+/// normalised email's hash, so the limits table holds no addresses.
+pub(crate) fn account_subject(normalized_email: &str) -> String {
+    sha256_hex(normalized_email)[..32].to_owned()
 }
 
 /// Lower-case hex of `bytes`.

@@ -88,7 +88,10 @@ pub(crate) async fn find_or_create(
             if claim.is_verified() {
                 match ports
                     .items
-                    .transact(vec![link_op(provider, subject, &user_id, false)])
+                    .transact(vec![
+                        link_op(provider, subject, &user_id, false),
+                        users::link_index_op(&user_id, provider, subject),
+                    ])
                     .await
                 {
                     Ok(()) => return Ok(user_id),
@@ -102,7 +105,11 @@ pub(crate) async fn find_or_create(
                 update: Update::set("emailVerified", true).and_remove("passwordHash"),
                 condition: Some(claim_unchanged(&claim)),
             };
-            let ops = vec![link_op(provider, subject, &user_id, true), take_over];
+            let ops = vec![
+                link_op(provider, subject, &user_id, true),
+                take_over,
+                users::link_index_op(&user_id, provider, subject),
+            ];
             match ports.items.transact(ops).await {
                 Ok(()) => {
                     finish_takeover(ports, provider, subject, &user_id).await?;
@@ -118,6 +125,8 @@ pub(crate) async fn find_or_create(
             link_op(provider, subject, &user.id, false),
             user.create_op(),
         ];
+        // After the conditional ops, so their indices stay as the error handling reads them.
+        let index = users::link_index_op(&user.id, provider, subject);
         if let Some(email) = &verified_email {
             let claim = EmailClaim {
                 user_id: user.id.clone(),
@@ -130,6 +139,7 @@ pub(crate) async fn find_or_create(
                 condition: Some(Condition::NotExists),
             });
         }
+        ops.push(index);
         match ports.items.transact(ops).await {
             Ok(()) => return Ok(user.id),
             // A concurrent sign-in linked the identity or claimed the email first: look again.

@@ -1,10 +1,13 @@
 //! Rotating refresh tokens in families.
 //!
 //! Keys (table `tokens`):
-//! - `REFRESH#<sha256 hex of the token>` / `TOKEN`: `{userId, familyId, used, expiresAt, ttl}`.
-//!   Only the hash is stored; the raw value exists only in the client's hands.
-//! - `FAMILY#<id>` / `STATE`: `{userId, revoked, ttl}`. The family id is the access tokens'
-//!   `sid`, so revoking a family also shuts out its access tokens.
+//! - `REFRESH#<sha256 hex of the token>` / `TOKEN`: `{userId, familyId, used, expiresAt,
+//!   previous, ttl}`. Only the hash is stored; the raw value exists only in the client's
+//!   hands. `previous` is the hash of the token this one replaced.
+//! - `FAMILY#<id>` / `STATE`: `{userId, revoked, currentToken, ttl}`. The family id is the access
+//!   tokens' `sid`, so revoking a family also shuts out its access tokens. `currentToken` is
+//!   the hash of the newest token: with each token's `previous` it chains every token of the
+//!   family, so export and account deletion find them without an index of their own.
 //! - `USER#<user id>` / `FAMILY#<id>`: `{ttl}`, the index of a user's families, so that every
 //!   sign-in of an account can be revoked at once (account takeover by its rightful owner,
 //!   password change, account deletion). Its expiry follows the family's.
@@ -25,8 +28,16 @@ use crate::tables::Table;
 pub(crate) const LIFETIME_SECS: i64 = 30 * 24 * 3600;
 
 fn token_key(raw: &str) -> Key {
-    Key::new(format!("REFRESH#{}", super::sha256_hex(raw)), "TOKEN")
+    token_key_of_hash(&super::sha256_hex(raw))
 }
+
+/// The key of the token whose hash is `hash`.
+pub(crate) fn token_key_of_hash(hash: &str) -> Key {
+    Key::new(format!("REFRESH#{hash}"), "TOKEN")
+}
+
+/// Sort-key prefix of a user's family index rows (partition `USER#<user id>`).
+pub(crate) const FAMILY_INDEX_PREFIX: &str = "FAMILY#";
 
 /// The key of a token family's state.
 pub(crate) fn family_key(family_id: &str) -> Key {
@@ -49,14 +60,21 @@ pub(crate) struct Issued {
     pub user_id: UserId,
 }
 
-fn token_op(raw: &str, user_id: &UserId, family_id: &str, now: OffsetDateTime) -> TxOp {
+fn token_op(
+    raw: &str,
+    previous: Option<&str>,
+    user_id: &UserId,
+    family_id: &str,
+    now: OffsetDateTime,
+) -> TxOp {
     let expires = now.unix_timestamp() + LIFETIME_SECS;
+    let mut attributes = json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, TTL: expires});
+    if let Some(previous) = previous {
+        attributes["previous"] = previous.into();
+    }
     TxOp::Put {
         table: Table::Tokens,
-        item: item(
-            &token_key(raw),
-            json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, TTL: expires}),
-        ),
+        item: item(&token_key(raw), attributes),
         condition: Some(Condition::NotExists),
     }
 }
@@ -73,7 +91,8 @@ pub(crate) async fn issue_new_family(
         table: Table::Tokens,
         item: item(
             &family_key(&family_id),
-            json!({"userId": user_id, "revoked": false, TTL: now.unix_timestamp() + LIFETIME_SECS}),
+            json!({"userId": user_id, "revoked": false, "currentToken": super::sha256_hex(&raw),
+                   TTL: now.unix_timestamp() + LIFETIME_SECS}),
         ),
         condition: Some(Condition::NotExists),
     };
@@ -89,8 +108,10 @@ pub(crate) async fn issue_new_family(
         .items
         .transact(vec![
             family,
-            token_op(&raw, user_id, &family_id, now),
+            token_op(&raw, None, user_id, &family_id, now),
             index,
+            // A sign-in that raced the account's deletion gets no tokens.
+            super::users::not_deleted_op(user_id),
         ])
         .await?;
     Ok(Issued {
@@ -151,13 +172,20 @@ pub(crate) async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshEr
             TxOp::Update {
                 table: Table::Tokens,
                 key: family_key(&family_id),
-                update: Update::set(TTL, now.unix_timestamp() + LIFETIME_SECS),
+                update: Update::set(TTL, now.unix_timestamp() + LIFETIME_SECS)
+                    .and_set("currentToken", super::sha256_hex(&new_raw)),
                 condition: Some(Condition::And(vec![
                     Condition::Exists,
                     Condition::eq("revoked", false),
                 ])),
             },
-            token_op(&new_raw, &user_id, &family_id, now),
+            token_op(
+                &new_raw,
+                Some(&super::sha256_hex(raw)),
+                &user_id,
+                &family_id,
+                now,
+            ),
             // The index entry lives as long as the family it points to.
             TxOp::Put {
                 table: Table::Tokens,

@@ -5,6 +5,11 @@
 //! - `EMAIL#<lower-case email>` / `ACCOUNT`: [`EmailClaim`], the one-account-per-email claim,
 //!   written with the profile under a not-exists condition.
 //! - `IDENTITY#<provider>#<subject>` / `LINK`: [`IdentityLink`], a provider identity of the user.
+//! - `USER#<id>` / `LINK#<provider>#<subject>`: the index of the user's identity links, written
+//!   with each link, so export and deletion find them.
+//! - `DELETED#<sha-256 hex of the id>` / `TOMBSTONE`: written when the account is deleted and
+//!   kept 30 days (longer than any queue or the outbox keeps an event), so a late event or an
+//!   in-flight write of the deleted driver is refused. It holds only the deletion time.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -14,7 +19,7 @@ use utoipa::ToSchema;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
-use crate::ports::items::{Condition, Key, StoreError, TxOp, item};
+use crate::ports::items::{Condition, Key, StoreError, TxOp, decode, item};
 use crate::tables::Table;
 
 /// A user's profile as the API shows it.
@@ -47,6 +52,72 @@ pub(crate) fn email_key(normalized_email: &str) -> Key {
 /// The key of a provider identity link.
 pub(crate) fn identity_key(provider: &str, subject: &str) -> Key {
     Key::new(format!("IDENTITY#{provider}#{subject}"), "LINK")
+}
+
+/// Sort-key prefix of the user's identity-link index rows.
+pub(crate) const LINK_INDEX_PREFIX: &str = "LINK#";
+
+/// The key of the user's index row of one provider identity.
+pub(crate) fn link_index_key(user_id: &UserId, provider: &str, subject: &str) -> Key {
+    Key::new(
+        format!("USER#{user_id}"),
+        format!("{LINK_INDEX_PREFIX}{provider}#{subject}"),
+    )
+}
+
+/// The transaction operation that writes the index row of a provider identity link.
+pub(crate) fn link_index_op(user_id: &UserId, provider: &str, subject: &str) -> TxOp {
+    TxOp::Put {
+        table: Table::Users,
+        item: item(
+            &link_index_key(user_id, provider, subject),
+            serde_json::json!({"provider": provider, "subject": subject}),
+        ),
+        condition: None,
+    }
+}
+
+/// How long a deleted account's tombstone is kept.
+pub(crate) const TOMBSTONE_SECS: i64 = 30 * 24 * 3600;
+
+/// The key of a deleted account's tombstone (no id in it, only its hash).
+pub(crate) fn tombstone_key(user_id: &UserId) -> Key {
+    Key::new(
+        format!("DELETED#{}", super::sha256_hex(user_id.as_str())),
+        "TOMBSTONE",
+    )
+}
+
+/// A transaction check that holds while `user_id` is not a deleted account: writers of a
+/// driver's data that may run after a deletion (queue consumers, sign-ins) include it.
+pub fn not_deleted_op(user_id: &UserId) -> TxOp {
+    TxOp::Check {
+        table: Table::Users,
+        key: tombstone_key(user_id),
+        condition: Condition::NotExists,
+    }
+}
+
+/// The profile item as stored: the profile and its bookkeeping.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredProfile {
+    /// What the API shows.
+    #[serde(flatten)]
+    pub user: User,
+    /// Bumped by every change of the name or avatar; copies of them (leaderboard rows) record
+    /// the version they show, so a late rewrite never replaces a newer one.
+    #[serde(default)]
+    pub version: i64,
+    /// Set when the account was deleted (RFC 3339); the deletion job removes the rest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<String>,
+    /// The deletion job's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_job: Option<String>,
+    /// The kinds of data the deletion job has finished, so a restarted job skips them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deletion_done: Vec<String>,
 }
 
 impl User {
@@ -191,12 +262,19 @@ pub(crate) async fn find_link(
     .transpose()
 }
 
-/// The profile of `user_id`.
+/// The profile of `user_id`; `None` when there is none or the account is deleted.
 pub(crate) async fn get(ports: &Ports, user_id: &UserId) -> Result<Option<User>, StoreError> {
+    Ok(get_stored(ports, user_id)
+        .await?
+        .filter(|p| p.deleted_at.is_none())
+        .map(|p| p.user))
+}
+
+/// The stored profile of `user_id`, deleted or not.
+pub async fn get_stored(
+    ports: &Ports,
+    user_id: &UserId,
+) -> Result<Option<StoredProfile>, StoreError> {
     let item = ports.items.get(Table::Users, &profile_key(user_id)).await?;
-    item.map(|i| {
-        serde_json::from_value(Value::Object(i))
-            .map_err(|e| StoreError::Unavailable(format!("corrupt profile: {e}")))
-    })
-    .transpose()
+    item.map(|i| decode(i, "profile")).transpose()
 }

@@ -19,6 +19,19 @@ pub(crate) fn partition(track_id: &TrackId) -> String {
     format!("BOARD#{track_id}")
 }
 
+/// Sort-key prefix of a driver's board index rows (partition `USER#<user id>`): one per
+/// board the driver has an entry on, written with the entry, so renames, export and account
+/// deletion find the driver's entries without reading every board.
+pub(crate) const BOARD_INDEX_PREFIX: &str = "BOARD#";
+
+/// The key of `user_id`'s index row of `track_id`'s board.
+pub(crate) fn board_index_key(user_id: &UserId, track_id: &TrackId) -> Key {
+    Key::new(
+        format!("USER#{user_id}"),
+        format!("{BOARD_INDEX_PREFIX}{track_id}"),
+    )
+}
+
 /// The key of a user's entry on a track.
 pub(crate) fn entry_key(track_id: &TrackId, user_id: &UserId) -> Key {
     Key::new(partition(track_id), format!("ENTRY#{user_id}"))
@@ -57,6 +70,9 @@ pub(crate) struct StoredRow {
     pub row: Row,
     /// The sort key of the entry's rank row (see [`RANK_KEY`]).
     pub rank_key: String,
+    /// The version of the driver's profile whose name and avatar the row shows.
+    #[serde(default)]
+    pub profile_version: i64,
 }
 
 impl StoredRow {
@@ -162,6 +178,7 @@ mod tests {
                 submitted_at: "2023-11-14T22:13:20.000001Z".into(),
             },
             rank_key: "RANK#0000091500#1700000000000001#u1".into(),
+            profile_version: 2,
         }
     }
 
@@ -177,7 +194,7 @@ mod tests {
                 "userId": "u1", "displayName": "Driver", "avatarUrl": null,
                 "lapTimeMs": 91_500, "vehicleName": "Ferrari 296 GT3", "sessionId": "s1",
                 "submittedAt": "2023-11-14T22:13:20.000001Z",
-                "rankKey": "RANK#0000091500#1700000000000001#u1",
+                "rankKey": "RANK#0000091500#1700000000000001#u1", "profileVersion": 2,
             })
         );
         assert_eq!(written.get(RANK_KEY), Some(&json!(row.rank_key)));

@@ -172,6 +172,32 @@ impl BoardCache {
             boards.remove(track_id);
         }
     }
+
+    /// Makes `cache` one that [`invalidate_in_process`] reaches.
+    pub(crate) fn register(cache: &Arc<Self>) {
+        if let Ok(mut live) = LIVE_CACHES.lock() {
+            live.retain(|c| c.strong_count() > 0);
+            live.push(Arc::downgrade(cache));
+        }
+    }
+}
+
+/// The board caches of this process. A consumer that changes boards behind the HTTP
+/// handlers' back (a renamed or deleted driver) has no handle on their state, so it reaches
+/// their caches through this list. In AWS the consumer runs in its own function, whose process
+/// holds no caches: the leaderboard function's instances show the change once their cache
+/// lifetime (`Leaderboards__CacheSeconds`) has passed.
+static LIVE_CACHES: Mutex<Vec<std::sync::Weak<BoardCache>>> = Mutex::new(Vec::new());
+
+/// Forgets the board of `track_id` in every cache of this process.
+pub(crate) fn invalidate_in_process(track_id: &TrackId) {
+    let live: Vec<Arc<BoardCache>> = LIVE_CACHES
+        .lock()
+        .map(|l| l.iter().filter_map(std::sync::Weak::upgrade).collect())
+        .unwrap_or_default();
+    for cache in live {
+        cache.invalidate(track_id);
+    }
 }
 
 /// Encodes the offset of the next page (opaque to clients).

@@ -7,10 +7,14 @@
 //! - `RANK#<lap ms, 10 digits>#<submitted µs, 16 digits>#<user id>`: the same entry under a
 //!   sort key that orders the board (equal times: earlier submission first). The entry and its
 //!   rank row change in one transaction.
+//!
+//! Partition `USER#<user id>`, sort key `BOARD#<track id>`: the boards a driver has an entry
+//! on (see [`board::BOARD_INDEX_PREFIX`]).
 
 pub(crate) mod board;
 pub(crate) mod cache;
 pub(crate) mod plausibility;
+pub(crate) mod renames;
 pub(crate) mod submit;
 
 pub(crate) use board::Board;

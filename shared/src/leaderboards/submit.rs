@@ -5,7 +5,9 @@ use serde::Serialize;
 use std::time::Duration;
 use utoipa::ToSchema;
 
-use super::board::{Board, RANK_KEY, Row, StoredRow, entry_key, rank_sk, submitted_at};
+use super::board::{
+    Board, RANK_KEY, Row, StoredRow, board_index_key, entry_key, rank_sk, submitted_at,
+};
 use crate::events::{Event, EventKind, LeaderboardSubmitted};
 use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
@@ -45,6 +47,8 @@ pub(crate) struct Driver {
     pub display_name: String,
     /// Profile image URL (https), if any.
     pub avatar_url: Option<String>,
+    /// The profile version the name and avatar come from.
+    pub profile_version: i64,
 }
 
 /// Checks the stored laps of `session`: a lap with `lap_time_ms` exists, is valid and has a
@@ -149,6 +153,7 @@ pub(crate) async fn submit(
         let stored = StoredRow {
             row,
             rank_key: rank_sk(lap_time_ms, now, &driver.user_id),
+            profile_version: driver.profile_version,
         };
         let unchanged = match &current_rank_key {
             Some(k) => Condition::eq(RANK_KEY, k.as_str()),
@@ -167,12 +172,21 @@ pub(crate) async fn submit(
             },
             event.outbox_op(),
         ];
-        if let Some(old) = &current_rank_key {
-            ops.push(TxOp::Delete {
+        match &current_rank_key {
+            Some(old) => ops.push(TxOp::Delete {
                 table: Table::Leaderboards,
                 key: Key::new(key.pk.clone(), old.as_str()),
                 condition: None,
-            });
+            }),
+            // The driver's first entry on this board: index it under the driver.
+            None => ops.push(TxOp::Put {
+                table: Table::Leaderboards,
+                item: crate::ports::items::item(
+                    &board_index_key(&driver.user_id, &track_id),
+                    serde_json::json!({ "trackId": track_id }),
+                ),
+                condition: None,
+            }),
         }
         match ports.items.transact(ops).await {
             Ok(()) => {

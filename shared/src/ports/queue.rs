@@ -69,6 +69,7 @@ pub struct Queues {
     track_maps: Arc<dyn EventQueue>,
     achievements: Arc<dyn EventQueue>,
     feed: Arc<dyn EventQueue>,
+    accounts: Arc<dyn EventQueue>,
 }
 
 impl Queues {
@@ -78,6 +79,7 @@ impl Queues {
             track_maps: make(QueueName::TrackMaps),
             achievements: make(QueueName::Achievements),
             feed: make(QueueName::Feed),
+            accounts: make(QueueName::Accounts),
         }
     }
 
@@ -89,6 +91,7 @@ impl Queues {
             track_maps: make(QueueName::TrackMaps)?,
             achievements: make(QueueName::Achievements)?,
             feed: make(QueueName::Feed)?,
+            accounts: make(QueueName::Accounts)?,
         })
     }
 
@@ -98,6 +101,7 @@ impl Queues {
             QueueName::TrackMaps => &self.track_maps,
             QueueName::Achievements => &self.achievements,
             QueueName::Feed => &self.feed,
+            QueueName::Accounts => &self.accounts,
         }
     }
 
@@ -107,6 +111,7 @@ impl Queues {
             QueueName::TrackMaps => self.track_maps = queue,
             QueueName::Achievements => self.achievements = queue,
             QueueName::Feed => self.feed = queue,
+            QueueName::Accounts => self.accounts = queue,
         }
     }
 }

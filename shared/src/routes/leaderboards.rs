@@ -261,10 +261,16 @@ pub async fn submit_lap(
             .inc();
         return Err(ApiError::Unprocessable(implausible.to_string()));
     }
+    // The name and avatar as the profile holds them now (a token may predate a rename).
+    let profile = crate::identity::users::get_stored(&state.ports, user.user_id())
+        .await?
+        .filter(|p| p.deleted_at.is_none())
+        .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))?;
     let driver = Driver {
         user_id: user.user_id().clone(),
-        display_name: user.claims.display_name.clone(),
-        avatar_url: user.claims.avatar_url.clone(),
+        display_name: profile.user.display_name,
+        avatar_url: profile.user.avatar_url,
+        profile_version: profile.version,
     };
     let (outcome, fresh_board) =
         submit::submit(&state.ports, &driver, &session, lap_time_ms).await?;

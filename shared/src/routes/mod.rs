@@ -9,6 +9,7 @@ pub mod auth;
 pub(crate) mod health;
 pub mod leaderboards;
 pub(crate) mod openapi;
+pub(crate) mod profile;
 pub mod sessions;
 pub mod sharepacks;
 pub(crate) mod tracks;
@@ -18,9 +19,9 @@ use axum::Router;
 use crate::http::with_service_layers;
 use crate::state::AppState;
 
-/// Groups whose endpoints are not built yet: their functions answer with the envelope's 404.
-pub fn unbuilt_routes() -> Router<AppState> {
-    Router::new()
+/// The profile group: profile reads and changes, the data export and account deletion.
+pub fn profile_routes() -> Router<AppState> {
+    profile::routes()
 }
 
 /// The health group: liveness, readiness, metrics and the OpenAPI document (one function).
@@ -51,6 +52,7 @@ pub fn app_router(state: AppState) -> Router {
         .merge(leaderboards::routes())
         .merge(activity_routes())
         .merge(ai::routes())
-        .merge(sharepacks::routes());
+        .merge(sharepacks::routes())
+        .merge(profile_routes());
     group_router(routes, state)
 }

@@ -13,7 +13,7 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{activity, ai, auth, health, leaderboards, sessions, sharepacks, tracks};
+use super::{activity, ai, auth, health, leaderboards, profile, sessions, sharepacks, tracks};
 use crate::state::AppState;
 
 /// `GET /openapi.json`.
@@ -43,6 +43,7 @@ pub(crate) async fn openapi_json() -> Response {
         ai::insights, ai::chat,
         sharepacks::upload, sharepacks::start_upload, sharepacks::upload_content, sharepacks::complete,
         sharepacks::list, sharepacks::metadata, sharepacks::download, sharepacks::delete,
+        profile::read, profile::change, profile::read_me, profile::change_me, profile::export_me, profile::delete_me,
     ),
     components(schemas(
         health::HealthStatus, health::ReadyStatus,
@@ -63,6 +64,8 @@ pub(crate) async fn openapi_json() -> Response {
         ai::AiInsightRequest, ai::AiChatRequest, ai::AiChatMessage, crate::coaching::coach::CoachAnswer,
         sharepacks::UploadRequest, sharepacks::PackDetail, crate::sharepacks::packs::SharePack,
         crate::sharepacks::packs::UploadTicket,
+        profile::Profile, profile::ProfileUpdate, profile::ExportDocument,
+        crate::driver_data::deletion::DeletionTicket,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags((name = "health", description = "Liveness, readiness and metrics"),
@@ -72,7 +75,8 @@ pub(crate) async fn openapi_json() -> Response {
          (name = "leaderboards", description = "Ranked best laps per track"),
          (name = "activity", description = "The caller's feed (90 days) and achievements"),
          (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"),
-         (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"))
+         (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"),
+         (name = "profile", description = "The driver's profile, the export of all their data, account deletion"))
 )]
 struct ApiDoc;
 

@@ -16,9 +16,9 @@ use crate::ports::items::{Item, Key, Query, SK, StoreError, decode, item};
 use crate::tables::Table;
 
 /// Sort-key prefix of sessions in a user's partition.
-const SESSION_PREFIX: &str = "SESSION#";
+pub(crate) const SESSION_PREFIX: &str = "SESSION#";
 /// Sort-key prefix of idempotency records in a user's partition.
-const CLIENT_PREFIX: &str = "CLIENT#";
+pub(crate) const CLIENT_PREFIX: &str = "CLIENT#";
 
 /// The partition of a user's sessions.
 pub fn partition(user_id: &UserId) -> String {
@@ -296,7 +296,7 @@ pub struct StoredSession {
 
 impl StoredSession {
     /// Reads a session item; its id is the rest of its sort key.
-    fn from_item(item: Item) -> Result<Self, StoreError> {
+    pub(crate) fn from_item(item: Item) -> Result<Self, StoreError> {
         let id = item
             .get(SK)
             .and_then(Value::as_str)

@@ -159,7 +159,7 @@ pub async fn register(
 /// The counter name of an account in rate limits: part of the email's hash, so the limits
 /// table holds no addresses.
 fn account_subject(email: &Email) -> String {
-    crate::identity::sha256_hex(&email.normalized())[..32].to_owned()
+    crate::identity::account_subject(&email.normalized())
 }
 
 /// The per-account limit on failed logins, from any address.

@@ -1,0 +1,105 @@
+//! A driver's new name and avatar on the boards: the `profile.updated` consumer rewrites the
+//! driver's entries (found through the driver's board index) with the profile as it is when
+//! the event is handled. Each row records the profile version it shows and a rewrite only
+//! moves a row to a newer version, so late, repeated or reordered events change nothing.
+
+use std::time::Duration;
+
+use super::board::{BOARD_INDEX_PREFIX, RANK_KEY, StoredRow, entry_key};
+use super::cache::invalidate_in_process;
+use crate::identity::users;
+use crate::ids::{TrackId, UserId};
+use crate::ports::Ports;
+use crate::ports::items::{Condition, Key, Query, SK, StoreError, TxOp};
+use crate::tables::Table;
+
+/// Attempts per entry before a rewrite is left to the event's redelivery.
+const ROUNDS: u32 = 5;
+
+/// The tracks whose board has an entry of `user_id` (from the driver's board index).
+pub(crate) async fn boards_of(ports: &Ports, user_id: &UserId) -> Result<Vec<TrackId>, StoreError> {
+    let mut tracks = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Leaderboards, format!("USER#{user_id}"))
+                    .begins_with(BOARD_INDEX_PREFIX)
+                    .after(cursor),
+            )
+            .await?;
+        tracks.extend(page.items.iter().filter_map(|item| {
+            let sk = item.get(SK)?.as_str()?;
+            Some(TrackId::from(sk.strip_prefix(BOARD_INDEX_PREFIX)?))
+        }));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(tracks),
+        }
+    }
+}
+
+/// Copies `user_id`'s current name and avatar onto each of the driver's entries that shows an
+/// older profile version; answers how many entries changed. A deleted or unknown driver
+/// changes nothing (the deletion job removes the entries).
+pub(crate) async fn apply_profile(ports: &Ports, user_id: &UserId) -> Result<usize, StoreError> {
+    let Some(profile) = users::get_stored(ports, user_id).await? else {
+        return Ok(0);
+    };
+    if profile.deleted_at.is_some() {
+        return Ok(0);
+    }
+    let mut changed = 0;
+    for track_id in boards_of(ports, user_id).await? {
+        if rewrite_entry(ports, &track_id, &profile).await? {
+            changed += 1;
+            invalidate_in_process(&track_id);
+        }
+    }
+    Ok(changed)
+}
+
+/// Rewrites one entry and its rank row in one transaction, conditional on the entry being the
+/// one read; answers whether it changed.
+async fn rewrite_entry(
+    ports: &Ports,
+    track_id: &TrackId,
+    profile: &users::StoredProfile,
+) -> Result<bool, StoreError> {
+    let key = entry_key(track_id, &profile.user.id);
+    for round in 0..ROUNDS {
+        let Some(item) = ports.items.get(Table::Leaderboards, &key).await? else {
+            return Ok(false);
+        };
+        let mut row = StoredRow::from_item(item)?;
+        if row.profile_version >= profile.version {
+            return Ok(false);
+        }
+        row.row.display_name.clone_from(&profile.user.display_name);
+        row.row.avatar_url.clone_from(&profile.user.avatar_url);
+        row.profile_version = profile.version;
+        let unchanged = Condition::eq(RANK_KEY, row.rank_key.as_str());
+        let ops = vec![
+            TxOp::Put {
+                table: Table::Leaderboards,
+                item: row.to_item(&key),
+                condition: Some(unchanged.clone()),
+            },
+            TxOp::Put {
+                table: Table::Leaderboards,
+                item: row.to_item(&Key::new(key.pk.clone(), row.rank_key.as_str())),
+                condition: Some(unchanged),
+            },
+        ];
+        match ports.items.transact(ops).await {
+            Ok(()) => return Ok(true),
+            // A submission replaced the entry meanwhile: read it again.
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Conflict)
+}
