@@ -129,6 +129,7 @@ fuzz_token() { # a registered driver's access token
 }
 # From the log directory, so that schemathesis keeps its cache out of the checkout.
 (cd "$log_dir" && PADDOCK_FUZZ_TOKEN=$(fuzz_token fuzz) PADDOCK_FUZZ_LOGOUT_TOKEN=$(fuzz_token logout) \
+  PADDOCK_FUZZ_DELETE_TOKEN=$(fuzz_token delete) \
   st --no-color --config-file "$root/tests/fuzz/schemathesis.toml" run "http://127.0.0.1:$fuzz_port/openapi.json" \
   --max-examples "${PADDOCK_FUZZ_EXAMPLES:-30}" --seed "${PADDOCK_FUZZ_SEED:-1}" \
   --report-dir "$log_dir/schemathesis" --warnings off)
