@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test of Paddock on a fresh machine:
 #   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
-#   missing; moto_server, cfn-lint and schemathesis into a venv; DynamoDB Local and the `oidc-provider`
-#   OpenID Connect provider from npm), starts DynamoDB Local, moto_server, the OIDC provider
-#   and chromedriver on loopback, lints the SAM template, runs schemathesis with every check
-#   against the local server's OpenAPI document, runs the Rust test suites (both adapter sets
-#   and the browser sign-in), and stops everything it started (by process id).
+#   missing; cfn-lint and schemathesis into a venv; the `oidc-provider` OpenID Connect provider
+#   from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
+#   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
+#   provider and chromedriver on loopback, lints the SAM template, runs schemathesis with every
+#   check against the local server's OpenAPI document, runs the Rust test suites (both adapter
+#   sets and the browser sign-in), and stops everything it started (by process id).
 # Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test auth`).
 set -euo pipefail
 
@@ -14,6 +15,8 @@ tools=${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}
 mkdir -p "$tools"
 log_dir=$(mktemp -d)
 pids=()
+# This run's emulators: their process ids, ports and logs, apart from any other run's.
+export PADDOCK_EMULATORS_DIR="$log_dir/emulators"
 
 stop_all() {
   for pid in "${pids[@]}"; do
@@ -22,6 +25,7 @@ stop_all() {
   for pid in "${pids[@]}"; do
     wait "$pid" 2>/dev/null || true
   done
+  "$root/infra/emulators.sh" down 2>/dev/null || true
 }
 trap stop_all EXIT
 
@@ -29,20 +33,17 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "installing test tools into $tools"
 if ! command -v promtool >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1 \
+   || ! command -v javac >/dev/null 2>&1 \
    || ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
    || ! command -v curl >/dev/null 2>&1; then
   apt_get="apt-get"; [ "$(id -u)" -eq 0 ] || apt_get="sudo apt-get"
   $apt_get update -qq
-  DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq prometheus openjdk-17-jre-headless chromium chromium-driver curl >/dev/null
+  DEBIAN_FRONTEND=noninteractive $apt_get install -y -qq prometheus openjdk-17-jdk-headless chromium chromium-driver curl >/dev/null
 fi
-if [ ! -x "$tools/venv/bin/moto_server" ] || [ ! -x "$tools/venv/bin/cfn-lint" ] || [ ! -x "$tools/venv/bin/st" ]; then
-  python3 -m venv "$tools/venv"
-  "$tools/venv/bin/pip" install -q --upgrade pip
-  "$tools/venv/bin/pip" install -q 'moto[server]' cfn-lint schemathesis
-fi
-emulator="$tools/node_modules/amplify-dynamodb-simulator/emulator"
-if [ ! -f "$emulator/DynamoDBLocal.jar" ]; then
-  (cd "$tools" && npm install --no-audit --no-fund --silent amplify-dynamodb-simulator)
+# DynamoDB Local (npm) and moto[server] (into $tools/venv).
+"$root/infra/emulators.sh" install
+if [ ! -x "$tools/venv/bin/cfn-lint" ] || [ ! -x "$tools/venv/bin/st" ]; then
+  "$tools/venv/bin/pip" install -q cfn-lint schemathesis
 fi
 mkdir -p "$tools/oidc"
 cp "$root/tests/oidc/package.json" "$root/tests/oidc/provider.mjs" "$tools/oidc/"
@@ -61,17 +62,9 @@ wait_for() { # url, name, pid
 }
 
 step "starting DynamoDB Local and moto_server on loopback"
-ddb_port=$(free_port)
-java -Djava.library.path="$emulator/DynamoDBLocal_lib" -jar "$emulator/DynamoDBLocal.jar" \
-  -inMemory -port "$ddb_port" >"$log_dir/dynamodb.log" 2>&1 &
-pids+=($!)
-ddb_pid=$!
-moto_port=$(free_port)
-"$tools/venv/bin/moto_server" -H 127.0.0.1 -p "$moto_port" >"$log_dir/moto.log" 2>&1 &
-pids+=($!)
-moto_pid=$!
-wait_for "http://127.0.0.1:$ddb_port" dynamodb "$ddb_pid"
-wait_for "http://127.0.0.1:$moto_port/moto-api/" moto "$moto_pid"
+# Sets AWS_ENDPOINT_URL_DYNAMODB, _S3, _SQS, _SECRETS_MANAGER and test credentials.
+emulator_env=$("$root/infra/emulators.sh" up)
+eval "$emulator_env"
 
 step "starting the OpenID Connect provider and chromedriver on loopback"
 app_port=$(free_port)
@@ -93,11 +86,6 @@ export PADDOCK_TEST_WEBDRIVER="http://127.0.0.1:$wd_port"
 wait_for "$PADDOCK_TEST_OIDC_ISSUER/.well-known/openid-configuration" oidc "$oidc_pid"
 wait_for "$PADDOCK_TEST_WEBDRIVER/status" chromedriver "$wd_pid"
 
-export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
-export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$ddb_port"
-export AWS_ENDPOINT_URL_S3="http://127.0.0.1:$moto_port"
-export AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$moto_port"
-export AWS_ENDPOINT_URL_SECRETS_MANAGER="http://127.0.0.1:$moto_port"
 export PADDOCK_TEST_EMULATORS=1
 export PATH="$tools/venv/bin:$PATH"
 
