@@ -637,10 +637,18 @@ async fn export_covers_every_kind_and_deletion_leaves_nothing(backend: Backend) 
     let (items, blobs) = traces(&app, &needles).await;
     assert!(items.is_empty(), "left behind: {items:?}");
     assert!(blobs.is_empty(), "left behind: {blobs:?}");
+    // (The failed login above, made after the deletion, is counted like any unknown email's,
+    // so that counter may outlive the job.)
     let counters = every_item(&app.settings)
         .await
         .into_iter()
         .filter(|(t, i)| DriverData::covering(&driver, *t, i).is_some())
+        .filter(|(_, i)| {
+            !i["pk"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("RL#login-failures#")
+        })
         .count();
     assert_eq!(
         counters, 0,
