@@ -498,7 +498,11 @@ async fn export_covers_every_kind_and_deletion_leaves_nothing(backend: Backend) 
     for kind in DriverData::ALL {
         // Provider links need a provider's browser sign-in (tests/tests/browser_sign_in.rs);
         // the outbox is empty once the relay has run.
-        if matches!(kind, DriverData::ProviderLinks | DriverData::PendingEvents) {
+        // Exports are stored (in AWS) once asked for, below.
+        if matches!(
+            kind,
+            DriverData::ProviderLinks | DriverData::PendingEvents | DriverData::Exports
+        ) {
             continue;
         }
         assert!(
@@ -508,7 +512,8 @@ async fn export_covers_every_kind_and_deletion_leaves_nothing(backend: Backend) 
         );
     }
 
-    // The export holds one of every exported kind, as written.
+    // The export holds one of every exported kind, as written. Locally it is streamed; in
+    // AWS it is stored under exports/ and handed out by a presigned URL.
     let response = app
         .client
         .get(format!("{}/v1/profile/me/export", app.address))
@@ -516,16 +521,31 @@ async fn export_covers_every_kind_and_deletion_leaves_nothing(backend: Backend) 
         .send()
         .await
         .unwrap();
+    let response = if backend == Backend::Aws {
+        assert_eq!(response.status(), 302);
+        let location = response.headers()["location"].to_str().unwrap().to_owned();
+        assert!(location.contains("paddock-export-20"), "{location}");
+        let stored = app
+            .ports
+            .blobs
+            .list(&format!("exports/{}/", cleo.user_id))
+            .await
+            .unwrap();
+        assert_eq!(stored.len(), 1, "{stored:?}");
+        reqwest::get(location).await.unwrap()
+    } else {
+        let disposition = response.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            disposition.starts_with("attachment; filename=\"paddock-export-20"),
+            "{disposition}"
+        );
+        assert!(disposition.ends_with(".json\""), "{disposition}");
+        response
+    };
     assert_eq!(response.status(), 200);
-    let disposition = response.headers()["content-disposition"]
-        .to_str()
-        .unwrap()
-        .to_owned();
-    assert!(
-        disposition.starts_with("attachment; filename=\"paddock-export-20"),
-        "{disposition}"
-    );
-    assert!(disposition.ends_with(".json\""), "{disposition}");
     let export: Value = response.json().await.expect("the export is JSON");
     assert_eq!(export["format"], 1);
     assert_eq!(export["complete"], true);

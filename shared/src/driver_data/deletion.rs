@@ -39,7 +39,7 @@ use crate::tables::Table;
 /// The order the job deletes in: what is found through another kind goes before it (entries
 /// through the board index, jobs and points through sessions, tokens through their family),
 /// and the profile, which the job resumes from, goes last.
-pub const ORDER: [DriverData; 19] = [
+pub const ORDER: [DriverData; 20] = [
     DriverData::LeaderboardEntries,
     DriverData::TrackPoints,
     DriverData::TrackJobs,
@@ -49,6 +49,7 @@ pub const ORDER: [DriverData; 19] = [
     DriverData::Achievements,
     DriverData::SharePackObjects,
     DriverData::SharePacks,
+    DriverData::Exports,
     DriverData::CoachingAnswers,
     DriverData::UsageCounters,
     DriverData::SignInAddresses,
@@ -361,6 +362,21 @@ async fn delete_batch(kind: DriverData, ports: &Ports, driver: &Driver) -> Resul
             partition_batch(ports, Table::Activity, format!("ACH#{user}"), None).await
         }
         DriverData::SharePacks => share_pack_batch(ports, user).await,
+        DriverData::Exports => {
+            let keys = ports
+                .blobs
+                .list(&super::exports_of(user))
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("listing exports: {e}")))?;
+            for key in keys.iter().take(MAX_TX_OPS) {
+                ports
+                    .blobs
+                    .delete(key)
+                    .await
+                    .map_err(|e| StoreError::Unavailable(format!("deleting an export: {e}")))?;
+            }
+            Ok(keys.len().min(MAX_TX_OPS) as u64)
+        }
         DriverData::CoachingAnswers => {
             partition_batch(ports, Table::Coaching, format!("AI#{user}"), None).await
         }

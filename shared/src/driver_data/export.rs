@@ -93,13 +93,15 @@ pub async fn write<W: AsyncWrite + Unpin + Send>(
 }
 
 /// Whether the export holds `kind`: credentials (token hashes, codes) and transient queue
-/// traffic are left out; share-pack ZIPs are downloaded from their own endpoint.
+/// traffic are left out; share-pack ZIPs are downloaded from their own endpoint; earlier
+/// exports are copies of this document.
 pub fn exported(kind: DriverData) -> bool {
     match kind {
         DriverData::RefreshTokens
         | DriverData::ExchangeCodes
         | DriverData::SharePackObjects
-        | DriverData::PendingEvents => false,
+        | DriverData::PendingEvents
+        | DriverData::Exports => false,
         DriverData::Profile
         | DriverData::EmailSignIn
         | DriverData::ProviderLinks
@@ -166,7 +168,8 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
         | DriverData::RefreshTokens
         | DriverData::ExchangeCodes
         | DriverData::SharePackObjects
-        | DriverData::PendingEvents => {}
+        | DriverData::PendingEvents
+        | DriverData::Exports => {}
         DriverData::EmailSignIn => {
             if let Some(email) = &driver.email
                 && let Some(claim) = users::find_by_email(ports, email).await?

@@ -75,11 +75,14 @@ pub enum DriverData {
     /// Events of the driver waiting in the outbox (`outbox`): relayed within seconds and
     /// removed by the relay; their consumers write nothing for a deleted account.
     PendingEvents,
+    /// Exports handed out through the blob store (AWS: blobs `exports/<id>/<export>.json`,
+    /// offered by a presigned URL, expired after a day by the bucket's lifecycle rule).
+    Exports,
 }
 
 impl DriverData {
     /// Every kind, in export order.
-    pub const ALL: [DriverData; 19] = [
+    pub const ALL: [DriverData; 20] = [
         Self::Profile,
         Self::EmailSignIn,
         Self::ProviderLinks,
@@ -99,6 +102,7 @@ impl DriverData {
         Self::UsageCounters,
         Self::SignInAddresses,
         Self::PendingEvents,
+        Self::Exports,
     ];
 
     /// The kind's name: its key in the export and its label in metrics and logs.
@@ -123,6 +127,7 @@ impl DriverData {
             Self::UsageCounters => "usageCounters",
             Self::SignInAddresses => "signInAddresses",
             Self::PendingEvents => "pendingEvents",
+            Self::Exports => "exports",
         }
     }
 
@@ -192,10 +197,20 @@ impl DriverData {
             Some(Self::TrackPoints)
         } else if key.starts_with("packs/") || key.starts_with("uploads/") {
             Some(Self::SharePackObjects)
+        } else if key.starts_with(EXPORTS_PREFIX) {
+            Some(Self::Exports)
         } else {
             None
         }
     }
+}
+
+/// Where exports handed out through the blob store live: `exports/<user id>/`.
+pub(crate) const EXPORTS_PREFIX: &str = "exports/";
+
+/// The blob key prefix of `user`'s exports.
+pub(crate) fn exports_of(user: &UserId) -> String {
+    format!("{EXPORTS_PREFIX}{user}/")
 }
 
 /// The rate-limit scopes counted per driver id (see [`DriverData::UsageCounters`]).

@@ -10,7 +10,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use crate::config::Backend;
 use crate::driver_data::deletion::{self, DeletionError, DeletionTicket};
+use crate::driver_data::export::ExportError;
 use crate::driver_data::{Driver, export};
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
@@ -166,6 +168,7 @@ pub(crate) struct ExportDocument {
     responses((status = 200, description = "The export, `Content-Disposition: attachment; filename=\"paddock-export-<date>.json\"`; \
                 besides the keys shown, one array per kind of data (sessions, feed, leaderboardEntries, ...)",
                content_type = "application/json", body = ExportDocument),
+              (status = 302, description = "AWS: the same document at a 5-minute presigned S3 URL"),
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn export_me(
     State(state): State<AppState>,
@@ -176,32 +179,21 @@ pub(crate) async fn export_me(
         .filter(|p| p.deleted_at.is_none())
         .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))?;
     let driver = Driver::of(&profile.user);
+    let date = state.ports.clock.now().date();
+    let file_name = format!("paddock-export-{date}.json");
+    if state.settings.backend == Backend::Aws {
+        return export_through_blob_store(&state, &driver, &profile, &file_name).await;
+    }
     // The document is written into a bounded pipe as the response is sent: memory holds a
     // page of items, whatever the driver's history.
     let (mut writer, reader) = tokio::io::duplex(64 * 1024);
     let ports = state.ports.clone();
     tokio::spawn(async move {
         let started = std::time::Instant::now();
-        match export::write(&ports, &driver, &profile, &mut writer).await {
-            Ok(counts) => {
-                crate::metrics::global()
-                    .exports
-                    .with_label_values(&["complete"])
-                    .inc();
-                let items: u64 = counts.iter().map(|(_, n)| n).sum();
-                tracing::info!(user_id = %driver.id, items, elapsed_ms = started.elapsed().as_millis() as u64, "data export written");
-            }
-            Err(e) => {
-                crate::metrics::global()
-                    .exports
-                    .with_label_values(&["failed"])
-                    .inc();
-                tracing::error!(user_id = %driver.id, error = format!("{e:#}"), "data export cut short");
-            }
-        }
+        let written = export::write(&ports, &driver, &profile, &mut writer).await;
+        exported(&driver, written, started);
     });
-    let date = state.ports.clock.now().date();
-    let disposition = format!("attachment; filename=\"paddock-export-{date}.json\"");
+    let disposition = format!("attachment; filename=\"{file_name}\"");
     let headers = [
         (
             header::CONTENT_TYPE,
@@ -215,6 +207,92 @@ pub(crate) async fn export_me(
     ];
     let body = Body::from_stream(tokio_util::io::ReaderStream::new(reader));
     Ok((StatusCode::OK, headers, body).into_response())
+}
+
+/// Counts and logs an export's end.
+fn exported(
+    driver: &Driver,
+    written: Result<export::Counts, ExportError>,
+    started: std::time::Instant,
+) {
+    match written {
+        Ok(counts) => {
+            crate::metrics::global()
+                .exports
+                .with_label_values(&["complete"])
+                .inc();
+            let items: u64 = counts.iter().map(|(_, n)| n).sum();
+            tracing::info!(user_id = %driver.id, items, elapsed_ms = started.elapsed().as_millis() as u64, "data export written");
+        }
+        Err(e) => {
+            crate::metrics::global()
+                .exports
+                .with_label_values(&["failed"])
+                .inc();
+            tracing::error!(user_id = %driver.id, error = format!("{e:#}"), "data export failed");
+        }
+    }
+}
+
+/// In AWS: API Gateway buffers a function's answer (6 MB at most), so the document is written
+/// to a temporary file (memory holds a page), stored under `exports/<user id>/`, and handed
+/// out as a 5-minute presigned URL (302), like a share-pack download. The bucket's lifecycle
+/// rule removes exports after a day; account deletion removes them at once.
+async fn export_through_blob_store(
+    state: &AppState,
+    driver: &Driver,
+    profile: &users::StoredProfile,
+    file_name: &str,
+) -> Result<Response, ApiError> {
+    let started = std::time::Instant::now();
+    let path = std::env::temp_dir().join(format!("paddock-export-{}.json", uuid::Uuid::new_v4()));
+    let result = async {
+        let mut file = tokio::fs::File::create(&path)
+            .await
+            .map_err(ExportError::from)?;
+        let counts = export::write(&state.ports, driver, profile, &mut file).await?;
+        let key = format!(
+            "{}{}.json",
+            crate::driver_data::exports_of(&driver.id),
+            uuid::Uuid::now_v7()
+        );
+        state
+            .ports
+            .blobs
+            .put_file(&key, &path, "application/json")
+            .await?;
+        Ok::<_, ExportError>((counts, key))
+    }
+    .await;
+    let _ = tokio::fs::remove_file(&path).await;
+    let (counts, key) = match result {
+        Ok(done) => done,
+        Err(e) => {
+            let message = e.to_string();
+            exported(driver, Err(e), started);
+            return Err(ApiError::Internal(
+                anyhow::anyhow!(message).context("writing the export"),
+            ));
+        }
+    };
+    exported(driver, Ok(counts), started);
+    let url = state
+        .ports
+        .blobs
+        .presigned_get(&key, std::time::Duration::from_secs(300), Some(file_name))
+        .await?
+        .ok_or_else(|| {
+            ApiError::Internal(anyhow::anyhow!("the blob store has no presigned URLs"))
+        })?;
+    let location = HeaderValue::from_str(&url).map_err(|e| ApiError::Internal(e.into()))?;
+    Ok((
+        StatusCode::FOUND,
+        [
+            (header::LOCATION, location),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+    )
+        .into_response())
 }
 
 /// Deletes the caller's account at once (sign-ins revoked, email freed, provider links
