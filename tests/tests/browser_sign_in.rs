@@ -200,6 +200,89 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
     // The provider's port is registered for this app only, so the pre-hijacking attack runs
     // against the same server.
     a_pre_hijacked_account_goes_to_the_verified_owner(&app).await;
+    a_provider_account_is_exported_and_deleted_with_its_link(&app).await;
+}
+
+/// A driver who signs in only through the provider: the export lists the provider identity
+/// (never a token), the registry covers the link and its index, deletion removes them, and
+/// the same identity signing in again gets a new account.
+async fn a_provider_account_is_exported_and_deleted_with_its_link(app: &TestApp) {
+    use paddock::driver_data::{Driver, DriverData};
+    let (target, verifier, _) = sign_in_in_browser(app, "nora@paddock.example").await;
+    let (status, body) = app
+        .exchange(&query_param(&target, "code").unwrap(), &verifier)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let user = body["data"]["user"].clone();
+    let id = user["id"].as_str().unwrap().to_owned();
+    let access = body["data"]["accessToken"].as_str().unwrap().to_owned();
+
+    let export: serde_json::Value = app
+        .client
+        .get(format!("{}/v1/profile/me/export", app.address))
+        .bearer_auth(&access)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let links = export["providerLinks"].as_array().unwrap();
+    assert_eq!(links.len(), 1, "{export}");
+    assert_eq!(links[0]["provider"], "oidc");
+    assert!(links[0]["subject"].is_string());
+
+    let profile = paddock::identity::users::get_stored(&app.ports, &id.as_str().into())
+        .await
+        .unwrap()
+        .unwrap();
+    let driver = Driver::of(&profile.user);
+    let mine = |items: Vec<(paddock::tables::Table, paddock::ports::items::Item)>| {
+        items
+            .into_iter()
+            .filter(|(_, i)| {
+                serde_json::Value::Object(i.clone())
+                    .to_string()
+                    .contains(&id)
+            })
+            .collect::<Vec<_>>()
+    };
+    let stored = mine(paddock_tests::every_item(&app.settings).await);
+    let kinds: Vec<_> = stored
+        .iter()
+        .map(|(t, i)| {
+            DriverData::covering(&driver, *t, i).unwrap_or_else(|| {
+                panic!(
+                    "not covered: {t:?} {}",
+                    serde_json::Value::Object(i.clone())
+                )
+            })
+        })
+        .collect();
+    assert!(kinds.contains(&DriverData::ProviderLinks), "{kinds:?}");
+
+    let res = app
+        .client
+        .delete(format!("{}/v1/profile/me", app.address))
+        .bearer_auth(&access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(envelope(res).await.0, 202);
+    for _ in 0..300 {
+        if mine(paddock_tests::every_item(&app.settings).await).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(mine(paddock_tests::every_item(&app.settings).await), vec![]);
+
+    let (target, verifier, _) = sign_in_in_browser(app, "nora@paddock.example").await;
+    let (status, body) = app
+        .exchange(&query_param(&target, "code").unwrap(), &verifier)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_ne!(body["data"]["user"]["id"], user["id"], "a new account");
 }
 
 /// Account pre-hijacking: an attacker registers the victim's email with a password of their
