@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use super::{Driver, DriverData, USAGE_SCOPES};
+use super::{Driver, DriverData, Pages, USAGE_SCOPES, sk_after};
 use crate::events::{AccountDeleted, Event, EventKind, ProcessError};
 use crate::identity::refresh_tokens::{FAMILY_INDEX_PREFIX, family_key, token_key_of_hash};
 use crate::identity::users::{
@@ -31,7 +31,7 @@ use crate::leaderboards::cache::invalidate_in_process;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{
-    Condition, Item, Key, MAX_TX_OPS, Query, SK, StoreError, TTL, TxOp, Update, item,
+    Condition, Item, Key, MAX_TX_OPS, Query, StoreError, TTL, TxOp, Update, item,
 };
 use crate::sessions::records::{CLIENT_PREFIX, SESSION_PREFIX, partition};
 use crate::tables::Table;
@@ -147,14 +147,12 @@ pub async fn start(ports: &Ports, user_id: &UserId) -> Result<DeletionTicket, De
                 condition: Some(Condition::eq("userId", user_id.as_str())),
             });
         }
-        for row in all(
-            ports,
+        let links = Pages::new(
             Table::Users,
             format!("USER#{user_id}"),
-            LINK_INDEX_PREFIX,
-        )
-        .await?
-        {
+            Some(LINK_INDEX_PREFIX),
+        );
+        for row in links.all(ports).await? {
             let (Some(provider), Some(subject)) = (text(&row, "provider"), text(&row, "subject"))
             else {
                 continue;
@@ -215,14 +213,12 @@ fn ticket_of(profile: &StoredProfile) -> Option<DeletionTicket> {
 /// The ids of `user_id`'s families that exist and are not revoked.
 async fn live_families(ports: &Ports, user_id: &UserId) -> Result<Vec<String>, StoreError> {
     let mut live = Vec::new();
-    for row in all(
-        ports,
+    let families = Pages::new(
         Table::Tokens,
         format!("USER#{user_id}"),
-        FAMILY_INDEX_PREFIX,
-    )
-    .await?
-    {
+        Some(FAMILY_INDEX_PREFIX),
+    );
+    for row in families.all(ports).await? {
         let Some(id) = sk_after(&row, FAMILY_INDEX_PREFIX) else {
             continue;
         };
@@ -701,30 +697,8 @@ async fn first_page(
     Ok(ports.items.query(query).await?.items)
 }
 
-/// Every item of a partition part (the small index partitions).
-async fn all(
-    ports: &Ports,
-    table: Table,
-    pk: String,
-    prefix: &str,
-) -> Result<Vec<Item>, StoreError> {
-    let mut pages = super::Pages::new(table, pk, Some(prefix));
-    let mut items = Vec::new();
-    while let Some(page) = pages.next(ports).await? {
-        items.extend(page);
-    }
-    Ok(items)
-}
-
 fn text(item: &Item, name: &str) -> Option<String> {
     item.get(name).and_then(Value::as_str).map(str::to_owned)
-}
-
-fn sk_after(item: &Item, prefix: &str) -> Option<String> {
-    item.get(SK)?
-        .as_str()?
-        .strip_prefix(prefix)
-        .map(str::to_owned)
 }
 
 #[cfg(test)]

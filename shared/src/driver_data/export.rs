@@ -8,10 +8,10 @@
 //! writing it; the failure is logged).
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-use super::{Driver, DriverData, Pages, USAGE_SCOPES};
+use super::{Driver, DriverData, Pages, USAGE_SCOPES, sk_after};
 use crate::identity::users::{self, LINK_INDEX_PREFIX, StoredProfile};
 use crate::ids::{JobId, SessionId, TrackId};
 use crate::leaderboards::board::{StoredRow, entry_key};
@@ -185,7 +185,9 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
             }
         }
         DriverData::ProviderLinks => {
-            let rows = collect(ports, Table::Users, user_pk, Some(LINK_INDEX_PREFIX)).await?;
+            let rows = Pages::new(Table::Users, user_pk, Some(LINK_INDEX_PREFIX))
+                .all(ports)
+                .await?;
             for row in rows {
                 let link = json!({
                     "method": "provider",
@@ -197,7 +199,10 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
         }
         DriverData::SignIns => {
             let prefix = crate::identity::refresh_tokens::FAMILY_INDEX_PREFIX;
-            for row in collect(ports, Table::Tokens, user_pk, Some(prefix)).await? {
+            for row in Pages::new(Table::Tokens, user_pk, Some(prefix))
+                .all(ports)
+                .await?
+            {
                 let Some(id) = sk_after(&row, prefix) else {
                     continue;
                 };
@@ -246,12 +251,14 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
             }
         }
         DriverData::UploadRecords => {
-            let mut pages = Pages::new(Table::Sessions, partition(user), Some(CLIENT_PREFIX));
-            while let Some(items) = pages.next(ports).await? {
-                for item in items {
-                    array.push(&shown(item)).await?;
-                }
-            }
+            push_partition(
+                ports,
+                array,
+                Table::Sessions,
+                partition(user),
+                Some(CLIENT_PREFIX),
+            )
+            .await?;
         }
         DriverData::TrackJobs => {
             for session in sessions.iter() {
@@ -289,38 +296,18 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
             }
         }
         DriverData::Feed => {
-            let mut pages = Pages::new(Table::Activity, format!("FEED#{user}"), None);
-            while let Some(items) = pages.next(ports).await? {
-                for item in items {
-                    array.push(&shown(item)).await?;
-                }
-            }
+            push_partition(ports, array, Table::Activity, format!("FEED#{user}"), None).await?;
         }
         DriverData::Achievements => {
-            let mut pages = Pages::new(Table::Activity, format!("ACH#{user}"), None);
-            while let Some(items) = pages.next(ports).await? {
-                for item in items {
-                    array.push(&shown(item)).await?;
-                }
-            }
+            push_partition(ports, array, Table::Activity, format!("ACH#{user}"), None).await?;
         }
         DriverData::SharePacks => {
             for pk in [format!("OWNER#{user}"), format!("USAGE#{user}")] {
-                let mut pages = Pages::new(Table::Sharepacks, pk, None);
-                while let Some(items) = pages.next(ports).await? {
-                    for item in items {
-                        array.push(&shown(item)).await?;
-                    }
-                }
+                push_partition(ports, array, Table::Sharepacks, pk, None).await?;
             }
         }
         DriverData::CoachingAnswers => {
-            let mut pages = Pages::new(Table::Coaching, format!("AI#{user}"), None);
-            while let Some(items) = pages.next(ports).await? {
-                for item in items {
-                    array.push(&shown(item)).await?;
-                }
-            }
+            push_partition(ports, array, Table::Coaching, format!("AI#{user}"), None).await?;
         }
         DriverData::UsageCounters => {
             for scope in USAGE_SCOPES {
@@ -348,25 +335,19 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
     Ok(())
 }
 
-/// Every item of a partition part (for the small index partitions).
-async fn collect(
+/// Pushes every item of a partition (part) as the driver may see it.
+async fn push_partition<W: AsyncWrite + Unpin + Send>(
     ports: &Ports,
+    array: &mut JsonArray<'_, W>,
     table: Table,
     pk: String,
     prefix: Option<&str>,
-) -> Result<Vec<Map<String, Value>>, ExportError> {
-    let mut all = Vec::new();
+) -> Result<(), ExportError> {
     let mut pages = Pages::new(table, pk, prefix);
     while let Some(items) = pages.next(ports).await? {
-        all.extend(items);
+        for item in items {
+            array.push(&shown(item)).await?;
+        }
     }
-    Ok(all)
-}
-
-/// The sort key of `item` after `prefix`.
-fn sk_after(item: &Item, prefix: &str) -> Option<String> {
-    item.get(SK)?
-        .as_str()?
-        .strip_prefix(prefix)
-        .map(str::to_owned)
+    Ok(())
 }

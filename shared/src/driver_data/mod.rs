@@ -259,6 +259,15 @@ impl Pages {
         Self { query, done: false }
     }
 
+    /// Every item of every page (for the small index partitions).
+    pub(crate) async fn all(mut self, ports: &Ports) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        while let Some(page) = self.next(ports).await? {
+            items.extend(page);
+        }
+        Ok(items)
+    }
+
     /// The next page; `None` after the last.
     pub(crate) async fn next(&mut self, ports: &Ports) -> Result<Option<Vec<Item>>, StoreError> {
         if self.done {
@@ -269,4 +278,12 @@ impl Pages {
         self.done = self.query.cursor.is_none();
         Ok(Some(page.items))
     }
+}
+
+/// The sort key of `item` after `prefix` (the id an index row points to).
+pub(crate) fn sk_after(item: &Item, prefix: &str) -> Option<String> {
+    item.get(SK)?
+        .as_str()?
+        .strip_prefix(prefix)
+        .map(str::to_owned)
 }
