@@ -3,7 +3,10 @@
 //! The AWS adapters run against DynamoDB Local and moto_server started by `tests/run.sh`,
 //! which exports `AWS_ENDPOINT_URL_*` and `PADDOCK_TEST_EMULATORS=1`.
 
+pub mod binaries;
 pub mod fake_llm;
+pub mod lambda_events;
+pub mod lambda_runtime_api;
 
 use paddock::app::Application;
 use paddock::aws;
