@@ -779,13 +779,16 @@ async fn schedules_run_maintenance_and_retention() {
     assert_eq!(answer["exchange_codes"], 1, "{answer}");
 }
 
+/// A function's settings, as `(key, value)` variables.
+type Settings = Vec<(String, String)>;
+
 /// A start-up failure reaches the runtime API's init-error endpoint with a message naming
 /// the key, and the process exits: a bad `Jwt__ExpiryMinutes` in every function, a missing
 /// `Blobs__Bucket` where blobs are used, a missing queue URL in a consumer.
 #[tokio::test(flavor = "multi_thread")]
 async fn init_errors_are_reported_naming_the_key() {
     let deployment = deployment().await;
-    let mut cases: Vec<(&str, Vec<(String, String)>, &str)> = all_functions()
+    let mut cases: Vec<(&str, Settings, &str)> = all_functions()
         .into_iter()
         .map(|name| {
             let env = deployment.env_with(&[("Jwt__ExpiryMinutes", Some("0"))]);
