@@ -1,4 +1,5 @@
-//! Lambda entry points: each function binary calls one of these.
+//! Lambda entry points: each function binary runs [`run`] around [`start`] and one of the
+//! `serve_*` functions.
 
 use aws_lambda_events::dynamodb::Event as DynamoEvent;
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -8,7 +9,11 @@ use lambda_runtime::{LambdaEvent, service_fn};
 use serde::Deserialize;
 
 use axum::Router;
+use std::future::Future;
+use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::config::{LogFormat, Settings};
 use crate::events::ProcessError;
@@ -24,6 +29,101 @@ use crate::{outbox, telemetry};
 
 /// The error type Lambda entry points return.
 pub type Error = lambda_runtime::Error;
+
+/// Set once the function hands over to the runtime loop; an error before that is an init
+/// error.
+static SERVING: AtomicBool = AtomicBool::new(false);
+
+/// Runs a function binary: `function` starts it ([`start`], the services it uses) and then
+/// serves its events. The runtime library reports only failures of invocations, so an error
+/// before the function first asks for an event (a missing or bad setting, an unreachable
+/// service) is posted here to the runtime API's `/runtime/init/error`, where Lambda records
+/// it as the function's init failure, before the process exits with status 1.
+pub fn run(function: impl Future<Output = Result<(), Error>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("paddock: could not start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        let outcome = function.await;
+        if let Err(e) = &outcome
+            && !SERVING.load(Ordering::SeqCst)
+        {
+            report_init_error(&error_chain(e.as_ref())).await;
+        }
+        outcome
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("paddock: {}", error_chain(e.as_ref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// An error with its sources, outermost first (`context: cause: root cause`).
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Posts an init error to the runtime API (`AWS_LAMBDA_RUNTIME_API`); when there is none, or
+/// it does not answer, the error is only printed (by [`run`]).
+async fn report_init_error(message: &str) {
+    let Ok(api) = std::env::var("AWS_LAMBDA_RUNTIME_API") else {
+        return;
+    };
+    let Ok(endpoint) = api.parse::<http::Uri>() else {
+        eprintln!("paddock: AWS_LAMBDA_RUNTIME_API is not an address: {api}");
+        return;
+    };
+    let body = serde_json::json!({"errorMessage": message, "errorType": "Runtime.InitError"});
+    let request = lambda_runtime_api_client::build_request()
+        .method(http::Method::POST)
+        .uri("/2018-06-01/runtime/init/error")
+        .header("lambda-runtime-function-error-type", "Runtime.InitError")
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(lambda_runtime_api_client::body::Body::from(
+            body.to_string(),
+        ));
+    let request = match request {
+        Ok(request) => request,
+        Err(e) => {
+            eprintln!("paddock: could not build the init error report: {e}");
+            return;
+        }
+    };
+    let client = lambda_runtime_api_client::PooledClient::builder()
+        .with_endpoint(endpoint)
+        .build();
+    match tokio::time::timeout(Duration::from_secs(5), client.call(request)).await {
+        Ok(Ok(response)) if response.status().is_success() => {}
+        Ok(Ok(response)) => eprintln!(
+            "paddock: the runtime API refused the init error report: {}",
+            response.status()
+        ),
+        Ok(Err(e)) => eprintln!("paddock: could not report the init error: {e}"),
+        Err(_) => eprintln!("paddock: the runtime API did not take the init error report"),
+    }
+}
+
+/// Marks the hand-over to the runtime loop (see [`run`]).
+fn serving() {
+    SERVING.store(true, Ordering::SeqCst);
+}
 
 /// Reads the settings, starts JSON logging and connects the item store; the function then
 /// adds the other AWS services it uses (see [`AwsWiring`]).
@@ -44,7 +144,9 @@ pub async fn serve_group(routes: Router<AppState>, wiring: AwsWiring) -> Result<
 
 /// Serves routes over a prepared state (the auth group adds its identity providers).
 pub async fn serve_state(routes: Router<AppState>, state: AppState) -> Result<(), Error> {
-    lambda_http::run(group_router(routes, state)).await
+    let router = group_router(routes, state);
+    serving();
+    lambda_http::run(router).await
 }
 
 /// What invokes a consumer: an SQS batch, or (track maps) the maintenance schedule.
@@ -62,6 +164,7 @@ pub enum WorkerInvocation {
 pub async fn serve_consumer(wiring: AwsWiring, queue: QueueName) -> Result<(), Error> {
     let (_, ports) = wiring.finish();
     let processor = workers::processor(queue);
+    serving();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<WorkerInvocation>| {
         let (ports, processor) = (ports.clone(), processor.clone());
         async move {
@@ -74,6 +177,7 @@ pub async fn serve_consumer(wiring: AwsWiring, queue: QueueName) -> Result<(), E
 /// The scheduled retention sweep.
 pub async fn serve_retention(wiring: AwsWiring) -> Result<(), Error> {
     let (_, ports) = wiring.finish();
+    serving();
     lambda_runtime::run(service_fn(move |_: LambdaEvent<EventBridgeEvent>| {
         let ports = ports.clone();
         async move { handle_retention(&ports).await }
@@ -160,6 +264,7 @@ pub async fn handle_worker_event(
 /// The DynamoDB-stream-triggered outbox relay.
 pub async fn serve_outbox_relay(wiring: AwsWiring) -> Result<(), Error> {
     let (_, ports) = wiring.finish();
+    serving();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<DynamoEvent>| {
         let ports = ports.clone();
         async move { Ok::<_, Error>(handle_stream_event(event.payload, &ports).await) }

@@ -3,7 +3,10 @@
 //! The AWS adapters run against DynamoDB Local and moto_server started by `tests/run.sh`,
 //! which exports `AWS_ENDPOINT_URL_*` and `PADDOCK_TEST_EMULATORS=1`.
 
+pub mod binaries;
 pub mod fake_llm;
+pub mod lambda_events;
+pub mod lambda_runtime_api;
 
 use paddock::app::Application;
 use paddock::aws;
@@ -55,8 +58,15 @@ pub fn test_settings(dir: &TempDir) -> Settings {
     s
 }
 
+/// Installs rustls's ring provider for this test process: reqwest here is built without one
+/// of its own (as in the service), and the service installs it only where it makes a client.
+pub fn tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Fresh ports of `backend` on a manual clock (fresh tables, bucket and queues for AWS).
 pub async fn ports(backend: Backend) -> TestPorts {
+    tls_provider();
     let dir = tempfile::tempdir().expect("temp dir");
     let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc()));
     let mut settings = test_settings(&dir);
@@ -142,6 +152,7 @@ pub async fn spawn_configured(
 
 /// Starts the local server over given ports.
 pub async fn spawn_with(settings: Settings, ports: Ports, dir: TempDir) -> TestApp {
+    tls_provider();
     let kept = settings.clone();
     let app = Application::build_with_ports(settings, ports.clone())
         .await

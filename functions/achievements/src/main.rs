@@ -1,11 +1,13 @@
 //! Lambda function consuming the achievements queue (SQS trigger).
 
-use paddock::lambda::{Error, serve_consumer, start};
+use paddock::lambda::{self, serve_consumer, start};
 use paddock::queues::QueueName;
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    // Statistics and unlocks live in the item store; poison events go to the queue's DLQ.
-    let wiring = start().await?.queues(&[QueueName::Achievements]).await?;
-    serve_consumer(wiring, QueueName::Achievements).await
+fn main() -> ExitCode {
+    lambda::run(async {
+        // Statistics and unlocks live in the item store; poison events go to the queue's DLQ.
+        let wiring = start().await?.queues(&[QueueName::Achievements]).await?;
+        serve_consumer(wiring, QueueName::Achievements).await
+    })
 }

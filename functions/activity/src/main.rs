@@ -1,11 +1,13 @@
 //! Lambda function serving the activity endpoint group.
 
-use paddock::lambda::{Error, serve_group, start};
+use paddock::lambda::{self, serve_group, start};
 use paddock::routes;
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    // Track maps are read from the blob store.
-    let wiring = start().await?.blobs().await?.secrets();
-    serve_group(routes::activity_routes(), wiring).await
+fn main() -> ExitCode {
+    lambda::run(async {
+        // Track maps are read from the blob store.
+        let wiring = start().await?.blobs().await?.secrets();
+        serve_group(routes::activity_routes(), wiring).await
+    })
 }

@@ -1,11 +1,13 @@
 //! Lambda function consuming the feed queue (SQS trigger).
 
-use paddock::lambda::{Error, serve_consumer, start};
+use paddock::lambda::{self, serve_consumer, start};
 use paddock::queues::QueueName;
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    // Feed entries live in the item store; poison events go to the queue's DLQ.
-    let wiring = start().await?.queues(&[QueueName::Feed]).await?;
-    serve_consumer(wiring, QueueName::Feed).await
+fn main() -> ExitCode {
+    lambda::run(async {
+        // Feed entries live in the item store; poison events go to the queue's DLQ.
+        let wiring = start().await?.queues(&[QueueName::Feed]).await?;
+        serve_consumer(wiring, QueueName::Feed).await
+    })
 }

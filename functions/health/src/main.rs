@@ -1,10 +1,12 @@
 //! Lambda function serving health, readiness, metrics and the OpenAPI document.
 
-use paddock::lambda::{Error, serve_group, start};
+use paddock::lambda::{self, serve_group, start};
 use paddock::routes::health_routes;
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    // Readiness checks the item store only.
-    serve_group(health_routes(), start().await?).await
+fn main() -> ExitCode {
+    lambda::run(async {
+        // Readiness checks the item store only.
+        serve_group(health_routes(), start().await?).await
+    })
 }

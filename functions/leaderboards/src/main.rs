@@ -1,10 +1,12 @@
 //! Lambda function serving the leaderboards endpoint group.
 
-use paddock::lambda::{Error, serve_group, start};
+use paddock::lambda::{self, serve_group, start};
 use paddock::routes;
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    let wiring = start().await?.secrets();
-    serve_group(routes::leaderboards::routes(), wiring).await
+fn main() -> ExitCode {
+    lambda::run(async {
+        let wiring = start().await?.secrets();
+        serve_group(routes::leaderboards::routes(), wiring).await
+    })
 }

@@ -1,10 +1,10 @@
 //! Lambda function relaying outbox events from the table's stream to the queues that
 //! subscribe to them.
 
-use paddock::lambda::{Error, serve_outbox_relay, start};
+use paddock::lambda::{self, serve_outbox_relay, start};
 use paddock::queues::QueueName;
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    serve_outbox_relay(start().await?.queues(&QueueName::ALL).await?).await
+fn main() -> ExitCode {
+    lambda::run(async { serve_outbox_relay(start().await?.queues(&QueueName::ALL).await?).await })
 }

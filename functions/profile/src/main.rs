@@ -1,11 +1,13 @@
 //! Lambda function serving the profile endpoint group (profile, export, account deletion).
 
-use paddock::lambda::{Error, serve_group, start};
+use paddock::lambda::{self, serve_group, start};
 use paddock::routes;
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    // Exports read track points from the blob store.
-    let wiring = start().await?.blobs().await?.secrets();
-    serve_group(routes::profile_routes(), wiring).await
+fn main() -> ExitCode {
+    lambda::run(async {
+        // Exports read track points from the blob store and store the document there.
+        let wiring = start().await?.blobs().await?.secrets();
+        serve_group(routes::profile_routes(), wiring).await
+    })
 }

@@ -1,10 +1,12 @@
 //! Lambda function running the retention sweep on its EventBridge schedule.
 
-use paddock::lambda::{Error, serve_retention, start};
+use paddock::lambda::{self, serve_retention, start};
+use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    // The sweep removes expired items from every table, and the objects of packs whose upload
-    // was never completed.
-    serve_retention(start().await?.blobs().await?).await
+fn main() -> ExitCode {
+    lambda::run(async {
+        // The sweep removes expired items from every table, and the objects of packs whose upload
+        // was never completed.
+        serve_retention(start().await?.blobs().await?).await
+    })
 }

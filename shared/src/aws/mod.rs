@@ -16,7 +16,16 @@ pub use queue::SqsQueue;
 pub use secrets::SecretsManagerSecrets;
 
 use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_dynamodb::config::ConfigBag;
 use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::connector_metadata::ConnectorMetadata;
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::runtime_components::{
+    RuntimeComponents, RuntimeComponentsBuilder,
+};
 
 /// Loads the SDK configuration with the one TLS stack the service uses (rustls on ring).
 pub async fn sdk_config() -> SdkConfig {
@@ -24,9 +33,50 @@ pub async fn sdk_config() -> SdkConfig {
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .build_https();
     aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http)
+        .http_client(SharedHttpClient::new(RootsOnFirstRequest(http)))
         .load()
         .await
+}
+
+/// The SDK's HTTPS client, but reading the system's root certificates when the first request
+/// needs a connection rather than when a client is built.
+///
+/// The SDK's client reads every file under `/etc/ssl/certs` while an SDK client is being
+/// configured, that is during a Lambda function's init, before it has been asked for an
+/// event (147 files on these machines); a function whose invocation never calls AWS (a
+/// liveness probe, a refused token) never needs them.
+#[derive(Debug)]
+struct RootsOnFirstRequest(SharedHttpClient);
+
+impl HttpClient for RootsOnFirstRequest {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        self.0.http_connector(settings, components)
+    }
+
+    /// Skips the inner client's check, whose only work is building its connector early.
+    fn validate_base_client_config(
+        &self,
+        _: &RuntimeComponentsBuilder,
+        _: &ConfigBag,
+    ) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    fn validate_final_config(
+        &self,
+        components: &RuntimeComponents,
+        config: &ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.validate_final_config(components, config)
+    }
+
+    fn connector_metadata(&self) -> Option<ConnectorMetadata> {
+        self.0.connector_metadata()
+    }
 }
 
 /// Renders an SDK error with its whole source chain (the SDK's Display alone is terse).

@@ -44,12 +44,18 @@ pub enum PasswordError {
 
 type Job = Box<dyn FnOnce(&mut [Block]) + Send>;
 
+/// What an unknown email's password is verified against, so that it costs one verify with
+/// the parameters of every hash, as a known account's wrong password does. Its password was
+/// random and thrown away, and its answer is discarded anyway ([`PasswordHasher::verify`]
+/// answers false without an account). Written here rather than hashed at start, which held
+/// a Lambda function's init up for a whole hash.
+const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$1tV0KXoO8TvIg9VbYdkJuA$2DJtu0oV+7wR9YojxuJGRlBcLQNR7rWT9v8WCUK9hIE";
+
 /// The hashing threads, their admission control and the dummy hash.
 pub struct PasswordHasher {
     jobs: Mutex<mpsc::Sender<Job>>,
     permits: Arc<Semaphore>,
     wait: Duration,
-    dummy: String,
     threads: usize,
 }
 
@@ -63,9 +69,7 @@ impl std::fmt::Debug for PasswordHasher {
 }
 
 impl PasswordHasher {
-    /// Starts `threads` hashing threads (each with its own memory block) and computes the
-    /// dummy hash that unknown emails are verified against, so that the first unknown-email
-    /// login of a fresh process costs the same as every other.
+    /// Starts `threads` hashing threads, each with its own memory block.
     pub fn start(threads: usize, wait: Duration) -> Self {
         let threads = threads.max(1);
         let (tx, rx) = mpsc::channel::<Job>();
@@ -90,21 +94,10 @@ impl PasswordHasher {
                 })
                 .expect("a hashing thread starts");
         }
-        // The dummy is hashed on a pool thread, in its block: no extra 19 MiB at start.
-        let (dummy_tx, dummy_rx) = mpsc::channel();
-        let dummy_job: Job = Box::new(move |blocks| {
-            let _ = dummy_tx.send(hash_with(&super::random_token(24), blocks));
-        });
-        tx.send(dummy_job).expect("the hashing threads are running");
-        let dummy = dummy_rx
-            .recv()
-            .expect("a hashing thread answers")
-            .expect("dummy hash");
         Self {
             jobs: Mutex::new(tx),
             permits: Arc::new(Semaphore::new(threads)),
             wait,
-            dummy,
             threads,
         }
     }
@@ -157,7 +150,7 @@ impl PasswordHasher {
         phc: Option<String>,
     ) -> Result<bool, PasswordError> {
         let known = phc.is_some();
-        let phc = phc.unwrap_or_else(|| self.dummy.clone());
+        let phc = phc.unwrap_or_else(|| DUMMY_HASH.to_owned());
         let matches = self
             .run(move |blocks| verify_with(&password, &phc, blocks))
             .await?;
@@ -231,6 +224,26 @@ mod tests {
 
     fn password(s: &str) -> Password {
         Password::parse(s).unwrap()
+    }
+
+    #[test]
+    fn the_dummy_hash_costs_what_a_stored_hash_costs() {
+        let dummy = PasswordHash::new(DUMMY_HASH).unwrap();
+        assert_eq!(
+            Algorithm::try_from(dummy.algorithm).unwrap(),
+            Algorithm::Argon2id
+        );
+        let (parsed, ours) = (Params::try_from(&dummy).unwrap(), params());
+        assert_eq!(
+            (parsed.m_cost(), parsed.t_cost(), parsed.p_cost()),
+            (ours.m_cost(), ours.t_cost(), ours.p_cost())
+        );
+        assert_eq!(
+            parsed.block_count(),
+            ours.block_count(),
+            "it runs in a thread's block"
+        );
+        assert_eq!(dummy.hash.unwrap().len(), Params::DEFAULT_OUTPUT_LEN);
     }
 
     #[tokio::test]

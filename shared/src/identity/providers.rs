@@ -85,7 +85,8 @@ pub struct Provider {
     config: ProviderConfig,
     endpoints: OnceCell<Endpoints>,
     jwks: Mutex<Option<JwkSet>>,
-    http: reqwest::Client,
+    /// Built on first use, with every provider of the process (see [`from_configs`]).
+    http: Arc<std::sync::OnceLock<reqwest::Client>>,
 }
 
 /// Where the provider is asked to send the browser back.
@@ -124,12 +125,21 @@ fn upstream(e: impl std::fmt::Display) -> ProviderError {
 impl Provider {
     /// A provider from its configuration (endpoints are discovered on first use).
     pub fn new(config: ProviderConfig, http: reqwest::Client) -> Self {
+        Self::sharing(config, Arc::new(std::sync::OnceLock::from(http)))
+    }
+
+    /// A provider whose HTTP client is `http`'s, built by the first provider that calls out.
+    fn sharing(config: ProviderConfig, http: Arc<std::sync::OnceLock<reqwest::Client>>) -> Self {
         Self {
             config,
             endpoints: OnceCell::new(),
             jwks: Mutex::new(None),
             http,
         }
+    }
+
+    fn http(&self) -> &reqwest::Client {
+        self.http.get_or_init(http_client)
     }
 
     /// The configuration.
@@ -195,7 +205,7 @@ impl Provider {
         url: &str,
         bearer: Option<&str>,
     ) -> Result<T, ProviderError> {
-        let mut request = self.http.get(url);
+        let mut request = self.http().get(url);
         if let Some(token) = bearer {
             request = request.bearer_auth(token);
         }
@@ -256,7 +266,7 @@ impl Provider {
         nonce: &str,
     ) -> Result<ProviderIdentity, ProviderError> {
         let client = self.oauth_client(redirect, secret).await?;
-        let http = self.http.clone();
+        let http = self.http().clone();
         let send = move |req: oauth2::HttpRequest| {
             let http = http.clone();
             async move { send_oauth_request(&http, req).await }
@@ -435,14 +445,16 @@ pub type Providers = Arc<BTreeMap<String, Arc<Provider>>>;
 
 /// Builds the providers from their configurations.
 pub fn from_configs(configs: &[ProviderConfig]) -> Providers {
-    let http = http_client();
+    // Built at the first provider call, not here: building it reads the system's root
+    // certificates, which would hold up a Lambda function's init.
+    let http = Arc::new(std::sync::OnceLock::new());
     Arc::new(
         configs
             .iter()
             .map(|c| {
                 (
                     c.name.clone(),
-                    Arc::new(Provider::new(c.clone(), http.clone())),
+                    Arc::new(Provider::sharing(c.clone(), http.clone())),
                 )
             })
             .collect(),

@@ -5,6 +5,7 @@
 
 mod activity;
 mod coaching;
+mod lambda;
 mod load;
 mod packs;
 
@@ -22,8 +23,12 @@ struct Options {
     connections: usize,
     rounds: usize,
     /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `ai`, `packs`,
-    /// `activity`, `memory`, `login`).
+    /// `activity`, `memory`, `login`; `lambda` runs only when named, as it builds the
+    /// function binaries).
     only: Option<String>,
+    /// The cargo profile the `lambda` scenario builds the functions with (`release`, as
+    /// deployed).
+    lambda_profile: String,
 }
 
 impl Options {
@@ -38,6 +43,7 @@ fn options() -> anyhow::Result<Options> {
         connections: 32,
         rounds: 3,
         only: None,
+        lambda_profile: "release".into(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -49,6 +55,7 @@ fn options() -> anyhow::Result<Options> {
             "--connections" => o.connections = value.parse()?,
             "--rounds" => o.rounds = value.parse()?,
             "--only" => o.only = Some(value),
+            "--lambda-profile" => o.lambda_profile = value,
             other => anyhow::bail!("unknown option {other}"),
         }
     }
@@ -108,6 +115,10 @@ fn row(name: &str, s: &Stats, baseline: Option<&Stats>) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let o = options()?;
+    if o.only.as_deref() == Some("lambda") {
+        // Five measured starts per function, whatever the rounds: one start is one sample.
+        return lambda::cold_starts(&o.lambda_profile, o.rounds.max(5)).await;
+    }
     let dir = tempfile::tempdir()?;
     let baseline = spawn_baseline(HEALTH_BODY.as_bytes()).await?;
     let model_api = coaching::spawn_model_api().await?;
