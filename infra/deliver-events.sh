@@ -3,9 +3,10 @@
 # source mappings do in AWS:
 #   1. the outbox table's items (what its stream would carry as INSERT records) go to
 #      paddock-outbox-relay as one DynamoDB stream event, which sends them to the queues;
-#   2. each queue's messages go to its consumer (paddock-track-maps, paddock-achievements,
-#      paddock-feed) as SQS events of up to 10 records; the messages the consumer does not
-#      list in batchItemFailures are deleted, the others stay for the next delivery.
+#   2. each queue's messages go to its consumer as SQS events of up to 10 records: queue
+#      paddock-<name> to function paddock-<name> (functions/<name>), as the emulator runs
+#      create them; the messages the consumer does not list in batchItemFailures are
+#      deleted, the others stay for the next delivery.
 # Prints each invocation's answer. Run it again to deliver what the consumers emitted
 # (achievement unlocks go through the outbox too).
 #
@@ -16,11 +17,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tools=${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}
 eval "$("$root/infra/emulators.sh" env)"
 
-exec "$tools/venv/bin/python" - "${PADDOCK_WATCH_PORT:-9000}" "${Store__TablePrefix:-paddock-}" <<'PY'
+functions=()
+for dir in "$root"/functions/*/; do functions+=("$(basename "$dir")"); done
+
+exec "$tools/venv/bin/python" - "${PADDOCK_WATCH_PORT:-9000}" "${Store__TablePrefix:-paddock-}" "${functions[@]}" <<'PY'
 import json, sys, time, urllib.request
 import boto3
 
-port, prefix = sys.argv[1], sys.argv[2]
+port, prefix, functions = sys.argv[1], sys.argv[2], set(sys.argv[3:])
 region = "us-east-1"
 account = "123456789012"
 
@@ -68,12 +72,13 @@ else:
 
 # 2. The queues.
 sqs = boto3.client("sqs")
-for consumer in ("track-maps", "achievements", "feed"):
-    name = f"paddock-{consumer}"
-    try:
-        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
-    except sqs.exceptions.QueueDoesNotExist:
-        print(f"{name}: no such queue yet")
+urls = sqs.list_queues(QueueNamePrefix="paddock-").get("QueueUrls", [])
+for url in sorted(urls):
+    name = url.rsplit("/", 1)[-1]
+    if name.endswith("-dlq"):
+        continue
+    if name.removeprefix("paddock-") not in functions:
+        print(f"{name}: no function consumes it here")
         continue
     while True:
         got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0,
