@@ -103,7 +103,7 @@ export AWS_ENDPOINT_URL_DYNAMODB=http://$host:$ddb
 export AWS_ENDPOINT_URL_S3=http://$host:$moto
 export AWS_ENDPOINT_URL_SQS=http://$host:$moto
 export AWS_ENDPOINT_URL_SECRETS_MANAGER=http://$host:$moto
-export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 EOF
 }
 

@@ -43,49 +43,35 @@ echo "== sam validate --lint"
 sam validate "${sam_args[@]}" --lint
 
 echo "== sam build ($arch, into $build_dir)"
-log=$(mktemp)
 start=$(date +%s)
-set +e
-# Each output line is stamped with the second it appeared, so the time between one
-# function's "Building codeuri" line and the next is that function's build.
-sam build "${sam_args[@]}" --build-dir "$build_dir" --parameter-overrides "Architecture=$arch" 2>&1 \
-  | while IFS= read -r line; do printf '%(%s)T %s\n' -1 "$line"; done | tee "$log" | cut -d' ' -f2-
-status=${PIPESTATUS[0]}
-set -e
+sam build "${sam_args[@]}" --build-dir "$build_dir" --parameter-overrides "Architecture=$arch"
 end=$(date +%s)
-if [ "$status" -ne 0 ]; then
-  echo "sam build failed after $((end - start)) s (exit $status)" >&2
-  exit "$status"
-fi
 
 echo
 echo "== $arch: built in $((end - start)) s"
-python3 - "$log" "$end" "$build_dir" <<'PY'
-import io, os, re, sys, zipfile
+# Functions build one after another: each one's time runs from the previous bootstrap
+# (or the start) to its own. The first also compiles the dependencies they share.
+python3 - "$start" "$build_dir" <<'PY'
+import io, os, sys, zipfile
 
-log, end, build_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-starts = []
-for line in open(log):
-    stamp, _, text = line.partition(" ")
-    m = re.search(r"Building codeuri: .* functions: (\S+)", text)
-    if m:
-        starts.append((m.group(1), int(stamp)))
-took = {name: (starts[i + 1][1] if i + 1 < len(starts) else end) - t
-        for i, (name, t) in enumerate(starts)}
+start, build_dir = int(sys.argv[1]), sys.argv[2]
+built = []
+for name in os.listdir(build_dir):
+    path = os.path.join(build_dir, name, "bootstrap")
+    if os.path.isfile(path):
+        built.append((os.path.getmtime(path), name, path))
+built.sort()
 
 print(f"{'function':<24} {'build s':>8} {'bootstrap':>12} {'zipped':>12}")
-total_zip = 0
-for name in sorted(os.listdir(build_dir)):
-    path = os.path.join(build_dir, name, "bootstrap")
-    if not os.path.isfile(path):
-        continue
+previous, total_zip = start, 0
+for mtime, name, path in built:
     buf = io.BytesIO()
     # SAM uploads each function as a deflated zip of its build directory.
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
         z.write(path, "bootstrap")
     size, zipped = os.path.getsize(path), len(buf.getvalue())
     total_zip += zipped
-    print(f"{name:<24} {took.get(name, 0):>8} {size / 1e6:>9.2f} MB {zipped / 1e6:>9.2f} MB")
+    print(f"{name:<24} {mtime - previous:>8.0f} {size / 1e6:>9.2f} MB {zipped / 1e6:>9.2f} MB")
+    previous = mtime
 print(f"{'all functions':<24} {'':>8} {'':>12} {total_zip / 1e6:>9.2f} MB")
 PY
-rm -f "$log"
