@@ -25,6 +25,8 @@ pub fn language_model(
     settings: &AiSettings,
     secrets: Arc<dyn SecretSource>,
 ) -> Arc<dyn LanguageModel> {
+    // The crypto provider is the process's from now on (cheap, and other clients rely on it).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     Arc::new(OnFirstCall {
         settings: settings.clone(),
         secrets,

@@ -4,8 +4,8 @@
 //! allocated that much each, without bound, and the allocator kept the memory afterwards (a
 //! burst of 40 registrations left the process at 750 MB). The pool here has a fixed number
 //! of threads (`Auth__HashingThreads`, default: the cores), each of which allocates its one
-//! argon2 memory block at start and reuses it for every hash, so hashing memory is fixed when
-//! the process starts. A request waits at most `Auth__HashingWaitMillis` for a free thread and
+//! argon2 memory block at its first hash and reuses it for every hash after, so hashing memory
+//! never grows past one block a thread. A request waits at most `Auth__HashingWaitMillis` for a free thread and
 //! is otherwise answered 503 with `Retry-After`, so a flood queues nothing without bound.
 //! The embedded store's writes run on tokio's blocking pool and never wait behind a hash.
 
@@ -79,7 +79,9 @@ impl PasswordHasher {
             std::thread::Builder::new()
                 .name(format!("paddock-argon2-{n}"))
                 .spawn(move || {
-                    let mut blocks = vec![Block::default(); params().block_count()];
+                    // Allocated at the thread's first hash (writing 19 MiB at start held
+                    // up a Lambda function's init), then kept: at most one block a thread.
+                    let mut blocks: Vec<Block> = Vec::new();
                     loop {
                         // The lock is held only while waiting for the next job.
                         let job = match rx.lock() {
@@ -87,7 +89,12 @@ impl PasswordHasher {
                             Err(_) => return,
                         };
                         match job {
-                            Ok(job) => job(&mut blocks),
+                            Ok(job) => {
+                                if blocks.is_empty() {
+                                    blocks = vec![Block::default(); params().block_count()];
+                                }
+                                job(&mut blocks);
+                            }
                             Err(_) => return, // the hasher was dropped
                         }
                     }

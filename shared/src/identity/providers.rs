@@ -445,8 +445,10 @@ pub type Providers = Arc<BTreeMap<String, Arc<Provider>>>;
 
 /// Builds the providers from their configurations.
 pub fn from_configs(configs: &[ProviderConfig]) -> Providers {
-    // Built at the first provider call, not here: building it reads the system's root
-    // certificates, which would hold up a Lambda function's init.
+    // The client is built at the first provider call, not here: building it reads the
+    // system's root certificates, which would hold up a Lambda function's init. The crypto
+    // provider is the process's from now on (cheap, and other clients rely on it).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let http = Arc::new(std::sync::OnceLock::new());
     Arc::new(
         configs

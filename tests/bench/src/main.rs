@@ -503,8 +503,8 @@ pub(crate) fn status_bytes(field: &str) -> Option<u64> {
 }
 
 /// Peak resident memory of the process (the server runs in it) through 200 logins, 20 at a
-/// time, against its resident memory when idle; the hashing threads' memory blocks are
-/// allocated at start, so they are part of the idle figure.
+/// time, against its resident memory when idle; a hashing thread allocates its memory block
+/// at its first hash, so the idle figure may hold some blocks, and the budget counts them all.
 async fn login_memory(paddock: SocketAddr, creds: &serde_json::Value) -> anyhow::Result<()> {
     const LOGINS: usize = 200;
     const PARALLEL: usize = 20;
