@@ -232,15 +232,14 @@ pub async fn handle_ttl_removals(
     let mut removals = Vec::new();
     let mut sequences = Vec::new();
     for record in &event.records {
-        match ttl_removal(record, prefix) {
-            Some(removal) => {
-                removals.push(removal);
-                sequences.push(record.change.sequence_number.clone().unwrap_or_default());
-            }
-            None => tracing::debug!(
+        if let Some(removal) = ttl_removal(record, prefix) {
+            removals.push(removal);
+            sequences.push(record.change.sequence_number.clone().unwrap_or_default());
+        } else {
+            tracing::debug!(
                 event = %record.event_name,
                 "stream record that is not a TTL removal; skipped"
-            ),
+            );
         }
     }
     match crate::retention::on_ttl_removals(ports, &removals).await {

@@ -10,7 +10,7 @@ use base64::Engine;
 use paddock::activity::feed;
 use paddock::aws::SecretsManagerSecrets;
 use paddock::ids::UserId;
-use paddock::ports::items::{Item, Key, TxOp, item};
+use paddock::ports::items::{Key, TxOp, item};
 use paddock::ports::{Clock, ManualClock};
 use paddock::queues::QueueName;
 use paddock::tables::Table;
