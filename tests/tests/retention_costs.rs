@@ -10,7 +10,7 @@
 //! `PADDOCK_RETENTION_LIVE` sets the live items of the first run (default 200,000) and
 //! `PADDOCK_RETENTION_RATIO` how many times as many the second run has (default 2, which keeps
 //! the test command to a few minutes: DynamoDB Local takes about 3,500 items a second). The
-//! 10x run (2,000,000 live items, about ten minutes) is run by hand:
+//! 10x run (2,000,000 live items, about twenty minutes) is run by hand:
 //! `PADDOCK_RETENTION_RATIO=10 RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test retention_costs`.
 //! Print the figures with `RUST_TEST_NOCAPTURE=1`.
 
