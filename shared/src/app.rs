@@ -85,6 +85,10 @@ impl Application {
             .into_iter()
             .map(|queue| consumer(queue, ports.clone(), policy, stop_rx.clone()))
             .collect();
+        // The embedded store has no TTL of its own: the sweep removes what expired. Over the
+        // AWS adapters, DynamoDB's TTL removes it (DynamoDB Local removes nothing; reads
+        // treat expired items as absent either way), and no table is scanned on a timer.
+        let sweeps = self.state.settings.backend == crate::config::Backend::Embedded;
         let retention = {
             let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
             let (first, every) = (
@@ -92,7 +96,7 @@ impl Application {
                 self.state.settings.retention_interval,
             );
             supervised("retention", move || {
-                run_retention(ports.clone(), first, every, stop_rx.clone())
+                run_retention(ports.clone(), sweeps, first, every, stop_rx.clone())
             })
         };
 
@@ -142,10 +146,15 @@ fn consumer(
 /// Sweeps expired items `first` after start and then every `every`, until stopped.
 async fn run_retention(
     ports: Ports,
+    sweeps: bool,
     first: Duration,
     every: Duration,
     mut stop_rx: watch::Receiver<bool>,
 ) {
+    if !sweeps {
+        let _ = stop_rx.changed().await;
+        return;
+    }
     let mut wait = first;
     loop {
         tokio::select! {

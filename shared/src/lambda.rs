@@ -174,22 +174,92 @@ pub async fn serve_consumer(wiring: AwsWiring, queue: QueueName) -> Result<(), E
     .await
 }
 
-/// The scheduled retention sweep.
+/// The retention function, on the `sharepacks` table's stream: releases what lived outside
+/// each item DynamoDB's TTL removed (the event source mapping passes only TTL's removals; the
+/// handler checks again, so a record of any other removal is skipped).
 pub async fn serve_retention(wiring: AwsWiring) -> Result<(), Error> {
-    let (_, ports) = wiring.finish();
+    let (settings, ports) = wiring.finish();
+    let prefix = settings.table_prefix.clone();
     serving();
-    lambda_runtime::run(service_fn(move |_: LambdaEvent<EventBridgeEvent>| {
-        let ports = ports.clone();
-        async move { handle_retention(&ports).await }
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<DynamoEvent>| {
+        let (ports, prefix) = (ports.clone(), prefix.clone());
+        async move { Ok::<_, Error>(handle_ttl_removals(event.payload, &ports, &prefix).await) }
     }))
     .await
 }
 
-/// Runs one retention sweep; answers the counts by kind (they are logged too).
-pub async fn handle_retention(
+/// The principal DynamoDB's TTL deletes as, in a stream record's `userIdentity`.
+const TTL_PRINCIPAL: &str = "dynamodb.amazonaws.com";
+
+/// The TTL removal a stream record tells of: a `REMOVE` by the service principal of
+/// DynamoDB (a removal by the application carries no user identity), from a table of this
+/// deployment (tables named `prefix` + logical name), with its old image.
+fn ttl_removal(
+    record: &aws_lambda_events::dynamodb::EventRecord,
+    prefix: &str,
+) -> Option<crate::retention::TtlRemoval> {
+    let by_ttl = record
+        .user_identity
+        .as_ref()
+        .is_some_and(|who| who.type_ == "Service" && who.principal_id == TTL_PRINCIPAL);
+    if record.event_name != "REMOVE" || !by_ttl {
+        return None;
+    }
+    // `arn:aws:dynamodb:<region>:<account>:table/<physical name>/stream/<label>`.
+    let physical = record
+        .event_source_arn
+        .as_deref()?
+        .split("table/")
+        .nth(1)?
+        .split('/')
+        .next()?;
+    let table = crate::tables::Table::ALL
+        .into_iter()
+        .find(|t| t.physical(prefix) == physical)?;
+    let old: Item = serde_dynamo::from_item(record.change.old_image.clone()).ok()?;
+    let key = crate::ports::items::Key::of(&old)?;
+    Some(crate::retention::TtlRemoval { table, key, old })
+}
+
+/// Handles a stream batch of TTL removals in order; on a failure, reports that record, so
+/// Lambda resumes the shard from it (what came before is not handled again).
+pub async fn handle_ttl_removals(
+    event: DynamoEvent,
     ports: &Ports,
-) -> Result<std::collections::BTreeMap<&'static str, u64>, Error> {
-    Ok(crate::retention::sweep(ports).await?.removed)
+    prefix: &str,
+) -> DynamoDbEventResponse {
+    let mut response = DynamoDbEventResponse::default();
+    let mut removals = Vec::new();
+    let mut sequences = Vec::new();
+    for record in &event.records {
+        if let Some(removal) = ttl_removal(record, prefix) {
+            removals.push(removal);
+            sequences.push(record.change.sequence_number.clone().unwrap_or_default());
+        } else {
+            tracing::debug!(
+                event = %record.event_name,
+                "stream record that is not a TTL removal; skipped"
+            );
+        }
+    }
+    match crate::retention::on_ttl_removals(ports, &removals).await {
+        Ok(report) => tracing::info!(
+            removed = report.total(),
+            by_kind = ?report.removed,
+            "TTL removals handled"
+        ),
+        Err((index, report, e)) => {
+            tracing::error!(
+                error = %e,
+                handled = report.total(),
+                "TTL removal failed; the stream resumes from it"
+            );
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = sequences.get(index).cloned();
+            response.batch_item_failures.push(failure);
+        }
+    }
+    response
 }
 
 fn failure(id: String) -> BatchItemFailure {

@@ -1,19 +1,29 @@
-//! The retention sweep: removes what is past its life.
+//! Retention: what happens when an item's life ends.
 //!
 //! Every item with a limited life carries an expiry (`ttl`): feed entries (90 days),
 //! exchange codes, sign-in flows, refresh tokens and their families (30 days), rate-limit
 //! counters (their window), processed-event markers, finished track jobs (a week), outbox
-//! rows. Reads already treat expired items as absent, and DynamoDB's TTL deletes them, but
-//! lazily (up to days later); this sweep removes the rest. It runs on a timer locally and on
-//! an EventBridge schedule in AWS.
+//! rows, coaching answers, account tombstones, and share packs that are pending (an upload
+//! never completed) or being deleted. Reads treat expired items as absent at once; removing
+//! them is the store's business, and its cost follows what expired, never what is stored:
 //!
-//! Safe to run twice at once: each delete holds only while the item is still expired, so an
-//! item renewed meanwhile stays, and each removal is counted by the one sweep that made it.
+//! - **DynamoDB** deletes expired items itself (TTL, enabled on every table). The only thing
+//!   that lives outside an expiring item is a share pack's object in S3, so the `sharepacks`
+//!   table streams its old images and [`on_ttl_removals`] (the retention function, on that
+//!   stream, filtered to TTL's own removals) deletes the objects of each pack TTL removed. It
+//!   reads no item: the record carries the old image.
+//! - **The embedded store** has no TTL of its own, so [`sweep`] runs on a timer and finds the
+//!   expired items through the SQLite index on the expiry column (`items_expiry`), reading
+//!   only those.
+//!
+//! Both are safe to cut short and run again: removing an object that is already gone is a
+//! no-op, and a sweep's delete holds only while the item is still expired (an item renewed
+//! meanwhile stays), each removal counted by the one sweep that made it.
 
 use std::collections::BTreeMap;
 
 use crate::ports::Ports;
-use crate::ports::items::{Key, StoreError};
+use crate::ports::items::{Item, Key, StoreError};
 use crate::tables::Table;
 
 /// Keys read per page.
@@ -62,7 +72,86 @@ pub fn kind_of(table: Table, key: &Key) -> &'static str {
     }
 }
 
-/// Removes every expired item of every table; counts go to the metric and one log line.
+/// Removes what lives outside the expired item `key` of `table`: the objects of a share pack
+/// that expired pending or deleting (expired, it can never be published). `old` is the item
+/// as it was, when known (a stream record's old image): a pack that was ready has no expiry,
+/// so an image without a `state` of `pending` or `deleting` holds nothing to release.
+pub async fn release_outside(
+    ports: &Ports,
+    table: Table,
+    key: &Key,
+    old: Option<&Item>,
+) -> Result<(), StoreError> {
+    let (Table::Sharepacks, Some(id)) = (table, key.pk.strip_prefix("PACK#")) else {
+        return Ok(());
+    };
+    let state = old.map(|item| item.get("state").and_then(serde_json::Value::as_str));
+    if let Some(state) = state
+        && !matches!(state, Some("pending" | "deleting"))
+    {
+        return Ok(());
+    }
+    for object in [
+        crate::sharepacks::blob_key(id),
+        crate::sharepacks::upload_key(id),
+    ] {
+        ports.blobs.delete(&object).await.map_err(|e| {
+            StoreError::Unavailable(format!("removing an expired pack's object: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
+/// An item DynamoDB's TTL removed, as its stream record tells it.
+#[derive(Debug, Clone)]
+pub struct TtlRemoval {
+    /// The table it was in.
+    pub table: Table,
+    /// Its key.
+    pub key: Key,
+    /// The item as it was (the record's old image).
+    pub old: Item,
+}
+
+/// Handles items DynamoDB's TTL removed, in stream order: releases what lived outside each.
+/// On a failure, answers the index of the record that failed and what was done before it
+/// (the caller reports that record, so the stream resumes from it and nothing before it is
+/// handled again).
+pub async fn on_ttl_removals(
+    ports: &Ports,
+    removals: &[TtlRemoval],
+) -> Result<SweepReport, (usize, SweepReport, StoreError)> {
+    let mut report = SweepReport::default();
+    for (index, removal) in removals.iter().enumerate() {
+        if let Err(e) =
+            release_outside(ports, removal.table, &removal.key, Some(&removal.old)).await
+        {
+            record(&report);
+            return Err((index, report, e));
+        }
+        *report
+            .removed
+            .entry(kind_of(removal.table, &removal.key))
+            .or_default() += 1;
+    }
+    record(&report);
+    Ok(report)
+}
+
+/// Counts removals in the metric.
+fn record(report: &SweepReport) {
+    for (kind, n) in &report.removed {
+        crate::metrics::global()
+            .retention_deleted
+            .with_label_values(&[kind])
+            .inc_by(*n);
+    }
+}
+
+/// Removes every expired item of every table, found through the store's expiry index (the
+/// embedded store; DynamoDB removes its own, see [`on_ttl_removals`]); counts go to the
+/// metric and one log line. What it reads follows what expired: each table's expired items,
+/// and one empty page per table with none.
 pub async fn sweep(ports: &Ports) -> Result<SweepReport, StoreError> {
     let started = std::time::Instant::now();
     let mut report = SweepReport::default();
@@ -71,18 +160,7 @@ pub async fn sweep(ports: &Ports) -> Result<SweepReport, StoreError> {
         loop {
             let page = ports.items.scan_expired(table, cursor, PAGE).await?;
             for key in &page.keys {
-                // A pack that expired pending (never completed, or its publisher crashed)
-                // takes its object with it; expired, it can never be published.
-                if let (Table::Sharepacks, Some(id)) = (table, key.pk.strip_prefix("PACK#")) {
-                    for object in [
-                        crate::sharepacks::blob_key(id),
-                        crate::sharepacks::upload_key(id),
-                    ] {
-                        ports.blobs.delete(&object).await.map_err(|e| {
-                            StoreError::Unavailable(format!("removing an unfinished pack: {e}"))
-                        })?;
-                    }
-                }
+                release_outside(ports, table, key, None).await?;
                 if ports.items.delete_expired(table, key).await? {
                     *report.removed.entry(kind_of(table, key)).or_default() += 1;
                 }
@@ -93,12 +171,7 @@ pub async fn sweep(ports: &Ports) -> Result<SweepReport, StoreError> {
             }
         }
     }
-    for (kind, n) in &report.removed {
-        crate::metrics::global()
-            .retention_deleted
-            .with_label_values(&[kind])
-            .inc_by(*n);
-    }
+    record(&report);
     tracing::info!(
         removed = report.total(),
         by_kind = ?report.removed,

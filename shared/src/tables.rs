@@ -73,8 +73,14 @@ impl Table {
         format!("{prefix}{}", self.name())
     }
 
-    /// Whether the table publishes a change stream (the outbox relay reads it in AWS).
+    /// Whether the table publishes a change stream: the outbox relay reads the outbox's new
+    /// images, the retention function the share packs' old images (of TTL's removals).
     pub fn has_stream(self) -> bool {
-        self == Table::Outbox
+        matches!(self, Table::Outbox | Table::Sharepacks)
+    }
+
+    /// What the table's stream records carry (when it has one).
+    pub fn stream_holds_old_images(self) -> bool {
+        self == Table::Sharepacks
     }
 }

@@ -336,6 +336,39 @@ pub fn dynamodb_inserts(table_arn: &str, new_images: &[Value]) -> Value {
     json!({ "Records": records })
 }
 
+/// A DynamoDB stream batch of `REMOVE` records as TTL emits them: `OLD_IMAGE`s (already in
+/// DynamoDB JSON) and the user identity of DynamoDB's own service principal. Sequence numbers
+/// count from `first_sequence`.
+pub fn dynamodb_ttl_removals(table_arn: &str, old_images: &[Value], first_sequence: u64) -> Value {
+    let records: Vec<Value> = old_images
+        .iter()
+        .enumerate()
+        .map(|(n, image)| {
+            json!({
+                "eventID": format!("ttl-{n}"),
+                "eventName": "REMOVE",
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": "us-east-1",
+                "dynamodb": {
+                    "ApproximateCreationDateTime": 1_795_428_000,
+                    "Keys": { "pk": image["pk"], "sk": image["sk"] },
+                    "OldImage": image,
+                    "SequenceNumber": format!("{}", first_sequence + n as u64),
+                    "SizeBytes": 256,
+                    "StreamViewType": "OLD_IMAGE"
+                },
+                "userIdentity": {
+                    "type": "Service",
+                    "principalId": "dynamodb.amazonaws.com"
+                },
+                "eventSourceARN": format!("{table_arn}/stream/2026-11-23T10:00:00.000")
+            })
+        })
+        .collect();
+    json!({ "Records": records })
+}
+
 /// An EventBridge scheduled event of rule `rule`.
 pub fn scheduled_event(rule: &str) -> Value {
     json!({

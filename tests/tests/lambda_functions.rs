@@ -10,13 +10,14 @@ use base64::Engine;
 use paddock::activity::feed;
 use paddock::aws::SecretsManagerSecrets;
 use paddock::ids::UserId;
-use paddock::ports::items::{Item, Key, TxOp, item};
+use paddock::ports::items::{Key, TxOp, item};
 use paddock::ports::{Clock, ManualClock};
 use paddock::queues::QueueName;
 use paddock::tables::Table;
 use paddock::tracks::jobs;
 use paddock_tests::lambda_events::{
-    EventBody, HttpAnswer, HttpRequest, dynamodb_inserts, scheduled_event, sqs_batch,
+    EventBody, HttpAnswer, HttpRequest, dynamodb_inserts, dynamodb_ttl_removals, scheduled_event,
+    sqs_batch,
 };
 use paddock_tests::lambda_runtime_api::{Answer, FunctionProcess, RuntimeApi};
 use paddock_tests::{Backend, TestApp, TestPorts, binaries, session_body, unique};
@@ -55,7 +56,7 @@ const CONSUMERS: &[(&str, QueueName)] = &[
     ("feed", QueueName::Feed),
 ];
 
-/// The functions on other triggers (the outbox table's stream, the retention schedule), and
+/// The functions on other triggers (the outbox table's stream, the share-pack table's stream), and
 /// the accounts consumer, whose events (renames, deletions) have a test of their own.
 const OTHER_FUNCTIONS: &[&str] = &["outbox-relay", "retention", "accounts"];
 
@@ -728,7 +729,8 @@ async fn relay_and_consumers_carry_an_upload_through_the_queues() {
 }
 
 /// The track-map function on the maintenance schedule hands a job whose lease ran out back
-/// to pending; the retention function on its schedule removes expired items.
+/// to pending; the retention function, on a TTL removal of the share-pack stream, removes the
+/// objects of a pack that expired unfinished.
 #[tokio::test(flavor = "multi_thread")]
 async fn schedules_run_maintenance_and_retention() {
     let deployment = deployment().await;
@@ -767,20 +769,41 @@ async fn schedules_run_maintenance_and_retention() {
     let status = jobs::status(&t.ports, &job_id).await.expect("a status");
     assert_eq!(status.map(|s| s.status).as_deref(), Some("pending"));
 
-    // An exchange code that expired a minute ago.
-    let expired: Item = item(
-        &Key::new(format!("CODE#{}", unique("c")), "CODE"),
-        json!({"ttl": OffsetDateTime::now_utc().unix_timestamp() - 60}),
+    // A share pack whose upload was never completed, removed by TTL: the retention function
+    // on its stream record removes the pack's objects.
+    let id = unique("pack-");
+    let pending = item(
+        &Key::new(format!("PACK#{id}"), "META"),
+        json!({"state": "pending", "ttl": OffsetDateTime::now_utc().unix_timestamp() - 60}),
     );
-    t.ports
-        .items
-        .put(Table::Tokens, expired, None)
-        .await
-        .expect("an expired code");
-    let answer = retention
-        .answer(&scheduled_event("paddock-retention"))
-        .await;
-    assert_eq!(answer["exchange_codes"], 1, "{answer}");
+    for object in [
+        paddock::sharepacks::blob_key(&id),
+        paddock::sharepacks::upload_key(&id),
+    ] {
+        t.ports
+            .blobs
+            .put(&object, bytes::Bytes::from_static(b"PK"), "application/zip")
+            .await
+            .expect("an object");
+    }
+    let image: serde_dynamo::Item = serde_dynamo::to_item(&pending).expect("an image");
+    let table_arn = format!(
+        "arn:aws:dynamodb:us-east-1:123456789012:table/{}",
+        Table::Sharepacks.physical(&t.settings.table_prefix)
+    );
+    let event = dynamodb_ttl_removals(
+        &table_arn,
+        &[serde_json::to_value(image).expect("an image")],
+        1,
+    );
+    let answer = retention.answer(&event).await;
+    assert_eq!(answer, json!({"batchItemFailures": []}));
+    for object in [
+        paddock::sharepacks::blob_key(&id),
+        paddock::sharepacks::upload_key(&id),
+    ] {
+        assert!(t.ports.blobs.get(&object).await.expect("a read").is_none());
+    }
 }
 
 /// The accounts function gets an SQS batch with a deleted account's `account.deleted` event

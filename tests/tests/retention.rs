@@ -1,13 +1,26 @@
-//! The retention sweep on both adapter sets: it removes each kind of expired item, leaves
-//! live ones, counts each removal once when two sweeps run at once; and the local server runs
-//! it on its timer.
+//! Retention on both adapter sets. The sweep (the embedded store's; it works on the AWS
+//! adapters too) removes each kind of expired item, leaves live ones, counts each removal once
+//! when two sweeps run at once; the local server runs it on its timer (embedded). What expiry
+//! releases is checked as each backend runs it: the embedded sweep, and in AWS DynamoDB's TTL
+//! (played here by a conditional delete of what is still expired, which is what TTL does)
+//! followed by the retention function on the TTL removals of the share-pack stream.
 
-use paddock::ports::Clock;
-use paddock::ports::items::{Key, TTL, item};
-use paddock::retention::{self, SweepReport};
+use async_trait::async_trait;
+use bytes::Bytes;
+use paddock::ports::blobs::BlobStream;
+use paddock::ports::items::{
+    Condition, Item, ItemStore, Key, KeyPage, Page, Query, StoreError, TTL, TxOp, Update, item,
+};
+use paddock::ports::{BlobError, BlobStore, Clock};
+use paddock::retention::{self, SweepReport, TtlRemoval};
+use paddock::sharepacks::{blob_key, upload_key};
 use paddock::tables::Table;
-use paddock_tests::{Backend, ports, spawn_configured};
-use serde_json::json;
+use paddock_tests::lambda_events::dynamodb_ttl_removals;
+use paddock_tests::{Backend, TestPorts, ports, spawn_configured};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// One expired and one live item of each kind: (table, partition key, sort key, kind).
@@ -136,17 +149,353 @@ async fn the_local_server_sweeps_on_its_timer(backend: Backend) {
 
 paddock_tests::on_both_backends!(
     plain: [],
-    ports: [the_sweep_removes_each_expired_kind_once, the_local_server_sweeps_on_its_timer],
+    ports: [
+        the_sweep_removes_each_expired_kind_once,
+        an_expired_unfinished_pack_takes_its_objects,
+        a_renewed_item_survives_a_sweep_that_raced_it,
+        a_retention_run_cut_short_finishes_the_work_once,
+    ],
 );
 
 #[tokio::test]
-async fn the_retention_lambda_answers_its_counts() {
-    let t = ports(Backend::Embedded).await;
-    let code = item(
-        &Key::new("CODE#l", "CODE"),
-        json!({TTL: t.clock.unix() - 1}),
+async fn the_local_server_sweeps_on_its_timer_embedded() {
+    the_local_server_sweeps_on_its_timer(Backend::Embedded).await;
+}
+
+/// A pack item in `state` expiring at `expires`, with both of its objects in the blob store.
+async fn pack_with_objects(t: &TestPorts, id: &str, state: &str, expires: Option<i64>) -> Item {
+    let mut attributes = json!({"state": state, "ownerId": "u1", "id": id, "name": "p"});
+    if let Some(expires) = expires {
+        attributes[TTL] = expires.into();
+    }
+    let pack = item(&Key::new(format!("PACK#{id}"), "META"), attributes);
+    t.ports
+        .items
+        .put(Table::Sharepacks, pack.clone(), None)
+        .await
+        .unwrap();
+    for object in [blob_key(id), upload_key(id)] {
+        t.ports
+            .blobs
+            .put(&object, Bytes::from_static(b"PK zip"), "application/zip")
+            .await
+            .unwrap();
+    }
+    pack
+}
+
+async fn objects_of(t: &TestPorts, id: &str) -> usize {
+    let mut n = 0;
+    for object in [blob_key(id), upload_key(id)] {
+        n += usize::from(t.ports.blobs.get(&object).await.unwrap().is_some());
+    }
+    n
+}
+
+/// One retention run as `backend` runs it, over the items the test wrote that may have
+/// expired (`written`): the embedded sweep; or in AWS, TTL's removal of each one still expired
+/// and the retention function on their stream records. Answers the removals it counted, or
+/// the error that cut it short.
+async fn retention_run(
+    backend: Backend,
+    t: &TestPorts,
+    written: &[(Table, Item)],
+) -> Result<u64, String> {
+    match backend {
+        Backend::Embedded => retention::sweep(&t.ports)
+            .await
+            .map(|r| r.total())
+            .map_err(|e| e.to_string()),
+        Backend::Aws => {
+            let mut removals = Vec::new();
+            for (table, old) in written {
+                let key = Key::of(old).unwrap();
+                if t.ports.items.delete_expired(*table, &key).await.unwrap() {
+                    removals.push(TtlRemoval {
+                        table: *table,
+                        key,
+                        old: old.clone(),
+                    });
+                }
+            }
+            hand_to_the_function(t, &removals).await
+        }
+    }
+}
+
+/// Hands TTL removals to the retention function's handler as a stream batch; on a failure,
+/// hands the batch again from the record it reported, as Lambda does.
+async fn hand_to_the_function(t: &TestPorts, removals: &[TtlRemoval]) -> Result<u64, String> {
+    let images: Vec<Value> = removals
+        .iter()
+        .map(|r| {
+            let image: serde_dynamo::Item = serde_dynamo::to_item(&r.old).unwrap();
+            serde_json::to_value(image).unwrap()
+        })
+        .collect();
+    let arn = format!(
+        "arn:aws:dynamodb:us-east-1:123456789012:table/{}",
+        Table::Sharepacks.physical(&t.settings.table_prefix)
     );
-    t.ports.items.put(Table::Tokens, code, None).await.unwrap();
-    let removed = paddock::lambda::handle_retention(&t.ports).await.unwrap();
-    assert_eq!(removed.get("exchange_codes"), Some(&1));
+    let event = dynamodb_ttl_removals(&arn, &images, 1);
+    let event = serde_json::from_value(event).unwrap();
+    let answer =
+        paddock::lambda::handle_ttl_removals(event, &t.ports, &t.settings.table_prefix).await;
+    match answer.batch_item_failures.first() {
+        None => Ok(removals.len() as u64),
+        Some(failure) => {
+            let from: usize = failure.item_identifier.as_deref().unwrap().parse().unwrap();
+            Err(format!("cut short at record {from}"))
+        }
+    }
+}
+
+async fn an_expired_unfinished_pack_takes_its_objects(backend: Backend) {
+    let t = ports(backend).await;
+    let now = t.clock.unix();
+    let pending = pack_with_objects(&t, "pending1", "pending", Some(now + 600)).await;
+    let deleting = pack_with_objects(&t, "deleting1", "deleting", Some(now + 600)).await;
+    let ready = pack_with_objects(&t, "ready1", "ready", None).await;
+    let written = [
+        (Table::Sharepacks, pending),
+        (Table::Sharepacks, deleting),
+        (Table::Sharepacks, ready),
+    ];
+    // Not yet expired: nothing goes.
+    assert_eq!(retention_run(backend, &t, &written).await, Ok(0));
+    assert_eq!(objects_of(&t, "pending1").await, 2);
+    t.clock.advance(time::Duration::minutes(11));
+    assert_eq!(retention_run(backend, &t, &written).await, Ok(2));
+    assert_eq!(objects_of(&t, "pending1").await, 0);
+    assert_eq!(objects_of(&t, "deleting1").await, 0);
+    assert_eq!(
+        objects_of(&t, "ready1").await,
+        2,
+        "a published pack is kept"
+    );
+    let ready_key = Key::new("PACK#ready1", "META");
+    assert!(
+        t.ports
+            .items
+            .get(Table::Sharepacks, &ready_key)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// An item store whose `scan_expired` renews `renew` (pushes its expiry an hour on) once it
+/// has answered, as a request would between the sweep's read and its delete.
+struct RacingStore {
+    inner: Arc<dyn ItemStore>,
+    renew: (Table, Key),
+    expires: i64,
+}
+
+#[async_trait]
+impl ItemStore for RacingStore {
+    async fn get(&self, table: Table, key: &Key) -> Result<Option<Item>, StoreError> {
+        self.inner.get(table, key).await
+    }
+    async fn put(&self, table: Table, item: Item, c: Option<Condition>) -> Result<(), StoreError> {
+        self.inner.put(table, item, c).await
+    }
+    async fn update(
+        &self,
+        table: Table,
+        key: &Key,
+        update: Update,
+        c: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        self.inner.update(table, key, update, c).await
+    }
+    async fn delete(
+        &self,
+        table: Table,
+        key: &Key,
+        c: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        self.inner.delete(table, key, c).await
+    }
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        self.inner.query(query).await
+    }
+    async fn transact(&self, ops: Vec<TxOp>) -> Result<(), StoreError> {
+        self.inner.transact(ops).await
+    }
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+    async fn scan_expired(
+        &self,
+        table: Table,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<KeyPage, StoreError> {
+        let page = self.inner.scan_expired(table, cursor, limit).await?;
+        if table == self.renew.0 {
+            self.inner
+                .update(table, &self.renew.1, Update::set(TTL, self.expires), None)
+                .await?;
+        }
+        Ok(page)
+    }
+    async fn delete_expired(&self, table: Table, key: &Key) -> Result<bool, StoreError> {
+        self.inner.delete_expired(table, key).await
+    }
+}
+
+async fn a_renewed_item_survives_a_sweep_that_raced_it(backend: Backend) {
+    let mut t = ports(backend).await;
+    let now = t.clock.unix();
+    let key = Key::new("FAMILY#raced", "STATE");
+    let family = item(&key, json!({TTL: now - 5}));
+    t.ports
+        .items
+        .put(Table::Tokens, family.clone(), None)
+        .await
+        .unwrap();
+    let written = [(Table::Tokens, family)];
+    match backend {
+        Backend::Embedded => {
+            // The sweep reads the expired key; a refresh renews the family before the delete.
+            t.ports.items = Arc::new(RacingStore {
+                inner: t.ports.items.clone(),
+                renew: (Table::Tokens, key.clone()),
+                expires: now + 3600,
+            });
+        }
+        Backend::Aws => {
+            // Renewed before TTL reached it: TTL deletes only what is still expired.
+            t.ports
+                .items
+                .update(Table::Tokens, &key, Update::set(TTL, now + 3600), None)
+                .await
+                .unwrap();
+        }
+    }
+    assert_eq!(retention_run(backend, &t, &written).await, Ok(0));
+    assert!(
+        t.ports
+            .items
+            .get(Table::Tokens, &key)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// A blob store whose deletes fail after `allowed` of them, as a function stopped by its
+/// timeout or a store that went away.
+struct FailingDeletes {
+    inner: Arc<dyn BlobStore>,
+    allowed: AtomicU64,
+}
+
+#[async_trait]
+impl BlobStore for FailingDeletes {
+    async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<(), BlobError> {
+        self.inner.put(key, bytes, content_type).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<Bytes>, BlobError> {
+        self.inner.get(key).await
+    }
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        let left = self.allowed.load(Ordering::SeqCst);
+        if left == 0 {
+            return Err(BlobError::Unavailable("cut short".into()));
+        }
+        self.allowed.store(left - 1, Ordering::SeqCst);
+        self.inner.delete(key).await
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        self.inner.list(prefix).await
+    }
+    async fn presigned_get(
+        &self,
+        key: &str,
+        ttl: Duration,
+        download_name: Option<&str>,
+    ) -> Result<Option<String>, BlobError> {
+        self.inner.presigned_get(key, ttl, download_name).await
+    }
+    async fn presigned_put(
+        &self,
+        key: &str,
+        ttl: Duration,
+        length: u64,
+    ) -> Result<Option<String>, BlobError> {
+        self.inner.presigned_put(key, ttl, length).await
+    }
+    async fn put_file(&self, key: &str, path: &Path, content_type: &str) -> Result<(), BlobError> {
+        self.inner.put_file(key, path, content_type).await
+    }
+    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError> {
+        self.inner.get_to_file(key, path).await
+    }
+    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError> {
+        self.inner.rename(from, to).await
+    }
+    async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
+        self.inner.get_stream(key).await
+    }
+}
+
+async fn a_retention_run_cut_short_finishes_the_work_once(backend: Backend) {
+    let mut t = ports(backend).await;
+    let now = t.clock.unix();
+    let mut written = Vec::new();
+    for n in 0..6 {
+        let pack = pack_with_objects(&t, &format!("cut{n}"), "pending", Some(now - 10)).await;
+        written.push((Table::Sharepacks, pack));
+    }
+    let full = t.ports.blobs.clone();
+    // Three packs' objects (two each) go, then the run stops.
+    t.ports.blobs = Arc::new(FailingDeletes {
+        inner: full.clone(),
+        allowed: AtomicU64::new(6),
+    });
+    let (first, second) = match backend {
+        Backend::Embedded => {
+            let first = retention::sweep(&t.ports).await;
+            assert!(first.is_err(), "the first sweep is cut short");
+            t.ports.blobs = full;
+            (3, retention::sweep(&t.ports).await.unwrap().total())
+        }
+        Backend::Aws => {
+            // TTL removed all six; the function fails on the fourth record and the stream
+            // hands the batch again from there.
+            let mut removals = Vec::new();
+            for (table, old) in &written {
+                let key = Key::of(old).unwrap();
+                assert!(t.ports.items.delete_expired(*table, &key).await.unwrap());
+                removals.push(TtlRemoval {
+                    table: *table,
+                    key,
+                    old: old.clone(),
+                });
+            }
+            let cut = hand_to_the_function(&t, &removals).await;
+            assert_eq!(cut, Err("cut short at record 4".into()));
+            t.ports.blobs = full;
+            let rest = hand_to_the_function(&t, &removals[3..]).await.unwrap();
+            (3, rest)
+        }
+    };
+    assert_eq!(first + second, 6, "each pack handled once in all");
+    assert_eq!(second, 3);
+    for n in 0..6 {
+        assert_eq!(objects_of(&t, &format!("cut{n}")).await, 0, "cut{n}");
+        let key = Key::new(format!("PACK#cut{n}"), "META");
+        assert!(
+            t.ports
+                .items
+                .get(Table::Sharepacks, &key)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+    // Nothing left: another run removes nothing.
+    assert_eq!(retention_run(backend, &t, &written).await, Ok(0));
 }

@@ -1,12 +1,13 @@
-//! Lambda function running the retention sweep on its EventBridge schedule.
+//! Lambda function on the share-pack table's stream: removes the objects of packs DynamoDB's
+//! TTL removed.
 
 use paddock::lambda::{self, serve_retention, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     lambda::run(async {
-        // The sweep removes expired items from every table, and the objects of packs whose upload
-        // was never completed.
+        // DynamoDB's TTL removes expired items; this removes the objects of packs that expired
+        // unfinished (never completed, or deleted part way).
         serve_retention(start().await?.blobs().await?).await
     })
 }

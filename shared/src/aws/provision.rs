@@ -27,7 +27,11 @@ pub async fn create_tables(client: &aws_sdk_dynamodb::Client, prefix: &str) -> a
             create = create.stream_specification(
                 StreamSpecification::builder()
                     .stream_enabled(true)
-                    .stream_view_type(StreamViewType::NewImage)
+                    .stream_view_type(if table.stream_holds_old_images() {
+                        StreamViewType::OldImage
+                    } else {
+                        StreamViewType::NewImage
+                    })
                     .build()?,
             );
         }

@@ -483,8 +483,10 @@ pub trait ItemStore: Send + Sync {
     /// Checks that the backend answers (readiness).
     async fn ping(&self) -> Result<(), StoreError>;
     /// One page of the keys of `table`'s expired items (`ttl` at or before now), in no
-    /// particular order; a page may be empty and still have a next one. For the retention
-    /// sweep, which removes what the store's own expiry has not yet.
+    /// particular order; a page may be empty and still have a next one. For the embedded
+    /// retention sweep (SQLite has no expiry of its own; it reads an index on the expiry). The
+    /// DynamoDB adapter answers it with a Scan, which reads the whole table: no schedule in
+    /// AWS calls it (DynamoDB's TTL removes expired items there); tests and tools may.
     async fn scan_expired(
         &self,
         table: Table,

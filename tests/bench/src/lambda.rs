@@ -9,8 +9,7 @@
 //!
 //! The functions get settings that need no AWS service to start, and first events they answer
 //! without calling one (a route of no group for the HTTP functions, an empty batch for the
-//! consumers and the relay), so the figures are the process's own. The retention function's
-//! every event sweeps the tables, so only its init is measured.
+//! consumers, the relay and retention), so the figures are the process's own.
 
 use anyhow::Context;
 use paddock_tests::binaries;
@@ -30,14 +29,13 @@ enum FirstEvent {
     Http,
     /// An empty SQS or DynamoDB stream batch.
     EmptyBatch,
-    /// None: every event of the function calls AWS.
-    NotMeasured,
 }
 
 fn first_event(function: &str) -> FirstEvent {
     match function {
-        "track-maps" | "achievements" | "feed" | "outbox-relay" => FirstEvent::EmptyBatch,
-        "retention" => FirstEvent::NotMeasured,
+        "track-maps" | "achievements" | "feed" | "outbox-relay" | "retention" => {
+            FirstEvent::EmptyBatch
+        }
         _ => FirstEvent::Http,
     }
 }
@@ -97,7 +95,6 @@ async fn start_once(binary: &Path, function: &str, event: FirstEvent) -> anyhow:
             .header("accept", "application/json")
             .api_gateway_event(),
         FirstEvent::EmptyBatch => serde_json::json!({"Records": []}),
-        FirstEvent::NotMeasured => return Ok(Start { init, first: None }),
     };
     let answer = api.invoke(&payload, Duration::from_secs(30)).await?;
     answer
