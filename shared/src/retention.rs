@@ -74,10 +74,7 @@ pub async fn sweep(ports: &Ports) -> Result<SweepReport, StoreError> {
                 // A pack that expired pending (never completed, or its publisher crashed)
                 // takes its object with it; expired, it can never be published.
                 if let (Table::Sharepacks, Some(id)) = (table, key.pk.strip_prefix("PACK#")) {
-                    for object in [
-                        crate::sharepacks::blob_key(id),
-                        crate::sharepacks::upload_key(id),
-                    ] {
+                    for object in crate::sharepacks::object_keys(id) {
                         ports.blobs.delete(&object).await.map_err(|e| {
                             StoreError::Unavailable(format!("removing an unfinished pack: {e}"))
                         })?;
