@@ -158,31 +158,28 @@ impl BlobStore for S3BlobStore {
         use tokio::io::AsyncWriteExt;
         check_key(key)?;
         check_key(hold)?;
-        // A server-side copy is one version of the object, whatever is PUT to `key` after it;
-        // what is checked and published is that copy.
-        let Some(tag) = self.copy(key, hold, None).await? else {
-            return Ok(None);
-        };
-        let out = match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(hold)
-            .if_match(&tag)
-            .send()
-            .await
-        {
-            Ok(out) => out,
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
-                return Ok(None);
-            }
-            Err(e) => return Err(unavailable(&e)),
-        };
+        // The staging file first, so a refused one changes nothing in the bucket.
         let mut options = tokio::fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
         options.mode(0o600);
         let mut file = options.open(path).await.map_err(|e| unavailable(&e))?;
+        // A server-side copy is one version of the object, whatever is PUT to `key` after it;
+        // what is checked and published is that copy.
+        let Some(tag) = self.copy(key, hold, None).await? else {
+            drop(file);
+            let _ = tokio::fs::remove_file(path).await;
+            return Ok(None);
+        };
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(hold)
+            .set_if_match((!tag.is_empty()).then(|| tag.clone()))
+            .send()
+            .await
+            .map_err(|e| unavailable(&e))?;
         let mut body = out.body.into_async_read();
         let length = tokio::io::copy(&mut body, &mut file)
             .await
@@ -250,7 +247,7 @@ impl S3BlobStore {
             .copy_object()
             .bucket(&self.bucket)
             .copy_source(format!("{}/{from}", self.bucket))
-            .set_copy_source_if_match(if_match.map(str::to_owned))
+            .set_copy_source_if_match(if_match.filter(|t| !t.is_empty()).map(str::to_owned))
             .key(to)
             .send()
             .await;
