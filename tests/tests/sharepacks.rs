@@ -4,11 +4,13 @@
 //! were never completed; and the attacks: a pack swapped while `complete` checks it, and ZIPs
 //! built to escape an extraction folder on another driver's machine.
 
+use paddock::ports::blobs::{BlobError, BlobStream, Taken};
 use paddock::ports::{Clock, ManualClock};
 use paddock_tests::{Backend, TestApp, envelope, spawn_configured};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use zip::write::SimpleFileOptions;
 
@@ -571,6 +573,113 @@ async fn a_pack_swapped_during_complete_is_never_published(app: TestApp) {
     }
 }
 
+/// A blob store that looks at where `complete` stages a pack before handing over to the real
+/// one: every staging path seen, with its directory's mode and whether the file existed.
+struct StagingWitness {
+    inner: Arc<dyn paddock::ports::BlobStore>,
+    seen: std::sync::Mutex<Vec<(std::path::PathBuf, u32, bool)>>,
+}
+
+#[async_trait::async_trait]
+impl paddock::ports::BlobStore for StagingWitness {
+    async fn put(&self, key: &str, bytes: bytes::Bytes, ct: &str) -> Result<(), BlobError> {
+        self.inner.put(key, bytes, ct).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<bytes::Bytes>, BlobError> {
+        self.inner.get(key).await
+    }
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        self.inner.list(prefix).await
+    }
+    async fn presigned_get(
+        &self,
+        key: &str,
+        ttl: std::time::Duration,
+        name: Option<&str>,
+    ) -> Result<Option<String>, BlobError> {
+        self.inner.presigned_get(key, ttl, name).await
+    }
+    async fn presigned_put(
+        &self,
+        key: &str,
+        ttl: std::time::Duration,
+        length: u64,
+    ) -> Result<Option<String>, BlobError> {
+        self.inner.presigned_put(key, ttl, length).await
+    }
+    async fn put_file(&self, key: &str, path: &Path, ct: &str) -> Result<(), BlobError> {
+        self.inner.put_file(key, path, ct).await
+    }
+    async fn take_to_file(
+        &self,
+        key: &str,
+        hold: &str,
+        path: &Path,
+    ) -> Result<Option<Taken>, BlobError> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = path.parent().unwrap();
+        let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+        self.seen
+            .lock()
+            .unwrap()
+            .push((path.to_owned(), mode, path.exists()));
+        self.inner.take_to_file(key, hold, path).await
+    }
+    async fn publish_taken(&self, taken: &Taken, path: &Path, to: &str) -> Result<bool, BlobError> {
+        self.inner.publish_taken(taken, path, to).await
+    }
+    async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
+        self.inner.get_stream(key).await
+    }
+}
+
+/// Staging files (finding: `/tmp/pack-<id>.zip`): a link planted at the old predictable path,
+/// pointing at a file of the victim's, is never followed; `complete` stages in a fresh
+/// directory only the server may enter (0700), at a name that holds no pack id, creating its
+/// file exclusively, and leaves nothing behind.
+async fn staging_is_private_and_unpredictable(backend: Backend) {
+    let t = paddock_tests::ports(backend).await;
+    let witness = Arc::new(StagingWitness {
+        inner: t.ports.blobs.clone(),
+        seen: std::sync::Mutex::new(Vec::new()),
+    });
+    let mut ports = t.ports.clone();
+    ports.blobs = witness.clone();
+    let app = paddock_tests::spawn_with(t.settings, ports, t.dir).await;
+    let (owner, _) = app.driver("Stager").await;
+    let bytes = a_pack();
+    let ticket = start(&app, &owner, &bytes, &sha(&bytes)).await;
+    let id = ticket["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        put(ticket["uploadUrl"].as_str().unwrap(), bytes.clone()).await,
+        200
+    );
+    let victim_dir = tempfile::tempdir().unwrap();
+    let victim = victim_dir.path().join("victim.txt");
+    std::fs::write(&victim, b"the victim's own file").unwrap();
+    let planted = std::env::temp_dir().join(format!("pack-{id}.zip"));
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let (status, done) = complete_request(&app, &owner, &id).await;
+    std::fs::remove_file(&planted).unwrap();
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"the victim's own file");
+    let seen = witness.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let (path, mode, existed) = &seen[0];
+    assert_eq!(*mode, 0o700, "{path:?}");
+    assert!(!existed, "{path:?}");
+    assert!(!path.to_string_lossy().contains(&id), "{path:?}");
+    assert!(
+        !path.parent().unwrap().exists(),
+        "the staging directory is removed"
+    );
+    let (_, _, got) = download(&app, &owner, &id).await;
+    assert!(got == bytes);
+}
+
 async fn packs_are_shared_by_id_and_deleted_by_their_owner(app: TestApp) {
     let (owner, _) = app.driver("Packer").await;
     let (mate, _) = app.driver("Mate").await;
@@ -1047,6 +1156,10 @@ macro_rules! configured {
             async fn a_pack_swapped_during_complete_is_never_published() {
                 let (app, _) = spawn_configured(Backend::$backend, open_limits).await;
                 super::a_pack_swapped_during_complete_is_never_published(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn staging_is_private_and_unpredictable() {
+                super::staging_is_private_and_unpredictable(Backend::$backend).await;
             }
             #[tokio::test(flavor = "multi_thread")]
             async fn quotas_hold() {

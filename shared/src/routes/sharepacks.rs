@@ -487,3 +487,31 @@ impl From<PackError> for ApiError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_documented_label_patterns_are_the_display_name_rule() {
+        let doc = serde_json::to_value(crate::routes::openapi::document()).unwrap();
+        let names = crate::identity::fields::display_name_pattern();
+        let free = crate::identity::fields::free_text_pattern();
+        let start = &doc["components"]["schemas"]["UploadRequest"]["properties"];
+        assert_eq!(start["name"]["pattern"].as_str(), Some(names.as_str()));
+        assert_eq!(
+            start["description"]["pattern"].as_str(),
+            Some(free.as_str())
+        );
+        let params = doc["paths"]["/v1/sharepacks"]["post"]["parameters"]
+            .as_array()
+            .unwrap();
+        let pattern = |name: &str| {
+            params
+                .iter()
+                .find(|p| p["name"] == name)
+                .and_then(|p| p["schema"]["pattern"].as_str())
+                .map(str::to_owned)
+        };
+        assert_eq!(pattern("name"), Some(names));
+        assert_eq!(pattern("description"), Some(free));
+    }
+}

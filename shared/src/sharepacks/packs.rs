@@ -597,10 +597,13 @@ pub async fn complete(
     }
     let mut pack = found.pack;
     let result = async {
-        // A fresh directory only this process may enter (0700), removed when dropped.
-        let dir = tempfile::Builder::new()
-            .prefix("paddock-pack-")
-            .tempdir_in(staging)?;
+        // A fresh directory at an unguessable name that only this process's user may enter
+        // (created with mode 0700, never looser for a moment), removed when dropped.
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("paddock-pack-");
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let dir = builder.tempdir_in(staging)?;
         let file = dir.path().join("pack.zip");
         let Some(taken) = ports
             .blobs
