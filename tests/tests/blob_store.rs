@@ -115,9 +115,8 @@ async fn presigned_urls_where_the_backend_has_them(t: TestPorts, expect_url: boo
 
 /// What is taken for checking is what is published, whatever is written to the key after it
 /// was taken; the staging file is created exclusively.
-async fn what_is_taken_is_what_is_published(t: TestPorts) {
+async fn what_is_taken_is_what_is_published(t: TestPorts, staging: tempfile::TempDir) {
     let b = &t.ports.blobs;
-    let staging = tempfile::tempdir().unwrap();
     let file = staging.path().join("taken.zip");
     assert_eq!(
         b.take_to_file("uploads/p1.zip", "uploads/p1.held.zip", &file)
@@ -195,7 +194,24 @@ mod embedded {
     }
     #[tokio::test]
     async fn what_is_taken_is_what_is_published() {
-        super::what_is_taken_is_what_is_published(ports(Backend::Embedded).await).await;
+        let staging = tempfile::tempdir().unwrap();
+        super::what_is_taken_is_what_is_published(ports(Backend::Embedded).await, staging).await;
+    }
+    /// Staging on another file system than the data directory (a tmpfs `/tmp` is common):
+    /// the file cannot be moved, so it is copied from one open version, then moved back by a
+    /// copy written beside its target.
+    #[tokio::test]
+    async fn what_is_taken_is_what_is_published_across_file_systems() {
+        use std::os::unix::fs::MetadataExt;
+        let t = ports(Backend::Embedded).await;
+        let staging = tempfile::tempdir_in("/dev/shm").expect("a tmpfs at /dev/shm");
+        let device = |p: &std::path::Path| std::fs::metadata(p).unwrap().dev();
+        assert_ne!(
+            device(staging.path()),
+            device(t.dir.path()),
+            "the staging directory must be on another file system for this test"
+        );
+        super::what_is_taken_is_what_is_published(t, staging).await;
     }
     #[tokio::test]
     async fn no_presigned_urls() {
@@ -220,7 +236,8 @@ mod s3_moto {
     }
     #[tokio::test]
     async fn what_is_taken_is_what_is_published() {
-        super::what_is_taken_is_what_is_published(ports(Backend::Aws).await).await;
+        let staging = tempfile::tempdir().unwrap();
+        super::what_is_taken_is_what_is_published(ports(Backend::Aws).await, staging).await;
     }
     #[tokio::test]
     async fn presigned_urls_download() {
