@@ -314,6 +314,25 @@ mod tests {
     }
 
     #[test]
+    fn counts_and_directory_size_are_refused_from_the_end_record() {
+        let limits = SharepackSettings {
+            max_entries: 2,
+            ..limits()
+        };
+        let three = zip_of(&[("a", b""), ("b", b""), ("c", b"")]);
+        assert_eq!(
+            check(Cursor::new(three), &limits),
+            Err(ZipProblem::TooManyEntries(3, 2))
+        );
+        let long = "n".repeat(3000);
+        let wide = zip_of(&[(long.as_str(), b""), (&format!("{long}2"), b"")]);
+        assert!(matches!(
+            check(Cursor::new(wide), &limits),
+            Err(ZipProblem::DirectoryTooLarge(_, 4096))
+        ));
+    }
+
+    #[test]
     fn nested_archives_are_checked_one_level_deep() {
         let inner = zip_of(&[("notes.txt", b"fine")]);
         let outer = zip_of(&[("team.zip", &inner)]);
