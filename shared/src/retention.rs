@@ -73,9 +73,10 @@ pub fn kind_of(table: Table, key: &Key) -> &'static str {
 }
 
 /// Removes what lives outside the expired item `key` of `table`: the objects of a share pack
-/// that expired pending or deleting (expired, it can never be published). `old` is the item
-/// as it was, when known (a stream record's old image): a pack that was ready has no expiry,
-/// so an image without a `state` of `pending` or `deleting` holds nothing to release.
+/// that expired pending, checking or deleting (expired, it can never be published): the
+/// published object, the upload and the copy held while it was checked. `old` is the item as
+/// it was, when known (a stream record's old image): a pack that was ready has no expiry, so
+/// an image without one of those states holds nothing to release.
 pub async fn release_outside(
     ports: &Ports,
     table: Table,
@@ -87,14 +88,11 @@ pub async fn release_outside(
     };
     let state = old.map(|item| item.get("state").and_then(serde_json::Value::as_str));
     if let Some(state) = state
-        && !matches!(state, Some("pending" | "deleting"))
+        && !matches!(state, Some("pending" | "checking" | "deleting"))
     {
         return Ok(());
     }
-    for object in [
-        crate::sharepacks::blob_key(id),
-        crate::sharepacks::upload_key(id),
-    ] {
+    for object in crate::sharepacks::object_keys(id) {
         ports.blobs.delete(&object).await.map_err(|e| {
             StoreError::Unavailable(format!("removing an expired pack's object: {e}"))
         })?;

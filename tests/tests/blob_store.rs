@@ -113,6 +113,71 @@ async fn presigned_urls_where_the_backend_has_them(t: TestPorts, expect_url: boo
     }
 }
 
+/// What is taken for checking is what is published, whatever is written to the key after it
+/// was taken; the staging file is created exclusively.
+async fn what_is_taken_is_what_is_published(t: TestPorts, staging: tempfile::TempDir) {
+    let b = &t.ports.blobs;
+    let file = staging.path().join("taken.zip");
+    assert_eq!(
+        b.take_to_file("uploads/p1.zip", "uploads/p1.held.zip", &file)
+            .await
+            .unwrap(),
+        None,
+        "nothing to take"
+    );
+    let checked: Vec<u8> = (0..=255u8).cycle().take(200_000).collect();
+    b.put(
+        "uploads/p1.zip",
+        Bytes::from(checked.clone()),
+        "application/zip",
+    )
+    .await
+    .unwrap();
+    let taken = b
+        .take_to_file("uploads/p1.zip", "uploads/p1.held.zip", &file)
+        .await
+        .unwrap()
+        .expect("taken");
+    assert_eq!(taken.length, checked.len() as u64);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        checked,
+        "the file holds the object"
+    );
+    assert!(
+        b.get("uploads/p1.zip").await.unwrap().is_none(),
+        "the key no longer holds it"
+    );
+    // A different object of the same length written to the key after the take.
+    let swapped = vec![b'!'; checked.len()];
+    b.put("uploads/p1.zip", Bytes::from(swapped), "application/zip")
+        .await
+        .unwrap();
+    assert!(
+        b.publish_taken(&taken, &file, "packs/p1.zip")
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        b.get("packs/p1.zip").await.unwrap().unwrap().as_ref(),
+        checked.as_slice(),
+        "exactly what was taken"
+    );
+    assert!(
+        b.get("uploads/p1.held.zip").await.unwrap().is_none(),
+        "nothing held"
+    );
+    // The staging file is never replaced: a take onto an existing file fails.
+    std::fs::write(&file, b"planted").unwrap();
+    assert!(
+        b.take_to_file("uploads/p1.zip", "uploads/p1.held.zip", &file)
+            .await
+            .is_err(),
+        "an existing staging file is not overwritten"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"planted");
+}
+
 mod embedded {
     use super::*;
     #[tokio::test]
@@ -126,6 +191,27 @@ mod embedded {
     #[tokio::test]
     async fn bad_keys_are_refused() {
         super::bad_keys_are_refused(ports(Backend::Embedded).await).await;
+    }
+    #[tokio::test]
+    async fn what_is_taken_is_what_is_published() {
+        let staging = tempfile::tempdir().unwrap();
+        super::what_is_taken_is_what_is_published(ports(Backend::Embedded).await, staging).await;
+    }
+    /// Staging on another file system than the data directory (a tmpfs `/tmp` is common):
+    /// the file cannot be moved, so it is copied from one open version, then moved back by a
+    /// copy written beside its target.
+    #[tokio::test]
+    async fn what_is_taken_is_what_is_published_across_file_systems() {
+        use std::os::unix::fs::MetadataExt;
+        let t = ports(Backend::Embedded).await;
+        let staging = tempfile::tempdir_in("/dev/shm").expect("a tmpfs at /dev/shm");
+        let device = |p: &std::path::Path| std::fs::metadata(p).unwrap().dev();
+        assert_ne!(
+            device(staging.path()),
+            device(t.dir.path()),
+            "the staging directory must be on another file system for this test"
+        );
+        super::what_is_taken_is_what_is_published(t, staging).await;
     }
     #[tokio::test]
     async fn no_presigned_urls() {
@@ -147,6 +233,11 @@ mod s3_moto {
     #[tokio::test]
     async fn bad_keys_are_refused() {
         super::bad_keys_are_refused(ports(Backend::Aws).await).await;
+    }
+    #[tokio::test]
+    async fn what_is_taken_is_what_is_published() {
+        let staging = tempfile::tempdir().unwrap();
+        super::what_is_taken_is_what_is_published(ports(Backend::Aws).await, staging).await;
     }
     #[tokio::test]
     async fn presigned_urls_download() {

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use paddock::aws::DynamoItemStore;
-use paddock::ports::blobs::BlobStream;
+use paddock::ports::blobs::{BlobStream, Taken};
 use paddock::ports::items::Query;
 use paddock::ports::{BlobError, BlobStore};
 use paddock::queues::QueueName;
@@ -86,14 +86,21 @@ impl BlobStore for CountingBlobs {
         self.put_class();
         self.inner.put_file(key, path, content_type).await
     }
-    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError> {
+    async fn take_to_file(
+        &self,
+        key: &str,
+        hold: &str,
+        path: &Path,
+    ) -> Result<Option<Taken>, BlobError> {
+        // A copy (PUT class), a GET and a delete (free).
+        self.put_class();
         self.get_class();
-        self.inner.get_to_file(key, path).await
+        self.inner.take_to_file(key, hold, path).await
     }
-    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError> {
+    async fn publish_taken(&self, taken: &Taken, path: &Path, to: &str) -> Result<bool, BlobError> {
         // A copy (PUT class) and a delete (free).
         self.put_class();
-        self.inner.rename(from, to).await
+        self.inner.publish_taken(taken, path, to).await
     }
     async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
         self.get_class();

@@ -8,12 +8,13 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use paddock::ports::blobs::BlobStream;
+use paddock::ports::blobs::Taken;
 use paddock::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, Page, Query, StoreError, TTL, TxOp, Update, item,
 };
 use paddock::ports::{BlobError, BlobStore, Clock};
 use paddock::retention::{self, SweepReport, TtlRemoval};
-use paddock::sharepacks::{blob_key, upload_key};
+use paddock::sharepacks::object_keys;
 use paddock::tables::Table;
 use paddock_tests::lambda_events::dynamodb_ttl_removals;
 use paddock_tests::{Backend, TestPorts, ports, spawn_configured};
@@ -174,7 +175,7 @@ async fn pack_with_objects(t: &TestPorts, id: &str, state: &str, expires: Option
         .put(Table::Sharepacks, pack.clone(), None)
         .await
         .unwrap();
-    for object in [blob_key(id), upload_key(id)] {
+    for object in object_keys(id) {
         t.ports
             .blobs
             .put(&object, Bytes::from_static(b"PK zip"), "application/zip")
@@ -186,7 +187,7 @@ async fn pack_with_objects(t: &TestPorts, id: &str, state: &str, expires: Option
 
 async fn objects_of(t: &TestPorts, id: &str) -> usize {
     let mut n = 0;
-    for object in [blob_key(id), upload_key(id)] {
+    for object in object_keys(id) {
         n += usize::from(t.ports.blobs.get(&object).await.unwrap().is_some());
     }
     n
@@ -255,22 +256,27 @@ async fn an_expired_unfinished_pack_takes_its_objects(backend: Backend) {
     let now = t.clock.unix();
     let pending = pack_with_objects(&t, "pending1", "pending", Some(now + 600)).await;
     let deleting = pack_with_objects(&t, "deleting1", "deleting", Some(now + 600)).await;
+    // Cut short while its upload was being checked: the held copy exists too.
+    let checking = pack_with_objects(&t, "checking1", "checking", Some(now + 600)).await;
     let ready = pack_with_objects(&t, "ready1", "ready", None).await;
     let written = [
         (Table::Sharepacks, pending),
         (Table::Sharepacks, deleting),
+        (Table::Sharepacks, checking),
         (Table::Sharepacks, ready),
     ];
+    let every_object = object_keys("any").len();
     // Not yet expired: nothing goes.
     assert_eq!(retention_run(backend, &t, &written).await, Ok(0));
-    assert_eq!(objects_of(&t, "pending1").await, 2);
+    assert_eq!(objects_of(&t, "pending1").await, every_object);
     t.clock.advance(time::Duration::minutes(11));
-    assert_eq!(retention_run(backend, &t, &written).await, Ok(2));
+    assert_eq!(retention_run(backend, &t, &written).await, Ok(3));
     assert_eq!(objects_of(&t, "pending1").await, 0);
     assert_eq!(objects_of(&t, "deleting1").await, 0);
+    assert_eq!(objects_of(&t, "checking1").await, 0);
     assert_eq!(
         objects_of(&t, "ready1").await,
-        2,
+        every_object,
         "a published pack is kept"
     );
     let ready_key = Key::new("PACK#ready1", "META");
@@ -430,11 +436,16 @@ impl BlobStore for FailingDeletes {
     async fn put_file(&self, key: &str, path: &Path, content_type: &str) -> Result<(), BlobError> {
         self.inner.put_file(key, path, content_type).await
     }
-    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError> {
-        self.inner.get_to_file(key, path).await
+    async fn take_to_file(
+        &self,
+        key: &str,
+        hold: &str,
+        path: &Path,
+    ) -> Result<Option<Taken>, BlobError> {
+        self.inner.take_to_file(key, hold, path).await
     }
-    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError> {
-        self.inner.rename(from, to).await
+    async fn publish_taken(&self, taken: &Taken, path: &Path, to: &str) -> Result<bool, BlobError> {
+        self.inner.publish_taken(taken, path, to).await
     }
     async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
         self.inner.get_stream(key).await
@@ -450,10 +461,11 @@ async fn a_retention_run_cut_short_finishes_the_work_once(backend: Backend) {
         written.push((Table::Sharepacks, pack));
     }
     let full = t.ports.blobs.clone();
-    // Three packs' objects (two each) go, then the run stops.
+    // Three packs' objects go, then the run stops.
+    let per_pack = object_keys("any").len() as u64;
     t.ports.blobs = Arc::new(FailingDeletes {
         inner: full.clone(),
-        allowed: AtomicU64::new(6),
+        allowed: AtomicU64::new(3 * per_pack),
     });
     let (first, second) = match backend {
         Backend::Embedded => {

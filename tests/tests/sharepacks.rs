@@ -1,13 +1,16 @@
 //! Share packs on both backends (embedded; DynamoDB Local and moto S3, following the presigned
 //! URLs for real): direct, multipart and upload-URL uploads, sharing by id, byte-identical
 //! downloads, owner-only deletes, every kind of bad ZIP, quotas, and the sweep of uploads that
-//! were never completed.
+//! were never completed; and the attacks: a pack swapped while `complete` checks it, and ZIPs
+//! built to escape an extraction folder on another driver's machine.
 
+use paddock::ports::blobs::{BlobError, BlobStream, Taken};
 use paddock::ports::{Clock, ManualClock};
 use paddock_tests::{Backend, TestApp, envelope, spawn_configured};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use zip::write::SimpleFileOptions;
 
@@ -93,6 +96,588 @@ async fn no_pack_objects(app: &TestApp) {
         app.ports.blobs.list("uploads/").await.unwrap(),
         Vec::<String>::new()
     );
+}
+
+/// One entry of a hand-made archive: the raw bytes of its name and everything extractors
+/// look at, as a hostile tool could write them.
+#[derive(Clone)]
+struct Raw {
+    name: Vec<u8>,
+    data: Vec<u8>,
+    utf8: bool,
+    /// Version made by (high byte: the host system, 3 = Unix).
+    made_by: u16,
+    external: u32,
+    central_extra: Vec<u8>,
+    /// The local header's name, when it differs from the directory's.
+    local_name: Option<Vec<u8>>,
+}
+
+impl Raw {
+    fn file(name: impl AsRef<[u8]>, data: &[u8]) -> Self {
+        Self {
+            name: name.as_ref().to_vec(),
+            data: data.to_vec(),
+            utf8: false,
+            made_by: 20,
+            external: 0,
+            central_extra: Vec::new(),
+            local_name: None,
+        }
+    }
+
+    fn utf8(mut self) -> Self {
+        self.utf8 = true;
+        self
+    }
+
+    /// A Unix file mode (type and permissions), as Info-ZIP writes it.
+    fn unix_mode(mut self, mode: u32) -> Self {
+        self.made_by = 0x031e;
+        self.external = mode << 16;
+        self
+    }
+
+    /// An Info-ZIP Unicode Path field naming the entry `path` for the readers that use it.
+    fn unicode_path(mut self, path: &str) -> Self {
+        let mut field = 0x7075u16.to_le_bytes().to_vec();
+        field.extend_from_slice(&u16::try_from(5 + path.len()).unwrap().to_le_bytes());
+        field.push(1);
+        field.extend_from_slice(&crc32fast::hash(&self.name).to_le_bytes());
+        field.extend_from_slice(path.as_bytes());
+        self.central_extra = field;
+        self
+    }
+}
+
+/// A stored (uncompressed) archive of `entries`, written byte by byte.
+fn raw_zip(entries: &[Raw]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut central = Vec::new();
+    for e in entries {
+        let offset = u32::try_from(out.len()).unwrap();
+        let crc = crc32fast::hash(&e.data);
+        let flags: u16 = if e.utf8 { 0x0800 } else { 0 };
+        let size = u32::try_from(e.data.len()).unwrap();
+        let local_name = e.local_name.as_ref().unwrap_or(&e.name);
+        out.extend_from_slice(b"PK\x03\x04");
+        for v in [20u16, flags, 0, 0, 0x21] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [crc, size, size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&u16::try_from(local_name.len()).unwrap().to_le_bytes());
+        out.extend_from_slice(&0u16.to_le_bytes());
+        out.extend_from_slice(local_name);
+        out.extend_from_slice(&e.data);
+        central.extend_from_slice(b"PK\x01\x02");
+        for v in [e.made_by, 20, flags, 0, 0, 0x21] {
+            central.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [crc, size, size] {
+            central.extend_from_slice(&v.to_le_bytes());
+        }
+        for v in [
+            u16::try_from(e.name.len()).unwrap(),
+            u16::try_from(e.central_extra.len()).unwrap(),
+            0,
+            0,
+            0,
+        ] {
+            central.extend_from_slice(&v.to_le_bytes());
+        }
+        central.extend_from_slice(&e.external.to_le_bytes());
+        central.extend_from_slice(&offset.to_le_bytes());
+        central.extend_from_slice(&e.name);
+        central.extend_from_slice(&e.central_extra);
+    }
+    let directory_offset = u32::try_from(out.len()).unwrap();
+    out.extend_from_slice(&central);
+    out.extend_from_slice(b"PK\x05\x06");
+    let n = u16::try_from(entries.len()).unwrap();
+    for v in [0u16, 0, n, n] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&u32::try_from(central.len()).unwrap().to_le_bytes());
+    out.extend_from_slice(&directory_offset.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out
+}
+
+/// A good pack with `prefix` in front of it, its offsets adjusted to match (as a writer
+/// appending to a file would write them).
+fn zip_after(prefix: &[u8]) -> Vec<u8> {
+    let mut cursor = std::io::Cursor::new(prefix.to_vec());
+    cursor.set_position(prefix.len() as u64);
+    let mut w = zip::ZipWriter::new(cursor);
+    w.start_file("setup.json", SimpleFileOptions::default())
+        .unwrap();
+    w.write_all(b"{}").unwrap();
+    w.finish().unwrap().into_inner()
+}
+
+/// Each kind of hostile pack: what it is, its bytes, and what the refusal must say (the
+/// entry, then the rule).
+fn hostile_packs() -> Vec<(&'static str, Vec<u8>, &'static str, &'static str)> {
+    let evil_inner = zip_of(&[("../../evil.txt", b"pwned".to_vec())]);
+    let mut prepended = b"MZ\x90\x00 a self-extractor stub ".to_vec();
+    prepended.extend_from_slice(&a_pack());
+    let mut appended = a_pack();
+    appended.extend_from_slice(b"trailing bytes");
+    let mut renamed = Raw::file("notes.txt", b"x");
+    renamed.local_name = Some(b"../evil.txt".to_vec());
+    vec![
+        (
+            "a legacy (code page 437) name climbing out with '..'",
+            raw_zip(&[Raw::file(b"../evil\xff.txt", b"x")]),
+            "entry \"../evil",
+            "leads to the parent folder",
+        ),
+        (
+            "a legacy name climbing out deep inside",
+            raw_zip(&[Raw::file(b"a/../../../../Users/Public/\xff\xfe.bat", b"x")]),
+            "entry \"a/../../../../Users/Public/",
+            "leads to the parent folder",
+        ),
+        (
+            "a legacy name with a drive letter",
+            raw_zip(&[Raw::file(b"C:/Windows/\xff.txt", b"x")]),
+            "entry \"C:/Windows/",
+            "drive letters",
+        ),
+        (
+            "a name marked UTF-8 that is not",
+            raw_zip(&[Raw::file(b"setup\xff.json", b"x").utf8()]),
+            "entry \"setup",
+            "not valid UTF-8",
+        ),
+        (
+            "a symbolic link",
+            raw_zip(&[Raw::file("link", b"../../../../etc/passwd").unix_mode(0o120_777)]),
+            "entry \"link\"",
+            "symbolic links",
+        ),
+        (
+            "a device file",
+            raw_zip(&[Raw::file("tty", b"").unix_mode(0o020_620)]),
+            "entry \"tty\"",
+            "devices",
+        ),
+        (
+            "'..' with a trailing space",
+            raw_zip(&[Raw::file(".. /evil.txt", b"x")]),
+            "entry \".. /evil.txt\"",
+            "leads to the parent folder",
+        ),
+        (
+            "'..' with trailing dots",
+            raw_zip(&[Raw::file("laps/..../evil.txt", b"x")]),
+            "entry \"laps/..../evil.txt\"",
+            "leads to the parent folder",
+        ),
+        (
+            "an NTFS alternate data stream",
+            raw_zip(&[Raw::file("notes.txt:hidden", b"x")]),
+            "entry \"notes.txt:hidden\"",
+            "alternate data stream",
+        ),
+        (
+            "a Windows device name",
+            raw_zip(&[Raw::file("CON", b"x")]),
+            "entry \"CON\"",
+            "Windows device name",
+        ),
+        (
+            "a Windows device name with an extension",
+            raw_zip(&[Raw::file("aux.txt", b"x")]),
+            "entry \"aux.txt\"",
+            "Windows device name",
+        ),
+        (
+            "a device name as a folder, in lower case",
+            raw_zip(&[Raw::file("laps/lpt1/a.json", b"x")]),
+            "entry \"laps/lpt1/a.json\"",
+            "Windows device name",
+        ),
+        (
+            "the same name twice",
+            raw_zip(&[
+                Raw::file("setup.json", b"good"),
+                Raw::file("setup.json", b"evil"),
+            ]),
+            "entry \"setup.json\"",
+            "clashes with entry \"setup.json\"",
+        ),
+        (
+            "two names that differ only in case",
+            raw_zip(&[
+                Raw::file("Setup.json", b"good"),
+                Raw::file("setup.JSON", b"evil"),
+            ]),
+            "entry \"setup.JSON\"",
+            "clashes with entry \"Setup.json\"",
+        ),
+        (
+            "a nested ZIP holding a traversal name",
+            zip_of(&[("team.zip", evil_inner)]),
+            "entry \"team.zip\" is a ZIP archive, and in it: entry \"../../evil.txt\"",
+            "leads to the parent folder",
+        ),
+        (
+            "data prepended, offsets not adjusted",
+            prepended,
+            "data outside the archive",
+            "data before the archive",
+        ),
+        (
+            "data prepended, offsets adjusted",
+            zip_after(b"#!/bin/sh\nexec something\n"),
+            "data outside the archive",
+            "bytes come before its first entry",
+        ),
+        (
+            "data after the archive",
+            appended,
+            "data outside the archive",
+            "follow the end of the archive",
+        ),
+        (
+            "a local header naming another path than the directory",
+            raw_zip(&[renamed]),
+            "entry \"notes.txt\"",
+            "local header names it differently",
+        ),
+        (
+            "a Unicode Path field climbing out",
+            raw_zip(&[Raw::file("readme.txt", b"x").unicode_path("../../evil.txt")]),
+            "entry \"readme.txt\"",
+            "read as \"../../evil.txt\"",
+        ),
+        (
+            "a name that reverses its extension on screen",
+            raw_zip(&[Raw::file("setup\u{202E}nosj.exe", b"x").utf8()]),
+            "entry \"setup",
+            "text-direction characters",
+        ),
+    ]
+}
+
+/// Every hostile pack is refused with a 422 naming the entry and the rule, sent directly or
+/// through an upload URL, and nothing of it is kept.
+async fn hostile_packs_are_refused_naming_the_entry(app: TestApp) {
+    let (token, _) = app.driver("Mallory").await;
+    for (what, bytes, entry, rule) in hostile_packs() {
+        let (status, res) = upload(&app, &token, "hostile", bytes.clone()).await;
+        assert_eq!(status, 422, "{what}: {res}");
+        let message = res["error"].as_str().unwrap();
+        assert!(message.contains(entry), "{what}: {message}");
+        assert!(message.contains(rule), "{what}: {message}");
+        // Through an upload URL: the same check at complete.
+        let ticket = start(&app, &token, &bytes, &sha(&bytes)).await;
+        assert_eq!(put(ticket["uploadUrl"].as_str().unwrap(), bytes).await, 200);
+        let id = ticket["id"].as_str().unwrap();
+        let (status, res) = envelope(
+            app.post_json_auth(&format!("/v1/sharepacks/{id}/complete"), &json!({}), &token)
+                .await,
+        )
+        .await;
+        assert_eq!(status, 422, "{what} through a URL: {res}");
+        let message = res["error"].as_str().unwrap();
+        assert!(
+            message.contains(entry) && message.contains(rule),
+            "{what}: {message}"
+        );
+    }
+    no_pack_objects(&app).await;
+    let (_, mine) = envelope(app.get_auth("/v1/sharepacks", &token).await).await;
+    assert_eq!(mine["data"]["items"], json!([]));
+    // Names that hide or reverse text are refused as they are in display names.
+    let (status, res) = upload(&app, &token, "Spa%E2%80%AEpihs", a_pack()).await;
+    assert_eq!(status, 400, "{res}");
+    assert!(
+        res["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("name: must not contain invisible or text-direction"),
+        "{res}"
+    );
+    let body = json!({"name": "Spa", "description": "fast\u{200B}lap", "sizeBytes": 10, "sha256": "0".repeat(64)});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/sharepacks/uploads", &body, &token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 400, "{res}");
+    assert!(
+        res["error"].as_str().unwrap().starts_with("description:"),
+        "{res}"
+    );
+}
+
+/// Two ZIPs of the same length: a benign pack large enough that checking it takes a while,
+/// and one whose entry climbs out of the extraction folder.
+fn benign_and_evil() -> (Vec<u8>, bytes::Bytes) {
+    let mut seed = 7u32;
+    let laps: Vec<u8> = (0..6 * 1024 * 1024)
+        .map(|_| {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            ((seed >> 16) & 0x3f) as u8
+        })
+        .collect();
+    let benign = zip_of(&[
+        ("laps/reference.json", laps),
+        ("notes.txt", b"brake at the 100 m board".to_vec()),
+    ]);
+    let evil = |pad: usize| {
+        raw_zip(&[
+            Raw::file("../../../evil.txt", b"pwned"),
+            Raw::file("pad.bin", &vec![0u8; pad]),
+        ])
+    };
+    let evil = evil(benign.len() - evil(0).len());
+    assert_eq!(evil.len(), benign.len());
+    (benign, bytes::Bytes::from(evil))
+}
+
+async fn complete_request(app: &TestApp, token: &str, id: &str) -> (u16, Value) {
+    envelope(
+        app.post_json_auth(&format!("/v1/sharepacks/{id}/complete"), &json!({}), token)
+            .await,
+    )
+    .await
+}
+
+/// What `complete` answered, checked against what another driver then downloads: published,
+/// the download is exactly the checked bytes; refused, nothing is published.
+async fn published_as_checked(
+    app: &TestApp,
+    reader: &str,
+    id: &str,
+    answer: &(u16, Value),
+    benign: &[u8],
+) -> bool {
+    let (status, body) = answer;
+    match status {
+        200 => {
+            assert_eq!(body["data"]["sha256"], sha(benign), "{body}");
+            let (_, meta) =
+                envelope(app.get_auth(&format!("/v1/sharepacks/{id}"), reader).await).await;
+            let (_, _, got) = download(app, reader, id).await;
+            assert_eq!(sha(&got), meta["data"]["sha256"].as_str().unwrap());
+            assert!(got == benign, "the download is what was checked");
+            true
+        }
+        422 => {
+            assert!(body["error"].as_str().unwrap().contains("sha256"), "{body}");
+            assert_eq!(
+                app.get_auth(&format!("/v1/sharepacks/{id}"), reader)
+                    .await
+                    .status(),
+                404
+            );
+            false
+        }
+        other => panic!("complete answered {other}: {body}"),
+    }
+}
+
+/// The swap during `complete`: a PUT of a different ZIP of the same length racing `complete`,
+/// at several moments, and one sent once `complete` has closed the upload. The download is
+/// always what was checked, or the pack is refused; locally the URL refuses every PUT once
+/// `complete` started (S3's presigned URL takes it, and it is never read).
+async fn a_pack_swapped_during_complete_is_never_published(app: TestApp) {
+    let local = matches!(app.settings.backend, paddock::config::Backend::Embedded);
+    let (owner, _) = app.driver("Racer").await;
+    let (mate, _) = app.driver("Mate").await;
+    let (benign, evil) = benign_and_evil();
+    let mut outcomes = Vec::new();
+    // The PUT starts `delay` ms after complete (before it, when negative).
+    for delay in [-60i64, -20, -5, 0, 1, 3, 10, 30, 100, 300] {
+        let ticket = start(&app, &owner, &benign, &sha(&benign)).await;
+        let id = ticket["id"].as_str().unwrap().to_owned();
+        let url = ticket["uploadUrl"].as_str().unwrap().to_owned();
+        assert_eq!(put(&url, benign.clone()).await, 200);
+        let after =
+            |ms: i64| tokio::time::sleep(std::time::Duration::from_millis(ms.max(0) as u64));
+        let racer = async {
+            after(delay).await;
+            attacker_put(&url, evil.clone()).await
+        };
+        let completing = async {
+            after(-delay).await;
+            complete_request(&app, &owner, &id).await
+        };
+        let (answer, raced) = tokio::join!(completing, racer);
+        let published = published_as_checked(&app, &mate, &id, &answer, &benign).await;
+        assert!(
+            raced == 200 || (local && matches!(raced, 409 | REFUSED_EARLY)),
+            "the racing PUT answered {raced}"
+        );
+        outcomes.push((delay, published, raced));
+    }
+    println!("delay ms, published, racing PUT: {outcomes:?}");
+
+    // A PUT once complete has closed the upload (and again after it answered).
+    let ticket = start(&app, &owner, &benign, &sha(&benign)).await;
+    let id = ticket["id"].as_str().unwrap().to_owned();
+    let url = ticket["uploadUrl"].as_str().unwrap().to_owned();
+    assert_eq!(put(&url, benign.clone()).await, 200);
+    let completing = {
+        let client = app.client.clone();
+        let address = format!("{}/v1/sharepacks/{id}/complete", app.address);
+        let owner = owner.clone();
+        tokio::spawn(async move {
+            let res = client
+                .post(address)
+                .bearer_auth(owner)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            envelope(res).await
+        })
+    };
+    let started = std::time::Instant::now();
+    loop {
+        let state = paddock::sharepacks::packs::upload_state(&app.ports, &id)
+            .await
+            .unwrap();
+        if state != paddock::sharepacks::packs::Upload::Open {
+            break;
+        }
+        assert!(started.elapsed().as_secs() < 30, "complete never started");
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let late = attacker_put(&url, evil.clone()).await;
+    let answer = completing.await.unwrap();
+    let published = published_as_checked(&app, &mate, &id, &answer, &benign).await;
+    let after = attacker_put(&url, evil.clone()).await;
+    if local {
+        assert!(
+            matches!(late, 409 | REFUSED_EARLY),
+            "the URL takes nothing once complete started: {late}"
+        );
+        assert!(matches!(after, 409 | REFUSED_EARLY), "{after}");
+        assert!(published, "nothing disturbed the check");
+    } else {
+        assert_eq!(
+            (late, after),
+            (200, 200),
+            "S3 takes the PUT; it is never read"
+        );
+    }
+    if published {
+        let (_, _, got) = download(&app, &mate, &id).await;
+        assert!(got == benign, "still what was checked after the late PUTs");
+    }
+}
+
+/// A blob store that looks at where `complete` stages a pack before handing over to the real
+/// one: every staging path seen, with its directory's mode and whether the file existed.
+struct StagingWitness {
+    inner: Arc<dyn paddock::ports::BlobStore>,
+    seen: std::sync::Mutex<Vec<(std::path::PathBuf, u32, bool)>>,
+}
+
+#[async_trait::async_trait]
+impl paddock::ports::BlobStore for StagingWitness {
+    async fn put(&self, key: &str, bytes: bytes::Bytes, ct: &str) -> Result<(), BlobError> {
+        self.inner.put(key, bytes, ct).await
+    }
+    async fn get(&self, key: &str) -> Result<Option<bytes::Bytes>, BlobError> {
+        self.inner.get(key).await
+    }
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        self.inner.delete(key).await
+    }
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, BlobError> {
+        self.inner.list(prefix).await
+    }
+    async fn presigned_get(
+        &self,
+        key: &str,
+        ttl: std::time::Duration,
+        name: Option<&str>,
+    ) -> Result<Option<String>, BlobError> {
+        self.inner.presigned_get(key, ttl, name).await
+    }
+    async fn presigned_put(
+        &self,
+        key: &str,
+        ttl: std::time::Duration,
+        length: u64,
+    ) -> Result<Option<String>, BlobError> {
+        self.inner.presigned_put(key, ttl, length).await
+    }
+    async fn put_file(&self, key: &str, path: &Path, ct: &str) -> Result<(), BlobError> {
+        self.inner.put_file(key, path, ct).await
+    }
+    async fn take_to_file(
+        &self,
+        key: &str,
+        hold: &str,
+        path: &Path,
+    ) -> Result<Option<Taken>, BlobError> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = path.parent().unwrap();
+        let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+        self.seen
+            .lock()
+            .unwrap()
+            .push((path.to_owned(), mode, path.exists()));
+        self.inner.take_to_file(key, hold, path).await
+    }
+    async fn publish_taken(&self, taken: &Taken, path: &Path, to: &str) -> Result<bool, BlobError> {
+        self.inner.publish_taken(taken, path, to).await
+    }
+    async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError> {
+        self.inner.get_stream(key).await
+    }
+}
+
+/// Staging files (finding: `/tmp/pack-<id>.zip`): a link planted at the old predictable path,
+/// pointing at a file of the victim's, is never followed; `complete` stages in a fresh
+/// directory only the server may enter (0700), at a name that holds no pack id, creating its
+/// file exclusively, and leaves nothing behind.
+async fn staging_is_private_and_unpredictable(backend: Backend) {
+    let t = paddock_tests::ports(backend).await;
+    let witness = Arc::new(StagingWitness {
+        inner: t.ports.blobs.clone(),
+        seen: std::sync::Mutex::new(Vec::new()),
+    });
+    let mut ports = t.ports.clone();
+    ports.blobs = witness.clone();
+    let app = paddock_tests::spawn_with(t.settings, ports, t.dir).await;
+    let (owner, _) = app.driver("Stager").await;
+    let bytes = a_pack();
+    let ticket = start(&app, &owner, &bytes, &sha(&bytes)).await;
+    let id = ticket["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        put(ticket["uploadUrl"].as_str().unwrap(), bytes.clone()).await,
+        200
+    );
+    let victim_dir = tempfile::tempdir().unwrap();
+    let victim = victim_dir.path().join("victim.txt");
+    std::fs::write(&victim, b"the victim's own file").unwrap();
+    let planted = std::env::temp_dir().join(format!("pack-{id}.zip"));
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let (status, done) = complete_request(&app, &owner, &id).await;
+    std::fs::remove_file(&planted).unwrap();
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(std::fs::read(&victim).unwrap(), b"the victim's own file");
+    let seen = witness.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let (path, mode, existed) = &seen[0];
+    assert_eq!(*mode, 0o700, "{path:?}");
+    assert!(!existed, "{path:?}");
+    assert!(!path.to_string_lossy().contains(&id), "{path:?}");
+    assert!(
+        !path.parent().unwrap().exists(),
+        "the staging directory is removed"
+    );
+    let (_, _, got) = download(&app, &owner, &id).await;
+    assert!(got == bytes);
 }
 
 async fn packs_are_shared_by_id_and_deleted_by_their_owner(app: TestApp) {
@@ -202,7 +787,26 @@ async fn start(app: &TestApp, token: &str, bytes: &[u8], declared_sha: &str) -> 
     res["data"].clone()
 }
 
-async fn put(url: &str, bytes: Vec<u8>) -> u16 {
+/// A PUT of an attacker: its status, or `REFUSED_EARLY` when the server refused it before it
+/// read the body (the connection closes under the body being sent).
+async fn attacker_put(url: &str, bytes: bytes::Bytes) -> u16 {
+    match reqwest::Client::new()
+        .put(url)
+        .header("content-type", "application/zip")
+        .body(bytes)
+        .send()
+        .await
+    {
+        Ok(res) => res.status().as_u16(),
+        Err(e) if e.is_request() => REFUSED_EARLY,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// See [`attacker_put`].
+const REFUSED_EARLY: u16 = 0;
+
+async fn put(url: &str, bytes: impl Into<reqwest::Body>) -> u16 {
     reqwest::Client::new()
         .put(url)
         .header("content-type", "application/zip")
@@ -423,25 +1027,30 @@ async fn bad_packs_are_refused_and_nothing_is_stored(app: TestApp) {
             .collect::<Vec<_>>(),
     );
     let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
-        ("not a zip", b"hello".to_vec(), 400, "not a ZIP archive"),
-        ("truncated", truncated, 400, "not a ZIP archive"),
-        ("bad crc", bad_crc, 400, "damaged"),
+        ("not a zip", b"hello".to_vec(), 422, "not a ZIP archive"),
+        ("truncated", truncated, 422, "not a ZIP archive"),
+        ("bad crc", bad_crc, 422, "damaged"),
         (
             "parent path",
             zip_of(&[("../evil", b"x".to_vec())]),
-            400,
+            422,
             "\"../evil\"",
         ),
         (
             "absolute path",
             zip_of(&[("/etc/passwd", b"x".to_vec())]),
-            400,
+            422,
             "\"/etc/passwd\"",
         ),
-        ("encrypted", encrypted, 400, "encrypted"),
-        ("ratio bomb", ratio_bomb, 400, "compression ratio"),
-        ("many-entry bomb", many_bomb, 400, "inflates to more than"),
-        ("too many entries", too_many, 400, "at most 10"),
+        ("encrypted", encrypted, 422, "encrypted"),
+        ("ratio bomb", ratio_bomb, 422, "compression ratio"),
+        ("many-entry bomb", many_bomb, 422, "inflates to more than"),
+        (
+            "too many entries",
+            too_many,
+            422,
+            "declares 12 entries; at most 10",
+        ),
         (
             "over the direct size",
             vec![0u8; 2 * 1024 * 1024 + 1],
@@ -504,6 +1113,12 @@ fn limits(s: &mut paddock::config::Settings) {
     s.sharepacks.uploads_per_minute = 4;
 }
 
+/// Limits that the attack tests do not test.
+fn open_limits(s: &mut paddock::config::Settings) {
+    s.sharepacks.uploads_per_minute = 1000;
+    s.sharepacks.max_per_user = 1000;
+}
+
 macro_rules! configured {
     ($backend:ident, $module:ident) => {
         mod $module {
@@ -531,6 +1146,20 @@ macro_rules! configured {
                 })
                 .await;
                 super::bad_packs_are_refused_and_nothing_is_stored(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn hostile_packs_are_refused_naming_the_entry() {
+                let (app, _) = spawn_configured(Backend::$backend, open_limits).await;
+                super::hostile_packs_are_refused_naming_the_entry(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn a_pack_swapped_during_complete_is_never_published() {
+                let (app, _) = spawn_configured(Backend::$backend, open_limits).await;
+                super::a_pack_swapped_during_complete_is_never_published(app).await;
+            }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn staging_is_private_and_unpredictable() {
+                super::staging_is_private_and_unpredictable(Backend::$backend).await;
             }
             #[tokio::test(flavor = "multi_thread")]
             async fn quotas_hold() {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::describe;
-use crate::ports::blobs::{BlobError, BlobStore, BlobStream, check_key};
+use crate::ports::blobs::{BlobError, BlobStore, BlobStream, Taken, check_key};
 
 /// Blobs as objects of one private bucket.
 pub struct S3BlobStore {
@@ -149,44 +149,67 @@ impl BlobStore for S3BlobStore {
         Ok(())
     }
 
-    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError> {
+    async fn take_to_file(
+        &self,
+        key: &str,
+        hold: &str,
+        path: &Path,
+    ) -> Result<Option<Taken>, BlobError> {
         use tokio::io::AsyncWriteExt;
-        let Some(mut stream) = self.get_stream(key).await? else {
+        check_key(key)?;
+        check_key(hold)?;
+        // The staging file first, so a refused one changes nothing in the bucket.
+        let mut options = tokio::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        options.mode(0o600);
+        let mut file = options.open(path).await.map_err(|e| unavailable(&e))?;
+        // A server-side copy is one version of the object, whatever is PUT to `key` after it;
+        // what is checked and published is that copy.
+        let Some(tag) = self.copy(key, hold, None).await? else {
+            drop(file);
+            let _ = tokio::fs::remove_file(path).await;
             return Ok(None);
         };
-        let mut file = tokio::fs::File::create(path)
+        let out = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(hold)
+            .set_if_match((!tag.is_empty()).then(|| tag.clone()))
+            .send()
             .await
             .map_err(|e| unavailable(&e))?;
-        let mut written = 0u64;
-        while let Some(chunk) = futures::StreamExt::next(&mut stream.body).await {
-            let chunk = chunk.map_err(|e| unavailable(&e))?;
-            written += chunk.len() as u64;
-            file.write_all(&chunk).await.map_err(|e| unavailable(&e))?;
-        }
+        let mut body = out.body.into_async_read();
+        let length = tokio::io::copy(&mut body, &mut file)
+            .await
+            .map_err(|e| unavailable(&e))?;
         file.flush().await.map_err(|e| unavailable(&e))?;
-        Ok(Some(written))
+        self.delete(key).await?;
+        Ok(Some(Taken {
+            length,
+            held_at: Some(hold.to_owned()),
+            tag: Some(tag),
+        }))
     }
 
-    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError> {
-        check_key(from)?;
+    async fn publish_taken(
+        &self,
+        taken: &Taken,
+        _path: &Path,
+        to: &str,
+    ) -> Result<bool, BlobError> {
+        let (Some(held), Some(tag)) = (&taken.held_at, &taken.tag) else {
+            return Err(BlobError::Unavailable(
+                "S3 publishes only what it holds from take_to_file".into(),
+            ));
+        };
+        check_key(held)?;
         check_key(to)?;
-        // A server-side copy (up to 5 GB in one call), then the source goes.
-        let copied = self
-            .client
-            .copy_object()
-            .bucket(&self.bucket)
-            .copy_source(format!("{}/{from}", self.bucket))
-            .key(to)
-            .send()
-            .await;
-        match copied {
-            Ok(_) => {}
-            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => {
-                return Ok(false);
-            }
-            Err(e) => return Err(unavailable(&e)),
+        if self.copy(held, to, Some(tag)).await?.is_none() {
+            return Ok(false);
         }
-        self.delete(from).await?;
+        self.delete(held).await?;
         Ok(true)
     }
 
@@ -210,6 +233,41 @@ impl BlobStore for S3BlobStore {
 }
 
 impl S3BlobStore {
+    /// Copies `from` to `to` server-side (up to 5 GB in one call), on condition that `from`
+    /// still has the ETag `if_match` when given; the new object's ETag, or `None` when `from`
+    /// is missing or changed.
+    async fn copy(
+        &self,
+        from: &str,
+        to: &str,
+        if_match: Option<&str>,
+    ) -> Result<Option<String>, BlobError> {
+        let copied = self
+            .client
+            .copy_object()
+            .bucket(&self.bucket)
+            .copy_source(format!("{}/{from}", self.bucket))
+            .set_copy_source_if_match(if_match.filter(|t| !t.is_empty()).map(str::to_owned))
+            .key(to)
+            .send()
+            .await;
+        match copied {
+            Ok(out) => Ok(Some(
+                out.copy_object_result()
+                    .and_then(|r| r.e_tag())
+                    .unwrap_or_default()
+                    .to_owned(),
+            )),
+            Err(e)
+                if e.raw_response()
+                    .is_some_and(|r| matches!(r.status().as_u16(), 404 | 412)) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(unavailable(&e)),
+        }
+    }
+
     /// The object under `key` (its body not yet read), or `None`.
     async fn object(
         &self,

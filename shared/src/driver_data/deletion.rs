@@ -626,10 +626,7 @@ async fn share_pack_batch(ports: &Ports, user: &UserId) -> Result<u64, StoreErro
     for row in &rows {
         let Some(key) = Key::of(row) else { continue };
         if let Some((_, id)) = key.sk.rsplit_once('#') {
-            for object in [
-                crate::sharepacks::blob_key(id),
-                crate::sharepacks::upload_key(id),
-            ] {
+            for object in crate::sharepacks::object_keys(id) {
                 ports
                     .blobs
                     .delete(&object)

@@ -5,7 +5,7 @@ use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::ports::blobs::{BlobError, BlobStore, BlobStream, check_key};
+use crate::ports::blobs::{BlobError, BlobStore, BlobStream, Taken, check_key};
 
 /// Blobs as files under a root directory.
 #[derive(Debug, Clone)]
@@ -139,22 +139,70 @@ impl BlobStore for DirBlobStore {
         .await
     }
 
-    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError> {
-        match tokio::fs::copy(self.path(key)?, path).await {
-            Ok(n) => Ok(Some(n)),
-            Err(e) if missing(&e) => Ok(None),
-            Err(e) => Err(io(e)),
-        }
+    async fn take_to_file(
+        &self,
+        key: &str,
+        _hold: &str,
+        path: &Path,
+    ) -> Result<Option<Taken>, BlobError> {
+        let source = self.path(key)?;
+        let target = path.to_owned();
+        tokio::task::spawn_blocking(move || -> Result<Option<Taken>, BlobError> {
+            // A second name for the object's file (refused if `path` exists), then its first
+            // name goes: a later upload renames a new file to the key, never writes this one.
+            match std::fs::hard_link(&source, &target) {
+                Ok(()) => {}
+                Err(e) if missing(&e) => return Ok(None),
+                Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+                    // Another file system: a copy from an open handle (one version, whatever
+                    // replaces the name meanwhile).
+                    let mut from = match std::fs::File::open(&source) {
+                        Ok(f) => f,
+                        Err(e) if missing(&e) => return Ok(None),
+                        Err(e) => return Err(io(e)),
+                    };
+                    let mut to = private_file(&target).map_err(io)?;
+                    std::io::copy(&mut from, &mut to).map_err(io)?;
+                    to.sync_all().map_err(io)?;
+                }
+                Err(e) => return Err(io(e)),
+            }
+            match std::fs::remove_file(&source) {
+                Err(e) if !missing(&e) => return Err(io(e)),
+                _ => {}
+            }
+            let length = std::fs::metadata(&target).map_err(io)?.len();
+            Ok(Some(Taken {
+                length,
+                held_at: None,
+                tag: None,
+            }))
+        })
+        .await
+        .map_err(|e| BlobError::Unavailable(e.to_string()))?
     }
 
-    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError> {
-        let (source, target) = (self.path(from)?, self.path(to)?);
+    async fn publish_taken(
+        &self,
+        _taken: &Taken,
+        path: &Path,
+        to: &str,
+    ) -> Result<bool, BlobError> {
+        let target = self.path(to)?;
         if let Some(dir) = target.parent() {
             tokio::fs::create_dir_all(dir).await.map_err(io)?;
         }
-        match tokio::fs::rename(source, target).await {
+        // The checked file itself becomes the object.
+        match tokio::fs::rename(path, &target).await {
             Ok(()) => Ok(true),
             Err(e) if missing(&e) => Ok(false),
+            Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
+                let source = path.to_owned();
+                write_atomically(target, move |tmp| std::fs::copy(&source, tmp).map(|_| ()))
+                    .await?;
+                let _ = tokio::fs::remove_file(path).await;
+                Ok(true)
+            }
             Err(e) => Err(io(e)),
         }
     }
@@ -194,6 +242,15 @@ async fn write_atomically(
     .await
     .map_err(|e| BlobError::Unavailable(e.to_string()))?
     .map_err(io)
+}
+
+/// A new file at `path`, created exclusively (it must not exist), readable by its owner only.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
 }
 
 /// A missing object (or a missing directory on its path).

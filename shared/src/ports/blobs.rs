@@ -14,6 +14,21 @@ pub struct BlobStream {
     pub body: BoxStream<'static, Result<Bytes, std::io::Error>>,
 }
 
+/// An object taken for checking by [`BlobStore::take_to_file`]: its bytes are in a local
+/// file, and later writes to its key change neither them nor what
+/// [`BlobStore::publish_taken`] publishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    /// Its length in bytes.
+    pub length: u64,
+    /// Where the store holds the taken version meanwhile, when it holds one (S3: a
+    /// server-side copy under a key no upload URL writes); a directory holds nothing, it moved
+    /// the file itself out.
+    pub held_at: Option<String>,
+    /// The tag of the held version (S3's ETag) that publishing is pinned to.
+    pub tag: Option<String>,
+}
+
 /// Why a blob operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
@@ -74,10 +89,21 @@ pub trait BlobStore: Send + Sync {
     ) -> Result<Option<String>, BlobError>;
     /// Stores the file at `path` under `key`, streaming it (never whole in memory).
     async fn put_file(&self, key: &str, path: &Path, content_type: &str) -> Result<(), BlobError>;
-    /// Streams the object under `key` into a new file at `path`; its length, or `None`.
-    async fn get_to_file(&self, key: &str, path: &Path) -> Result<Option<u64>, BlobError>;
-    /// Moves the object at `from` to `to` (replacing it); false when `from` is missing.
-    async fn rename(&self, from: &str, to: &str) -> Result<bool, BlobError>;
+    /// Takes the object under `key` to check it, out of reach of later writes to `key`: a
+    /// directory moves the object's file itself to `path`; S3 copies it server-side to `hold`
+    /// (a key no client can write), removes `key` and streams the copy into `path`. `path`
+    /// must not exist: it is created exclusively. `None` when there is no object.
+    async fn take_to_file(
+        &self,
+        key: &str,
+        hold: &str,
+        path: &Path,
+    ) -> Result<Option<Taken>, BlobError>;
+    /// Publishes under `to` exactly the bytes that were taken (and checked): a directory moves
+    /// the file at `path` itself into place; S3 copies the held version on condition that it
+    /// is still the one taken (its ETag), then removes it. False when the held object is gone
+    /// or changed.
+    async fn publish_taken(&self, taken: &Taken, path: &Path, to: &str) -> Result<bool, BlobError>;
     /// The object under `key` as a stream, or `None`.
     async fn get_stream(&self, key: &str) -> Result<Option<BlobStream>, BlobError>;
 }

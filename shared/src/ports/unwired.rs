@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use std::time::Duration;
 
-use super::blobs::{BlobError, BlobStore, BlobStream};
+use super::blobs::{BlobError, BlobStore, BlobStream, Taken};
 use super::queue::{EventQueue, QueueError, ReceivedMessage};
 use super::secrets::{SecretError, SecretSource};
 
@@ -53,10 +53,20 @@ impl BlobStore for Unwired {
     async fn put_file(&self, _: &str, _: &std::path::Path, _: &str) -> Result<(), BlobError> {
         Err(BlobError::Unavailable(BLOBS.into()))
     }
-    async fn get_to_file(&self, _: &str, _: &std::path::Path) -> Result<Option<u64>, BlobError> {
+    async fn take_to_file(
+        &self,
+        _: &str,
+        _: &str,
+        _: &std::path::Path,
+    ) -> Result<Option<Taken>, BlobError> {
         Err(BlobError::Unavailable(BLOBS.into()))
     }
-    async fn rename(&self, _: &str, _: &str) -> Result<bool, BlobError> {
+    async fn publish_taken(
+        &self,
+        _: &Taken,
+        _: &std::path::Path,
+        _: &str,
+    ) -> Result<bool, BlobError> {
         Err(BlobError::Unavailable(BLOBS.into()))
     }
     async fn get_stream(&self, _: &str) -> Result<Option<BlobStream>, BlobError> {

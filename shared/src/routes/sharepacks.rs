@@ -40,10 +40,10 @@ pub fn routes() -> Router<AppState> {
 #[into_params(parameter_in = Query)]
 pub(crate) struct PackLabels {
     /// 1 to 100 characters; the download's file name.
-    #[param(value_type = String, min_length = 1, max_length = 100, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    #[param(value_type = String, min_length = 1, max_length = 100, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
     pub name: Option<String>,
     /// At most 1,000 characters.
-    #[param(value_type = Option<String>, max_length = 1000, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    #[param(value_type = Option<String>, max_length = 1000, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
     pub description: Option<String>,
 }
 
@@ -80,10 +80,11 @@ async fn read_capped(body: Body, max: u64) -> Result<Bytes, ApiError> {
     request_body(content((Vec<u8> = "application/zip"), (Vec<u8> = "multipart/form-data")),
         description = "The ZIP (at most Sharepacks__MaxDirectBytes, 4 MiB by default), or a form with file, name, description"),
     responses((status = 201, description = "Stored and checked", body = inline(Envelope<SharePack>)),
-              (status = 400, description = "Not a ZIP, an unsafe or damaged entry, too many entries, a bomb, or a bad name"),
+              (status = 400, description = "A bad name or description, or a form without a file"),
               (status = 401, description = "No valid token"),
               (status = 413, description = "Larger than a direct upload may be (use the upload URL flow), or the driver's bytes are spent"),
               (status = 415, description = "Neither application/zip nor multipart/form-data"),
+              (status = 422, description = "Not an acceptable ZIP: the message names the entry and the rule (unsafe or clashing names, links and special files, nested archives with such entries, data outside the archive, too many entries, encryption, damage, a bomb)"),
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn upload(
     State(state): State<AppState>,
@@ -158,10 +159,10 @@ pub(crate) async fn upload(
 pub(crate) struct UploadRequest {
     /// 1 to 100 characters; the download's file name.
     #[schema(required = true, value_type = String, min_length = 1, max_length = 100,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
     pub name: Option<String>,
     /// At most 1,000 characters.
-    #[schema(value_type = Option<String>, max_length = 1000, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    #[schema(value_type = Option<String>, max_length = 1000, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
     pub description: Option<String>,
     /// The ZIP's exact size in bytes (at most Sharepacks__MaxBytes, 100 MiB by default).
     #[schema(required = true, value_type = i64, minimum = 1, maximum = 104_857_600)]
@@ -232,7 +233,8 @@ pub(crate) struct SignedUpload {
     responses((status = 200, description = "Stored; now call complete"),
               (status = 400, description = "Not the declared length"),
               (status = 403, description = "A wrong, tampered or expired signature"),
-              (status = 404, description = "No such pending pack")))]
+              (status = 404, description = "No such pending pack"),
+              (status = 409, description = "The upload is closed: complete was called (the pack is being checked, or is published)")))]
 pub(crate) async fn upload_content(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -257,43 +259,49 @@ pub(crate) async fn upload_content(
             "the upload URL is invalid or expired".into(),
         ));
     }
-    if packs::pending(&state.ports, &id).await?.is_none() {
-        return Err(ApiError::NotFound("share pack not found".into()));
-    }
-    let staging =
-        std::env::temp_dir().join(format!("paddock-upload-{}", uuid::Uuid::new_v4().simple()));
-    let stored = async {
-        let mut file = tokio::fs::File::create(&staging).await.map_err(io_error)?;
-        let mut received = 0u64;
-        let mut stream = body.into_data_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk =
-                chunk.map_err(|_| ApiError::BadRequest("body: could not be read".into()))?;
-            received += chunk.len() as u64;
-            if received > length {
-                return Err(ApiError::BadRequest(format!(
-                    "body: more than the declared {length} bytes"
-                )));
-            }
-            file.write_all(&chunk).await.map_err(io_error)?;
-        }
-        if received != length {
+    upload_open(&state, &id).await?;
+    // Created exclusively, readable by this process only, at a name nobody can guess; removed
+    // when dropped.
+    let staging = tempfile::NamedTempFile::with_prefix("paddock-upload-").map_err(io_error)?;
+    let mut file = tokio::fs::File::from_std(staging.reopen().map_err(io_error)?);
+    let mut received = 0u64;
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| ApiError::BadRequest("body: could not be read".into()))?;
+        received += chunk.len() as u64;
+        if received > length {
             return Err(ApiError::BadRequest(format!(
-                "body: {received} bytes; the URL is for {length}"
+                "body: more than the declared {length} bytes"
             )));
         }
-        file.flush().await.map_err(io_error)?;
-        state
-            .ports
-            .blobs
-            .put_file(&upload_key(&id), &staging, "application/zip")
-            .await?;
-        Ok(())
+        file.write_all(&chunk).await.map_err(io_error)?;
     }
-    .await;
-    let _ = tokio::fs::remove_file(&staging).await;
-    stored?;
+    if received != length {
+        return Err(ApiError::BadRequest(format!(
+            "body: {received} bytes; the URL is for {length}"
+        )));
+    }
+    file.flush().await.map_err(io_error)?;
+    // `complete` may have started while the bytes came: it closed the upload first, so what
+    // is stored now is never read (and the sweep or the pack's removal clears it).
+    upload_open(&state, &id).await?;
+    state
+        .ports
+        .blobs
+        .put_file(&upload_key(&id), staging.path(), "application/zip")
+        .await?;
     Ok(ok(serde_json::json!({"id": id, "receivedBytes": length})))
+}
+
+/// Refuses a PUT to an upload URL whose pack is unknown, or whose upload `complete` closed.
+async fn upload_open(state: &AppState, id: &str) -> Result<(), ApiError> {
+    match packs::upload_state(&state.ports, id).await? {
+        packs::Upload::Open => Ok(()),
+        packs::Upload::Closed => Err(ApiError::Conflict(
+            "the upload is closed: complete was called for this pack; start a new upload".into(),
+        )),
+        packs::Upload::Unknown => Err(ApiError::NotFound("share pack not found".into())),
+    }
 }
 
 fn io_error(e: std::io::Error) -> ApiError {
@@ -307,6 +315,7 @@ fn io_error(e: std::io::Error) -> ApiError {
     responses((status = 200, description = "Checked and visible", body = inline(Envelope<SharePack>)),
               (status = 401, description = "No valid token"),
               (status = 404, description = "No such pending pack of the caller"),
+              (status = 409, description = "The pack is already being completed"),
               (status = 413, description = "The driver's bytes are spent"),
               (status = 422, description = "What arrived is not the declared pack, or not an acceptable ZIP (the pack is removed)"),
               (status = 429, description = "Too many packs")))]
@@ -323,11 +332,7 @@ pub(crate) async fn complete(
         &id,
         &std::env::temp_dir(),
     )
-    .await
-    .map_err(|e| match e {
-        PackError::Zip(z) => ApiError::Unprocessable(z.to_string()),
-        other => other.into(),
-    })?;
+    .await?;
     Ok(ok(pack))
 }
 
@@ -464,7 +469,7 @@ impl From<PackError> for ApiError {
     fn from(e: PackError) -> Self {
         match e {
             PackError::Invalid(p) => p.into(),
-            PackError::Zip(_) => Self::BadRequest(e.to_string()),
+            PackError::Zip(_) => Self::Unprocessable(e.to_string()),
             PackError::TooLarge(m) => Self::PayloadTooLarge(m),
             PackError::Mismatch(m) => Self::Unprocessable(m),
             PackError::Limited(l) => l.into(),
@@ -473,11 +478,40 @@ impl From<PackError> for ApiError {
                 retry_after_secs: 60,
             },
             PackError::NotFound => Self::NotFound(e.to_string()),
+            PackError::Busy => Self::Conflict(e.to_string()),
             PackError::Store(s) => s.into(),
             PackError::Blob(b) => b.into(),
             PackError::Io(io) => {
                 Self::Internal(anyhow::Error::new(io).context("share pack staging"))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_documented_label_patterns_are_the_display_name_rule() {
+        let doc = serde_json::to_value(crate::routes::openapi::document()).unwrap();
+        let names = crate::identity::fields::display_name_pattern();
+        let free = crate::identity::fields::free_text_pattern();
+        let start = &doc["components"]["schemas"]["UploadRequest"]["properties"];
+        assert_eq!(start["name"]["pattern"].as_str(), Some(names.as_str()));
+        assert_eq!(
+            start["description"]["pattern"].as_str(),
+            Some(free.as_str())
+        );
+        let params = doc["paths"]["/v1/sharepacks"]["post"]["parameters"]
+            .as_array()
+            .unwrap();
+        let pattern = |name: &str| {
+            params
+                .iter()
+                .find(|p| p["name"] == name)
+                .and_then(|p| p["schema"]["pattern"].as_str())
+                .map(str::to_owned)
+        };
+        assert_eq!(pattern("name"), Some(names));
+        assert_eq!(pattern("description"), Some(free));
     }
 }

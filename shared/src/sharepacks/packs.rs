@@ -10,8 +10,9 @@ use std::time::Duration;
 use utoipa::ToSchema;
 
 use super::zip_check::{self, ZipProblem};
-use super::{blob_key, upload_key};
+use super::{blob_key, held_key, object_keys, upload_key};
 use crate::config::SharepackSettings;
+use crate::identity::fields::is_invisible_or_bidi;
 use crate::identity::rate_limits::{self, Limit, LimitError};
 use crate::ids::UserId;
 use crate::ports::clock::rfc3339;
@@ -49,7 +50,11 @@ pub struct SharePack {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 enum State {
+    /// Waiting for its bytes at its upload URL.
     Pending,
+    /// Its bytes are being checked: its upload URL takes nothing more, and only the check that
+    /// set this state may publish it.
+    Checking,
     Ready,
     /// Being deleted: hidden, and expiring, so a delete cut short is finished by the sweep.
     Deleting,
@@ -104,6 +109,9 @@ pub enum PackError {
     /// No such pack (or not the caller's).
     #[error("share pack not found")]
     NotFound,
+    /// The pack is already being completed.
+    #[error("the share pack is already being checked; wait for that answer")]
+    Busy,
     /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -133,11 +141,20 @@ fn text(raw: &str, min: usize, max: usize) -> Result<String, String> {
     if t.chars().any(char::is_control) {
         return Err("must not contain control characters".into());
     }
+    // The display-name rule: a pack's name is shown to every driver it is shared with, so it
+    // may not hide or reverse text any more than a display name may.
+    if t.chars().any(is_invisible_or_bidi) {
+        return Err(
+            "must not contain invisible or text-direction characters (such as U+200B or U+202E)"
+                .into(),
+        );
+    }
     Ok(t.to_owned())
 }
 
 impl Labels {
-    /// `name` 1 to 100 characters, `description` at most 1,000; trimmed, no control characters.
+    /// `name` 1 to 100 characters, `description` at most 1,000; trimmed, no control, invisible
+    /// or text-direction characters (the display-name rule).
     pub(crate) fn parse(
         p: &mut Problems,
         name: Option<String>,
@@ -199,17 +216,18 @@ async fn check_quota(
     Ok(())
 }
 
-/// Writes the pending item (before any object exists).
+/// Writes the unpublished item (before any object exists), expiring at `expires`.
 async fn begin(
     ports: &Ports,
     owner: &UserId,
     pack: &SharePack,
+    state: State,
     expires: i64,
 ) -> Result<(), StoreError> {
     let record = PackRecord {
         pack: pack.clone(),
         owner_id: owner.clone(),
-        state: State::Pending,
+        state,
     };
     let mut attributes = serde_json::to_value(&record).expect("a pack serialises");
     attributes[TTL] = expires.into();
@@ -223,7 +241,8 @@ async fn begin(
         .await
 }
 
-/// Makes a checked pack visible and counts it against the quotas, in one transaction.
+/// Makes a checked pack visible and counts it against the quotas, in one transaction; only
+/// the check that moved the item to `checking` gets here.
 async fn publish(
     ports: &Ports,
     owner: &UserId,
@@ -244,7 +263,7 @@ async fn publish(
                 &meta_key(&pack.id),
                 serde_json::to_value(&record).expect("a pack serialises"),
             ),
-            condition: Some(Condition::eq("state", "pending")),
+            condition: Some(Condition::eq("state", "checking")),
         },
         TxOp::Put {
             table: Table::Sharepacks,
@@ -282,14 +301,17 @@ async fn publish(
     }
 }
 
-/// Removes a pack that will not be published: its objects and its pending item.
+/// Removes a pack that will not be published: its objects and its unpublished item.
 async fn abandon(ports: &Ports, id: &str) {
-    for key in [blob_key(id), upload_key(id)] {
+    for key in object_keys(id) {
         if let Err(e) = ports.blobs.delete(&key).await {
             tracing::warn!(error = %e, pack = id, "could not remove a refused pack's object; the sweep will");
         }
     }
-    let pending = Some(Condition::eq("state", "pending"));
+    let pending = Some(Condition::Or(vec![
+        Condition::eq("state", "pending"),
+        Condition::eq("state", "checking"),
+    ]));
     if let Err(e) = ports
         .items
         .delete(Table::Sharepacks, &meta_key(id), pending)
@@ -309,16 +331,26 @@ fn outcome(result: &str, reason: &str) {
 fn reason_of(e: &PackError) -> &'static str {
     match e {
         PackError::Invalid(_) => "invalid",
-        PackError::Zip(ZipProblem::NotAZip) => "not_a_zip",
-        PackError::Zip(ZipProblem::TooManyEntries(..)) => "too_many_entries",
-        PackError::Zip(ZipProblem::UnsafeName(_)) => "unsafe_name",
-        PackError::Zip(ZipProblem::Encrypted(_)) => "encrypted",
-        PackError::Zip(ZipProblem::Damaged(..)) => "damaged",
-        PackError::Zip(ZipProblem::TooLarge(_) | ZipProblem::Bomb(..)) => "bomb",
+        PackError::Zip(z) => match z.innermost() {
+            ZipProblem::NotAZip | ZipProblem::Malformed(_) => "not_a_zip",
+            ZipProblem::TooManyEntries(..) | ZipProblem::DirectoryTooLarge(..) => {
+                "too_many_entries"
+            }
+            ZipProblem::StrayData(_) => "stray_data",
+            ZipProblem::UnsafeName(..) | ZipProblem::SamePath(..) => "unsafe_name",
+            ZipProblem::NotPlainFile(..) => "not_plain_file",
+            ZipProblem::Nested(..)
+            | ZipProblem::NestedTooDeep(_)
+            | ZipProblem::NestedTooLarge(..) => "nested_archive",
+            ZipProblem::Encrypted(_) => "encrypted",
+            ZipProblem::Damaged(..) => "damaged",
+            ZipProblem::TooLarge(_) | ZipProblem::Bomb(..) => "bomb",
+        },
         PackError::TooLarge(_) => "too_large",
         PackError::Mismatch(_) => "mismatch",
         PackError::Limited(_) | PackError::TooManyPacks(_) => "quota",
         PackError::NotFound => "not_found",
+        PackError::Busy => "busy",
         PackError::Store(_) | PackError::Blob(_) | PackError::Io(_) => "backend",
     }
 }
@@ -353,10 +385,12 @@ pub async fn create_direct(
             entry_count: summary.entries,
             created_at: rfc3339(now),
         };
+        // No URL takes bytes for this pack: it is being checked from the start.
         begin(
             ports,
             owner,
             &pack,
+            State::Checking,
             now.unix_timestamp() + PENDING_GRACE_SECS,
         )
         .await?;
@@ -459,7 +493,14 @@ pub async fn start_upload(
         entry_count: 0,
         created_at: rfc3339(now),
     };
-    begin(ports, owner, &pack, expires + PENDING_GRACE_SECS).await?;
+    begin(
+        ports,
+        owner,
+        &pack,
+        State::Pending,
+        expires + PENDING_GRACE_SECS,
+    )
+    .await?;
     let ttl = Duration::from_secs(UPLOAD_URL_SECS as u64);
     let url = match ports
         .blobs
@@ -476,7 +517,28 @@ pub async fn start_upload(
     })
 }
 
-/// The pending pack `id` (for the local upload URL and `complete`), with its owner.
+/// Whether pack `id`'s upload URL may still take bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upload {
+    /// Pending: the URL takes its bytes.
+    Open,
+    /// Being checked, or published: the URL takes nothing more.
+    Closed,
+    /// No such pack (or it was removed).
+    Unknown,
+}
+
+/// Whether pack `id`'s upload URL may still take bytes (the local upload URL asks before and
+/// after it receives them).
+pub async fn upload_state(ports: &Ports, id: &str) -> Result<Upload, StoreError> {
+    Ok(match record(ports, id).await?.map(|r| r.state) {
+        Some(State::Pending) => Upload::Open,
+        Some(State::Checking | State::Ready) => Upload::Closed,
+        Some(State::Deleting) | None => Upload::Unknown,
+    })
+}
+
+/// The pending pack `id`, with its owner.
 pub async fn pending(ports: &Ports, id: &str) -> Result<Option<(SharePack, UserId)>, StoreError> {
     Ok(record(ports, id)
         .await?
@@ -494,8 +556,10 @@ async fn record(ports: &Ports, id: &str) -> Result<Option<PackRecord>, StoreErro
     }
 }
 
-/// Checks what arrived for pending pack `id` (size, digest, ZIP) and publishes it, or removes
-/// it and says why.
+/// Closes pending pack `id`'s upload (`pending` to `checking`, on condition: one `complete`
+/// at a time, and the upload URL takes nothing more), takes what arrived out of reach of later
+/// uploads into a private staging directory under `staging`, checks it (size, digest, ZIP)
+/// and publishes those very bytes; or removes the pack and says why.
 pub async fn complete(
     ports: &Ports,
     limits: &SharepackSettings,
@@ -503,52 +567,83 @@ pub async fn complete(
     id: &str,
     staging: &Path,
 ) -> Result<SharePack, PackError> {
-    let Some((mut pack, pack_owner)) = pending(ports, id).await? else {
+    let Some(found) = record(ports, id).await? else {
         return Err(PackError::NotFound);
     };
-    if &pack_owner != owner {
+    if &found.owner_id != owner {
         return Err(PackError::NotFound);
     }
-    let result = async {
-        let file = staging.join(format!("pack-{id}.zip"));
-        let arrived = ports.blobs.get_to_file(&upload_key(id), &file).await?;
-        let checked = async {
-            let Some(size) = arrived else {
-                return Err(PackError::Mismatch(
-                    "nothing was uploaded to the upload URL".into(),
-                ));
-            };
-            if size != pack.size_bytes {
-                return Err(PackError::Mismatch(format!(
-                    "{size} bytes arrived; {} were declared",
-                    pack.size_bytes
-                )));
-            }
-            let check_limits = limits.clone();
-            let path = file.clone();
-            let (digest, summary) = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
-                let mut hasher = Sha256::new();
-                let mut f = std::fs::File::open(&path)?;
-                std::io::copy(&mut f, &mut hasher)?;
-                let summary = zip_check::check(std::fs::File::open(&path)?, &check_limits);
-                Ok((crate::identity::hex(&hasher.finalize()), summary))
-            })
-            .await
-            .map_err(|e| std::io::Error::other(e.to_string()))??;
-            if digest != pack.sha256 {
-                return Err(PackError::Mismatch(
-                    "sha256 does not match what arrived".into(),
-                ));
-            }
-            Ok(summary?)
-        }
+    match found.state {
+        State::Pending => {}
+        State::Checking => return Err(PackError::Busy),
+        State::Ready | State::Deleting => return Err(PackError::NotFound),
+    }
+    let closed = ports
+        .items
+        .update(
+            Table::Sharepacks,
+            &meta_key(id),
+            Update::set("state", "checking"),
+            Some(Condition::And(vec![
+                Condition::eq("ownerId", owner.as_str()),
+                Condition::eq("state", "pending"),
+            ])),
+        )
         .await;
-        let _ = tokio::fs::remove_file(&file).await;
-        let summary = checked?;
-        pack.entry_count = summary.entries;
-        if !ports.blobs.rename(&upload_key(id), &blob_key(id)).await? {
+    match closed {
+        Ok(_) => {}
+        Err(StoreError::ConditionFailed { .. }) => return Err(PackError::Busy),
+        Err(e) => return Err(e.into()),
+    }
+    let mut pack = found.pack;
+    let result = async {
+        // A fresh directory at an unguessable name that only this process's user may enter
+        // (created with mode 0700, never looser for a moment), removed when dropped.
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("paddock-pack-");
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let dir = builder.tempdir_in(staging)?;
+        let file = dir.path().join("pack.zip");
+        let Some(taken) = ports
+            .blobs
+            .take_to_file(&upload_key(id), &held_key(id), &file)
+            .await?
+        else {
             return Err(PackError::Mismatch(
                 "nothing was uploaded to the upload URL".into(),
+            ));
+        };
+        if taken.length != pack.size_bytes {
+            return Err(PackError::Mismatch(format!(
+                "{} bytes arrived; {} were declared",
+                taken.length, pack.size_bytes
+            )));
+        }
+        let check_limits = limits.clone();
+        let path = file.clone();
+        let (digest, summary) = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+            let mut f = std::fs::File::open(&path)?;
+            let mut hasher = Sha256::new();
+            std::io::copy(&mut f, &mut hasher)?;
+            let summary = zip_check::check(f, &check_limits);
+            Ok((crate::identity::hex(&hasher.finalize()), summary))
+        })
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))??;
+        if digest != pack.sha256 {
+            return Err(PackError::Mismatch(
+                "sha256 does not match what arrived".into(),
+            ));
+        }
+        pack.entry_count = summary?.entries;
+        if !ports
+            .blobs
+            .publish_taken(&taken, &file, &blob_key(id))
+            .await?
+        {
+            return Err(PackError::Mismatch(
+                "what arrived changed while it was checked".into(),
             ));
         }
         publish(ports, owner, &pack, limits).await?;
@@ -564,12 +659,9 @@ pub async fn complete(
         }
         Err(e) => {
             outcome("refused", reason_of(e));
-            if !matches!(
-                e,
-                PackError::Store(_) | PackError::Blob(_) | PackError::Io(_)
-            ) {
-                abandon(ports, id).await;
-            }
+            // The upload is closed and what arrived was taken: whatever went wrong, the pack
+            // cannot be completed again. Cut short here, the sweep removes it at its expiry.
+            abandon(ports, id).await;
         }
     }
     result
@@ -651,7 +743,9 @@ pub async fn delete(ports: &Ports, owner: &UserId, id: &str) -> Result<(), PackE
         }
         Err(e) => return Err(e.into()),
     }
-    ports.blobs.delete(&blob_key(id)).await?;
+    for key in object_keys(id) {
+        ports.blobs.delete(&key).await?;
+    }
     ports
         .items
         .delete(Table::Sharepacks, &meta_key(id), None)
