@@ -9,6 +9,7 @@
 pub mod activity;
 pub mod app;
 pub mod aws;
+pub(crate) mod board_pages;
 pub mod coaching;
 pub mod config;
 pub mod driver_data;

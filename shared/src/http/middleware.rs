@@ -130,12 +130,13 @@ async fn observe(mut req: Request, next: Next) -> Response {
 
 /// Replaces a framework's plain-text error body (timeouts, body limits) with the envelope.
 fn ensure_envelope(response: Response) -> Response {
-    let is_json = response
+    // JSON errors are the envelope already; HTML errors are the public pages' own.
+    let is_ours = response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if is_json {
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    if is_ours {
         return response;
     }
     let status = response.status();

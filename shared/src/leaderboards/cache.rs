@@ -201,7 +201,7 @@ pub(crate) fn invalidate_in_process(track_id: &TrackId) {
 }
 
 /// Encodes the offset of the next page (opaque to clients).
-fn encode_cursor(offset: usize) -> String {
+pub(crate) fn encode_cursor(offset: usize) -> String {
     crate::ports::items::encode_cursor(&format!("rank:{offset}"))
 }
 

@@ -1,4 +1,5 @@
-//! `/v1/leaderboards`: ranked best laps (public, cached) and submissions.
+//! `/v1/leaderboards`: ranked best laps (public, cached) and submissions; the group also
+//! serves the public board pages ([`super::board_pages`]).
 
 use axum::Router;
 use axum::extract::State;
@@ -25,6 +26,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/leaderboards", get(leaderboard))
         .route("/v1/leaderboards/submit", post(submit_lap))
+        .merge(super::board_pages::routes())
 }
 
 /// Which board, and which page of it.

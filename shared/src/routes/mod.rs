@@ -6,6 +6,7 @@
 pub(crate) mod activity;
 pub mod ai;
 pub mod auth;
+pub(crate) mod board_pages;
 pub(crate) mod health;
 pub mod leaderboards;
 pub(crate) mod openapi;

@@ -13,7 +13,9 @@ use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{activity, ai, auth, health, leaderboards, profile, sessions, sharepacks, tracks};
+use super::{
+    activity, ai, auth, board_pages, health, leaderboards, profile, sessions, sharepacks, tracks,
+};
 use crate::state::AppState;
 
 /// `GET /openapi.json`.
@@ -39,6 +41,7 @@ pub(crate) async fn openapi_json() -> Response {
         sessions::create, sessions::list, sessions::detail,
         tracks::list, tracks::map,
         leaderboards::leaderboard, leaderboards::submit_lap,
+        board_pages::boards, board_pages::board, board_pages::driver,
         activity::list_feed, activity::post_feed, activity::mine, activity::catalog,
         ai::insights, ai::chat,
         sharepacks::upload, sharepacks::start_upload, sharepacks::upload_content, sharepacks::complete,
@@ -73,6 +76,7 @@ pub(crate) async fn openapi_json() -> Response {
          (name = "sessions", description = "Idempotent session uploads and the caller's sessions"),
          (name = "tracks", description = "Canonical tracks and their centreline maps"),
          (name = "leaderboards", description = "Ranked best laps per track"),
+         (name = "pages", description = "Public leaderboard pages (HTML, no script) a driver can share as a link"),
          (name = "activity", description = "The caller's feed (90 days) and achievements"),
          (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"),
          (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"),
@@ -246,7 +250,9 @@ mod tests {
                     }
                 }
                 for (status, response) in responses {
-                    if status.starts_with('4') || status.starts_with('5') {
+                    // The pages answer their own 400 and 404 as HTML pages.
+                    let page = response["content"].get("text/html").is_some();
+                    if (status.starts_with('4') || status.starts_with('5')) && !page {
                         let schema = &response["content"]["application/json"]["schema"];
                         assert_eq!(schema["required"][2], "error", "{method} {path} {status}");
                     }

@@ -1,0 +1,275 @@
+//! The public leaderboard pages (HTML): `/boards`, `/boards/{trackId}`, `/drivers/{userId}`.
+//! Served by the leaderboards function; see [`crate::board_pages`].
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use sha2::{Digest, Sha256};
+use utoipa::IntoParams;
+
+use crate::board_pages::{reads, render};
+use crate::http::ApiError;
+use crate::ids::{TrackId, UserId};
+use crate::leaderboards::cache::{self, PageKey};
+use crate::ports::items::StoreError;
+use crate::state::AppState;
+
+/// Rows on a board page.
+const PAGE_SIZE: usize = 25;
+/// Tracks read per `/boards` page.
+const TRACKS_PER_PAGE: usize = 50;
+/// Longest search or car name accepted.
+const MAX_TEXT: usize = 100;
+/// Longest cursor accepted.
+const MAX_CURSOR: usize = 512;
+
+/// The pages' routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/boards", get(boards))
+        .route("/boards/{trackId}", get(board))
+        .route("/drivers/{userId}", get(driver))
+}
+
+/// `/boards` query (read by [`parameters`], which answers a page naming a bad one rather
+/// than the API's envelope).
+#[derive(Debug, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct BoardsQuery {
+    /// Only tracks whose name, layout or game holds this (case-insensitive).
+    #[param(max_length = 100)]
+    pub q: Option<String>,
+    /// The next-page link's cursor.
+    #[param(max_length = 512)]
+    pub cursor: Option<String>,
+}
+
+/// `/boards/{trackId}` query (read by [`parameters`]).
+#[derive(Debug, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct BoardQuery {
+    /// Only laps set in this car (case-insensitive): the car's own board.
+    #[param(max_length = 100)]
+    pub car: Option<String>,
+    /// The next-page link's cursor.
+    #[param(max_length = 512)]
+    pub cursor: Option<String>,
+}
+
+/// A query parameter that breaks a rule: the 400 page names it.
+struct BadParameter(String);
+
+/// The named parameters of `raw` (each at most once, within its length); others are ignored.
+fn parameters<const N: usize>(
+    raw: Option<&str>,
+    names: [(&'static str, usize); N],
+) -> Result<[Option<String>; N], BadParameter> {
+    let mut values: [Option<String>; N] = std::array::from_fn(|_| None);
+    for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+        let Some(i) = names.iter().position(|(n, _)| *n == key) else {
+            continue;
+        };
+        let (name, max) = names[i];
+        if values[i].is_some() {
+            return Err(BadParameter(format!("{name}: may be given once")));
+        }
+        if value.chars().count() > max {
+            return Err(BadParameter(format!(
+                "{name}: must be at most {max} characters"
+            )));
+        }
+        let value = value.trim();
+        values[i] = Some(value.to_owned()).filter(|v| !v.is_empty());
+    }
+    Ok(values)
+}
+
+/// The tracks with boards. Public; cached like the API's boards.
+#[utoipa::path(get, path = "/boards", tag = "pages", params(BoardsQuery),
+    responses((status = 200, description = "The tracks with boards (HTML)", content_type = "text/html", body = String),
+              (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String)))]
+pub(crate) async fn boards(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let page = Page::new(&state, &headers, "/boards".to_owned());
+    let BoardsQuery { q: search, cursor } =
+        match parameters(raw.as_deref(), [("q", MAX_TEXT), ("cursor", MAX_CURSOR)]) {
+            Ok([q, cursor]) => BoardsQuery { q, cursor },
+            Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
+        };
+    let listed = reads::boards(
+        &state.ports,
+        search.as_deref(),
+        TRACKS_PER_PAGE,
+        cursor.clone(),
+    )
+    .await;
+    let (tracks, next) = match listed {
+        Ok(listed) => listed,
+        Err(StoreError::InvalidCursor) => {
+            return Ok(page.bad_request("cursor: is not a cursor this page linked to"));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let html = render::boards(
+        page.public_url(),
+        &tracks,
+        search.as_deref(),
+        next.as_deref(),
+    );
+    Ok(page.ok(html))
+}
+
+/// One page of a track's board (25 rows), optionally one car's. Public; cached like the API.
+#[utoipa::path(get, path = "/boards/{trackId}", tag = "pages",
+    params(("trackId" = String, Path, description = "The track id"), BoardQuery),
+    responses((status = 200, description = "The board page (HTML)", content_type = "text/html", body = String),
+              (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String),
+              (status = 404, description = "No such track (HTML)", content_type = "text/html", body = String)))]
+pub(crate) async fn board(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(track_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let page = Page::new(
+        &state,
+        &headers,
+        render::board_path(&TrackId::from(track_id.as_str())),
+    );
+    if uuid::Uuid::parse_str(&track_id).is_err() {
+        return Ok(page.not_found("No such board", "There is no board at this address."));
+    }
+    let BoardQuery { car, cursor } =
+        match parameters(raw.as_deref(), [("car", MAX_TEXT), ("cursor", MAX_CURSOR)]) {
+            Ok([car, cursor]) => BoardQuery { car, cursor },
+            Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
+        };
+    let offset = match cursor.as_deref() {
+        None => 0,
+        Some(c) => match cache::decode_cursor(c) {
+            Some(offset) => offset,
+            None => return Ok(page.bad_request("cursor: is not a cursor this page linked to")),
+        },
+    };
+    let key = PageKey {
+        vehicle: car.as_deref().map(str::to_lowercase),
+        offset,
+        limit: PAGE_SIZE,
+    };
+    let Some(board) = reads::board_page(&state.ports, &TrackId::from(track_id), &key).await? else {
+        return Ok(page.not_found("No such board", "Nobody has raced this track yet."));
+    };
+    let html = render::board(page.public_url(), &board, car.as_deref(), offset == 0);
+    Ok(page.ok(html))
+}
+
+/// A driver's best lap on every board. Public; a deleted driver is gone (404).
+#[utoipa::path(get, path = "/drivers/{userId}", tag = "pages",
+    params(("userId" = String, Path, description = "The driver's user id")),
+    responses((status = 200, description = "The driver's bests (HTML)", content_type = "text/html", body = String),
+              (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 404, description = "No such driver (HTML)", content_type = "text/html", body = String)))]
+pub(crate) async fn driver(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(user_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let user_id = UserId::from(user_id);
+    let page = Page::new(&state, &headers, render::driver_path(&user_id));
+    if uuid::Uuid::parse_str(user_id.as_str()).is_err() {
+        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+    }
+    let Some((user, bests)) = reads::driver_bests(&state.ports, &user_id).await? else {
+        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+    };
+    let html = render::driver(page.public_url(), &user, &bests);
+    Ok(page.ok(html))
+}
+
+/// The answer of one page request: its headers, conditional answers and error pages.
+struct Page<'a> {
+    state: &'a AppState,
+    request: &'a HeaderMap,
+    path: String,
+}
+
+impl<'a> Page<'a> {
+    fn new(state: &'a AppState, request: &'a HeaderMap, path: String) -> Self {
+        Self {
+            state,
+            request,
+            path,
+        }
+    }
+
+    fn public_url(&self) -> Option<&str> {
+        self.state.settings.auth.public_url.as_deref()
+    }
+
+    /// 200 with the page, or 304 when the client holds it (`If-None-Match`).
+    fn ok(&self, html: String) -> Response {
+        let digest = Sha256::digest(html.as_bytes());
+        let etag = format!("\"{}\"", crate::identity::hex(&digest[..16]));
+        let held = self
+            .request
+            .get(header::IF_NONE_MATCH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|tags| tags.split(',').any(|t| t.trim() == "*" || t.trim() == etag));
+        let mut response = if held {
+            StatusCode::NOT_MODIFIED.into_response()
+        } else {
+            html_response(StatusCode::OK, html)
+        };
+        let h = response.headers_mut();
+        h.insert(
+            header::CACHE_CONTROL,
+            self.state.leaderboards.cache_control(),
+        );
+        if let Ok(etag) = HeaderValue::from_str(&etag) {
+            h.insert(header::ETAG, etag);
+        }
+        response
+    }
+
+    fn bad_request(&self, rule: &str) -> Response {
+        let html = render::problem(self.public_url(), &self.path, "Bad request", rule);
+        html_response(StatusCode::BAD_REQUEST, html)
+    }
+
+    fn not_found(&self, title: &str, message: &str) -> Response {
+        let html = render::problem(self.public_url(), &self.path, title, message);
+        html_response(StatusCode::NOT_FOUND, html)
+    }
+}
+
+/// An HTML answer with the pages' security headers.
+fn html_response(status: StatusCode, html: String) -> Response {
+    let mut response = (status, html).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(csp) = HeaderValue::from_str(&render::content_security_policy()) {
+        h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if !status.is_success() {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
+    response
+}

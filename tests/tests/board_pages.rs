@@ -1,0 +1,280 @@
+//! The public board pages over HTTP, on both backends: the rows of a board written through the
+//! API, the car boards and paging, escaping, the headers (policy, validators), the error
+//! pages, and a deleted driver gone. (The browser test renders them in Chromium.)
+
+use futures::future::join_all;
+use paddock_tests::{TestApp, envelope, session_body};
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::json;
+
+/// A driver with a best lap on the test track: (user id, track id).
+async fn lap(app: &TestApp, name: &str, ms: i64, car: &str) -> (String, String) {
+    let (token, user) = app.driver(name).await;
+    let mut body = session_body(
+        &paddock_tests::unique("s"),
+        "2026-11-01T10:00:00Z",
+        &[(ms, true, 0.95)],
+        0,
+    );
+    body["VehicleName"] = json!(car);
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
+    assert_eq!(status, 201, "{res}");
+    let session = res["data"]["sessionId"].as_str().unwrap().to_owned();
+    let track = res["data"]["trackId"].as_str().unwrap().to_owned();
+    let submit = json!({"sessionId": session, "lapTimeMs": ms, "qualityScore": 0.95});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/leaderboards/submit", &submit, &token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{res}");
+    (user, track)
+}
+
+/// GET `path`: status, headers, body.
+async fn page(app: &TestApp, path: &str) -> (u16, HeaderMap, String) {
+    let res = app.get(path).await;
+    let status = res.status().as_u16();
+    let headers = res.headers().clone();
+    (status, headers, res.text().await.unwrap())
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_else(|| panic!("no {name} header"))
+}
+
+/// The ranks of a page's board rows, in order.
+fn ranks(html: &str) -> Vec<usize> {
+    html.split("<tr><td class=\"num\">")
+        .skip(1)
+        .filter_map(|row| row.split('<').next()?.parse().ok())
+        .collect()
+}
+
+async fn a_board_page_shows_the_board(app: TestApp) {
+    let (ana, track) = lap(&app, "Ana", 90_000, "Porsche 992 GT3 R").await;
+    let (ben, _) = lap(&app, "Ben", 91_500, "Ferrari 296 GT3").await;
+    let (eve, _) = lap(
+        &app,
+        "<script>document.title='pwned'</script>",
+        92_250,
+        "porsche 992 gt3 r",
+    )
+    .await;
+
+    let (status, headers, html) = page(&app, &format!("/boards/{track}")).await;
+    assert_eq!(status, 200, "{html}");
+    assert_eq!(header(&headers, "content-type"), "text/html; charset=utf-8");
+    let csp = header(&headers, "content-security-policy");
+    assert!(
+        csp.starts_with("default-src 'none'; style-src 'sha256-"),
+        "{csp}"
+    );
+    assert!(
+        !csp.contains("unsafe") && !csp.contains("script-src"),
+        "{csp}"
+    );
+    assert_eq!(header(&headers, "x-content-type-options"), "nosniff");
+    assert_eq!(header(&headers, "referrer-policy"), "same-origin");
+    assert!(header(&headers, "cache-control").starts_with("public, max-age="));
+    let etag = header(&headers, "etag").to_owned();
+
+    assert_eq!(ranks(&html), vec![1, 2, 3], "{html}");
+    let (a, b, e) = (
+        html.find(&format!("/drivers/{ana}")).unwrap(),
+        html.find(&format!("/drivers/{ben}")).unwrap(),
+        html.find(&format!("/drivers/{eve}")).unwrap(),
+    );
+    assert!(a < b && b < e, "rows in rank order");
+    for text in [
+        "1:30.000",
+        "1:31.500",
+        "+1.500",
+        "+2.250",
+        "Ferrari 296 GT3",
+        "2026-",
+    ] {
+        assert!(html.contains(text), "{text} missing");
+    }
+    assert!(html.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;"));
+    assert!(!html.contains("<script"), "no script on the page");
+    assert!(html.contains("<title>Spa-Francorchamps (GP) · ACC · Paddock leaderboard</title>"));
+    assert!(html.contains(r#"<meta property="og:description" content="1. Ana 1:30.000 · 2. Ben 1:31.500 · 3. &lt;script&gt;"#), "{html}");
+
+    // The client's copy is still good: 304, no body.
+    let res = app
+        .client
+        .get(format!("{}/boards/{track}", app.address))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 304);
+    assert_eq!(res.headers()["etag"], HeaderValue::from_str(&etag).unwrap());
+
+    // One car's board: its drivers, ranked among themselves; the car matched in any case.
+    let (status, _, html) = page(
+        &app,
+        &format!("/boards/{track}?car=PORSCHE%20992%20GT3%20R"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(ranks(&html), vec![1, 2]);
+    assert!(
+        html.contains(&format!("/drivers/{eve}")) && !html.contains(&format!("/drivers/{ben}"))
+    );
+    assert!(html.contains("+2.250"), "gaps are to the car board's first");
+    assert!(
+        html.contains(r#"<option value="Porsche 992 GT3 R" selected>"#),
+        "{html}"
+    );
+
+    // The tracks page lists the board, and finds it by name.
+    let (status, _, html) = page(&app, "/boards?q=spa").await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains(&format!("/boards/{track}")) && html.contains("<td class=\"num\">3</td>")
+    );
+    let (_, _, html) = page(&app, "/boards?q=monza").await;
+    assert!(!html.contains(&format!("/boards/{track}")) && html.contains("No boards here."));
+
+    // A driver's page: the best on each board, with its rank.
+    let (status, _, html) = page(&app, &format!("/drivers/{ben}")).await;
+    assert_eq!(status, 200);
+    assert!(
+        html.contains("<bdi>Ben</bdi>") && html.contains("2 of 3") && html.contains("1:31.500")
+    );
+    assert!(html.contains(&format!("/boards/{track}")));
+}
+
+async fn boards_page_by_cursor(app: TestApp) {
+    let laps = join_all((0..27).map(|i| {
+        let app = &app;
+        async move {
+            lap(
+                app,
+                &format!("Driver_{i:02}"),
+                95_000 + 100 * i,
+                "BMW M4 GT3",
+            )
+            .await
+        }
+    }))
+    .await;
+    let track = &laps[0].1;
+    let (_, _, first) = page(&app, &format!("/boards/{track}")).await;
+    assert_eq!(ranks(&first), (1..=25).collect::<Vec<_>>());
+    assert!(first.contains("27 drivers"));
+    let next = first
+        .split("rel=\"next\"")
+        .next()
+        .and_then(|s| s.rsplit("href=\"").next())
+        .and_then(|s| s.split('"').next())
+        .expect("a next-page link")
+        .replace("&amp;", "&");
+    assert!(
+        next.starts_with(&format!("/boards/{track}?cursor=")),
+        "{next}"
+    );
+    let (status, _, second) = page(&app, &next).await;
+    assert_eq!(status, 200);
+    assert_eq!(ranks(&second), vec![26, 27]);
+    assert!(second.contains("Driver_26") && second.contains("First page"));
+    assert!(!second.contains("rel=\"next\""));
+}
+
+async fn bad_addresses_get_pages_that_say_why(app: TestApp) {
+    let unknown = uuid::Uuid::new_v4();
+    for (path, status, says) in [
+        (
+            format!("/boards/{unknown}"),
+            404,
+            "Nobody has raced this track yet.",
+        ),
+        (
+            "/boards/not-a-track".to_owned(),
+            404,
+            "There is no board at this address.",
+        ),
+        (
+            format!("/drivers/{unknown}"),
+            404,
+            "There is no driver at this address.",
+        ),
+        (
+            format!("/boards/{unknown}?cursor=nonsense"),
+            400,
+            "cursor: is not a cursor this page linked to",
+        ),
+        (
+            format!("/boards/{unknown}?car={}", "x".repeat(101)),
+            400,
+            "car: must be at most 100 characters",
+        ),
+        ("/boards?q=a&q=b".to_owned(), 400, "q: may be given once"),
+        (
+            "/boards?cursor=nonsense".to_owned(),
+            400,
+            "cursor: is not a cursor this page linked to",
+        ),
+    ] {
+        let (got, headers, html) = page(&app, &path).await;
+        assert_eq!(got, status, "{path}: {html}");
+        assert_eq!(
+            header(&headers, "content-type"),
+            "text/html; charset=utf-8",
+            "{path}"
+        );
+        assert!(header(&headers, "content-security-policy").starts_with("default-src 'none'"));
+        assert!(html.contains(says), "{path}: {html}");
+    }
+}
+
+async fn a_deleted_driver_is_gone(app: TestApp) {
+    let (token, _) = app.driver("Gone").await;
+    let (_, track) = lap(&app, "Stays", 93_000, "Audi R8 LMS").await;
+    let mut body = session_body("gone-1", "2026-11-01T10:00:00Z", &[(92_000, true, 0.95)], 0);
+    body["VehicleName"] = json!("Audi R8 LMS");
+    let (_, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
+    let submit =
+        json!({"sessionId": res["data"]["sessionId"], "lapTimeMs": 92_000, "qualityScore": 0.95});
+    let (status, _) = envelope(
+        app.post_json_auth("/v1/leaderboards/submit", &submit, &token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, me) = envelope(app.get_auth("/v1/profile/me", &token).await).await;
+    let gone = me["data"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(page(&app, &format!("/drivers/{gone}")).await.0, 200);
+
+    let res = app
+        .client
+        .delete(format!("{}/v1/profile/me", app.address))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    assert_eq!(page(&app, &format!("/drivers/{gone}")).await.0, 404);
+    // The deletion job takes the board row away (this server's cache forgets it at once).
+    for _ in 0..150 {
+        let (_, _, html) = page(&app, &format!("/boards/{track}")).await;
+        if !html.contains(&format!("/drivers/{gone}")) {
+            assert_eq!(ranks(&html), vec![1]);
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the deleted driver's row stayed on the board page");
+}
+
+paddock_tests::on_both_backends!(plain: [
+    a_board_page_shows_the_board,
+    boards_page_by_cursor,
+    bad_addresses_get_pages_that_say_why,
+    a_deleted_driver_is_gone,
+]);
