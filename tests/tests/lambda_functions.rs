@@ -330,6 +330,43 @@ async fn http_functions_answer_as_the_local_server() {
     futures::future::join_all(probes).await;
 }
 
+/// The leaderboards function serves the public board pages as the local server does: the
+/// tracks page, a board with a car and its error pages, a driver's page, and a 304.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_leaderboards_function_serves_the_board_pages() {
+    let deployment = deployment().await;
+    let env = deployment.env.clone();
+    let app = deployment.local_server().await;
+    let function = start("leaderboards", &env).await;
+    let (_, user) = app.driver("PageProbe").await;
+    let unknown = uuid::Uuid::new_v4();
+    for path in [
+        "/boards".to_owned(),
+        "/boards?q=spa".to_owned(),
+        format!("/boards/{unknown}?car=BMW%20M4"),
+        "/boards/not-a-track".to_owned(),
+        format!("/drivers/{user}"),
+        format!("/drivers/{unknown}"),
+        "/boards?cursor=nonsense".to_owned(),
+    ] {
+        let request = HttpRequest::new("GET", &path);
+        let answer = assert_same(&function, &app, &request, &request).await;
+        let etag = answer
+            .headers
+            .iter()
+            .find(|(name, _)| name == "etag")
+            .map(|(_, value)| value.clone());
+        if let Some(etag) = etag.filter(|_| answer.status == 200) {
+            let again = HttpRequest::new("GET", &path).header("if-none-match", &etag);
+            assert_eq!(
+                assert_same(&function, &app, &again, &again).await.status,
+                304,
+                "{path}"
+            );
+        }
+    }
+}
+
 /// A small ZIP, as the desktop app builds share packs.
 fn share_pack() -> Vec<u8> {
     let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
