@@ -2,11 +2,11 @@
 # Runs every test of Paddock on a fresh machine:
 #   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
 #   missing; cfn-lint and schemathesis into a venv; the `oidc-provider` OpenID Connect provider
-#   from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
+#   and axe-core from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
 #   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
 #   provider and chromedriver on loopback, lints the SAM template, runs schemathesis with every
 #   check against the local server's OpenAPI document, runs the Rust test suites (both adapter
-#   sets and the browser sign-in), and stops everything it started (by process id).
+#   sets, the browser sign-in and the board pages in the browser), and stops everything it started (by process id).
 # Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test auth`).
 set -euo pipefail
 
@@ -50,6 +50,13 @@ cp "$root/tests/oidc/package.json" "$root/tests/oidc/provider.mjs" "$tools/oidc/
 if [ ! -d "$tools/oidc/node_modules/oidc-provider" ]; then
   npm install --prefix "$tools/oidc" --no-audit --no-fund --silent
 fi
+# axe-core, which the browser test of the board pages runs on each page.
+mkdir -p "$tools/axe"
+cp "$root/tests/axe/package.json" "$tools/axe/"
+if [ ! -f "$tools/axe/node_modules/axe-core/axe.min.js" ]; then
+  npm install --prefix "$tools/axe" --no-audit --no-fund --silent
+fi
+export PADDOCK_TEST_AXE_JS="$tools/axe/node_modules/axe-core/axe.min.js"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 wait_for() { # url, name, pid

@@ -4,6 +4,7 @@
 //! which exports `AWS_ENDPOINT_URL_*` and `PADDOCK_TEST_EMULATORS=1`.
 
 pub mod binaries;
+pub mod browser;
 pub mod fake_llm;
 pub mod lambda_events;
 pub mod lambda_runtime_api;

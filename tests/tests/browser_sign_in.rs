@@ -3,10 +3,11 @@
 //! The test plays the desktop client: PKCE verifier and challenge, a loopback listener on a
 //! random port, the code exchange and `/v1/auth/validate`.
 
-use fantoccini::{ClientBuilder, Locator};
+use fantoccini::Locator;
 use paddock::config::Settings;
 use paddock::identity::providers::{ProviderConfig, ProviderKind};
 use paddock::identity::{random_token, s256};
+use paddock_tests::browser::{env, open_browser};
 use paddock_tests::{TestApp, envelope, spawn_with};
 use serde_json::json;
 use std::net::SocketAddr;
@@ -14,11 +15,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-
-fn env(name: &str) -> String {
-    std::env::var(name)
-        .unwrap_or_else(|_| panic!("{name} is not set: the browser test runs from ./tests/run.sh"))
-}
 
 /// The server, configured with the test provider under the name `oidc`, on the port the
 /// provider has registered as its redirect target.
@@ -75,24 +71,6 @@ async fn desktop_listener() -> (String, tokio::task::JoinHandle<String>) {
         }
     });
     (redirect, task)
-}
-
-async fn open_browser() -> fantoccini::Client {
-    let profile = tempfile::tempdir().unwrap().keep();
-    let caps = json!({
-        "goog:chromeOptions": {
-            "binary": "/usr/bin/chromium",
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                     format!("--user-data-dir={}", profile.display())]
-        }
-    });
-    let caps = caps.as_object().unwrap().clone().into_iter().collect();
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
-        .capabilities(caps)
-        .connect(&env("PADDOCK_TEST_WEBDRIVER"))
-        .await
-        .expect("a WebDriver session")
 }
 
 fn query_param(target: &str, name: &str) -> Option<String> {

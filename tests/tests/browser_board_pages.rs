@@ -1,0 +1,237 @@
+//! The public board pages in headless Chromium (chromedriver and axe-core from npm, both set up
+//! by `tests/run.sh`): each page shows the rows of a board written through the API, the car
+//! selector and the next-page link work by clicking (no script on the page), a name holding
+//! markup, bidi or zero-width characters shows as text with nothing run, every page passes
+//! axe-core with no serious or critical violation, and each page is photographed at desktop
+//! and phone widths under the test's output directory (`target/tmp/board_pages/`).
+
+use fantoccini::{Client, Locator};
+use paddock::ports::items::Query;
+use paddock::tables::Table;
+use paddock_tests::browser::{env, open_browser};
+use paddock_tests::{TestApp, envelope, session_body, spawn_app};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+/// A driver with a best lap in `car`: (user id, track id).
+async fn lap(app: &TestApp, name: &str, ms: i64, car: &str) -> (String, String) {
+    let (token, user) = app.driver(name).await;
+    let csid = paddock_tests::unique("s");
+    let mut body = session_body(&csid, "2026-11-01T10:00:00Z", &[(ms, true, 0.95)], 0);
+    body["VehicleName"] = json!(car);
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
+    assert_eq!(status, 201, "{res}");
+    let submit =
+        json!({"sessionId": res["data"]["sessionId"], "lapTimeMs": ms, "qualityScore": 0.95});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/leaderboards/submit", &submit, &token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{res}");
+    (user, res["data"]["trackId"].as_str().unwrap().to_owned())
+}
+
+/// Gives `user`'s board rows a name the profile rules would refuse (as rows written before
+/// those rules, or by a bug, might hold).
+async fn rename_rows(app: &TestApp, track: &str, user: &str, name: &str) {
+    let page = app
+        .ports
+        .items
+        .query(Query::partition(
+            Table::Leaderboards,
+            format!("BOARD#{track}"),
+        ))
+        .await
+        .unwrap();
+    for mut item in page.items {
+        if item.get("userId") == Some(&json!(user)) {
+            item.insert("displayName".into(), json!(name));
+            app.ports
+                .items
+                .put(Table::Leaderboards, item, None)
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// The texts of the cells of `column` (1-based) of the page's table, row by row.
+async fn column(client: &Client, column: usize) -> Vec<String> {
+    let mut texts = Vec::new();
+    let selector = format!("tbody tr td:nth-child({column})");
+    for cell in client.find_all(Locator::Css(&selector)).await.unwrap() {
+        texts.push(cell.text().await.unwrap());
+    }
+    texts
+}
+
+/// Runs axe-core on the open page; panics on a serious or critical violation.
+async fn accessible(client: &Client, page: &str) {
+    let source = std::fs::read_to_string(env("PADDOCK_TEST_AXE_JS")).expect("axe-core");
+    client
+        .execute(&source, vec![])
+        .await
+        .expect("axe-core loads");
+    let found = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             axe.run(document).then(r => done(r.violations.map(v =>
+                 ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.html)}))));",
+            vec![],
+        )
+        .await
+        .expect("axe-core runs");
+    let grave: Vec<&Value> = found
+        .as_array()
+        .expect("violations")
+        .iter()
+        .filter(|v| matches!(v["impact"].as_str(), Some("serious" | "critical")))
+        .collect();
+    assert!(grave.is_empty(), "{page}: {grave:#?}");
+}
+
+/// Photographs the open page at desktop and phone widths.
+async fn photograph(client: &Client, name: &str) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("board_pages");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (width, height, label) in [(1280, 900, "desktop"), (390, 844, "phone")] {
+        client.set_window_size(width, height).await.unwrap();
+        let png = client.screenshot().await.unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+        std::fs::write(dir.join(format!("{name}-{label}.png")), png).unwrap();
+    }
+    client.set_window_size(1280, 900).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn board_pages_render_page_and_stay_inert_in_a_browser() {
+    let app = spawn_app().await;
+    let script = "<script>document.title='pwned'</script>";
+    let (ana, track) = lap(&app, "Ana", 90_000, "Porsche 992 GT3 R").await;
+    lap(&app, script, 90_500, "Ferrari 296 GT3").await;
+    let (hidden, _) = lap(&app, "Hidden", 90_700, "Ferrari 296 GT3").await;
+    rename_rows(&app, &track, &hidden, "evil\u{202E}gnp.exe\u{200B}").await;
+    // 27 drivers in all: two pages of 25.
+    futures::future::join_all((3..27).map(|i| {
+        let app = &app;
+        async move {
+            lap(
+                app,
+                &format!("Driver_{i:02}"),
+                91_000 + 10 * i,
+                "BMW M4 GT3",
+            )
+            .await
+        }
+    }))
+    .await;
+
+    let client = open_browser().await;
+    let board = format!("{}/boards/{track}", app.address);
+    client.goto(&board).await.unwrap();
+    assert_eq!(
+        client.title().await.unwrap(),
+        "Spa-Francorchamps (GP) · ACC · Paddock leaderboard"
+    );
+    let ranks = column(&client, 1).await;
+    assert_eq!(ranks, (1..=25).map(|r| r.to_string()).collect::<Vec<_>>());
+    let names = column(&client, 2).await;
+    assert!(names[0].ends_with("Ana"), "{:?}", names[0]);
+    assert!(
+        names[1].ends_with(script),
+        "markup shows as text: {:?}",
+        names[1]
+    );
+    assert!(
+        names[2].ends_with("evil\u{FFFD}gnp.exe\u{FFFD}"),
+        "{:?}",
+        names[2]
+    );
+    assert_eq!(column(&client, 3).await[..2], ["1:30.000", "1:30.500"]);
+    assert_eq!(column(&client, 4).await[..2], ["—", "+0.500"]);
+    let scripts = client.find_all(Locator::Css("script")).await.unwrap();
+    assert!(scripts.is_empty(), "no script element on the page");
+    accessible(&client, "board").await;
+    photograph(&client, "board").await;
+
+    // The car selector: choose Ferrari, press Show.
+    client
+        .find(Locator::Css("select#car option[value='Ferrari 296 GT3']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let url = client.current_url().await.unwrap();
+    assert!(
+        url.query().unwrap().contains("car=Ferrari+296+GT3"),
+        "{url}"
+    );
+    assert_eq!(column(&client, 1).await, ["1", "2"]);
+    assert_eq!(
+        column(&client, 5).await,
+        ["Ferrari 296 GT3", "Ferrari 296 GT3"]
+    );
+    accessible(&client, "car board").await;
+    photograph(&client, "car-board").await;
+
+    // The next page of the whole board.
+    client.goto(&board).await.unwrap();
+    client
+        .find(Locator::Css("a[rel=next]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(column(&client, 1).await, ["26", "27"]);
+    accessible(&client, "second page").await;
+
+    // From a row to the driver's page.
+    client.goto(&board).await.unwrap();
+    client
+        .find(Locator::Css(&format!("a[href='/drivers/{ana}']")))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(client.title().await.unwrap(), "Ana · Paddock driver");
+    assert_eq!(column(&client, 2).await, ["1 of 27"]);
+    accessible(&client, "driver").await;
+    photograph(&client, "driver").await;
+
+    // The tracks page, and its search.
+    client
+        .goto(&format!("{}/boards", app.address))
+        .await
+        .unwrap();
+    assert_eq!(column(&client, 4).await, ["27"]);
+    accessible(&client, "boards").await;
+    photograph(&client, "boards").await;
+    client
+        .find(Locator::Css("input#q"))
+        .await
+        .unwrap()
+        .send_keys("monza")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css("form button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(column(&client, 1).await.is_empty());
+    assert_ne!(client.title().await.unwrap(), "pwned");
+    client.close().await.unwrap();
+}
