@@ -139,8 +139,12 @@ pub struct AuthSettings {
     /// `Auth__RateWindowSeconds`: the rate-limit window (300).
     pub rate_window_secs: i64,
     /// `Auth__FailedLoginsPerAccount`: failed logins per account a failure window, from any
-    /// address (50); over it, only addresses the account signed in from before may try.
+    /// address (50); over it, addresses the account never signed in from are slowed to
+    /// `guarded_attempts_per_address` each, never shut out.
     pub failed_logins_per_account: u32,
+    /// `Auth__GuardedAttemptsPerAddress`: attempts per (client address, account) a failure
+    /// window while the account is over its failure limit (3).
+    pub guarded_attempts_per_address: u32,
     /// `Auth__FailedLoginWindowSeconds`: the window of that limit (3600).
     pub failed_login_window_secs: i64,
     /// `Auth__HashingThreads`: password hashes computed at once (default: the cores).
@@ -161,6 +165,7 @@ impl Default for AuthSettings {
             provider_starts_per_address: 10,
             rate_window_secs: 300,
             failed_logins_per_account: 50,
+            guarded_attempts_per_address: 3,
             failed_login_window_secs: 3600,
             hashing_threads: std::thread::available_parallelism().map_or(2, usize::from),
             hashing_wait: Duration::from_millis(2000),
@@ -482,6 +487,10 @@ impl Settings {
         if let Some(v) = get("Auth__FailedLoginsPerAccount") {
             a.failed_logins_per_account =
                 bounded("Auth__FailedLoginsPerAccount", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Auth__GuardedAttemptsPerAddress") {
+            a.guarded_attempts_per_address =
+                bounded("Auth__GuardedAttemptsPerAddress", &v, 1, 1_000)? as u32;
         }
         if let Some(v) = get("Auth__FailedLoginWindowSeconds") {
             a.failed_login_window_secs =

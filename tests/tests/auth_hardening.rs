@@ -141,15 +141,23 @@ async fn guessing_one_account_from_many_addresses_is_limited_but_not_its_owner(b
             401
         );
     }
+    // Over the account's failure limit, a new address is slowed to a few attempts of its
+    // own (3 a failure window), not shut out.
+    for _ in 0..3 {
+        assert_eq!(
+            login_from(&app, 20, "target@example.com", "guess guess").await,
+            401
+        );
+    }
     assert_eq!(
         login_from(&app, 20, "target@example.com", "guess guess").await,
         429,
-        "the sixth failure from anywhere is refused"
+        "the fourth attempt from that address is refused"
     );
     assert_eq!(
         login_from(&app, 21, "target@example.com", PASSWORD).await,
-        429,
-        "even with the right password from an address never seen"
+        200,
+        "the right password from an address never seen still signs in"
     );
     assert_eq!(
         login_from(&app, 1, "target@example.com", PASSWORD).await,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::ApiError;
 use crate::identity::claims::Claims;
+use crate::identity::rate_limits::address_group;
 use crate::identity::refresh_tokens;
 use crate::ids::UserId;
 use crate::state::AppState;
@@ -54,8 +55,9 @@ impl FromRequestParts<AppState> for AuthUser {
     }
 }
 
-/// The client's address: API Gateway's source IP in Lambda, the peer address locally.
-/// Forwarding headers are not trusted (anyone can set them).
+/// The client's address as rate limits count it: API Gateway's source IP in Lambda, the
+/// peer address locally, grouped by network (`rate_limits::address_group`: an IPv6 /64 is
+/// one client). Forwarding headers are not trusted (anyone can set them).
 #[derive(Debug, Clone)]
 pub struct ClientAddr(pub String);
 
@@ -67,12 +69,12 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
         if let Some(RequestContext::ApiGatewayV2(ctx)) = parts.extensions.get::<RequestContext>()
             && let Some(ip) = ctx.http.source_ip.as_deref()
         {
-            return Ok(Self(ip.to_owned()));
+            return Ok(Self(address_group(ip)));
         }
         let peer = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip().to_string());
+            .map(|c| address_group(&c.0.ip().to_string()));
         Ok(Self(peer.unwrap_or_else(|| "unknown".into())))
     }
 }

@@ -1,32 +1,53 @@
-//! Fixed-window rate limits counted in the item store, so they hold across instances.
+//! Sliding-window rate limits counted in the item store, so they hold across instances and
+//! over every trailing window, not per calendar window: at most `max` hits in any `window`
+//! seconds, wherever the window starts.
+//!
+//! Each subject keeps a log of the times (milliseconds) of its admitted hits in the last
+//! window, one list per limit checked together (e.g. every login from an address, and per
+//! account from it), in one item. A check reads the item and, when every limit has room,
+//! writes it back with the hit added, conditional on the version it read: one conditional
+//! write per check, and two requests at once can never both take the last place (the loser
+//! of the race reads again). A refused hit writes nothing, and `Retry-After` is the exact
+//! time until the oldest hit that fills the window leaves it.
 //!
 //! Keys (table `limits`):
-//! - `RL#<scope>#<subject>` / `<window start>`: one counter attribute per limit checked
-//!   together (e.g. every login from an address, and per account from it), so one atomic
-//!   update counts a request against all its limits at once.
+//! - `RL#<scope>#<subject>` / `log`: the hit logs (attribute per limit: a list of
+//!   milliseconds), the version `v`, and an expiry one window after the last hit. A subject
+//!   may keep further logs beside it in its partition (`hit_log`).
 //! - `KNOWN#<account>` / `<address>`: an address the account signed in from successfully
-//!   (kept 90 days); the per-account failure limit does not shut such addresses out.
+//!   (kept 90 days); the per-account failure limit does not slow such addresses.
+//!
+//! Addresses are limited by their network (`address_group`): an IPv6 /64 is one subject,
+//! as a host usually holds the whole /64.
 
-use serde_json::{Value, json};
+use std::net::IpAddr;
+
+use serde_json::{Map, Value, json};
 
 use crate::ports::Ports;
-use crate::ports::items::{Item, Key, StoreError, TTL, Update, item};
+use crate::ports::items::{Condition, Item, Key, StoreError, TTL, item};
 use crate::tables::Table;
 
 /// How long an address stays known after a successful sign-in.
 const KNOWN_ADDRESS_SECS: i64 = 90 * 24 * 3600;
 
-/// A limit: at most `max` hits per window, counted in attribute `counter`.
+/// The version attribute of a log item.
+const VERSION: &str = "v";
+
+/// How many times a check re-reads after losing a race before giving up (as "busy").
+const MAX_RACES: u32 = 200;
+
+/// A limit: at most `max` hits per window, logged in attribute `counter`.
 #[derive(Debug, Clone)]
 pub struct Limit {
-    /// The attribute the hits are counted in.
+    /// The attribute the hits are logged in.
     pub counter: String,
-    /// Hits allowed per window.
+    /// Hits allowed in any window.
     pub max: u32,
 }
 
 impl Limit {
-    /// A limit of `max` hits counted in `counter`.
+    /// A limit of `max` hits logged in `counter`.
     pub fn new(counter: impl Into<String>, max: u32) -> Self {
         Self {
             counter: counter.into(),
@@ -43,7 +64,7 @@ pub struct RateLimited {
     pub max: u32,
     /// Its window.
     pub window_secs: i64,
-    /// Seconds until the window ends.
+    /// Seconds until the request would be let through (rounded up).
     pub retry_after_secs: u64,
 }
 
@@ -58,37 +79,116 @@ pub enum LimitError {
     Store(#[from] StoreError),
 }
 
-/// The counter item of `subject` in `scope` for the window holding now, and the window's
-/// end.
-fn window(ports: &Ports, scope: &str, subject: &str, window_secs: i64) -> (Key, i64, i64) {
-    let now = ports.clock.unix();
-    let window = window_secs.max(1);
-    let start = now - now.rem_euclid(window);
-    (
-        Key::new(format!("RL#{scope}#{subject}"), start.to_string()),
-        start + window,
-        now,
-    )
-}
-
-/// The first limit whose counter in `counted` exceeds its maximum less `headroom` (0: the
-/// hit is already counted; 1: would the next hit be over).
-fn over<'a>(counted: &Item, limits: &'a [Limit], headroom: i64) -> Option<&'a Limit> {
-    limits.iter().find(|l| {
-        counted.get(&l.counter).and_then(Value::as_i64).unwrap_or(0) + headroom > i64::from(l.max)
-    })
-}
-
-fn limited(limit: &Limit, window_secs: i64, end: i64, now: i64) -> RateLimited {
-    RateLimited {
-        max: limit.max,
-        window_secs: window_secs.max(1),
-        retry_after_secs: u64::try_from(end - now).unwrap_or(1).max(1),
+/// The subject an address is limited as: IPv4 addresses (also IPv4-mapped IPv6) exactly,
+/// IPv6 addresses by their /64 network, since a single host is commonly given a whole /64
+/// and could otherwise take a fresh budget per address. Anything else is kept as it is.
+pub fn address_group(address: &str) -> String {
+    match address.parse::<IpAddr>() {
+        Ok(IpAddr::V4(v4)) => v4.to_string(),
+        Ok(IpAddr::V6(v6)) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return v4.to_string();
+            }
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+        }
+        Err(_) => address.to_owned(),
     }
 }
 
-/// Counts one hit of `subject` in `scope` against every limit; a hit over any limit is
-/// refused with the seconds until the window ends.
+/// The sort key of a subject's main log.
+const MAIN_LOG: &str = "log";
+
+fn log_key(scope: &str, subject: &str, log: &str) -> Key {
+    Key::new(format!("RL#{scope}#{subject}"), log)
+}
+
+fn now_ms(ports: &Ports) -> i64 {
+    i64::try_from(ports.clock.now().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// The hits of `counter` still inside the window ending at `now`, oldest first.
+fn recent(item: Option<&Item>, counter: &str, now: i64, window_ms: i64) -> Vec<i64> {
+    let mut hits: Vec<i64> = item
+        .and_then(|i| i.get(counter))
+        .and_then(Value::as_array)
+        .map(|list| list.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default();
+    hits.retain(|&t| t > now - window_ms);
+    hits.sort_unstable();
+    hits
+}
+
+/// Whether one more hit at `now` would break a limit; if so, the refusal that waits for
+/// every limit to have room again.
+fn refusal(
+    item: Option<&Item>,
+    limits: &[Limit],
+    now: i64,
+    window_secs: i64,
+) -> Option<RateLimited> {
+    let window_ms = window_secs * 1000;
+    limits
+        .iter()
+        .filter_map(|limit| {
+            let hits = recent(item, &limit.counter, now, window_ms);
+            let max = usize::try_from(limit.max).unwrap_or(usize::MAX);
+            if hits.len() < max {
+                return None;
+            }
+            // Room returns when the hit that makes the log full leaves the window.
+            let free_at = match max {
+                0 => now + window_ms,
+                _ => hits[hits.len() - max] + window_ms,
+            };
+            let wait_ms = u64::try_from(free_at - now).unwrap_or(0);
+            Some(RateLimited {
+                max: limit.max,
+                window_secs,
+                retry_after_secs: wait_ms.div_ceil(1000).max(1),
+            })
+        })
+        .max_by_key(|r| r.retry_after_secs)
+}
+
+/// The item to write back: every log pruned to the window, `limits` with the hit at `now`.
+fn with_hit(
+    key: &Key,
+    current: Option<&Item>,
+    limits: &[Limit],
+    now: i64,
+    window_secs: i64,
+) -> Item {
+    let window_ms = window_secs * 1000;
+    let mut attributes = Map::new();
+    // Other logs of the subject (other accounts tried from an address) are kept, pruned.
+    if let Some(current) = current {
+        for (name, value) in current {
+            if value.is_array() {
+                let hits = recent(Some(current), name, now, window_ms);
+                if !hits.is_empty() {
+                    attributes.insert(name.clone(), json!(hits));
+                }
+            }
+        }
+    }
+    for limit in limits {
+        let mut hits = recent(current, &limit.counter, now, window_ms);
+        hits.push(now);
+        attributes.insert(limit.counter.clone(), json!(hits));
+    }
+    let version = current
+        .and_then(|i| i.get(VERSION))
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    attributes.insert(VERSION.into(), json!(version + 1));
+    // The log expires once its last hit has left the window.
+    attributes.insert(TTL.into(), json!(now / 1000 + window_secs + 1));
+    item(key, Value::Object(attributes))
+}
+
+/// Counts one hit of `subject` in `scope` against every limit of `window_secs`; a hit over
+/// any limit is refused, and not counted, with the seconds until it would be let through.
 pub async fn hit(
     ports: &Ports,
     scope: &str,
@@ -96,18 +196,49 @@ pub async fn hit(
     window_secs: i64,
     limits: &[Limit],
 ) -> Result<(), LimitError> {
-    let (key, end, now) = window(ports, scope, subject, window_secs);
-    let update = limits
-        .iter()
-        .fold(Update::set(TTL, end + 60), |u, l| u.and_add(&l.counter, 1));
-    let counted = ports
-        .items
-        .update(Table::Limits, &key, update, None)
-        .await?;
-    match over(&counted, limits, 0) {
-        Some(limit) => Err(limited(limit, window_secs, end, now).into()),
-        None => Ok(()),
+    hit_log(ports, scope, subject, MAIN_LOG, window_secs, limits).await
+}
+
+/// Like [`hit`], in a second log `log` of the subject (sort key `log`, kept apart from the
+/// main one), so the logs of one subject share its partition (and its removal).
+pub async fn hit_log(
+    ports: &Ports,
+    scope: &str,
+    subject: &str,
+    log: &str,
+    window_secs: i64,
+    limits: &[Limit],
+) -> Result<(), LimitError> {
+    let key = log_key(scope, subject, log);
+    let window_secs = window_secs.max(1);
+    for race in 0..MAX_RACES {
+        let now = now_ms(ports);
+        let current = ports.items.get(Table::Limits, &key).await?;
+        if let Some(limited) = refusal(current.as_ref(), limits, now, window_secs) {
+            return Err(limited.into());
+        }
+        let condition = match current.as_ref().and_then(|i| i.get(VERSION)) {
+            Some(version) => Condition::Eq(VERSION.into(), version.clone()),
+            None => Condition::NotExists,
+        };
+        let next = with_hit(&key, current.as_ref(), limits, now, window_secs);
+        match ports.items.put(Table::Limits, next, Some(condition)).await {
+            Ok(()) => return Ok(()),
+            // Another hit of the same subject was written first: read again.
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                let pause = rand::random_range(0..=u64::from(race.min(20)) + 1);
+                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
+    // Hundreds of hits of one subject at the same instant: refuse rather than over-admit.
+    Err(RateLimited {
+        max: limits.iter().map(|l| l.max).min().unwrap_or(0),
+        window_secs,
+        retry_after_secs: 1,
+    }
+    .into())
 }
 
 /// Refuses when a limit is already used up, without counting: a cheap read that lets a
@@ -119,14 +250,10 @@ pub async fn check(
     window_secs: i64,
     limits: &[Limit],
 ) -> Result<(), LimitError> {
-    let (key, end, now) = window(ports, scope, subject, window_secs);
-    let Some(counted) = ports.items.get(Table::Limits, &key).await? else {
-        return Ok(());
-    };
-    // Counted as if this request were the next hit.
-    let full = over(&counted, limits, 1);
-    match full {
-        Some(limit) => Err(limited(limit, window_secs, end, now).into()),
+    let key = log_key(scope, subject, MAIN_LOG);
+    let current = ports.items.get(Table::Limits, &key).await?;
+    match refusal(current.as_ref(), limits, now_ms(ports), window_secs.max(1)) {
+        Some(limited) => Err(limited.into()),
         None => Ok(()),
     }
 }
@@ -166,4 +293,53 @@ pub async fn remember_address(
             None,
         )
         .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(counter: &str, hits: &[i64]) -> Item {
+        item(&log_key("s", "x", MAIN_LOG), json!({ counter: hits }))
+    }
+
+    #[test]
+    fn a_full_window_waits_for_its_oldest_hit() {
+        let limits = [Limit::new("n", 3)];
+        let item = log("n", &[1_000, 2_000, 30_500]);
+        // At 40 s the three hits are inside 60 s; the first leaves at 61 s.
+        let refused = refusal(Some(&item), &limits, 40_000, 60).unwrap();
+        assert_eq!(refused.retry_after_secs, 21);
+        assert!(refusal(Some(&item), &limits, 61_000, 60).is_none());
+        assert_eq!(
+            refusal(Some(&item), &limits, 60_999, 60)
+                .unwrap()
+                .retry_after_secs,
+            1
+        );
+    }
+
+    #[test]
+    fn a_log_keeps_only_its_window() {
+        let key = log_key("s", "x", MAIN_LOG);
+        let before = log("n", &[1_000, 2_000]);
+        let after = with_hit(&key, Some(&before), &[Limit::new("n", 5)], 61_500, 60);
+        assert_eq!(after["n"], json!([2_000, 61_500]));
+        assert_eq!(after[VERSION], json!(1));
+    }
+
+    #[test]
+    fn addresses_are_grouped_by_network() {
+        assert_eq!(address_group("192.0.2.7"), "192.0.2.7");
+        assert_eq!(address_group("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(
+            address_group("2001:db8:1:2:aaaa::1"),
+            address_group("2001:db8:1:2:ffff:1:2:3")
+        );
+        assert_ne!(
+            address_group("2001:db8:1:2::1"),
+            address_group("2001:db8:1:3::1")
+        );
+        assert_eq!(address_group("unknown"), "unknown");
+    }
 }

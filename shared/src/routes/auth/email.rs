@@ -185,7 +185,7 @@ async fn count_failure(state: &AppState, scope: &str, subject: &str) -> Result<(
               (status = 400, description = "A field breaks a rule (the password is at most 256 characters)"),
               (status = 401, description = "Wrong email or password (one message for both)"),
               (status = 415, description = "Not a JSON body"),
-              (status = 429, description = "More than 10 attempts in 5 minutes, or the account's failure limit from an address it never signed in from"),
+              (status = 429, description = "More than 10 attempts in 5 minutes, or, while the account is over its failure limit, more than 3 attempts an hour from an address it never signed in from"),
               (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
 pub async fn login_email(
     State(state): State<AppState>,
@@ -214,8 +214,10 @@ pub async fn login_email(
         ),
     ];
     rate_limits::hit(&state.ports, "auth", &addr, auth.rate_window_secs, &limits).await?;
-    // Guessing one account from many addresses: past the per-account failure limit only
-    // addresses the account signed in from before may try, so the owner is not locked out.
+    // Guessing one account from many addresses: past the per-account failure limit, an
+    // address the account never signed in from gets a few attempts of its own per failure
+    // window. Slowed, not shut out: the budget is keyed by the address, so failures from
+    // elsewhere cannot use up the owner's, and the right password still signs in.
     match rate_limits::check(
         &state.ports,
         "login-failures",
@@ -226,9 +228,19 @@ pub async fn login_email(
     .await
     {
         Ok(()) => {}
-        Err(LimitError::Limited(limited)) => {
+        Err(LimitError::Limited(_)) => {
             if !rate_limits::is_known_address(&state.ports, &account, &addr).await? {
-                return Err(limited.into());
+                let guarded = [Limit::new("n", auth.guarded_attempts_per_address)];
+                // Beside the account's failure log, so it goes with the account's counters.
+                rate_limits::hit_log(
+                    &state.ports,
+                    "login-failures",
+                    &account,
+                    &format!("guarded#{addr}"),
+                    auth.failed_login_window_secs,
+                    &guarded,
+                )
+                .await?;
             }
         }
         Err(LimitError::Store(e)) => return Err(e.into()),
