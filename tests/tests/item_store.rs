@@ -487,6 +487,38 @@ async fn pagination_loses_and_repeats_nothing(t: TestPorts) {
         .unwrap();
     assert_eq!(between.items.len(), 10);
     assert!(between.next_cursor.is_none());
+    // Paging inside a range, both ways: the cursor bounds the range and the far end holds.
+    for descending in [false, true] {
+        let mut seen = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut q = Query::partition(Table::Activity, "FEED#u")
+                .between("ITEM#010", "ITEM#034")
+                .limit(7)
+                .after(cursor.clone());
+            if descending {
+                q = q.descending();
+            }
+            let page = s.query(q).await.unwrap();
+            seen.extend(page.items.iter().map(|i| i["i"].as_i64().unwrap()));
+            match page.next_cursor {
+                Some(next) => {
+                    assert_ne!(
+                        cursor.as_deref(),
+                        Some(next.as_str()),
+                        "the cursor advances"
+                    );
+                    cursor = Some(next);
+                }
+                None => break,
+            }
+        }
+        let mut expected: Vec<i64> = (10..=34).collect();
+        if descending {
+            expected.reverse();
+        }
+        assert_eq!(seen, expected, "between, descending={descending}");
+    }
     let all = s
         .query(Query::partition(Table::Activity, "FEED#u").limit(100))
         .await

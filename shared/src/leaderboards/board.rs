@@ -5,7 +5,7 @@ use time::OffsetDateTime;
 
 use crate::ids::{SessionId, TrackId, UserId};
 use crate::ports::Ports;
-use crate::ports::items::{Item, Key, Query, StoreError, decode, item};
+use crate::ports::items::{Item, Key, Query, StoreError, check_advances, decode, item};
 use crate::tables::Table;
 
 /// Sort-key prefix of rank rows.
@@ -119,14 +119,17 @@ impl Board {
                     Query::partition(Table::Leaderboards, partition(track_id))
                         .begins_with(RANK_PREFIX)
                         .limit(1_000)
-                        .after(cursor),
+                        .after(cursor.clone()),
                 )
                 .await?;
             for item in page.items {
                 rows.push(StoredRow::from_item(item)?.row);
             }
             match page.next_cursor {
-                Some(next) => cursor = Some(next),
+                Some(next) => {
+                    check_advances(cursor.as_deref(), &next)?;
+                    cursor = Some(next);
+                }
                 None => break,
             }
         }

@@ -10,7 +10,7 @@ use super::cache::invalidate_in_process;
 use crate::identity::users;
 use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, Query, SK, StoreError, TxOp};
+use crate::ports::items::{Condition, Key, Query, SK, StoreError, TxOp, check_advances};
 use crate::tables::Table;
 
 /// Attempts per entry before a rewrite is left to the event's redelivery.
@@ -26,7 +26,7 @@ pub(crate) async fn boards_of(ports: &Ports, user_id: &UserId) -> Result<Vec<Tra
             .query(
                 Query::partition(Table::Leaderboards, format!("USER#{user_id}"))
                     .begins_with(BOARD_INDEX_PREFIX)
-                    .after(cursor),
+                    .after(cursor.clone()),
             )
             .await?;
         tracks.extend(page.items.iter().filter_map(|item| {
@@ -34,7 +34,10 @@ pub(crate) async fn boards_of(ports: &Ports, user_id: &UserId) -> Result<Vec<Tra
             Some(TrackId::from(sk.strip_prefix(BOARD_INDEX_PREFIX)?))
         }));
         match page.next_cursor {
-            Some(next) => cursor = Some(next),
+            Some(next) => {
+                check_advances(cursor.as_deref(), &next)?;
+                cursor = Some(next);
+            }
             None => return Ok(tracks),
         }
     }

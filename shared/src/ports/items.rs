@@ -300,6 +300,18 @@ pub fn decode_cursor(cursor: &str) -> Result<String, StoreError> {
         .ok_or(StoreError::InvalidCursor)
 }
 
+/// Checks that a paging loop moves on: the next cursor must differ from the one just used.
+/// A cursor that stays put (a store answering the same page again) is an error rather than
+/// a loop that runs until the request's deadline.
+pub fn check_advances(previous: Option<&str>, next: &str) -> Result<(), StoreError> {
+    if previous == Some(next) {
+        return Err(StoreError::Unavailable(
+            "a query's cursor did not advance".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// One page of query results.
 #[derive(Debug, Clone, Default)]
 pub struct Page {
