@@ -209,6 +209,9 @@ pub struct Settings {
     pub request_timeout: Duration,
     /// `Log__Format`: `pretty` or `json` (default pretty locally, json in Lambda).
     pub log_format: LogFormat,
+    /// `Metrics__Namespace`: the CloudWatch namespace of the metric lines a Lambda function
+    /// writes (default `Paddock`; the template sets `Paddock/<stack name>`).
+    pub metrics_namespace: String,
     /// Sign-in settings.
     pub auth: AuthSettings,
     /// `Limits__UploadsPerMinute`: session uploads per user a minute (default 30).
@@ -325,6 +328,7 @@ impl Settings {
             max_body_bytes: 1024 * 1024,
             request_timeout: Duration::from_secs(25),
             log_format: LogFormat::Pretty,
+            metrics_namespace: "Paddock".into(),
             auth: AuthSettings::default(),
             uploads_per_minute: 30,
             leaderboard_cache: Duration::from_secs(5),
@@ -467,6 +471,18 @@ impl Settings {
                 "pretty" | "text" => LogFormat::Pretty,
                 _ => return Err(bad("Log__Format", "must be `json` or `pretty`")),
             };
+        }
+        if let Some(v) = get("Metrics__Namespace") {
+            // CloudWatch: 1 to 255 characters of letters, digits and `.-_/#:`, not starting
+            // with a colon.
+            let allowed = |c: char| c.is_ascii_alphanumeric() || ".-_/#: ".contains(c);
+            if v.len() > 255 || v.starts_with(':') || !v.chars().all(allowed) {
+                return Err(bad(
+                    "Metrics__Namespace",
+                    "must be at most 255 letters, digits, spaces and .-_/#: (not starting with :)",
+                ));
+            }
+            s.metrics_namespace = v;
         }
         let a = &mut s.auth;
         a.public_url = get("Auth__PublicUrl").map(|u| u.trim_end_matches('/').to_owned());

@@ -1,7 +1,8 @@
 //! Domain events: one typed enum of every kind, shared by the producers (which write them to
 //! the outbox in the transaction of their change) and the processors (which match on it).
 //!
-//! On the wire an event is `{id, kind, userId, occurredAt, payload}`: `kind` names the
+//! On the wire an event is `{id, kind, userId, occurredAt, payload}` (and `trace`, the trace
+//! header of the request behind it, in AWS): `kind` names the
 //! variant (`session.uploaded`) and `payload` holds its struct. A body that does not read as
 //! one of these kinds is poison: it can never be processed, so it goes to the dead letters.
 
@@ -25,6 +26,10 @@ pub struct Event {
     /// What happened, with its details.
     #[serde(flatten)]
     pub kind: EventKind,
+    /// The X-Ray trace header of the invocation that caused the event (in AWS), so the relay
+    /// and the consumers continue its trace; absent locally.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 /// Every kind of event, tagged by its wire name.
@@ -187,13 +192,14 @@ pub struct AccountDeleted {
 }
 
 impl Event {
-    /// A new event with a fresh time-ordered id.
+    /// A new event with a fresh time-ordered id, in the current invocation's trace.
     pub fn new(kind: EventKind, user_id: Option<UserId>, now: OffsetDateTime) -> Self {
         Self {
             id: Uuid::now_v7(),
             user_id,
             occurred_at: now,
             kind,
+            trace: crate::trace_context::current(),
         }
     }
 }

@@ -17,15 +17,18 @@ use std::time::Duration;
 
 use crate::config::{LogFormat, Settings};
 use crate::events::ProcessError;
+use crate::metrics_cloudwatch::{self, Invocation};
 use crate::ports::items::Item;
 use crate::ports::queue::ReceivedMessage;
 use crate::ports::{Ports, SystemClock};
 use crate::queues::QueueName;
 use crate::routes::group_router;
 use crate::state::AppState;
+use crate::trace_context::EventHeader;
 pub use crate::wiring::AwsWiring;
 use crate::workers::{self, Processor};
 use crate::{outbox, telemetry};
+use tracing::Instrument;
 
 /// The error type Lambda entry points return.
 pub type Error = lambda_runtime::Error;
@@ -133,6 +136,7 @@ pub async fn start() -> Result<AwsWiring, Error> {
         settings.log_format = LogFormat::Json;
     }
     telemetry::init(settings.log_format);
+    metrics_cloudwatch::install(&settings.metrics_namespace)?;
     Ok(AwsWiring::connect(settings, Arc::new(SystemClock)).await?)
 }
 
@@ -144,9 +148,31 @@ pub async fn serve_group(routes: Router<AppState>, wiring: AwsWiring) -> Result<
 
 /// Serves routes over a prepared state (the auth group adds its identity providers).
 pub async fn serve_state(routes: Router<AppState>, state: AppState) -> Result<(), Error> {
-    let router = group_router(routes, state);
+    let router = group_router(routes, state).layer(axum::middleware::from_fn(flush_metrics));
     serving();
     lambda_http::run(router).await
+}
+
+/// Writes the metric lines of one HTTP invocation once it is answered.
+async fn flush_metrics(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let context = request
+        .extensions()
+        .get::<lambda_runtime::Context>()
+        .cloned();
+    let response = next.run(request).await;
+    flush_for(context.as_ref());
+    response
+}
+
+/// Writes the metric lines of the invocation of `context`.
+fn flush_for(context: Option<&lambda_runtime::Context>) {
+    metrics_cloudwatch::flush(&Invocation {
+        request_id: context.map(|c| c.request_id.as_str()),
+        trace_id: context.and_then(|c| c.xray_trace_id.as_deref()),
+    });
 }
 
 /// What invokes a consumer: an SQS batch, or (track maps) the maintenance schedule.
@@ -168,7 +194,9 @@ pub async fn serve_consumer(wiring: AwsWiring, queue: QueueName) -> Result<(), E
     lambda_runtime::run(service_fn(move |event: LambdaEvent<WorkerInvocation>| {
         let (ports, processor) = (ports.clone(), processor.clone());
         async move {
-            Ok::<_, Error>(handle_worker_event(queue, event.payload, &ports, &processor).await)
+            let answer = handle_worker_event(queue, event.payload, &ports, &processor).await;
+            flush_for(Some(&event.context));
+            Ok::<_, Error>(answer)
         }
     }))
     .await
@@ -183,7 +211,11 @@ pub async fn serve_retention(wiring: AwsWiring) -> Result<(), Error> {
     serving();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<DynamoEvent>| {
         let (ports, prefix) = (ports.clone(), prefix.clone());
-        async move { Ok::<_, Error>(handle_ttl_removals(event.payload, &ports, &prefix).await) }
+        async move {
+            let answer = handle_ttl_removals(event.payload, &ports, &prefix).await;
+            flush_for(Some(&event.context));
+            Ok::<_, Error>(answer)
+        }
     }))
     .await
 }
@@ -301,34 +333,51 @@ pub async fn handle_worker_event(
                 .and_then(|c| c.parse().ok())
                 .unwrap_or(1),
         };
-        let kind = workers::kind_of(&message.body);
-        let outcome = match workers::handle_body(&message.body, ports, processor).await {
-            Ok(_) => "ok",
-            Err(ProcessError::Poison(reason)) => {
-                // Straight to the dead-letter queue; redelivering a poison event is pointless.
-                if ports
-                    .queues
-                    .get(consumer)
-                    .dead_letter(&message, &reason)
-                    .await
-                    .is_err()
-                {
-                    response.batch_item_failures.push(failure(message.id));
-                }
-                "dead_letter"
-            }
-            Err(e) => {
-                tracing::warn!(%consumer, message_id = %message.id, error = %e, "event failed; SQS will redeliver");
-                response.batch_item_failures.push(failure(message.id));
-                "retry"
-            }
-        };
-        crate::metrics::global()
-            .events
-            .with_label_values(&[consumer.name(), kind, outcome])
-            .inc();
+        // Every line of this record names its event and the trace of the request behind it.
+        let span = EventHeader::of(&message.body).span(consumer.name(), &message.id);
+        let failed = handle_record(consumer, &message, ports, processor)
+            .instrument(span)
+            .await;
+        if failed {
+            response.batch_item_failures.push(failure(message.id));
+        }
     }
     response
+}
+
+/// Handles one record of a consumer's batch; answers whether SQS must deliver it again.
+async fn handle_record(
+    consumer: QueueName,
+    message: &ReceivedMessage,
+    ports: &Ports,
+    processor: &Processor,
+) -> bool {
+    let kind = workers::kind_of(&message.body);
+    let (outcome, failed) = match workers::handle_body(&message.body, ports, processor).await {
+        Ok(_) => ("ok", false),
+        Err(ProcessError::Poison(reason)) => {
+            tracing::error!(error = %reason, "poison event; dead-lettered");
+            // Straight to the dead-letter queue; redelivering a poison event is pointless.
+            let moved = ports
+                .queues
+                .get(consumer)
+                .dead_letter(message, &reason)
+                .await;
+            ("dead_letter", moved.is_err())
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "event failed; SQS will redeliver");
+            ("retry", true)
+        }
+    };
+    if outcome == "ok" {
+        tracing::info!(kind, "event handled");
+    }
+    crate::metrics::global()
+        .events
+        .with_label_values(&[consumer.name(), kind, outcome])
+        .inc();
+    failed
 }
 
 /// The DynamoDB-stream-triggered outbox relay.
@@ -337,7 +386,11 @@ pub async fn serve_outbox_relay(wiring: AwsWiring) -> Result<(), Error> {
     serving();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<DynamoEvent>| {
         let ports = ports.clone();
-        async move { Ok::<_, Error>(handle_stream_event(event.payload, &ports).await) }
+        async move {
+            let answer = handle_stream_event(event.payload, &ports).await;
+            flush_for(Some(&event.context));
+            Ok::<_, Error>(answer)
+        }
     }))
     .await
 }
@@ -358,8 +411,26 @@ pub async fn handle_stream_event(event: DynamoEvent, ports: &Ports) -> DynamoDbE
                 continue;
             }
         };
-        if let Err(e) = outbox::relay_items(ports, std::slice::from_ref(&item)).await {
-            tracing::error!(sequence, error = format!("{e:#}"), "outbox relay failed");
+        let header =
+            crate::outbox::Event::from_item(&item).map_or_else(EventHeader::default, |e| {
+                EventHeader {
+                    id: Some(e.id),
+                    trace: e.trace,
+                }
+            });
+        let relayed = async {
+            let relayed = outbox::relay_items(ports, std::slice::from_ref(&item)).await;
+            match &relayed {
+                Ok(_) => tracing::info!("event relayed"),
+                Err(e) => {
+                    tracing::error!(sequence, error = format!("{e:#}"), "outbox relay failed");
+                }
+            }
+            relayed
+        }
+        .instrument(header.span("outbox", &sequence))
+        .await;
+        if relayed.is_err() {
             let mut failure = DynamoDbBatchItemFailure::default();
             failure.item_identifier = Some(sequence);
             response.batch_item_failures.push(failure);

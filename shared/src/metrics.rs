@@ -1,4 +1,12 @@
-//! Process metrics in Prometheus text format (`GET /metrics`).
+//! The service's metric definitions, and their two outlets: the Prometheus registry of
+//! `GET /metrics` (always), and in AWS the CloudWatch embedded metric format
+//! ([`crate::metrics_cloudwatch`], once installed). A metric is defined once, here, with its
+//! name, help and labels; an update reaches both outlets with the same name and label values.
+//!
+//! The HTTP request metrics and the queue-depth gauge go to Prometheus only: in AWS, API
+//! Gateway and Lambda measure requests per route and SQS measures its queues, and a series
+//! per (method, route, status) would be hundreds of CloudWatch metrics for what is already
+//! there.
 
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
@@ -7,61 +15,153 @@ use prometheus::{
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use crate::metrics_cloudwatch as cloudwatch;
+
 /// The reasons a lap is refused as implausible: the label values of
 /// `paddock_implausible_laps_total`, exported at 0 from the start.
-pub(crate) const IMPLAUSIBLE_LAP_REASONS: [&str; 2] = ["too_fast", "sectors_mismatch"];
+pub const IMPLAUSIBLE_LAP_REASONS: [&str; 2] = ["too_fast", "sectors_mismatch"];
+
+/// A counter without labels, in both outlets.
+pub struct Counter {
+    name: &'static str,
+    prometheus: IntCounter,
+}
+
+impl Counter {
+    fn new(name: &'static str, help: &str) -> Self {
+        Self {
+            name,
+            prometheus: IntCounter::new(name, help).expect("valid metric"),
+        }
+    }
+
+    /// Adds one.
+    pub fn inc(&self) {
+        self.inc_by(1);
+    }
+
+    /// Adds `n`.
+    pub fn inc_by(&self, n: u64) {
+        self.prometheus.inc_by(n);
+        if let Some(c) = cloudwatch::counter(self.name, &[], &[]) {
+            c.increment(n);
+        }
+    }
+}
+
+/// A counter with labels, in both outlets; the label values are bounded sets (never an id).
+pub struct CounterFamily {
+    name: &'static str,
+    labels: &'static [&'static str],
+    prometheus: IntCounterVec,
+}
+
+/// One label set's counter of a [`CounterFamily`].
+pub struct LabelledCounter {
+    prometheus: IntCounter,
+    cloudwatch: Option<::metrics::Counter>,
+}
+
+impl CounterFamily {
+    fn new(name: &'static str, help: &str, labels: &'static [&'static str]) -> Self {
+        Self {
+            name,
+            labels,
+            prometheus: IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"),
+        }
+    }
+
+    /// The counter of one label set, values in the order of the labels.
+    pub fn with_label_values(&self, values: &[&str]) -> LabelledCounter {
+        LabelledCounter {
+            prometheus: self.prometheus.with_label_values(values),
+            cloudwatch: cloudwatch::counter(self.name, self.labels, values),
+        }
+    }
+}
+
+impl LabelledCounter {
+    /// Adds one.
+    pub fn inc(&self) {
+        self.inc_by(1);
+    }
+
+    /// Adds `n`.
+    pub fn inc_by(&self, n: u64) {
+        self.prometheus.inc_by(n);
+        if let Some(c) = &self.cloudwatch {
+            c.increment(n);
+        }
+    }
+}
+
+/// A histogram without labels, in both outlets (CloudWatch keeps the observed values).
+pub struct Histogram {
+    name: &'static str,
+    prometheus: prometheus::Histogram,
+}
+
+impl Histogram {
+    /// Records one value.
+    pub fn observe(&self, value: f64) {
+        self.prometheus.observe(value);
+        if let Some(h) = cloudwatch::histogram(self.name, &[], &[]) {
+            h.record(value);
+        }
+    }
+}
 
 /// Every metric the service exports.
-pub(crate) struct Metrics {
+pub struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     latency: HistogramVec,
     /// Events relayed from the outbox to the queues.
-    pub outbox_relayed: IntCounter,
+    pub outbox_relayed: Counter,
     /// Events handled by the consumers, by consumer, kind and outcome (`ok`, `retry`,
     /// `dead_letter`).
-    pub events: IntCounterVec,
+    pub events: CounterFamily,
     /// Achievements unlocked, by achievement id (a fixed catalogue).
-    pub achievements_unlocked: IntCounterVec,
+    pub achievements_unlocked: CounterFamily,
     /// Items removed by the retention sweep, by kind.
-    pub retention_deleted: IntCounterVec,
-    /// Messages waiting or in flight per queue, where the adapter can read it.
+    pub retention_deleted: CounterFamily,
+    /// Messages waiting or in flight per queue, where the adapter can read it (Prometheus
+    /// only: SQS reports its own).
     pub queue_depth: IntGaugeVec,
+    /// Sign-ins, by method (`email`, `provider`) and result (`ok`, `failed`, `limited`,
+    /// `error`).
+    pub sign_ins: CounterFamily,
     /// Language-model calls, by outcome.
-    pub ai_calls: IntCounterVec,
+    pub ai_calls: CounterFamily,
     /// Language-model tokens, by direction (`input`, `output`).
-    pub ai_tokens: IntCounterVec,
+    pub ai_tokens: CounterFamily,
     /// Language-model call latency, seconds.
-    pub ai_latency: prometheus::Histogram,
+    pub ai_latency: Histogram,
     /// Stored coaching answers looked up, by result (`hit`, `miss`).
-    pub ai_cache: IntCounterVec,
+    pub ai_cache: CounterFamily,
     /// Share-pack uploads, by result (`ok`, `refused`) and reason.
-    pub sharepack_uploads: IntCounterVec,
+    pub sharepack_uploads: CounterFamily,
     /// Bytes of share packs stored.
-    pub sharepack_bytes: IntCounter,
+    pub sharepack_bytes: Counter,
     /// Share-pack downloads.
-    pub sharepack_downloads: IntCounter,
+    pub sharepack_downloads: Counter,
     /// Session uploads, by result (`created`, `duplicate`).
-    pub sessions_uploaded: IntCounterVec,
+    pub sessions_uploaded: CounterFamily,
     /// Leaderboard submissions, by result (`improved`, `unchanged`, `rejected`).
-    pub leaderboard_submissions: IntCounterVec,
+    pub leaderboard_submissions: CounterFamily,
     /// Leaderboard page lookups, by cache result (`hit`, `miss`).
-    pub leaderboard_cache: IntCounterVec,
+    pub leaderboard_cache: CounterFamily,
     /// Track-processing job outcomes (`done`, `failed`, `retry`).
-    pub track_jobs: IntCounterVec,
+    pub track_jobs: CounterFamily,
     /// Leaderboard submissions refused as implausible, by reason (`too_fast`,
     /// `sectors_mismatch`).
-    pub implausible_laps: IntCounterVec,
+    pub implausible_laps: CounterFamily,
     /// Data exports, by result (`complete`, `failed`).
-    pub exports: IntCounterVec,
+    pub exports: CounterFamily,
     /// Account deletions, by stage (`started`, `finished`).
-    pub account_deletions: IntCounterVec,
+    pub account_deletions: CounterFamily,
     /// Items and objects removed by account deletion jobs, by kind of driver data.
-    pub account_deletion_items: IntCounterVec,
-}
-
-fn counter_vec(name: &str, help: &str, label: &str) -> IntCounterVec {
-    IntCounterVec::new(Opts::new(name, help), &[label]).expect("valid metric")
+    pub account_deletion_items: CounterFamily,
 }
 
 /// The request methods that are labels of their own.
@@ -82,7 +182,7 @@ fn method_label(method: &str) -> &'static str {
 static GLOBAL: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 
 /// The process-wide metrics.
-pub(crate) fn global() -> &'static Metrics {
+pub fn global() -> &'static Metrics {
     &GLOBAL
 }
 
@@ -109,28 +209,24 @@ impl Metrics {
             &["method", "route", "status"],
         )
         .expect("valid metric");
-        let outbox_relayed = IntCounter::new(
+        let outbox_relayed = Counter::new(
             "paddock_outbox_relayed_total",
             "Outbox events delivered to the event queues.",
-        )
-        .expect("valid metric");
-        let events = IntCounterVec::new(
-            Opts::new(
-                "paddock_events_processed_total",
-                "Queued events handled by consumers, by consumer (queue), kind and outcome.",
-            ),
+        );
+        let events = CounterFamily::new(
+            "paddock_events_processed_total",
+            "Queued events handled by consumers, by consumer (queue), kind and outcome.",
             &["consumer", "kind", "outcome"],
-        )
-        .expect("valid metric");
-        let achievements_unlocked = counter_vec(
+        );
+        let achievements_unlocked = CounterFamily::new(
             "paddock_achievements_unlocked_total",
             "Achievements unlocked, by achievement id.",
-            "achievement",
+            &["achievement"],
         );
-        let retention_deleted = counter_vec(
+        let retention_deleted = CounterFamily::new(
             "paddock_retention_deleted_total",
             "Expired items removed by the retention sweep, by kind.",
-            "kind",
+            &["kind"],
         );
         let queue_depth = IntGaugeVec::new(
             Opts::new(
@@ -140,117 +236,129 @@ impl Metrics {
             &["queue"],
         )
         .expect("valid metric");
-        let ai_calls = counter_vec(
+        let sign_ins = CounterFamily::new(
+            "paddock_sign_ins_total",
+            "Sign-ins, by method (email or provider) and result (ok, failed, limited or error).",
+            &["method", "result"],
+        );
+        let ai_calls = CounterFamily::new(
             "paddock_ai_upstream_calls_total",
             "Language-model calls, by outcome (ok, rejected, busy, upstream_error, timeout).",
-            "outcome",
+            &["outcome"],
         );
-        let ai_tokens = counter_vec(
+        let ai_tokens = CounterFamily::new(
             "paddock_ai_tokens_total",
             "Language-model tokens counted by the provider, by direction (input or output).",
-            "direction",
+            &["direction"],
         );
-        let ai_latency = prometheus::Histogram::with_opts(
-            HistogramOpts::new(
-                "paddock_ai_upstream_duration_seconds",
-                "Language-model call latency in seconds.",
+        let ai_latency = Histogram {
+            name: "paddock_ai_upstream_duration_seconds",
+            prometheus: prometheus::Histogram::with_opts(
+                HistogramOpts::new(
+                    "paddock_ai_upstream_duration_seconds",
+                    "Language-model call latency in seconds.",
+                )
+                .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0]),
             )
-            .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0]),
-        )
-        .expect("valid metric");
-        let ai_cache = counter_vec(
+            .expect("valid metric"),
+        };
+        let ai_cache = CounterFamily::new(
             "paddock_ai_cache_total",
             "Stored coaching answers looked up, by result (hit or miss).",
-            "result",
+            &["result"],
         );
-        let sharepack_uploads = IntCounterVec::new(
-            Opts::new(
-                "paddock_sharepack_uploads_total",
-                "Share-pack uploads, by result (ok or refused) and reason.",
-            ),
+        let sharepack_uploads = CounterFamily::new(
+            "paddock_sharepack_uploads_total",
+            "Share-pack uploads, by result (ok or refused) and reason.",
             &["result", "reason"],
-        )
-        .expect("valid metric");
-        let sharepack_bytes = IntCounter::new(
+        );
+        let sharepack_bytes = Counter::new(
             "paddock_sharepack_bytes_stored_total",
             "Bytes of share packs stored.",
-        )
-        .expect("valid metric");
-        let sharepack_downloads = IntCounter::new(
+        );
+        let sharepack_downloads = Counter::new(
             "paddock_sharepack_downloads_total",
             "Share-pack downloads (streamed or redirected).",
-        )
-        .expect("valid metric");
-        let sessions_uploaded = counter_vec(
+        );
+        let sessions_uploaded = CounterFamily::new(
             "paddock_sessions_uploaded_total",
             "Session uploads, by result (created or duplicate).",
-            "result",
+            &["result"],
         );
-        let leaderboard_submissions = counter_vec(
+        let leaderboard_submissions = CounterFamily::new(
             "paddock_leaderboard_submissions_total",
             "Leaderboard submissions, by result (improved, unchanged or rejected).",
-            "result",
+            &["result"],
         );
-        let leaderboard_cache = counter_vec(
+        let leaderboard_cache = CounterFamily::new(
             "paddock_leaderboard_cache_total",
             "Leaderboard page lookups, by in-process cache result (hit or miss).",
-            "result",
+            &["result"],
         );
-        let track_jobs = counter_vec(
+        let track_jobs = CounterFamily::new(
             "paddock_track_jobs_total",
             "Track-processing job outcomes (done, failed or retry).",
-            "outcome",
+            &["outcome"],
         );
-        let implausible_laps = counter_vec(
+        let implausible_laps = CounterFamily::new(
             "paddock_implausible_laps_total",
             "Leaderboard submissions refused as implausible laps, by reason.",
-            "reason",
+            &["reason"],
         );
         // The reasons are a fixed set: export each from the start, at 0, so a rate over the
         // series works before the first refusal.
         for reason in IMPLAUSIBLE_LAP_REASONS {
-            implausible_laps.with_label_values(&[reason]);
+            implausible_laps.prometheus.with_label_values(&[reason]);
         }
-        let exports = counter_vec(
+        let exports = CounterFamily::new(
             "paddock_exports_total",
             "Data exports, by result (complete or failed).",
-            "result",
+            &["result"],
         );
-        let account_deletions = counter_vec(
+        let account_deletions = CounterFamily::new(
             "paddock_account_deletions_total",
             "Account deletions, by stage (started: the account is gone and the job queued; finished: every record removed).",
-            "stage",
+            &["stage"],
         );
-        let account_deletion_items = counter_vec(
+        let account_deletion_items = CounterFamily::new(
             "paddock_account_deletion_items_total",
             "Items and objects removed by account deletion jobs, by kind of driver data.",
-            "kind",
+            &["kind"],
         );
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(exports.clone()),
-            Box::new(account_deletions.clone()),
-            Box::new(account_deletion_items.clone()),
             Box::new(latency.clone()),
-            Box::new(outbox_relayed.clone()),
-            Box::new(events.clone()),
-            Box::new(achievements_unlocked.clone()),
-            Box::new(retention_deleted.clone()),
             Box::new(queue_depth.clone()),
-            Box::new(ai_calls.clone()),
-            Box::new(ai_tokens.clone()),
-            Box::new(ai_latency.clone()),
-            Box::new(ai_cache.clone()),
-            Box::new(sharepack_uploads.clone()),
-            Box::new(sharepack_bytes.clone()),
-            Box::new(sharepack_downloads.clone()),
-            Box::new(sessions_uploaded.clone()),
-            Box::new(leaderboard_submissions.clone()),
-            Box::new(leaderboard_cache.clone()),
-            Box::new(track_jobs.clone()),
-            Box::new(implausible_laps.clone()),
+            Box::new(ai_latency.prometheus.clone()),
         ] {
             registry.register(collector).expect("unique metric");
+        }
+        for counter in [&outbox_relayed, &sharepack_bytes, &sharepack_downloads] {
+            registry
+                .register(Box::new(counter.prometheus.clone()))
+                .expect("unique metric");
+        }
+        for family in [
+            &events,
+            &achievements_unlocked,
+            &retention_deleted,
+            &sign_ins,
+            &ai_calls,
+            &ai_tokens,
+            &ai_cache,
+            &sharepack_uploads,
+            &sessions_uploaded,
+            &leaderboard_submissions,
+            &leaderboard_cache,
+            &track_jobs,
+            &implausible_laps,
+            &exports,
+            &account_deletions,
+            &account_deletion_items,
+        ] {
+            registry
+                .register(Box::new(family.prometheus.clone()))
+                .expect("unique metric");
         }
         Self {
             registry,
@@ -261,6 +369,7 @@ impl Metrics {
             achievements_unlocked,
             retention_deleted,
             queue_depth,
+            sign_ins,
             ai_calls,
             ai_tokens,
             ai_latency,
@@ -280,13 +389,7 @@ impl Metrics {
     }
 
     /// Records one answered request.
-    pub(crate) fn observe_request(
-        &self,
-        method: &str,
-        route: &str,
-        status: u16,
-        elapsed: Duration,
-    ) {
+    pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         // `route` is the matched route template or `unmatched`, never the path; the method
         // is bounded by `method_label`.
         let status = status.to_string();
@@ -298,7 +401,7 @@ impl Metrics {
     }
 
     /// The exposition text.
-    pub(crate) fn render(&self) -> String {
+    pub fn render(&self) -> String {
         let mut out = Vec::new();
         TextEncoder::new()
             .encode(&self.registry.gather(), &mut out)

@@ -17,6 +17,8 @@ use crate::metrics;
 use crate::ports::Ports;
 use crate::ports::queue::ReceivedMessage;
 use crate::queues::QueueName;
+use crate::trace_context::EventHeader;
+use tracing::Instrument;
 
 /// A processor of events: a plain async function of the event and the ports.
 pub type Processor =
@@ -112,6 +114,21 @@ impl Default for RetryPolicy {
 /// successes together), redelivers later on a transient failure, dead-letters a poison event
 /// or one that failed `max_receives` times.
 pub async fn handle_delivery(
+    consumer: QueueName,
+    message: ReceivedMessage,
+    ports: &Ports,
+    processor: &Processor,
+    policy: RetryPolicy,
+) -> Option<String> {
+    // Every line of this delivery names its event (and the trace behind it, in AWS).
+    let span = EventHeader::of(&message.body).span(consumer.name(), &message.id);
+    deliver(consumer, message, ports, processor, policy)
+        .instrument(span)
+        .await
+}
+
+/// [`handle_delivery`] inside the event's span.
+async fn deliver(
     consumer: QueueName,
     message: ReceivedMessage,
     ports: &Ports,

@@ -60,6 +60,8 @@ pub struct ReportedError {
 pub struct Answer {
     /// The request id the event was handed out with.
     pub request_id: String,
+    /// The trace header (`Lambda-Runtime-Trace-Id`) the event was handed out with.
+    pub trace_id: String,
     /// What the function posted.
     pub outcome: Outcome,
     /// When the `next` request was answered with the event.
@@ -96,6 +98,9 @@ struct Pending {
     payload: Bytes,
 }
 
+/// An invocation handed out: when, with which trace header, and where the answer goes.
+type InFlight = (Instant, String, oneshot::Sender<Answer>);
+
 /// What the handlers share.
 struct Shared {
     function_arn: String,
@@ -103,7 +108,7 @@ struct Shared {
     /// Taken by one `next` request at a time (a runtime polls sequentially).
     queue: tokio::sync::Mutex<mpsc::Receiver<Pending>>,
     /// Invocations handed out and not answered yet: when, and where the answer goes.
-    in_flight: Mutex<HashMap<String, (Instant, oneshot::Sender<Answer>)>>,
+    in_flight: Mutex<HashMap<String, InFlight>>,
     /// Invocations queued and not handed out yet.
     waiting: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
     first_next: watch::Sender<Option<Instant>>,
@@ -287,27 +292,26 @@ async fn next(State(shared): State<Arc<Shared>>) -> Response {
         "lambda-runtime-invoked-function-arn",
         header(&shared.function_arn),
     );
-    headers.insert(
-        "lambda-runtime-trace-id",
-        header(&format!(
-            "Root=1-{:08x}-{};Parent={};Sampled=0",
-            deadline_ms / 1000 % (1 << 32),
-            &uuid::Uuid::new_v4().simple().to_string()[..24],
-            &uuid::Uuid::new_v4().simple().to_string()[..16]
-        )),
+    let trace_id = format!(
+        "Root=1-{:08x}-{};Parent={};Sampled=0",
+        deadline_ms / 1000 % (1 << 32),
+        &uuid::Uuid::new_v4().simple().to_string()[..24],
+        &uuid::Uuid::new_v4().simple().to_string()[..16]
     );
-    lock(&shared.in_flight).insert(pending.request_id, (Instant::now(), answer_to));
+    headers.insert("lambda-runtime-trace-id", header(&trace_id));
+    lock(&shared.in_flight).insert(pending.request_id, (Instant::now(), trace_id, answer_to));
     (StatusCode::OK, headers, pending.payload).into_response()
 }
 
 /// Settles invocation `id` with `outcome`; 400 for an id that is not in flight, as Lambda
 /// answers.
 fn settle(shared: &Shared, id: String, outcome: Outcome) -> Response {
-    let Some((handed_out, answer_to)) = lock(&shared.in_flight).remove(&id) else {
+    let Some((handed_out, trace_id, answer_to)) = lock(&shared.in_flight).remove(&id) else {
         return (StatusCode::BAD_REQUEST, "unknown or settled request id").into_response();
     };
     let _ = answer_to.send(Answer {
         request_id: id,
+        trace_id,
         outcome,
         handed_out,
         answered: Instant::now(),

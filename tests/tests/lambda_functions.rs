@@ -22,7 +22,7 @@ use paddock_tests::lambda_events::{
 use paddock_tests::lambda_runtime_api::{Answer, FunctionProcess, RuntimeApi};
 use paddock_tests::{Backend, TestApp, TestPorts, binaries, session_body, unique};
 use serde_json::{Value, json};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -64,6 +64,9 @@ const OTHER_FUNCTIONS: &[&str] = &["outbox-relay", "retention", "accounts"];
 /// request id (made per request), the date, and the length (the socket server counts the
 /// bytes; API Gateway does that for a function).
 const VOLATILE_HEADERS: &[&str] = &["x-request-id", "date", "content-length"];
+
+/// The CloudWatch namespace the functions are given for their metric lines.
+const METRICS_NAMESPACE: &str = "Paddock/lambda-test";
 
 /// How long a function may take to start, or to answer one event.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -131,6 +134,7 @@ async fn deployment() -> Deployment {
         ("Log__Format".into(), "json".into()),
         ("RUST_LOG".into(), "warn".into()),
         ("AWS_SESSION_TOKEN".into(), "test-session".into()),
+        ("Metrics__Namespace".into(), METRICS_NAMESPACE.into()),
     ];
     for (name, urls) in &t.settings.queue_urls {
         let section = name.config_section();
@@ -214,6 +218,92 @@ impl Running {
         let response = self.answer(&request.api_gateway_event()).await;
         HttpAnswer::from_api_gateway(&response)
             .unwrap_or_else(|e| panic!("{}: {e:#}: {response}", self.name))
+    }
+}
+
+/// One embedded-metric-format line of a function's output: CloudWatch's reading of it.
+#[derive(Debug)]
+struct MetricLine {
+    namespace: String,
+    /// The dimension names and their values.
+    dimensions: BTreeMap<String, String>,
+    /// The metrics and their values.
+    values: BTreeMap<String, Value>,
+    /// The Lambda request id the line names.
+    request_id: Option<String>,
+}
+
+/// The embedded-metric-format lines of `output`, read as CloudWatch reads them: a JSON
+/// object whose `_aws.CloudWatchMetrics` names the namespace, one dimension set whose
+/// values are members of the object, and the metrics whose values are members too.
+fn metric_lines(output: &str) -> Vec<MetricLine> {
+    output
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|doc| {
+            let directive = doc["_aws"]["CloudWatchMetrics"].get(0)?.clone();
+            assert!(
+                doc["_aws"]["Timestamp"].is_u64(),
+                "a metric line without a timestamp: {doc}"
+            );
+            let sets = directive["Dimensions"].as_array()?;
+            assert_eq!(sets.len(), 1, "one dimension set: {doc}");
+            let dimensions = sets[0]
+                .as_array()?
+                .iter()
+                .map(|name| {
+                    let name = name.as_str().expect("a dimension name");
+                    let value = doc[name]
+                        .as_str()
+                        .unwrap_or_else(|| panic!("dimension {name} has no string value: {doc}"));
+                    (name.to_owned(), value.to_owned())
+                })
+                .collect();
+            let values = directive["Metrics"]
+                .as_array()?
+                .iter()
+                .map(|m| {
+                    let name = m["Name"].as_str().expect("a metric name");
+                    (name.to_owned(), doc[name].clone())
+                })
+                .collect();
+            Some(MetricLine {
+                namespace: directive["Namespace"].as_str()?.to_owned(),
+                dimensions,
+                values,
+                request_id: doc["requestId"].as_str().map(str::to_owned),
+            })
+        })
+        .collect()
+}
+
+impl Running {
+    /// The sum of counter `metric` over the function's metric lines with exactly
+    /// `dimensions`, waiting a little for the lines to be read; every such line is in the
+    /// test namespace and names the request id of an invocation.
+    async fn counted(&self, metric: &str, dimensions: &[(&str, &str)]) -> u64 {
+        let wanted: BTreeMap<String, String> = dimensions
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let mut total = 0;
+        for _ in 0..50 {
+            let lines = metric_lines(&self.process.output());
+            total = 0;
+            for line in lines.iter().filter(|l| l.dimensions == wanted) {
+                let Some(value) = line.values.get(metric) else {
+                    continue;
+                };
+                assert_eq!(line.namespace, METRICS_NAMESPACE, "{line:?}");
+                assert!(line.request_id.is_some(), "{line:?}");
+                total += value.as_u64().expect("a count");
+            }
+            if total > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        total
     }
 }
 
@@ -438,6 +528,17 @@ async fn functions_register_sign_in_upload_and_store_packs() {
     let wrong = HttpRequest::new("POST", "/v1/auth/login/email")
         .json(&json!({"email": email, "password": "wrong horse battery"}));
     assert_same(&auth, &app, &wrong, &wrong).await;
+    // Each sign-in is one count in the function's metric lines, by method and result.
+    let sign_ins = "paddock_sign_ins_total";
+    for result in ["ok", "failed"] {
+        let dims = [("method", "email"), ("result", result)];
+        assert_eq!(
+            auth.counted(sign_ins, &dims).await,
+            1,
+            "{result}: {}",
+            auth.process.output()
+        );
+    }
     // The sign-in cookie arrives in API Gateway's `cookies`: with it the state is looked up
     // (and unknown), without it the callback refuses before.
     let callback = HttpRequest::new("GET", "/v1/auth/callback/oidc?state=s1&code=c1");
@@ -470,6 +571,13 @@ async fn functions_register_sign_in_upload_and_store_packs() {
         201,
         "{}",
         String::from_utf8_lossy(&created.body)
+    );
+    let uploads = "paddock_sessions_uploaded_total";
+    assert_eq!(
+        sessions.counted(uploads, &[("result", "created")]).await,
+        1,
+        "{}",
+        sessions.process.output()
     );
     let repeat = local(&app, &create).await;
     assert_eq!(repeat.status, 200);
@@ -646,14 +754,19 @@ async fn relay_and_consumers_carry_an_upload_through_the_queues() {
     );
     let laps = [(92_000, true, 0.95), (91_500, true, 0.93)];
     let upload = session_body("relay-upload-1", "2026-11-20T18:30:00Z", &laps, 400);
-    let created = sessions
-        .http(
+    let invocation = sessions
+        .invoke(
             &HttpRequest::new("POST", "/v1/sessions")
                 .bearer(&token)
-                .json(&upload),
+                .json(&upload)
+                .api_gateway_event(),
         )
         .await;
+    let created = HttpAnswer::from_api_gateway(&invocation.json().expect("an answer"))
+        .expect("an HTTP answer");
     assert_eq!(created.status, 201);
+    // The upload's trace (the header Lambda handed the invocation) travels with its event.
+    let trace = invocation.trace_id.clone();
     let track_id = created.json()["data"]["trackId"]
         .as_str()
         .expect("a track")
@@ -661,12 +774,24 @@ async fn relay_and_consumers_carry_an_upload_through_the_queues() {
 
     let images = outbox_images(t).await;
     assert_eq!(images.len(), 1, "the upload's one event: {images:?}");
+    assert_eq!(
+        images[0]["event"]["M"]["trace"]["S"],
+        trace.as_str(),
+        "{}",
+        images[0]
+    );
     let table_arn = format!(
         "arn:aws:dynamodb:us-east-1:123456789012:table/{}",
         Table::Outbox.physical(&t.settings.table_prefix)
     );
     let answer = relay.answer(&dynamodb_inserts(&table_arn, &images)).await;
     assert_eq!(answer, json!({"batchItemFailures": []}));
+    assert_eq!(
+        relay.counted("paddock_outbox_relayed_total", &[]).await,
+        1,
+        "{}",
+        relay.process.output()
+    );
     let mut delivered = HashMap::new();
     for (_, queue) in CONSUMERS {
         let bodies = drain(t, *queue).await;
@@ -675,6 +800,7 @@ async fn relay_and_consumers_carry_an_upload_through_the_queues() {
     }
     let event: Value = serde_json::from_str(&delivered[&QueueName::Feed]).expect("an event");
     assert_eq!(event["kind"], "session.uploaded");
+    assert_eq!(event["trace"], trace.as_str());
     assert_eq!(event["userId"], user_id.as_str());
 
     let runs = consumers
@@ -683,6 +809,7 @@ async fn relay_and_consumers_carry_an_upload_through_the_queues() {
         .map(|(consumer, (_, queue))| {
             let good = delivered[queue].clone();
             let event = event.clone();
+            let trace = trace.clone();
             async move {
                 let failing = failing_record(t, *queue, &event).await;
                 let mut orphan = event.clone();
@@ -736,6 +863,49 @@ async fn relay_and_consumers_carry_an_upload_through_the_queues() {
                     .await
                     .expect("dead letters");
                 assert_eq!(dead, vec![poison], "{queue}");
+                // The failing event's log line names its event id and the upload's trace.
+                let failing_id = serde_json::from_str::<Value>(&failing).expect("JSON")["id"]
+                    .as_str()
+                    .expect("an id")
+                    .to_owned();
+                let output = consumer.process.output();
+                let line = output
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                    .find(|l| l["message"] == "event failed; SQS will redeliver")
+                    .unwrap_or_else(|| panic!("{queue}: no failure line: {output}"));
+                assert_eq!(
+                    line["span"]["event_id"],
+                    failing_id.as_str(),
+                    "{queue}: {line}"
+                );
+                assert_eq!(line["span"]["trace_id"], trace.as_str(), "{queue}: {line}");
+                assert_eq!(line["span"]["consumer"], queue.name(), "{queue}: {line}");
+                // The batch's outcomes, one count each, under the consumer's name.
+                let kind = if *queue == QueueName::TrackMaps {
+                    "unreadable"
+                } else {
+                    "session.uploaded"
+                };
+                for (outcome, kind) in [
+                    ("ok", "session.uploaded"),
+                    ("retry", "session.uploaded"),
+                    ("dead_letter", kind),
+                ] {
+                    let dims = [
+                        ("consumer", queue.name()),
+                        ("kind", kind),
+                        ("outcome", outcome),
+                    ];
+                    assert_eq!(
+                        consumer
+                            .counted("paddock_events_processed_total", &dims)
+                            .await,
+                        1,
+                        "{queue} {outcome}: {}",
+                        consumer.process.output()
+                    );
+                }
             }
         });
     futures::future::join_all(runs).await;

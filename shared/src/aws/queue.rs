@@ -3,13 +3,14 @@
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
 use aws_sdk_sqs::types::{
-    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName,
-    SendMessageBatchRequestEntry,
+    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, MessageSystemAttributeNameForSends,
+    MessageSystemAttributeValue, QueueAttributeName, SendMessageBatchRequestEntry,
 };
 use std::time::Duration;
 
 use super::describe;
 use crate::ports::queue::{EventQueue, MAX_MESSAGE_BYTES, QueueError, ReceivedMessage};
+use crate::trace_context::EventHeader;
 
 /// An SQS queue and its dead-letter queue.
 pub struct SqsQueue {
@@ -55,11 +56,23 @@ impl EventQueue for SqsQueue {
                 .iter()
                 .enumerate()
                 .map(|(i, body)| {
-                    SendMessageBatchRequestEntry::builder()
+                    let mut entry = SendMessageBatchRequestEntry::builder()
                         .id(i.to_string())
-                        .message_body(body)
-                        .build()
-                        .map_err(|e| unavailable(&e))
+                        .message_body(body);
+                    // An event's trace goes along as the message's trace header, so X-Ray
+                    // links the consumer's invocation to the request that caused the event.
+                    if let Some(trace) = EventHeader::of(body).trace {
+                        let attribute = MessageSystemAttributeValue::builder()
+                            .data_type("String")
+                            .string_value(trace)
+                            .build()
+                            .map_err(|e| unavailable(&e))?;
+                        entry = entry.message_system_attributes(
+                            MessageSystemAttributeNameForSends::AwsTraceHeader,
+                            attribute,
+                        );
+                    }
+                    entry.build().map_err(|e| unavailable(&e))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let out = self

@@ -92,8 +92,10 @@ async fn observe(mut req: Request, next: Next) -> Response {
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned());
     let route_label = route.as_deref().unwrap_or("unmatched").to_owned();
+    // At the error level, so the span exists whatever level the log filter lets through (an
+    // `info` span is filtered out under `RUST_LOG=warn`, and the request's warnings lose it).
     let span =
-        tracing::info_span!("request", request_id = %id, method = %method, route = %route_label);
+        tracing::error_span!("request", request_id = %id, method = %method, route = %route_label);
 
     let mut response = next.run(req).instrument(span.clone()).await;
     if response.status().is_client_error() || response.status().is_server_error() {

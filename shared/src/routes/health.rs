@@ -71,14 +71,22 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, Api
     }
 }
 
-/// Prometheus text exposition (not enveloped).
+/// Prometheus text exposition (not enveloped). In AWS a Lambda instance's registry holds
+/// only its own invocations' counts: the metrics are in CloudWatch, and this answers 404
+/// naming the namespace.
 #[utoipa::path(get, path = "/metrics", tag = "health",
-    responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4")))]
-pub(crate) async fn prometheus_metrics() -> Response {
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4"),
+              (status = 404, description = "In AWS: the metrics are in CloudWatch; the message names the namespace")))]
+pub(crate) async fn prometheus_metrics() -> Result<Response, ApiError> {
+    if let Some(namespace) = crate::metrics_cloudwatch::namespace() {
+        return Err(ApiError::NotFound(format!(
+            "metrics are in CloudWatch, namespace {namespace}; an instance does not serve them"
+        )));
+    }
     let mut response = metrics::global().render().into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
-    response
+    Ok(response)
 }

@@ -31,13 +31,24 @@ enum FirstEvent {
     EmptyBatch,
 }
 
-fn first_event(function: &str) -> FirstEvent {
-    match function {
-        "track-maps" | "achievements" | "feed" | "outbox-relay" | "retention" => {
+/// The first event of `function`, read from its `main.rs`: a function that serves an endpoint
+/// group over HTTP gets a request, every other (the consumers, the relay, retention) an empty
+/// batch. Read rather than listed, so a new function cannot be sent an event of the wrong
+/// shape (the runtime would fail it as undeserializable).
+fn first_event(function: &str) -> anyhow::Result<FirstEvent> {
+    let main = binaries::workspace_root()
+        .join("functions")
+        .join(function)
+        .join("src/main.rs");
+    let source =
+        std::fs::read_to_string(&main).with_context(|| format!("reading {}", main.display()))?;
+    Ok(
+        if source.contains("serve_group") || source.contains("serve_state") {
+            FirstEvent::Http
+        } else {
             FirstEvent::EmptyBatch
-        }
-        _ => FirstEvent::Http,
-    }
+        },
+    )
 }
 
 /// One start's figures.
@@ -160,7 +171,7 @@ pub(crate) async fn cold_starts(profile: &str, starts: usize) -> anyhow::Result<
         let event = if name == HELLO {
             FirstEvent::Http
         } else {
-            first_event(&name)
+            first_event(&name)?
         };
         // One start to warm the page cache, then the measured ones.
         start_once(binary, &name, event).await?;

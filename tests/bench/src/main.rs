@@ -7,6 +7,7 @@ mod activity;
 mod coaching;
 mod lambda;
 mod load;
+mod metric_lines;
 mod packs;
 
 use anyhow::Context;
@@ -24,7 +25,7 @@ struct Options {
     rounds: usize,
     /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `ai`, `packs`,
     /// `activity`, `memory`, `login`; `lambda` runs only when named, as it builds the
-    /// function binaries).
+    /// function binaries, and so does `metric-lines`, as it installs the CloudWatch outlet).
     only: Option<String>,
     /// The cargo profile the `lambda` scenario builds the functions with (`release`, as
     /// deployed).
@@ -115,6 +116,9 @@ fn row(name: &str, s: &Stats, baseline: Option<&Stats>) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let o = options()?;
+    if o.only.as_deref() == Some("metric-lines") {
+        return metric_lines::run();
+    }
     if o.only.as_deref() == Some("lambda") {
         // Five measured starts per function, whatever the rounds: one start is one sample.
         return lambda::cold_starts(&o.lambda_profile, o.rounds.max(5)).await;

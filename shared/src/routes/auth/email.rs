@@ -193,27 +193,39 @@ pub async fn login_email(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let outcome = sign_in(&state, &addr, &headers, &body).await;
+    super::count_sign_in("email", &outcome);
+    outcome
+}
+
+/// The sign-in of [`login_email`], its outcome counted by the caller.
+async fn sign_in(
+    state: &AppState,
+    addr: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
     let auth = &state.settings.auth;
     rate_limits::check(
         &state.ports,
         "auth",
-        &addr,
+        addr,
         auth.rate_window_secs,
-        &[address_limit(&state)],
+        &[address_limit(state)],
     )
     .await?;
     let LoginForm { email, password } =
-        LoginForm::try_from(json_body::<LoginRequest>(&headers, &body)?)?;
+        LoginForm::try_from(json_body::<LoginRequest>(headers, body)?)?;
     let account = account_subject(&email);
     // One update counts the attempt against the address and against (address, account).
     let limits = [
-        address_limit(&state),
+        address_limit(state),
         Limit::new(
             format!("account:{account}"),
             auth.login_attempts_per_account,
         ),
     ];
-    rate_limits::hit(&state.ports, "auth", &addr, auth.rate_window_secs, &limits).await?;
+    rate_limits::hit(&state.ports, "auth", addr, auth.rate_window_secs, &limits).await?;
     // Guessing one account from many addresses: past the per-account failure limit, an
     // address the account never signed in from gets a few attempts of its own per failure
     // window. Slowed, not shut out: the budget is keyed by the address, so failures from
@@ -223,13 +235,13 @@ pub async fn login_email(
         "login-failures",
         &account,
         auth.failed_login_window_secs,
-        &failure_limit(&state),
+        &failure_limit(state),
     )
     .await
     {
         Ok(()) => {}
         Err(LimitError::Limited(_)) => {
-            if !rate_limits::is_known_address(&state.ports, &account, &addr).await? {
+            if !rate_limits::is_known_address(&state.ports, &account, addr).await? {
                 let guarded = [Limit::new("n", auth.guarded_attempts_per_address)];
                 // Beside the account's failure log, so it goes with the account's counters.
                 rate_limits::hit_log(
@@ -255,11 +267,11 @@ pub async fn login_email(
         _ => None,
     };
     let Some(user) = user else {
-        count_failure(&state, "login-failures", &account).await?;
+        count_failure(state, "login-failures", &account).await?;
         return Err(ApiError::Unauthorized("invalid email or password".into()));
     };
-    rate_limits::remember_address(&state.ports, &account, &addr).await?;
-    token_response(&state, user, StatusCode::OK).await
+    rate_limits::remember_address(&state.ports, &account, addr).await?;
+    token_response(state, user, StatusCode::OK).await
 }
 
 /// `POST /v1/auth/password` body.

@@ -32,6 +32,31 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/auth/{provider}", get(providers::login_provider))
 }
 
+/// Counts one sign-in by `method` (`email`, `provider`) and its outcome: `ok`, `failed`
+/// (wrong credentials, or a refused or broken provider answer), `limited` (a rate limit) or
+/// `error` (the service failed).
+pub(crate) fn count_sign_in(method: &'static str, outcome: &Result<Response, ApiError>) {
+    let result = match outcome {
+        Ok(_) => "ok",
+        Err(ApiError::TooManyRequests { .. }) => "limited",
+        Err(
+            ApiError::Unauthorized(_)
+            | ApiError::Forbidden(_)
+            | ApiError::BadRequest(_)
+            | ApiError::Conflict(_)
+            | ApiError::UnsupportedMediaType(_)
+            | ApiError::Unprocessable(_)
+            | ApiError::BadGateway { .. }
+            | ApiError::GatewayTimeout(_),
+        ) => "failed",
+        Err(_) => "error",
+    };
+    crate::metrics::global()
+        .sign_ins
+        .with_label_values(&[method, result])
+        .inc();
+}
+
 /// Tokens issued at sign-in or refresh.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -225,6 +225,18 @@ pub async fn callback(
     headers: HeaderMap,
     ApiQuery(query): ApiQuery<CallbackQuery>,
 ) -> Result<Response, ApiError> {
+    let outcome = complete_sign_in(state, provider, headers, query).await;
+    super::count_sign_in("provider", &outcome);
+    outcome
+}
+
+/// The provider sign-in of [`callback`], its outcome counted by the caller.
+async fn complete_sign_in(
+    state: AppState,
+    provider: String,
+    headers: HeaderMap,
+    query: CallbackQuery,
+) -> Result<Response, ApiError> {
     let flow_state = query
         .state
         .ok_or_else(|| ApiError::invalid("state", "is required"))?;
