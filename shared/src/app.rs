@@ -38,6 +38,13 @@ impl Application {
         if let Ok(bound) = listener.local_addr() {
             settings.address = bound;
         }
+        // Boards written before the rank counts existed are counted before the first request
+        // (a no-op read of one item once done).
+        while !crate::leaderboards::backfill(&ports, Duration::from_secs(60))
+            .await
+            .context("counting the leaderboards of an older layout")?
+            .done
+        {}
         Ok(Self {
             listener,
             state: AppState::new(ports, settings)

@@ -219,6 +219,9 @@ pub struct Settings {
     /// `Leaderboards__CacheSeconds`: how long a process serves a leaderboard from memory
     /// (default 5; 0 turns the cache off). Also the `Cache-Control` max-age.
     pub leaderboard_cache: Duration,
+    /// `Leaderboards__CacheMegabytes`: the page bodies a process keeps in its leaderboard
+    /// cache at most (default 32).
+    pub leaderboard_cache_bytes: u64,
     /// `Retention__FirstRunSeconds`: the local server's first retention sweep after start
     /// (default 120).
     pub retention_first_run: Duration,
@@ -332,6 +335,7 @@ impl Settings {
             auth: AuthSettings::default(),
             uploads_per_minute: 30,
             leaderboard_cache: Duration::from_secs(5),
+            leaderboard_cache_bytes: 32 << 20,
             retention_first_run: Duration::from_secs(120),
             retention_interval: Duration::from_secs(3600),
             ai: AiSettings::defaults(AiProvider::Anthropic),
@@ -526,6 +530,9 @@ impl Settings {
         if let Some(v) = get("Leaderboards__CacheSeconds") {
             s.leaderboard_cache =
                 Duration::from_secs(bounded("Leaderboards__CacheSeconds", &v, 0, 3600)?);
+        }
+        if let Some(v) = get("Leaderboards__CacheMegabytes") {
+            s.leaderboard_cache_bytes = bounded("Leaderboards__CacheMegabytes", &v, 1, 4096)? << 20;
         }
         if s.backend == Backend::Aws {
             // Queue URLs are checked by the functions that use them (see the wiring).

@@ -319,6 +319,12 @@ pub async fn handle_worker_event(
             if let Err(e) = stuck.await {
                 tracing::error!(error = %e, "maintenance: could not reset stuck track jobs");
             }
+            // Boards of an older layout are counted a time budget per tick; once done, this
+            // reads one item.
+            let budget = std::time::Duration::from_secs(60);
+            if let Err(e) = crate::leaderboards::backfill(ports, budget).await {
+                tracing::error!(error = %e, "maintenance: leaderboard backfill failed; resumes next tick");
+            }
             return response;
         }
     };

@@ -20,7 +20,7 @@ pub mod http;
 pub mod identity;
 pub mod ids;
 pub mod lambda;
-pub(crate) mod leaderboards;
+pub mod leaderboards;
 pub mod metrics;
 pub mod metrics_cloudwatch;
 pub mod outbox;

@@ -37,7 +37,10 @@ pub struct AppState {
 impl AppState {
     /// State over `ports` with `settings`.
     pub fn new(ports: Ports, settings: Settings) -> Self {
-        let leaderboards = Arc::new(BoardCache::new(settings.leaderboard_cache));
+        let leaderboards = Arc::new(BoardCache::new(
+            settings.leaderboard_cache,
+            settings.leaderboard_cache_bytes,
+        ));
         BoardCache::register(&leaderboards);
         Self {
             ports,

@@ -5,12 +5,13 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, ReturnConsumedCapacity, ReturnValue,
-    TransactWriteItem, Update as DynamoUpdate,
+    AttributeValue, ConditionCheck, Delete, Put, PutRequest, ReturnConsumedCapacity, ReturnValue,
+    TransactWriteItem, Update as DynamoUpdate, WriteRequest,
 };
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::describe;
 use crate::ports::Clock;
@@ -200,12 +201,16 @@ impl Expression {
 
     fn update(&mut self, u: &Update) -> Result<Option<String>, StoreError> {
         let mut clauses = Vec::new();
-        if !u.set.is_empty() {
-            let sets = u
+        if !u.set.is_empty() || !u.set_if_absent.is_empty() {
+            let mut sets = u
                 .set
                 .iter()
                 .map(|(a, v)| Ok(format!("{} = {}", self.name(a), self.value(to_value(v)?))))
                 .collect::<Result<Vec<_>, StoreError>>()?;
+            for (a, v) in &u.set_if_absent {
+                let (name, value) = (self.name(a), self.value(to_value(v)?));
+                sets.push(format!("{name} = if_not_exists({name}, {value})"));
+            }
             clauses.push(format!("SET {}", sets.join(", ")));
         }
         if !u.add.is_empty() {
@@ -304,6 +309,47 @@ impl ItemStore for DynamoItemStore {
             .await
             .map_err(sdk_error)?;
         self.record(out.consumed_capacity(), Units::Write);
+        Ok(())
+    }
+
+    async fn put_many(&self, table: Table, items: Vec<Item>) -> Result<(), StoreError> {
+        let name = self.table(table);
+        // BatchWriteItem takes 25 items a call; what DynamoDB leaves unprocessed (throttling)
+        // is sent again after a pause.
+        for chunk in items.chunks(25) {
+            let mut requests = Vec::with_capacity(chunk.len());
+            for item in chunk {
+                checked_key(item)?;
+                check_size(item)?;
+                let put = PutRequest::builder()
+                    .set_item(Some(to_attributes(item)?))
+                    .build()
+                    .map_err(|e| StoreError::Invalid(e.to_string()))?;
+                requests.push(WriteRequest::builder().put_request(put).build());
+            }
+            let mut pause = Duration::from_millis(20);
+            while !requests.is_empty() {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&name, requests)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await
+                    .map_err(sdk_error)?;
+                for c in out.consumed_capacity() {
+                    self.record(Some(c), Units::Write);
+                }
+                requests = out
+                    .unprocessed_items
+                    .and_then(|mut u| u.remove(&name))
+                    .unwrap_or_default();
+                if !requests.is_empty() {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
         Ok(())
     }
 

@@ -4,23 +4,15 @@
 //! same board (same ranks, same cursor), a driver's page reads the driver's board index and
 //! one entry per board, and the tracks page reads a page of tracks.
 
-use crate::ids::{TrackId, UserId};
-use crate::leaderboards::board::{Row, StoredRow, entry_key};
-use crate::leaderboards::cache::{self, PageKey};
-use crate::leaderboards::{Board, renames};
+use crate::ids::UserId;
+use crate::leaderboards::board::{BoardId, Row};
+use crate::leaderboards::reads as board_reads;
+use crate::leaderboards::{rank_counts, renames, vehicles};
 use crate::ports::Ports;
 use crate::ports::items::StoreError;
-use crate::tables::Table;
 use crate::tracks::{self, Track};
 
-/// One ranked row of a page.
-#[derive(Debug, Clone)]
-pub(crate) struct Ranked {
-    /// 1 is fastest.
-    pub rank: usize,
-    /// The entry.
-    pub row: Row,
-}
+pub(crate) use crate::leaderboards::reads::Ranked;
 
 /// A page of a board (the track board, or one car's).
 #[derive(Debug, Clone)]
@@ -32,11 +24,11 @@ pub(crate) struct BoardPage {
     /// The fastest lap of the board (for gaps), if it has entries.
     pub first_ms: Option<i64>,
     /// Entries on the board.
-    pub total: usize,
+    pub total: u64,
     /// The cursor of the next page, if any.
     pub next_cursor: Option<String>,
     /// The cars with entries on the track, with their entry counts (for the car selector).
-    pub vehicles: Vec<(String, usize)>,
+    pub vehicles: Vec<(String, u64)>,
 }
 
 /// A track that has a board, with its number of drivers.
@@ -45,7 +37,7 @@ pub(crate) struct TrackBoard {
     /// The track.
     pub track: Track,
     /// Drivers on its board.
-    pub drivers: usize,
+    pub drivers: u64,
 }
 
 /// A driver's best on one board.
@@ -56,64 +48,43 @@ pub(crate) struct DriverBest {
     /// The driver's entry.
     pub row: Row,
     /// Its rank.
-    pub rank: usize,
+    pub rank: u64,
     /// Entries on the board.
-    pub total: usize,
+    pub total: u64,
 }
 
-/// The board page `key` of `track_id`; `None` for a track nobody raced.
+/// The page of `board` after position `after` (`limit` rows); `None` for a track nobody
+/// raced. Reads what `GET /v1/leaderboards` reads for the page, the board's fastest row and
+/// the track's cars.
 pub(crate) async fn board_page(
     ports: &Ports,
-    track_id: &TrackId,
-    key: &PageKey,
+    board: &BoardId,
+    after: Option<&str>,
+    limit: usize,
 ) -> Result<Option<BoardPage>, StoreError> {
-    let Some(track) = tracks::get(ports, track_id).await? else {
+    let Some(track) = tracks::get(ports, &board.track).await? else {
         return Ok(None);
     };
-    let board = Board::load(ports, track_id).await?;
-    let matches = |r: &&Row| {
-        key.vehicle
-            .as_deref()
-            .is_none_or(|v| r.vehicle_name.to_lowercase() == v)
+    let slice = board_reads::page(ports, board, after, limit).await?;
+    let first_ms = match slice.rows.first() {
+        Some(r) if r.rank == 1 => Some(r.row.lap_time_ms),
+        _ => board_reads::fastest(ports, board)
+            .await?
+            .map(|r| r.lap_time_ms),
     };
-    let on_board: Vec<&Row> = board.rows.iter().filter(matches).collect();
-    let rows: Vec<Ranked> = on_board
-        .iter()
-        .enumerate()
-        .skip(key.offset)
-        .take(key.limit)
-        .map(|(i, row)| Ranked {
-            rank: i + 1,
-            row: (*row).clone(),
-        })
+    let vehicles = vehicles::list(ports, &board.track)
+        .await?
+        .into_iter()
+        .map(|v| (v.vehicle_name, v.total_entries))
         .collect();
-    let end = key.offset + rows.len();
     Ok(Some(BoardPage {
         track,
-        first_ms: on_board.first().map(|r| r.lap_time_ms),
-        total: on_board.len(),
-        next_cursor: (end < on_board.len()).then(|| cache::encode_cursor(end)),
-        rows,
-        vehicles: vehicles(&board),
+        first_ms,
+        total: slice.total,
+        next_cursor: slice.next_after.as_deref().map(board_reads::encode_cursor),
+        rows: slice.rows,
+        vehicles,
     }))
-}
-
-/// The cars on `board` with their entry counts, most entries first (names as first seen,
-/// grouped case-insensitively, as the filter matches them).
-fn vehicles(board: &Board) -> Vec<(String, usize)> {
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for row in &board.rows {
-        let folded = row.vehicle_name.to_lowercase();
-        if let Some(&i) = at.get(&folded) {
-            counts[i].1 += 1;
-        } else {
-            at.insert(folded, counts.len());
-            counts.push((row.vehicle_name.clone(), 1));
-        }
-    }
-    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    counts
 }
 
 /// Tracks with a board, a page of the tracks list at a time, with the ones whose name, layout
@@ -136,7 +107,7 @@ pub(crate) async fn boards(
         if !found {
             continue;
         }
-        let drivers = Board::load(ports, &track.id).await?.rows.len();
+        let drivers = rank_counts::total(ports, &BoardId::track(&track.id)).await?;
         if drivers > 0 {
             out.push(TrackBoard { track, drivers });
         }
@@ -154,27 +125,20 @@ pub(crate) async fn driver_bests(
         return Ok(None);
     };
     let mut bests = Vec::new();
-    for track_id in renames::boards_of(ports, user_id).await? {
-        let Some(entry) = ports
-            .items
-            .get(Table::Leaderboards, &entry_key(&track_id, user_id))
-            .await?
-        else {
+    // The track boards only: a car's board repeats a best of the same track.
+    let boards = renames::boards_of(ports, user_id).await?;
+    for board in boards.iter().filter(|b| b.vehicle.is_none()) {
+        let Some((entry, total)) = board_reads::entry(ports, board, user_id).await? else {
             continue;
         };
-        let row = StoredRow::from_item(entry)?.row;
-        let Some(track) = tracks::get(ports, &track_id).await? else {
-            continue;
-        };
-        let board = Board::load(ports, &track_id).await?;
-        let Some(rank) = board.rank_of(user_id) else {
+        let Some(track) = tracks::get(ports, &board.track).await? else {
             continue;
         };
         bests.push(DriverBest {
             track,
-            row,
-            rank,
-            total: board.rows.len(),
+            rank: entry.rank,
+            total: total.max(entry.rank),
+            row: entry.row,
         });
     }
     bests.sort_by(|a, b| {

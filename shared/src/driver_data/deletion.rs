@@ -26,8 +26,9 @@ use crate::identity::users::{
     tombstone_key,
 };
 use crate::ids::{TrackId, UserId};
-use crate::leaderboards::board::{StoredRow, board_index_key, entry_key};
+use crate::leaderboards::board::BoardId;
 use crate::leaderboards::cache::invalidate_in_process;
+use crate::leaderboards::removal::remove_entry;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{
@@ -516,7 +517,8 @@ async fn delete_keys(
     Ok(deleted)
 }
 
-/// A batch of the driver's board entries: each entry, its rank row and its index row.
+/// A batch of the driver's board entries: each entry, its rank row and its index row, with
+/// the entry's share of the board's counts.
 async fn leaderboard_batch(ports: &Ports, user: &UserId) -> Result<u64, StoreError> {
     let prefix = crate::leaderboards::board::BOARD_INDEX_PREFIX;
     let rows = first_page(
@@ -527,26 +529,19 @@ async fn leaderboard_batch(ports: &Ports, user: &UserId) -> Result<u64, StoreErr
         30,
     )
     .await?;
-    let mut keys = Vec::new();
-    let mut tracks = Vec::new();
+    let mut deleted = 0;
     for row in &rows {
-        let Some(track) = sk_after(row, prefix).map(TrackId::from) else {
+        let Some(board) = row
+            .get(crate::ports::items::SK)
+            .and_then(Value::as_str)
+            .and_then(BoardId::from_index_sk)
+        else {
             continue;
         };
-        let entry = entry_key(&track, user);
-        if let Some(item) = ports.items.get(Table::Leaderboards, &entry).await? {
-            let stored = StoredRow::from_item(item)?;
-            keys.push((Key::new(entry.pk.clone(), stored.rank_key.as_str()), false));
-            keys.push((entry, true));
-        }
-        keys.push((board_index_key(user, &track), true));
-        tracks.push(track);
+        deleted += remove_entry(ports, &board, user).await?;
+        invalidate_in_process(&board.track);
     }
-    let n = delete_keys(ports, Table::Leaderboards, keys).await?;
-    for track in &tracks {
-        invalidate_in_process(track);
-    }
-    Ok(n)
+    Ok(deleted)
 }
 
 /// A batch of sessions with their track points and processing jobs.

@@ -14,7 +14,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use super::{Driver, DriverData, Pages, USAGE_SCOPES, sk_after};
 use crate::identity::users::{self, LINK_INDEX_PREFIX, StoredProfile};
 use crate::ids::{JobId, SessionId, TrackId};
-use crate::leaderboards::board::{StoredRow, entry_key};
+use crate::leaderboards::board::StoredRow;
 use crate::leaderboards::renames::boards_of;
 use crate::ports::Ports;
 use crate::ports::items::{Item, PK, Query, SK, StoreError, TTL};
@@ -285,12 +285,17 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
             }
         }
         DriverData::LeaderboardEntries => {
-            for track in boards_of(ports, user).await? {
-                let key = entry_key(&track, user);
+            for board in boards_of(ports, user).await? {
+                let key = board.entry_key(user);
                 if let Some(item) = ports.items.get(Table::Leaderboards, &key).await? {
                     let row = StoredRow::from_item(item)?;
                     let mut value = serde_json::to_value(&row.row).expect("a row serialises");
-                    value["trackId"] = json!(track);
+                    value["trackId"] = json!(board.track);
+                    value["board"] = json!(if board.vehicle.is_some() {
+                        "car"
+                    } else {
+                        "track"
+                    });
                     array.push(&value).await?;
                 }
             }

@@ -50,8 +50,10 @@ pub enum DriverData {
     /// Uploaded track points (blobs `tracks/<track>/points/<session>.json`), found through
     /// the sessions that brought them.
     TrackPoints,
-    /// Leaderboard entries and their rank rows (`leaderboards`: `BOARD#<track>` / `ENTRY#<id>`
-    /// and `RANK#...#<id>`), found through the driver's board index (`USER#<id>` / `BOARD#`).
+    /// Leaderboard entries and their rank rows on track and car boards (`leaderboards`:
+    /// `BOARD#<track>[#CAR#<car>]` / `ENTRY#<id>` and `RANK#...#<id>`), found through the
+    /// driver's board index (`USER#<id>` / `BOARD#`). The boards' counts (`COUNT#`, `VEH#`)
+    /// are numbers without a driver in them; removing an entry takes its share off them.
     LeaderboardEntries,
     /// Feed entries (`activity`: `FEED#<id>`).
     Feed,

@@ -231,6 +231,22 @@ impl ItemStore for SqliteItemStore {
         .await
     }
 
+    async fn put_many(&self, table: Table, items: Vec<Item>) -> Result<(), StoreError> {
+        let mut keys = Vec::with_capacity(items.len());
+        for item in &items {
+            keys.push((table, checked_key(item)?));
+            check_size(item)?;
+        }
+        let written: Vec<Key> = keys.iter().map(|(_, k)| k.clone()).collect();
+        self.write(keys, move |tx, _| {
+            for (key, item) in written.iter().zip(&items) {
+                write_item(tx, table, key, item)?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
     async fn update(
         &self,
         table: Table,

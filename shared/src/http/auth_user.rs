@@ -41,8 +41,19 @@ impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(&parts.headers)
-            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        Self::from_headers(&parts.headers, state).await
+    }
+}
+
+impl AuthUser {
+    /// Authenticates the bearer token of `headers` (for handlers where a token is needed only
+    /// with some parameters).
+    pub async fn from_headers(
+        headers: &http::HeaderMap,
+        state: &AppState,
+    ) -> Result<Self, ApiError> {
+        let token =
+            bearer(headers).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
         let claims = state
             .access_tokens()
             .await?

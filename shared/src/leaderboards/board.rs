@@ -1,40 +1,97 @@
-//! Reading a board, and the item layout of entries and rank rows.
+//! The item layout of a board: which board (a track's, or one car's on a track), its entries
+//! and rank rows, and the driver's index of the boards they are on.
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use crate::ids::{SessionId, TrackId, UserId};
-use crate::ports::Ports;
-use crate::ports::items::{Item, Key, Query, StoreError, check_advances, decode, item};
-use crate::tables::Table;
+use crate::ports::items::{Item, Key, StoreError, decode, item};
 
 /// Sort-key prefix of rank rows.
-const RANK_PREFIX: &str = "RANK#";
+pub(crate) const RANK_PREFIX: &str = "RANK#";
+/// A sort key past every rank row (`~` sorts after the digits of a rank key).
+pub(crate) const RANK_END: &str = "RANK#~";
 /// The attribute of an entry (and its rank row) that holds the rank row's sort key: every
 /// change to an entry is conditional on it.
 pub(crate) const RANK_KEY: &str = "rankKey";
-
-/// The partition of a track's board.
-pub(crate) fn partition(track_id: &TrackId) -> String {
-    format!("BOARD#{track_id}")
-}
-
 /// Sort-key prefix of a driver's board index rows (partition `USER#<user id>`): one per
 /// board the driver has an entry on, written with the entry, so renames, export and account
 /// deletion find the driver's entries without reading every board.
 pub(crate) const BOARD_INDEX_PREFIX: &str = "BOARD#";
+/// What separates the track from the folded vehicle name in a car board's id.
+const CAR_SEPARATOR: &str = "#CAR#";
 
-/// The key of `user_id`'s index row of `track_id`'s board.
-pub(crate) fn board_index_key(user_id: &UserId, track_id: &TrackId) -> Key {
-    Key::new(
-        format!("USER#{user_id}"),
-        format!("{BOARD_INDEX_PREFIX}{track_id}"),
-    )
+/// Which board: a track's (one best per driver), or one car's on that track (each driver's
+/// best in that car).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BoardId {
+    /// The track.
+    pub track: TrackId,
+    /// The car, folded to lower case (names match case-insensitively); `None` for the track's
+    /// board.
+    pub vehicle: Option<String>,
 }
 
-/// The key of a user's entry on a track.
-pub(crate) fn entry_key(track_id: &TrackId, user_id: &UserId) -> Key {
-    Key::new(partition(track_id), format!("ENTRY#{user_id}"))
+impl BoardId {
+    /// The board of a track.
+    pub fn track(track: &TrackId) -> Self {
+        Self {
+            track: track.clone(),
+            vehicle: None,
+        }
+    }
+
+    /// The board of `vehicle_name` on a track.
+    pub fn car(track: &TrackId, vehicle_name: &str) -> Self {
+        Self {
+            track: track.clone(),
+            vehicle: Some(fold_vehicle(vehicle_name)),
+        }
+    }
+
+    /// The partition holding the board's entries, rank rows and counts.
+    pub(crate) fn partition(&self) -> String {
+        format!("{BOARD_INDEX_PREFIX}{}", self.suffix())
+    }
+
+    fn suffix(&self) -> String {
+        match &self.vehicle {
+            None => self.track.to_string(),
+            Some(v) => format!("{}{CAR_SEPARATOR}{v}", self.track),
+        }
+    }
+
+    /// The key of `user_id`'s entry on this board.
+    pub(crate) fn entry_key(&self, user_id: &UserId) -> Key {
+        Key::new(self.partition(), format!("ENTRY#{user_id}"))
+    }
+
+    /// The key of a rank row of this board.
+    pub(crate) fn rank_row_key(&self, rank_key: &str) -> Key {
+        Key::new(self.partition(), rank_key)
+    }
+
+    /// The key of `user_id`'s index row of this board.
+    pub(crate) fn index_key(&self, user_id: &UserId) -> Key {
+        Key::new(format!("USER#{user_id}"), self.partition())
+    }
+
+    /// The board an index row's sort key names (the inverse of [`Self::index_key`]).
+    pub(crate) fn from_index_sk(sk: &str) -> Option<Self> {
+        let rest = sk.strip_prefix(BOARD_INDEX_PREFIX)?;
+        Some(match rest.split_once(CAR_SEPARATOR) {
+            Some((track, vehicle)) => Self {
+                track: TrackId::from(track),
+                vehicle: Some(vehicle.to_owned()),
+            },
+            None => Self::track(&TrackId::from(rest)),
+        })
+    }
+}
+
+/// A vehicle name as boards match it: case-insensitive.
+pub(crate) fn fold_vehicle(name: &str) -> String {
+    name.trim().to_lowercase()
 }
 
 /// The rank sort key: lap time, then submission time, then user (unique).
@@ -43,18 +100,61 @@ pub(crate) fn rank_sk(lap_time_ms: i64, submitted_at: OffsetDateTime, user_id: &
     format!("{RANK_PREFIX}{lap_time_ms:010}#{micros:016}#{user_id}")
 }
 
+/// Where a rank row sits in the rank order: its lap time and submission time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Position {
+    /// Lap time in milliseconds.
+    pub ms: i64,
+    /// Submission time, microseconds since the epoch.
+    pub micros: i64,
+}
+
+/// Microseconds in a day.
+const DAY_MICROS: i64 = 86_400_000_000;
+
+impl Position {
+    /// The position of a rank row's sort key; `None` if it is not one.
+    pub(crate) fn of(rank_key: &str) -> Option<Self> {
+        let rest = rank_key.strip_prefix(RANK_PREFIX)?;
+        let mut parts = rest.splitn(3, '#');
+        let ms = parts.next().filter(|p| p.len() == 10)?.parse().ok()?;
+        let micros = parts.next().filter(|p| p.len() == 16)?.parse().ok()?;
+        parts.next().filter(|user| !user.is_empty())?;
+        Some(Self { ms, micros })
+    }
+
+    /// The submission day (days since the epoch).
+    pub(crate) fn day(self) -> i64 {
+        self.micros.div_euclid(DAY_MICROS)
+    }
+
+    /// The first sort key of the rows with this lap time submitted on this day.
+    pub(crate) fn day_start_key(self) -> String {
+        format!(
+            "{RANK_PREFIX}{:010}#{:016}",
+            self.ms,
+            self.day() * DAY_MICROS
+        )
+    }
+}
+
 /// One ranked entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
+    /// The driver.
     pub user_id: UserId,
+    /// The driver's name when the row was last written.
     #[serde(default)]
     pub display_name: String,
     /// Stored as null when the driver has no picture.
     pub avatar_url: Option<String>,
+    /// The lap time.
     pub lap_time_ms: i64,
+    /// The car of the lap.
     #[serde(default)]
     pub vehicle_name: String,
+    /// The session of the lap.
     pub session_id: SessionId,
     /// RFC 3339.
     #[serde(default)]
@@ -73,6 +173,10 @@ pub(crate) struct StoredRow {
     /// The version of the driver's profile whose name and avatar the row shows.
     #[serde(default)]
     pub profile_version: i64,
+    /// Whether the board's counts include this entry ([`super::rank_counts`]). Entries
+    /// written before the counts existed lack it until the backfill counts them.
+    #[serde(default)]
+    pub counted: bool,
 }
 
 impl StoredRow {
@@ -84,14 +188,20 @@ impl StoredRow {
         )
     }
 
-    /// The rank row item of this entry on `track_id`'s board.
-    pub(crate) fn rank_item(&self, track_id: &TrackId) -> Item {
-        self.to_item(&Key::new(partition(track_id), self.rank_key.as_str()))
+    /// The rank row item of this entry on `board`.
+    pub(crate) fn rank_item(&self, board: &BoardId) -> Item {
+        self.to_item(&board.rank_row_key(&self.rank_key))
     }
 
     /// Reads an entry or a rank row.
     pub(crate) fn from_item(item: Item) -> Result<Self, StoreError> {
         decode(item, "leaderboard row")
+    }
+
+    /// Where the row sits in the rank order.
+    pub(crate) fn position(&self) -> Result<Position, StoreError> {
+        Position::of(&self.rank_key)
+            .ok_or_else(|| StoreError::Invalid(format!("not a rank key: {}", self.rank_key)))
     }
 }
 
@@ -99,69 +209,6 @@ impl StoredRow {
 pub(crate) fn submitted_at(now: OffsetDateTime) -> String {
     let micros = now.replace_nanosecond(now.nanosecond() / 1_000 * 1_000);
     crate::ports::clock::rfc3339(micros.unwrap_or(now))
-}
-
-/// A whole board in rank order.
-#[derive(Debug, Clone, Default)]
-pub struct Board {
-    pub rows: Vec<Row>,
-}
-
-impl Board {
-    /// Reads the board of `track_id` (every rank row, page by page).
-    pub async fn load(ports: &Ports, track_id: &TrackId) -> Result<Self, StoreError> {
-        let mut rows = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = ports
-                .items
-                .query(
-                    Query::partition(Table::Leaderboards, partition(track_id))
-                        .begins_with(RANK_PREFIX)
-                        .limit(1_000)
-                        .after(cursor.clone()),
-                )
-                .await?;
-            for item in page.items {
-                rows.push(StoredRow::from_item(item)?.row);
-            }
-            match page.next_cursor {
-                Some(next) => {
-                    check_advances(cursor.as_deref(), &next)?;
-                    cursor = Some(next);
-                }
-                None => break,
-            }
-        }
-        Ok(Self { rows })
-    }
-
-    /// The rank `user_id` gets with a new best of `lap_time_ms`: behind every other driver
-    /// as fast or faster (an equal time submitted earlier ranks first).
-    pub fn rank_with(&self, user_id: &UserId, lap_time_ms: i64) -> usize {
-        1 + self
-            .rows
-            .iter()
-            .filter(|r| &r.user_id != user_id && r.lap_time_ms <= lap_time_ms)
-            .count()
-    }
-
-    /// The board after `row` replaced its driver's entry.
-    #[must_use]
-    pub fn with_row(mut self, row: Row) -> Self {
-        self.rows.retain(|r| r.user_id != row.user_id);
-        let at = self.rank_with(&row.user_id, row.lap_time_ms) - 1;
-        self.rows.insert(at, row);
-        self
-    }
-
-    /// The 1-based rank of `user_id`, if on the board.
-    pub fn rank_of(&self, user_id: &UserId) -> Option<usize> {
-        self.rows
-            .iter()
-            .position(|r| &r.user_id == user_id)
-            .map(|i| i + 1)
-    }
 }
 
 #[cfg(test)]
@@ -182,14 +229,15 @@ mod tests {
             },
             rank_key: "RANK#0000091500#1700000000000001#u1".into(),
             profile_version: 2,
+            counted: true,
         }
     }
 
     #[test]
     fn rows_keep_their_attributes_and_read_back() {
         let row = stored(None);
-        let track = TrackId::from("t1");
-        let written = row.rank_item(&track);
+        let board = BoardId::track(&TrackId::from("t1"));
+        let written = row.rank_item(&board);
         assert_eq!(
             Value::Object(written.clone()),
             json!({
@@ -198,14 +246,59 @@ mod tests {
                 "lapTimeMs": 91_500, "vehicleName": "Ferrari 296 GT3", "sessionId": "s1",
                 "submittedAt": "2023-11-14T22:13:20.000001Z",
                 "rankKey": "RANK#0000091500#1700000000000001#u1", "profileVersion": 2,
+                "counted": true,
             })
         );
         assert_eq!(written.get(RANK_KEY), Some(&json!(row.rank_key)));
         assert_eq!(StoredRow::from_item(written).unwrap(), row);
 
         let entry = stored(Some("https://example.com/a.png"));
-        let key = entry_key(&track, &entry.row.user_id);
+        let key = board.entry_key(&entry.row.user_id);
         assert_eq!(key.sk, "ENTRY#u1");
         assert_eq!(StoredRow::from_item(entry.to_item(&key)).unwrap(), entry);
+    }
+
+    #[test]
+    fn rows_written_before_the_counts_read_as_uncounted() {
+        let mut item = stored(None).to_item(&Key::new("BOARD#t1", "ENTRY#u1"));
+        item.remove("counted");
+        assert!(!StoredRow::from_item(item).unwrap().counted);
+    }
+
+    #[test]
+    fn car_boards_have_their_own_partition_and_index_row() {
+        let track = TrackId::from("5f0c7d4e-0000-4000-8000-000000000001");
+        let car = BoardId::car(&track, "  Ferrari 296 GT3 ");
+        assert_eq!(
+            car.partition(),
+            "BOARD#5f0c7d4e-0000-4000-8000-000000000001#CAR#ferrari 296 gt3"
+        );
+        let index = car.index_key(&UserId::from("u1"));
+        assert_eq!(index.pk, "USER#u1");
+        assert_eq!(BoardId::from_index_sk(&index.sk), Some(car));
+        let board = BoardId::track(&track);
+        assert_eq!(
+            BoardId::from_index_sk(&board.index_key(&UserId::from("u1")).sk),
+            Some(board)
+        );
+        assert_eq!(BoardId::from_index_sk("SESSION#x"), None);
+    }
+
+    #[test]
+    fn positions_come_from_rank_keys() {
+        let p = Position::of("RANK#0000091500#1700000000000001#u1").unwrap();
+        assert_eq!(p.ms, 91_500);
+        assert_eq!(p.micros, 1_700_000_000_000_001);
+        assert_eq!(p.day(), 19_675);
+        assert_eq!(p.day_start_key(), "RANK#0000091500#1699920000000000");
+        assert!(p.day_start_key().as_str() < "RANK#0000091500#1700000000000001#u1");
+        for bad in [
+            "RANK#91500#1700000000000001#u1",
+            "RANK#0000091500#1700000000000001#",
+            "ENTRY#u1",
+            "RANK#00000915x0#1700000000000001#u1",
+        ] {
+            assert_eq!(Position::of(bad), None, "{bad}");
+        }
     }
 }

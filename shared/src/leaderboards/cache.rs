@@ -1,36 +1,34 @@
-//! The in-process leaderboard cache: whole boards for a few seconds, and each requested page
-//! rendered once per board snapshot (body bytes and ETag), so a cached page is a map lookup.
+//! The in-process leaderboard cache: rendered pages (body bytes and ETag) for a few seconds,
+//! bounded in bytes, dropped once expired, and loaded once however many requests miss the
+//! same page at the same time.
 //!
-//! Process memory holds caches only: a board is re-read once its lifetime is over, and a
-//! submission in this process replaces its track's board at once. Other processes (other
+//! Process memory holds caches only: a page is re-read once its lifetime is over, and a
+//! submission in this process drops its track's pages at once. Other processes (other
 //! Lambda instances) see a new best lap within the lifetime.
 
 use bytes::Bytes;
 use http::HeaderValue;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use utoipa::ToSchema;
 
-use super::board::{Board, Row};
+use super::board::BoardId;
 use super::format_lap_time;
+use super::reads::{Slice, encode_cursor};
 use crate::envelope::Envelope;
 use crate::ids::{SessionId, TrackId, UserId};
+use crate::ports::items::StoreError;
 use crate::tracks::Track;
-
-/// Boards kept at most; beyond it the cache starts over (bounded memory).
-const MAX_BOARDS: usize = 1_000;
-/// Rendered pages kept per board at most.
-const MAX_PAGES: usize = 256;
 
 /// One ranked entry as the API shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct LeaderboardEntry {
     /// 1 is fastest.
-    pub rank: usize,
+    pub rank: u64,
     /// The driver's id.
     #[schema(value_type = String)]
     pub user_id: UserId,
@@ -51,6 +49,22 @@ pub(crate) struct LeaderboardEntry {
     pub submitted_at: String,
 }
 
+impl From<super::reads::Ranked> for LeaderboardEntry {
+    fn from(r: super::reads::Ranked) -> Self {
+        Self {
+            rank: r.rank,
+            lap_time: format_lap_time(r.row.lap_time_ms),
+            user_id: r.row.user_id,
+            display_name: r.row.display_name,
+            avatar_url: r.row.avatar_url,
+            lap_time_ms: r.row.lap_time_ms,
+            vehicle_name: r.row.vehicle_name,
+            session_id: r.row.session_id,
+            submitted_at: r.row.submitted_at,
+        }
+    }
+}
+
 /// A page of a leaderboard.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -61,17 +75,29 @@ pub(crate) struct LeaderboardPage {
     pub entries: Vec<LeaderboardEntry>,
     /// Pass as `cursor` for the next page; null on the last page.
     pub next_cursor: Option<String>,
-    /// Entries on the board (with the vehicle filter applied).
-    pub total_entries: usize,
+    /// Entries on the board (the car's board with `vehicleName`).
+    pub total_entries: u64,
 }
 
-/// Which page of a board.
+impl LeaderboardPage {
+    /// The API's page of `slice`.
+    pub(crate) fn of(track: Track, slice: Slice) -> Self {
+        Self {
+            track,
+            next_cursor: slice.next_after.as_deref().map(encode_cursor),
+            entries: slice.rows.into_iter().map(Into::into).collect(),
+            total_entries: slice.total,
+        }
+    }
+}
+
+/// Which page of which board.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PageKey {
-    /// Lower-cased vehicle filter.
-    pub vehicle: Option<String>,
-    /// Entries skipped before this page.
-    pub offset: usize,
+    /// The board.
+    pub board: BoardId,
+    /// The position the page starts after (`None`: the first page).
+    pub after: Option<String>,
     /// Entries on this page at most.
     pub limit: usize,
 }
@@ -85,30 +111,61 @@ pub struct RenderedPage {
     pub etag: HeaderValue,
 }
 
-struct Snapshot {
-    loaded: Instant,
-    track: Track,
-    board: Board,
-    pages: Mutex<HashMap<PageKey, RenderedPage>>,
+impl RenderedPage {
+    /// Renders `page` in the envelope, with its ETag.
+    pub(crate) fn of(page: &LeaderboardPage) -> Self {
+        let body = serde_json::to_vec(&Envelope::ok(page)).unwrap_or_default();
+        let digest = Sha256::digest(&body);
+        let hex = crate::identity::hex(&digest[..16]);
+        let etag = HeaderValue::from_str(&format!("\"{hex}\""))
+            .unwrap_or(HeaderValue::from_static("\"\""));
+        Self {
+            body: Bytes::from(body),
+            etag,
+        }
+    }
 }
 
-/// Boards by track id.
+/// Why a page could not be loaded.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PageError {
+    /// No such track.
+    #[error("track not found")]
+    TrackNotFound,
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Rendered pages by board and position.
 pub struct BoardCache {
     lifetime: Duration,
     cache_control: HeaderValue,
-    boards: Mutex<HashMap<TrackId, Arc<Snapshot>>>,
+    pages: Option<moka::future::Cache<PageKey, RenderedPage>>,
 }
 
 impl BoardCache {
-    /// A cache keeping boards for `lifetime` (zero: every read goes to the store).
-    pub fn new(lifetime: Duration) -> Self {
+    /// A cache keeping pages for `lifetime` (zero: every read goes to the store), holding
+    /// about `max_bytes` of page bodies at most.
+    pub fn new(lifetime: Duration, max_bytes: u64) -> Self {
         let cache_control =
             HeaderValue::from_str(&format!("public, max-age={}", lifetime.as_secs()))
                 .unwrap_or(HeaderValue::from_static("no-cache"));
+        let pages = (!lifetime.is_zero()).then(|| {
+            moka::future::Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(|key: &PageKey, page: &RenderedPage| {
+                    let size = page.body.len() + key.after.as_ref().map_or(0, String::len) + 160;
+                    u32::try_from(size).unwrap_or(u32::MAX)
+                })
+                .time_to_live(lifetime)
+                .support_invalidation_closures()
+                .build()
+        });
         Self {
             lifetime,
             cache_control,
-            boards: Mutex::new(HashMap::new()),
+            pages,
         }
     }
 
@@ -122,54 +179,39 @@ impl BoardCache {
         self.cache_control.clone()
     }
 
-    /// A page of a cached, still fresh board; `None` on a miss.
-    pub fn page(&self, track_id: &TrackId, key: &PageKey) -> Option<RenderedPage> {
-        let snapshot = {
-            let boards = self.boards.lock().ok()?;
-            boards.get(track_id).cloned()?
+    /// The page `key`, from the cache or from `load` (run once for all the requests that miss
+    /// the same page meanwhile).
+    pub async fn page<F>(&self, key: PageKey, load: F) -> Result<RenderedPage, PageError>
+    where
+        F: Future<Output = Result<RenderedPage, PageError>>,
+    {
+        let metric = |result: &str| {
+            crate::metrics::global()
+                .leaderboard_cache
+                .with_label_values(&[result])
+                .inc();
         };
-        if snapshot.loaded.elapsed() >= self.lifetime {
-            return None;
+        let Some(pages) = &self.pages else {
+            metric("miss");
+            return load.await;
+        };
+        if let Some(page) = pages.get(&key).await {
+            metric("hit");
+            return Ok(page);
         }
-        let mut pages = snapshot.pages.lock().ok()?;
-        if let Some(page) = pages.get(key) {
-            return Some(page.clone());
-        }
-        let page = render(&snapshot.track, &snapshot.board, key);
-        if pages.len() < MAX_PAGES {
-            pages.insert(key.clone(), page.clone());
-        }
-        Some(page)
+        metric("miss");
+        pages
+            .try_get_with(key, load)
+            .await
+            .map_err(|e: Arc<PageError>| (*e).clone())
     }
 
-    /// Stores a freshly read board and answers the page asked for.
-    pub fn store(&self, track: Track, board: Board, key: &PageKey) -> RenderedPage {
-        let page = render(&track, &board, key);
-        if self.lifetime.is_zero() {
-            return page;
-        }
-        let snapshot = Snapshot {
-            loaded: Instant::now(),
-            track: track.clone(),
-            board,
-            pages: Mutex::new(HashMap::from([(key.clone(), page.clone())])),
-        };
-        if let Ok(mut boards) = self.boards.lock() {
-            if boards.len() >= MAX_BOARDS {
-                boards.retain(|_, s| s.loaded.elapsed() < self.lifetime);
-                if boards.len() >= MAX_BOARDS {
-                    boards.clear();
-                }
-            }
-            boards.insert(track.id.clone(), Arc::new(snapshot));
-        }
-        page
-    }
-
-    /// Forgets the board of `track_id` (a submission changed it).
+    /// Forgets the pages of every board of `track_id` (a submission changed them).
     pub fn invalidate(&self, track_id: &TrackId) {
-        if let Ok(mut boards) = self.boards.lock() {
-            boards.remove(track_id);
+        if let Some(pages) = &self.pages {
+            let track = track_id.clone();
+            // Only fails when closures are not enabled, which the builder does.
+            let _ = pages.invalidate_entries_if(move |k, _| k.board.track == track);
         }
     }
 
@@ -189,7 +231,7 @@ impl BoardCache {
 /// lifetime (`Leaderboards__CacheSeconds`) has passed.
 static LIVE_CACHES: Mutex<Vec<std::sync::Weak<BoardCache>>> = Mutex::new(Vec::new());
 
-/// Forgets the board of `track_id` in every cache of this process.
+/// Forgets the boards of `track_id` in every cache of this process.
 pub(crate) fn invalidate_in_process(track_id: &TrackId) {
     let live: Vec<Arc<BoardCache>> = LIVE_CACHES
         .lock()
@@ -197,63 +239,5 @@ pub(crate) fn invalidate_in_process(track_id: &TrackId) {
         .unwrap_or_default();
     for cache in live {
         cache.invalidate(track_id);
-    }
-}
-
-/// Encodes the offset of the next page (opaque to clients).
-pub(crate) fn encode_cursor(offset: usize) -> String {
-    crate::ports::items::encode_cursor(&format!("rank:{offset}"))
-}
-
-/// Reads a cursor made by [`encode_cursor`].
-pub(crate) fn decode_cursor(cursor: &str) -> Option<usize> {
-    crate::ports::items::decode_cursor(cursor)
-        .ok()?
-        .strip_prefix("rank:")?
-        .parse()
-        .ok()
-}
-
-fn render(track: &Track, board: &Board, key: &PageKey) -> RenderedPage {
-    let matches = |r: &&Row| {
-        key.vehicle
-            .as_deref()
-            .is_none_or(|v| r.vehicle_name.to_lowercase() == v)
-    };
-    let total = board.rows.iter().filter(matches).count();
-    let entries: Vec<LeaderboardEntry> = board
-        .rows
-        .iter()
-        .filter(matches)
-        .enumerate()
-        .skip(key.offset)
-        .take(key.limit)
-        .map(|(i, r)| LeaderboardEntry {
-            rank: i + 1,
-            user_id: r.user_id.clone(),
-            display_name: r.display_name.clone(),
-            avatar_url: r.avatar_url.clone(),
-            lap_time_ms: r.lap_time_ms,
-            lap_time: format_lap_time(r.lap_time_ms),
-            vehicle_name: r.vehicle_name.clone(),
-            session_id: r.session_id.clone(),
-            submitted_at: r.submitted_at.clone(),
-        })
-        .collect();
-    let end = key.offset + entries.len();
-    let page = LeaderboardPage {
-        track: track.clone(),
-        next_cursor: (end < total).then(|| encode_cursor(end)),
-        entries,
-        total_entries: total,
-    };
-    let body = serde_json::to_vec(&Envelope::ok(page)).unwrap_or_default();
-    let digest = Sha256::digest(&body);
-    let hex = crate::identity::hex(&digest[..16]);
-    let etag =
-        HeaderValue::from_str(&format!("\"{hex}\"")).unwrap_or(HeaderValue::from_static("\"\""));
-    RenderedPage {
-        body: Bytes::from(body),
-        etag,
     }
 }

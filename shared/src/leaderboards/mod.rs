@@ -1,23 +1,38 @@
-//! Leaderboards: one best lap per (track, user), ranked by lap time.
+//! Leaderboards: one best lap per (track, user) on the track's board, and one per (track,
+//! car, user) on the car's board, ranked by lap time. Every read and write costs a page or one
+//! entry, whatever the size of the board.
 //!
-//! Key layout (table `leaderboards`, partition `BOARD#<track id>`):
+//! Key layout (table `leaderboards`, partition `BOARD#<track id>` for the track's board and
+//! `BOARD#<track id>#CAR#<car name, lower case>` for a car's):
 //! - `ENTRY#<user id>`: the user's entry. Every change to it is conditional on the entry as
-//!   last read (absent, or its `rankKey`), which keeps one entry per (track, user) and makes
+//!   last read (absent, or its `rankKey`), which keeps one entry per (board, user) and makes
 //!   concurrent submissions end at the fastest lap.
 //! - `RANK#<lap ms, 10 digits>#<submitted µs, 16 digits>#<user id>`: the same entry under a
 //!   sort key that orders the board (equal times: earlier submission first). The entry and its
-//!   rank row change in one transaction.
+//!   rank row change in one transaction, with the board's counts.
+//! - `COUNT#...`: the counts that give a rank and the board's size without reading the board
+//!   ([`rank_counts`]).
+//! - `VEH#<car name, lower case>` (track boards only): the cars with a board on the track and
+//!   their entry counts ([`vehicles`]).
+//! - `LAYOUT`: how far the backfill of boards written before the counts existed has come
+//!   ([`backfill`]).
 //!
-//! Partition `USER#<user id>`, sort key `BOARD#<track id>`: the boards a driver has an entry
-//! on (see [`board::BOARD_INDEX_PREFIX`]).
+//! Partition `USER#<user id>`, sort key `BOARD#<board>`: the boards a driver has an entry on
+//! (see [`board::BOARD_INDEX_PREFIX`]).
 
-pub(crate) mod board;
+pub(crate) mod backfill;
+pub mod board;
+pub mod bulk;
 pub(crate) mod cache;
 pub(crate) mod plausibility;
+pub(crate) mod rank_counts;
+pub(crate) mod reads;
+pub(crate) mod removal;
 pub(crate) mod renames;
 pub(crate) mod submit;
+pub(crate) mod vehicles;
 
-pub(crate) use board::Board;
+pub use backfill::backfill;
 pub(crate) use cache::BoardCache;
 
 /// A lap time as the desktop client shows it: `M:SS.mmm` (minutes grow past 59).

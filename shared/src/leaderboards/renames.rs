@@ -5,20 +5,20 @@
 
 use std::time::Duration;
 
-use super::board::{BOARD_INDEX_PREFIX, RANK_KEY, StoredRow, entry_key};
+use super::board::{BOARD_INDEX_PREFIX, BoardId, RANK_KEY, StoredRow};
 use super::cache::invalidate_in_process;
 use crate::identity::users;
-use crate::ids::{TrackId, UserId};
+use crate::ids::UserId;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, Query, SK, StoreError, TxOp, check_advances};
+use crate::ports::items::{Condition, Query, SK, StoreError, TxOp, check_advances};
 use crate::tables::Table;
 
 /// Attempts per entry before a rewrite is left to the event's redelivery.
 const ROUNDS: u32 = 5;
 
-/// The tracks whose board has an entry of `user_id` (from the driver's board index).
-pub(crate) async fn boards_of(ports: &Ports, user_id: &UserId) -> Result<Vec<TrackId>, StoreError> {
-    let mut tracks = Vec::new();
+/// The boards (tracks' and cars') with an entry of `user_id` (from the driver's board index).
+pub(crate) async fn boards_of(ports: &Ports, user_id: &UserId) -> Result<Vec<BoardId>, StoreError> {
+    let mut boards = Vec::new();
     let mut cursor = None;
     loop {
         let page = ports
@@ -29,16 +29,17 @@ pub(crate) async fn boards_of(ports: &Ports, user_id: &UserId) -> Result<Vec<Tra
                     .after(cursor.clone()),
             )
             .await?;
-        tracks.extend(page.items.iter().filter_map(|item| {
-            let sk = item.get(SK)?.as_str()?;
-            Some(TrackId::from(sk.strip_prefix(BOARD_INDEX_PREFIX)?))
-        }));
+        boards.extend(
+            page.items
+                .iter()
+                .filter_map(|item| BoardId::from_index_sk(item.get(SK)?.as_str()?)),
+        );
         match page.next_cursor {
             Some(next) => {
                 check_advances(cursor.as_deref(), &next)?;
                 cursor = Some(next);
             }
-            None => return Ok(tracks),
+            None => return Ok(boards),
         }
     }
 }
@@ -54,10 +55,10 @@ pub(crate) async fn apply_profile(ports: &Ports, user_id: &UserId) -> Result<usi
         return Ok(0);
     }
     let mut changed = 0;
-    for track_id in boards_of(ports, user_id).await? {
-        if rewrite_entry(ports, &track_id, &profile).await? {
+    for board in boards_of(ports, user_id).await? {
+        if rewrite_entry(ports, &board, &profile).await? {
             changed += 1;
-            invalidate_in_process(&track_id);
+            invalidate_in_process(&board.track);
         }
     }
     Ok(changed)
@@ -67,10 +68,10 @@ pub(crate) async fn apply_profile(ports: &Ports, user_id: &UserId) -> Result<usi
 /// one read; answers whether it changed.
 async fn rewrite_entry(
     ports: &Ports,
-    track_id: &TrackId,
+    board: &BoardId,
     profile: &users::StoredProfile,
 ) -> Result<bool, StoreError> {
-    let key = entry_key(track_id, &profile.user.id);
+    let key = board.entry_key(&profile.user.id);
     for round in 0..ROUNDS {
         let Some(item) = ports.items.get(Table::Leaderboards, &key).await? else {
             return Ok(false);
@@ -91,7 +92,7 @@ async fn rewrite_entry(
             },
             TxOp::Put {
                 table: Table::Leaderboards,
-                item: row.to_item(&Key::new(key.pk.clone(), row.rank_key.as_str())),
+                item: row.rank_item(board),
                 condition: Some(unchanged),
             },
         ];

@@ -1,17 +1,17 @@
 //! `POST /v1/leaderboards/submit`: the server's own quality check, then a conditional
-//! replace of the caller's entry.
+//! replace of the caller's entry on the track's board and on the car's board, with the
+//! boards' counts, in one transaction.
 
 use serde::Serialize;
 use std::time::Duration;
 use utoipa::ToSchema;
 
-use super::board::{
-    Board, RANK_KEY, Row, StoredRow, board_index_key, entry_key, rank_sk, submitted_at,
-};
+use super::board::{BoardId, Position, RANK_KEY, Row, StoredRow, rank_sk, submitted_at};
+use super::rank_counts::{self, Change, Tally, Through};
 use crate::events::{Event, EventKind, LeaderboardSubmitted};
 use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, TxOp};
+use crate::ports::items::{Condition, StoreError, TxOp};
 use crate::sessions::records::StoredSession;
 use crate::sessions::upload::Lap;
 use crate::tables::Table;
@@ -19,7 +19,7 @@ use crate::tables::Table;
 /// The least quality a ranked lap needs, inclusive.
 pub(crate) const MIN_QUALITY: f64 = 0.8;
 /// Rounds of read-and-replace before giving up under heavy contention on one entry.
-const ROUNDS: u32 = 8;
+const ROUNDS: u32 = 12;
 
 /// The answer of a submission.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -32,7 +32,7 @@ pub(crate) struct SubmitOutcome {
     /// The entry's time before this submission; null when there was none.
     pub previous_best_ms: Option<i64>,
     /// The caller's rank after the submission (1 is fastest).
-    pub rank: Option<usize>,
+    pub rank: Option<u64>,
     /// The canonical track.
     #[schema(value_type = String)]
     pub track_id: TrackId,
@@ -86,47 +86,134 @@ pub enum SubmitError {
     Store(#[from] StoreError),
 }
 
-/// Submits a checked lap of `session` for `driver`; answers the outcome and the board as
-/// it is afterwards.
+async fn read_entry(
+    ports: &Ports,
+    board: &BoardId,
+    user_id: &UserId,
+) -> Result<Option<StoredRow>, StoreError> {
+    match ports
+        .items
+        .get(Table::Leaderboards, &board.entry_key(user_id))
+        .await?
+    {
+        Some(item) => Ok(Some(StoredRow::from_item(item)?)),
+        None => Ok(None),
+    }
+}
+
+/// The writes that put `new` in place of `current` on `board`: the entry (conditional on
+/// `current` being what is stored), its rank row, the old rank row's removal or the driver's
+/// index row, the board's counts, and for a car board the car's entry count.
+pub(crate) fn replace_ops(
+    board: &BoardId,
+    current: Option<&StoredRow>,
+    new: &StoredRow,
+) -> Result<Vec<TxOp>, StoreError> {
+    let user_id = &new.row.user_id;
+    let unchanged = match current {
+        Some(c) => Condition::eq(RANK_KEY, c.rank_key.as_str()),
+        None => Condition::NotExists,
+    };
+    let mut ops = vec![
+        TxOp::Put {
+            table: Table::Leaderboards,
+            item: new.to_item(&board.entry_key(user_id)),
+            condition: Some(unchanged),
+        },
+        TxOp::Put {
+            table: Table::Leaderboards,
+            item: new.rank_item(board),
+            condition: Some(Condition::NotExists),
+        },
+    ];
+    match current {
+        Some(old) => ops.push(TxOp::Delete {
+            table: Table::Leaderboards,
+            key: board.rank_row_key(&old.rank_key),
+            condition: None,
+        }),
+        // The driver's first entry on this board: index it under the driver.
+        None => ops.push(TxOp::Put {
+            table: Table::Leaderboards,
+            item: crate::ports::items::item(
+                &board.index_key(user_id),
+                serde_json::json!({ "trackId": board.track, "vehicle": board.vehicle }),
+            ),
+            condition: None,
+        }),
+    }
+    let removed = match current.filter(|c| c.counted) {
+        Some(c) => Some(c.position()?),
+        None => None,
+    };
+    ops.extend(
+        Change {
+            removed,
+            added: Some(new.position()?),
+        }
+        .ops(board),
+    );
+    if board.vehicle.is_some() && removed.is_none() {
+        ops.push(super::vehicles::count_op(
+            &board.track,
+            &new.row.vehicle_name,
+            1,
+        ));
+    }
+    Ok(ops)
+}
+
+/// The rank `current` holds on `board` (1 is fastest).
+async fn rank_of(ports: &Ports, board: &BoardId, current: &StoredRow) -> Result<u64, StoreError> {
+    let (ahead, _) =
+        rank_counts::rows_ahead(ports, board, &current.rank_key, Through::Before).await?;
+    Ok(ahead + 1)
+}
+
+/// Submits a checked lap of `session` for `driver`. A faster lap than the driver's entry on
+/// the track's board replaces it (and so on the board of the session's car); the answer
+/// carries the driver's rank on the track's board afterwards.
 pub(crate) async fn submit(
     ports: &Ports,
     driver: &Driver,
     session: &StoredSession,
     lap_time_ms: i64,
-) -> Result<(SubmitOutcome, Board), SubmitError> {
-    let track_id = session.summary.track_id.clone();
-    let key = entry_key(&track_id, &driver.user_id);
-    let mut previous = None;
-    let mut improved = false;
-    let mut answer = None;
+) -> Result<SubmitOutcome, SubmitError> {
+    let summary = &session.summary;
+    let track_id = summary.track_id.clone();
+    let track_board = BoardId::track(&track_id);
+    let car_board = BoardId::car(&track_id, &summary.vehicle_name);
     for round in 0..ROUNDS {
-        let current = match ports.items.get(Table::Leaderboards, &key).await? {
-            Some(item) => Some(StoredRow::from_item(item)?),
-            None => None,
-        };
-        let current_rank_key = current.as_ref().map(|c| c.rank_key.clone());
-        previous = current.map(|c| c.row);
+        let (on_track, in_car) = futures::try_join!(
+            read_entry(ports, &track_board, &driver.user_id),
+            read_entry(ports, &car_board, &driver.user_id)
+        )?;
         let now = ports.clock.now();
-        // The rank is decided before the write, so the event carries the rank the
-        // submission answers with (achievements judge ranks by it).
-        let board = Board::load(ports, &track_id).await?;
-        let faster = previous
-            .as_ref()
-            .is_none_or(|p| lap_time_ms < p.lap_time_ms);
-        let rank = if faster {
-            Some(board.rank_with(&driver.user_id, lap_time_ms))
-        } else {
-            board.rank_of(&driver.user_id)
+        let faster = |entry: &Option<StoredRow>| {
+            entry
+                .as_ref()
+                .is_none_or(|e| lap_time_ms < e.row.lap_time_ms)
         };
-        let summary = &session.summary;
+        let (faster_on_track, faster_in_car) = (faster(&on_track), faster(&in_car));
+        // The rank is decided before the write, so the event carries the rank the submission
+        // answers with (achievements judge ranks by it). A new best is the latest submission:
+        // it ranks behind every equal time, so the counts alone give its rank.
+        let rank = match &on_track {
+            Some(current) if !faster_on_track => rank_of(ports, &track_board, current).await?,
+            _ => {
+                let tally = Tally::read(ports, &track_board, lap_time_ms).await?;
+                1 + tally.faster() + tally.equal()
+            }
+        };
+        let previous_best_ms = on_track.as_ref().map(|p| p.row.lap_time_ms);
         let event = Event::new(
             EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
                 track_id: track_id.clone(),
                 session_id: summary.id.clone(),
                 lap_time_ms,
-                previous_best_ms: previous.as_ref().map(|p| p.lap_time_ms),
-                improved: faster,
-                rank,
+                previous_best_ms,
+                improved: faster_on_track,
+                rank: usize::try_from(rank).ok(),
                 game_id: summary.game_id.clone(),
                 track_name: summary.track_name.clone(),
                 track_layout: summary.track_layout.clone(),
@@ -135,86 +222,55 @@ pub(crate) async fn submit(
             Some(driver.user_id.clone()),
             now,
         );
-        if !faster {
-            // Not faster: the entry stays; the submission is still recorded as an event.
-            ports.items.transact(vec![event.outbox_op()]).await?;
-            answer = Some((rank, board));
-            break;
-        }
-        let row = Row {
-            user_id: driver.user_id.clone(),
-            display_name: driver.display_name.clone(),
-            avatar_url: driver.avatar_url.clone(),
-            lap_time_ms,
-            vehicle_name: summary.vehicle_name.clone(),
-            session_id: summary.id.clone(),
-            submitted_at: submitted_at(now),
-        };
         let stored = StoredRow {
-            row,
+            row: Row {
+                user_id: driver.user_id.clone(),
+                display_name: driver.display_name.clone(),
+                avatar_url: driver.avatar_url.clone(),
+                lap_time_ms,
+                vehicle_name: summary.vehicle_name.clone(),
+                session_id: summary.id.clone(),
+                submitted_at: submitted_at(now),
+            },
             rank_key: rank_sk(lap_time_ms, now, &driver.user_id),
             profile_version: driver.profile_version,
+            counted: true,
         };
-        let unchanged = match &current_rank_key {
-            Some(k) => Condition::eq(RANK_KEY, k.as_str()),
-            None => Condition::NotExists,
-        };
-        let mut ops = vec![
-            TxOp::Put {
-                table: Table::Leaderboards,
-                item: stored.to_item(&key),
-                condition: Some(unchanged),
-            },
-            TxOp::Put {
-                table: Table::Leaderboards,
-                item: stored.rank_item(&track_id),
-                condition: Some(Condition::NotExists),
-            },
-            event.outbox_op(),
-        ];
-        match &current_rank_key {
-            Some(old) => ops.push(TxOp::Delete {
-                table: Table::Leaderboards,
-                key: Key::new(key.pk.clone(), old.as_str()),
-                condition: None,
-            }),
-            // The driver's first entry on this board: index it under the driver.
-            None => ops.push(TxOp::Put {
-                table: Table::Leaderboards,
-                item: crate::ports::items::item(
-                    &board_index_key(&driver.user_id, &track_id),
-                    serde_json::json!({ "trackId": track_id }),
-                ),
-                condition: None,
-            }),
+        debug_assert!(Position::of(&stored.rank_key).is_some());
+        let mut ops = vec![event.outbox_op()];
+        if faster_on_track {
+            ops.extend(replace_ops(&track_board, on_track.as_ref(), &stored)?);
+        }
+        if faster_in_car {
+            ops.extend(replace_ops(&car_board, in_car.as_ref(), &stored)?);
         }
         match ports.items.transact(ops).await {
             Ok(()) => {
-                improved = true;
-                answer = Some((rank, board.with_row(stored.row)));
-                break;
+                let outcome = SubmitOutcome {
+                    improved: faster_on_track,
+                    lap_time_ms,
+                    previous_best_ms,
+                    rank: Some(rank),
+                    track_id,
+                };
+                let result = if faster_on_track {
+                    "improved"
+                } else {
+                    "unchanged"
+                };
+                crate::metrics::global()
+                    .leaderboard_submissions
+                    .with_label_values(&[result])
+                    .inc();
+                return Ok(outcome);
             }
-            // Another submission changed the entry meanwhile: read it again and compare.
+            // Another submission changed an entry or the counts meanwhile: read again.
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;
+                let jitter = rand::random::<u64>() % 10;
+                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1) + jitter)).await;
             }
             Err(e) => return Err(e.into()),
         }
     }
-    let Some((rank, board)) = answer else {
-        return Err(SubmitError::Contended);
-    };
-    let outcome = SubmitOutcome {
-        improved,
-        lap_time_ms,
-        previous_best_ms: previous.map(|p| p.lap_time_ms),
-        rank,
-        track_id,
-    };
-    let result = if improved { "improved" } else { "unchanged" };
-    crate::metrics::global()
-        .leaderboard_submissions
-        .with_label_values(&[result])
-        .inc();
-    Ok((outcome, board))
+    Err(SubmitError::Contended)
 }

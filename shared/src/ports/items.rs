@@ -145,6 +145,8 @@ fn compare(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
 pub struct Update {
     /// Attributes to set.
     pub set: Vec<(String, Value)>,
+    /// Attributes to set only where the item has none yet (DynamoDB's `if_not_exists`).
+    pub set_if_absent: Vec<(String, Value)>,
     /// Numeric attributes to increment (a missing attribute counts as 0).
     pub add: Vec<(String, i64)>,
     /// Attributes to remove.
@@ -160,6 +162,12 @@ impl Update {
     /// Adds an attribute to set.
     pub fn and_set(mut self, attr: &str, value: impl Into<Value>) -> Self {
         self.set.push((attr.into(), value.into()));
+        self
+    }
+
+    /// Adds an attribute to set unless the item has it already.
+    pub fn and_set_if_absent(mut self, attr: &str, value: impl Into<Value>) -> Self {
+        self.set_if_absent.push((attr.into(), value.into()));
         self
     }
 
@@ -181,6 +189,9 @@ impl Update {
         for (a, v) in &self.set {
             item.insert(a.clone(), v.clone());
         }
+        for (a, v) in &self.set_if_absent {
+            item.entry(a.clone()).or_insert_with(|| v.clone());
+        }
         for (a, by) in &self.add {
             let current = item.get(a).and_then(Value::as_i64).unwrap_or(0);
             item.insert(a.clone(), Value::from(current + by));
@@ -196,6 +207,7 @@ impl Update {
         let touches_key = self
             .set
             .iter()
+            .chain(&self.set_if_absent)
             .map(|(a, _)| a)
             .chain(self.add.iter().map(|(a, _)| a))
             .chain(self.remove.iter())
@@ -429,7 +441,7 @@ pub fn check_transaction(ops: &[TxOp]) -> Result<(), StoreError> {
 }
 
 /// Why an item store operation failed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// The condition of operation `index` (0 for single-item calls) did not hold; nothing was written.
     #[error("condition of operation {index} failed")]
@@ -492,6 +504,15 @@ pub trait ItemStore: Send + Sync {
     async fn query(&self, query: Query) -> Result<Page, StoreError>;
     /// Applies every operation or none; a failed condition names its operation's index.
     async fn transact(&self, ops: Vec<TxOp>) -> Result<(), StoreError>;
+    /// Writes many whole items unconditionally, in as few calls as the backend allows (bulk
+    /// loads and imports: DynamoDB's BatchWriteItem, one SQLite transaction). Not atomic as a
+    /// whole: on an error some items may be written.
+    async fn put_many(&self, table: Table, items: Vec<Item>) -> Result<(), StoreError> {
+        for item in items {
+            self.put(table, item, None).await?;
+        }
+        Ok(())
+    }
     /// Checks that the backend answers (readiness).
     async fn ping(&self) -> Result<(), StoreError>;
     /// One page of the keys of `table`'s expired items (`ttl` at or before now), in no

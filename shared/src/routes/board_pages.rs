@@ -12,7 +12,8 @@ use utoipa::IntoParams;
 use crate::board_pages::{reads, render};
 use crate::http::ApiError;
 use crate::ids::{TrackId, UserId};
-use crate::leaderboards::cache::{self, PageKey};
+use crate::leaderboards::board::BoardId;
+use crate::leaderboards::reads as board_reads;
 use crate::ports::items::StoreError;
 use crate::state::AppState;
 
@@ -151,22 +152,24 @@ pub(crate) async fn board(
             Ok([car, cursor]) => BoardQuery { car, cursor },
             Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
         };
-    let offset = match cursor.as_deref() {
-        None => 0,
-        Some(c) => match cache::decode_cursor(c) {
-            Some(offset) => offset,
+    let after = match cursor.as_deref() {
+        None => None,
+        Some(c) => match board_reads::decode_cursor(c) {
+            Some(after) => Some(after),
             None => return Ok(page.bad_request("cursor: is not a cursor this page linked to")),
         },
     };
-    let key = PageKey {
-        vehicle: car.as_deref().map(str::to_lowercase),
-        offset,
-        limit: PAGE_SIZE,
+    let track_id = TrackId::from(track_id);
+    let board_id = match car.as_deref() {
+        Some(car) => BoardId::car(&track_id, car),
+        None => BoardId::track(&track_id),
     };
-    let Some(board) = reads::board_page(&state.ports, &TrackId::from(track_id), &key).await? else {
+    let Some(board) =
+        reads::board_page(&state.ports, &board_id, after.as_deref(), PAGE_SIZE).await?
+    else {
         return Ok(page.not_found("No such board", "Nobody has raced this track yet."));
     };
-    let html = render::board(page.public_url(), &board, car.as_deref(), offset == 0);
+    let html = render::board(page.public_url(), &board, car.as_deref(), after.is_none());
     Ok(page.ok(html))
 }
 

@@ -6,17 +6,21 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth_user::AuthUser;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok, paging};
 use crate::identity::fields::Problems;
 use crate::ids::{SessionId, TrackId};
-use crate::leaderboards::Board;
-use crate::leaderboards::cache::{self, LeaderboardPage, PageKey, RenderedPage};
+use crate::leaderboards::board::BoardId;
+use crate::leaderboards::cache::{
+    LeaderboardEntry, LeaderboardPage, PageError, PageKey, RenderedPage,
+};
 use crate::leaderboards::plausibility;
+use crate::leaderboards::reads;
 use crate::leaderboards::submit::{self, Driver, MIN_QUALITY, SubmitOutcome};
+use crate::leaderboards::vehicles::VehicleBoard;
 use crate::sessions::records;
 use crate::state::AppState;
 use crate::tracks::{self, Track, TrackKey, maps};
@@ -25,6 +29,8 @@ use crate::tracks::{self, Track, TrackKey, maps};
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/leaderboards", get(leaderboard))
+        .route("/v1/leaderboards/me", get(my_standing))
+        .route("/v1/leaderboards/vehicles", get(vehicles))
         .route("/v1/leaderboards/submit", post(submit_lap))
         .merge(super::board_pages::routes())
 }
@@ -42,44 +48,35 @@ pub struct LeaderboardQuery {
     pub track_name: Option<String>,
     /// Empty or absent for tracks without layouts.
     pub track_layout: Option<String>,
-    /// Only entries set in this vehicle (case-insensitive).
+    /// The car's board: each driver's best in this car (names match case-insensitively).
     pub vehicle_name: Option<String>,
     /// Page size, 1 to 100 (default 20).
     #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
     pub limit: Option<String>,
-    /// The `nextCursor` of the previous page.
+    /// The `nextCursor` of the previous page (a position in the rank order).
     pub cursor: Option<String>,
+    /// `me`: the page centred on the caller's entry (bearer token required; no cursor).
+    #[param(value_type = Option<String>, pattern = "^me$")]
+    pub around: Option<String>,
 }
 
-/// Ranked best laps of a track. Public; cached in the process for a few seconds, with
-/// `Cache-Control` and `ETag` (send `If-None-Match` for a 304).
-#[utoipa::path(get, path = "/v1/leaderboards", tag = "leaderboards", params(LeaderboardQuery),
-    responses((status = 200, description = "One page of the board", body = inline(Envelope<LeaderboardPage>)),
-              (status = 304, description = "The page matches `If-None-Match`"),
-              (status = 400, description = "No track given, or a bad limit or cursor"),
-              (status = 404, description = "Unknown trackId")))]
-pub async fn leaderboard(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    ApiQuery(q): ApiQuery<LeaderboardQuery>,
-) -> Result<Response, ApiError> {
-    let nonempty = |v: &Option<String>| {
-        v.as_deref()
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
+fn nonempty(v: &Option<String>) -> Option<String> {
+    v.as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// A track named by id (`Err`, the id as given) or by game, name and layout (`Ok`).
+type Named = Result<TrackKey, String>;
+
+fn track_of(q: &LeaderboardQuery) -> Result<(TrackId, Named), ApiError> {
     let named = match (
         nonempty(&q.track_id),
         nonempty(&q.game_id),
         nonempty(&q.track_name),
     ) {
-        (Some(id), _, _) => {
-            if uuid::Uuid::parse_str(&id).is_err() {
-                return Err(ApiError::invalid("trackId", "must be a track id (UUID)"));
-            }
-            Err(id)
-        }
+        (Some(id), _, _) => Err(track_id_param(&id)?.to_string()),
         (None, Some(game), Some(name)) => Ok(TrackKey::new(
             &game,
             &name,
@@ -96,37 +93,112 @@ pub async fn leaderboard(
         Ok(key) => key.id(),
         Err(id) => TrackId::from(id.as_str()),
     };
-    let offset = match nonempty(&q.cursor) {
-        Some(c) => cache::decode_cursor(&c)
-            .ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this list returned"))?,
-        None => 0,
+    Ok((track_id, named))
+}
+
+fn track_id_param(id: &str) -> Result<TrackId, ApiError> {
+    match uuid::Uuid::parse_str(id.trim()) {
+        Ok(_) => Ok(TrackId::from(id.trim())),
+        Err(_) => Err(ApiError::invalid("trackId", "must be a track id (UUID)")),
+    }
+}
+
+fn board_of(track_id: &TrackId, vehicle_name: &Option<String>) -> Result<BoardId, ApiError> {
+    match nonempty(vehicle_name) {
+        None => Ok(BoardId::track(track_id)),
+        Some(v) if v.chars().count() > 128 => Err(ApiError::invalid(
+            "vehicleName",
+            "must be at most 128 characters",
+        )),
+        Some(v) => Ok(BoardId::car(track_id, &v)),
+    }
+}
+
+/// The track of a board read: stored, or (named by game and name) not raced yet.
+async fn track_for(
+    state: &AppState,
+    track_id: &TrackId,
+    named: &Named,
+) -> Result<Track, PageError> {
+    match tracks::get(&state.ports, track_id).await? {
+        Some(track) => Ok(track),
+        None => match named {
+            Ok(key) => Ok(Track::empty(key)),
+            Err(_) => Err(PageError::TrackNotFound),
+        },
+    }
+}
+
+impl From<PageError> for ApiError {
+    fn from(e: PageError) -> Self {
+        match e {
+            PageError::TrackNotFound => Self::NotFound("track not found".into()),
+            PageError::Store(s) => s.into(),
+        }
+    }
+}
+
+/// Ranked best laps of a track, or of one car on it. Public; cached in the process for a
+/// few seconds, with `Cache-Control` and `ETag` (send `If-None-Match` for a 304). With
+/// `around=me` (token required), the page centred on the caller, not cached.
+#[utoipa::path(get, path = "/v1/leaderboards", tag = "leaderboards", params(LeaderboardQuery),
+    security((), ("bearer" = [])),
+    responses((status = 200, description = "One page of the board", body = inline(Envelope<LeaderboardPage>)),
+              (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 400, description = "No track given, or a bad limit, cursor or around"),
+              (status = 401, description = "`around=me` without a valid token"),
+              (status = 404, description = "Unknown trackId, or (`around=me`) no entry of the caller on the board")))]
+pub async fn leaderboard(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<LeaderboardQuery>,
+) -> Result<Response, ApiError> {
+    let (track_id, named) = track_of(&q)?;
+    let board = board_of(&track_id, &q.vehicle_name)?;
+    let limit = paging::parse_limit(q.limit.as_deref())?;
+    let after = match nonempty(&q.cursor) {
+        Some(c) => Some(
+            reads::decode_cursor(&c)
+                .ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this list returned"))?,
+        ),
+        None => None,
     };
+    match nonempty(&q.around).as_deref() {
+        None => {}
+        Some("me") if after.is_some() => {
+            return Err(ApiError::invalid(
+                "around",
+                "cannot be combined with cursor",
+            ));
+        }
+        Some("me") => {
+            let user = AuthUser::from_headers(&headers, &state).await?;
+            let track = track_for(&state, &track_id, &named).await?;
+            let slice = reads::around(&state.ports, &board, user.user_id(), limit)
+                .await?
+                .ok_or_else(|| ApiError::NotFound("you have no entry on this board".into()))?;
+            let page = RenderedPage::of(&LeaderboardPage::of(track, slice));
+            let mut response = page_response(&state, &headers, page);
+            response.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("private, no-store"),
+            );
+            return Ok(response);
+        }
+        Some(_) => return Err(ApiError::invalid("around", "must be `me`")),
+    }
     let key = PageKey {
-        vehicle: nonempty(&q.vehicle_name).map(|v| v.to_lowercase()),
-        offset,
-        limit: paging::parse_limit(q.limit.as_deref())?,
+        board: board.clone(),
+        after: after.clone(),
+        limit,
     };
-    let metric = |result: &str| {
-        crate::metrics::global()
-            .leaderboard_cache
-            .with_label_values(&[result])
-            .inc();
+    let ports = state.ports.clone();
+    let load = async {
+        let track = track_for(&state, &track_id, &named).await?;
+        let slice = reads::page(&ports, &board, after.as_deref(), limit).await?;
+        Ok(RenderedPage::of(&LeaderboardPage::of(track, slice)))
     };
-    let page = if let Some(page) = state.leaderboards.page(&track_id, &key) {
-        metric("hit");
-        page
-    } else {
-        metric("miss");
-        let track = match tracks::get(&state.ports, &track_id).await? {
-            Some(track) => track,
-            None => match &named {
-                Ok(key) => Track::empty(key),
-                Err(_) => return Err(ApiError::NotFound("track not found".into())),
-            },
-        };
-        let board = Board::load(&state.ports, &track_id).await?;
-        state.leaderboards.store(track, board, &key)
-    };
+    let page = state.leaderboards.page(key, load).await?;
     Ok(page_response(&state, &headers, page))
 }
 
@@ -155,6 +227,114 @@ fn page_response(state: &AppState, headers: &HeaderMap, page: RenderedPage) -> R
     h.insert(header::CACHE_CONTROL, state.leaderboards.cache_control());
     h.insert(header::ETAG, etag);
     response
+}
+
+/// Which board the caller's place is asked on.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct StandingQuery {
+    /// The track id.
+    #[param(required = true, value_type = String, format = Uuid)]
+    pub track_id: Option<String>,
+    /// The car's board instead of the track's (case-insensitive).
+    pub vehicle_name: Option<String>,
+}
+
+/// The caller's place on a board.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MyStanding {
+    /// The caller's entry.
+    pub entry: LeaderboardEntry,
+    /// The caller's rank (1 is fastest).
+    pub rank: u64,
+    /// Entries on the board.
+    pub total_entries: u64,
+    /// The share of the board at or behind the caller, in percent (100 for the fastest).
+    pub percentile: f64,
+    /// Milliseconds behind the driver just ahead; null for the fastest.
+    pub gap_to_ahead_ms: Option<i64>,
+    /// Milliseconds behind the fastest lap (0 for the fastest).
+    pub gap_to_first_ms: i64,
+}
+
+/// The caller's entry, rank and gaps on a track's board (or a car's).
+#[utoipa::path(get, path = "/v1/leaderboards/me", tag = "leaderboards", params(StandingQuery),
+    security(("bearer" = [])),
+    responses((status = 200, description = "The caller's place", body = inline(Envelope<MyStanding>)),
+              (status = 400, description = "No or a malformed trackId, or a bad vehicleName"),
+              (status = 401, description = "No valid token"),
+              (status = 404, description = "The caller has no entry on this board")))]
+pub async fn my_standing(
+    State(state): State<AppState>,
+    user: AuthUser,
+    ApiQuery(q): ApiQuery<StandingQuery>,
+) -> Result<Response, ApiError> {
+    let track_id = match nonempty(&q.track_id) {
+        Some(id) => track_id_param(&id)?,
+        None => return Err(ApiError::invalid("trackId", "is required")),
+    };
+    let board = board_of(&track_id, &q.vehicle_name)?;
+    let standing = reads::standing(&state.ports, &board, user.user_id())
+        .await?
+        .ok_or_else(|| ApiError::NotFound("you have no entry on this board".into()))?;
+    let total = standing.total.max(standing.entry.rank);
+    let rank = standing.entry.rank;
+    let lap = standing.entry.row.lap_time_ms;
+    #[allow(clippy::cast_precision_loss)]
+    let percentile = ((total - rank + 1) as f64 * 1000.0 / total as f64).round() / 10.0;
+    let mut response = ok(MyStanding {
+        rank,
+        total_entries: total,
+        percentile,
+        gap_to_ahead_ms: standing.ahead_ms.map(|ahead| lap - ahead),
+        gap_to_first_ms: lap - standing.first_ms,
+        entry: standing.entry.into(),
+    });
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
+    Ok(response)
+}
+
+/// Which track's cars.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct VehiclesQuery {
+    /// The track id.
+    #[param(required = true, value_type = String, format = Uuid)]
+    pub track_id: Option<String>,
+}
+
+/// The cars with a board on a track.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct VehicleList {
+    /// Cars with entries, most entries first.
+    pub items: Vec<VehicleBoard>,
+}
+
+/// The cars with entries on a track, with their boards' sizes. Public.
+#[utoipa::path(get, path = "/v1/leaderboards/vehicles", tag = "leaderboards", params(VehiclesQuery),
+    responses((status = 200, description = "The cars", body = inline(Envelope<VehicleList>)),
+              (status = 400, description = "No or a malformed trackId")))]
+pub async fn vehicles(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<VehiclesQuery>,
+) -> Result<Response, ApiError> {
+    let track_id = match nonempty(&q.track_id) {
+        Some(id) => track_id_param(&id)?,
+        None => return Err(ApiError::invalid("trackId", "is required")),
+    };
+    let items = crate::leaderboards::vehicles::list(&state.ports, &track_id).await?;
+    let mut response = ok(VehicleList { items });
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, state.leaderboards.cache_control());
+    Ok(response)
 }
 
 /// `POST /v1/leaderboards/submit` body (`LeaderboardSubmitDto`).
@@ -274,18 +454,9 @@ pub async fn submit_lap(
         avatar_url: profile.user.avatar_url,
         profile_version: profile.version,
     };
-    let (outcome, fresh_board) =
-        submit::submit(&state.ports, &driver, &session, lap_time_ms).await?;
-    // This process shows the new board at once; others within the cache lifetime.
+    let outcome = submit::submit(&state.ports, &driver, &session, lap_time_ms).await?;
+    // This process shows the new boards at once; others within the cache lifetime.
     state.leaderboards.invalidate(&outcome.track_id);
-    if let Some(track) = tracks::get(&state.ports, &outcome.track_id).await? {
-        let first = PageKey {
-            vehicle: None,
-            offset: 0,
-            limit: paging::DEFAULT_LIMIT,
-        };
-        state.leaderboards.store(track, fresh_board, &first);
-    }
     Ok(ok(outcome))
 }
 

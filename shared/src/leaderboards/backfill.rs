@@ -1,0 +1,210 @@
+//! Counting the boards written before the counts existed.
+//!
+//! Boards of an older deployment hold entries and rank rows but no counts (and no car boards).
+//! The backfill walks every track's board one page of entries at a time and, for each entry
+//! not yet counted, in one transaction: marks the entry and its rank row counted, adds it to
+//! the board's counts, and puts it on its car's board (unless the driver has a faster lap in
+//! that car there already). Each step is conditional on the entry being the uncounted one it
+//! read, so a run that races a submission, a second run, or a run repeated after a cut changes
+//! nothing twice. Progress (the track being counted and the last page of its entries) is kept
+//! in one item, `LAYOUT` / `COUNTS`, so a run cut short resumes where it stopped; once done,
+//! a run reads that one item.
+//!
+//! In AWS it runs on the maintenance schedule of the track-maps function (within a time
+//! budget per tick); the local server runs it at start.
+
+use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
+
+use super::board::{BoardId, RANK_KEY, StoredRow};
+use super::rank_counts::Change;
+use super::submit::replace_ops;
+use crate::ports::Ports;
+use crate::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, decode, item};
+use crate::tables::Table;
+
+/// Entries read per page.
+const PAGE: usize = 100;
+
+/// The key of the progress item.
+fn progress_key() -> Key {
+    Key::new("LAYOUT", "COUNTS")
+}
+
+/// How far the backfill has come.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Progress {
+    /// Every board is counted.
+    done: bool,
+    /// The tracks-list cursor naming the track being counted (`None`: the first track).
+    tracks_cursor: Option<String>,
+    /// The cursor of the last page of that track's entries counted.
+    entries_cursor: Option<String>,
+}
+
+/// What one run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackfillReport {
+    /// Entries counted by this run.
+    pub counted: u64,
+    /// Boards finished by this run.
+    pub boards: u64,
+    /// Every board is counted now.
+    pub done: bool,
+}
+
+/// Counts the entries of boards written before the counts existed, for at most `budget`
+/// (each page is finished); call again until [`BackfillReport::done`].
+pub async fn backfill(ports: &Ports, budget: Duration) -> Result<BackfillReport, StoreError> {
+    let started = Instant::now();
+    let mut report = BackfillReport::default();
+    let mut progress: Progress = match ports
+        .items
+        .get(Table::Leaderboards, &progress_key())
+        .await?
+    {
+        Some(i) => decode(i, "backfill progress")?,
+        None => Progress::default(),
+    };
+    while !progress.done && started.elapsed() < budget {
+        let (tracks, next_track) =
+            crate::tracks::list(ports, 1, progress.tracks_cursor.clone()).await?;
+        let Some(track) = tracks.into_iter().next() else {
+            progress.done = true;
+            save(ports, &progress).await?;
+            break;
+        };
+        let board = BoardId::track(&track.id);
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Leaderboards, board.partition())
+                    .begins_with("ENTRY#")
+                    .limit(PAGE)
+                    .after(progress.entries_cursor.clone()),
+            )
+            .await?;
+        for entry in page.items {
+            let entry = StoredRow::from_item(entry)?;
+            if !entry.counted && count_entry(ports, &board, entry).await? {
+                report.counted += 1;
+            }
+        }
+        if let Some(next) = page.next_cursor {
+            crate::ports::items::check_advances(progress.entries_cursor.as_deref(), &next)?;
+            progress.entries_cursor = Some(next);
+        } else {
+            report.boards += 1;
+            super::cache::invalidate_in_process(&track.id);
+            progress.entries_cursor = None;
+            match next_track {
+                Some(next) => progress.tracks_cursor = Some(next),
+                None => progress.done = true,
+            }
+        }
+        save(ports, &progress).await?;
+    }
+    report.done = progress.done;
+    if report.counted > 0 || report.boards > 0 {
+        tracing::info!(
+            counted = report.counted,
+            boards = report.boards,
+            done = report.done,
+            "leaderboard counts backfilled"
+        );
+    }
+    Ok(report)
+}
+
+async fn save(ports: &Ports, progress: &Progress) -> Result<(), StoreError> {
+    let value = serde_json::to_value(progress).expect("progress serialises");
+    ports
+        .items
+        .put(Table::Leaderboards, item(&progress_key(), value), None)
+        .await
+}
+
+/// Rounds of counting one entry before it is left to the next run.
+const ROUNDS: u32 = 5;
+
+/// Counts one entry of an older board; answers whether this call counted it (false when a
+/// submission or another run changed it first).
+async fn count_entry(
+    ports: &Ports,
+    board: &BoardId,
+    mut entry: StoredRow,
+) -> Result<bool, StoreError> {
+    for round in 0..ROUNDS {
+        match try_count(ports, board, entry.clone()).await {
+            Ok(()) => return Ok(true),
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;
+                // Counted meanwhile (by a submission replacing it, or another run), or gone.
+                let key = board.entry_key(&entry.row.user_id);
+                match ports.items.get(Table::Leaderboards, &key).await? {
+                    Some(i) => entry = StoredRow::from_item(i)?,
+                    None => return Ok(false),
+                }
+                if entry.counted {
+                    return Ok(false);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(StoreError::Conflict)
+}
+
+async fn try_count(ports: &Ports, board: &BoardId, entry: StoredRow) -> Result<(), StoreError> {
+    let user_id = entry.row.user_id.clone();
+    let uncounted = Condition::And(vec![
+        Condition::eq(RANK_KEY, entry.rank_key.as_str()),
+        Condition::Or(vec![
+            Condition::AttrNotExists("counted".into()),
+            Condition::eq("counted", false),
+        ]),
+    ]);
+    let counted = Update::set("counted", true);
+    let mut ops = vec![
+        TxOp::Update {
+            table: Table::Leaderboards,
+            key: board.entry_key(&user_id),
+            update: counted.clone(),
+            condition: Some(uncounted.clone()),
+        },
+        TxOp::Update {
+            table: Table::Leaderboards,
+            key: board.rank_row_key(&entry.rank_key),
+            update: counted,
+            condition: Some(Condition::Exists),
+        },
+    ];
+    ops.extend(
+        Change {
+            removed: None,
+            added: Some(entry.position()?),
+        }
+        .ops(board),
+    );
+    let car = BoardId::car(&board.track, &entry.row.vehicle_name);
+    let in_car = match ports
+        .items
+        .get(Table::Leaderboards, &car.entry_key(&user_id))
+        .await?
+    {
+        Some(i) => Some(StoredRow::from_item(i)?),
+        None => None,
+    };
+    let on_car_board = StoredRow {
+        counted: true,
+        ..entry
+    };
+    let faster_in_car = in_car
+        .as_ref()
+        .is_none_or(|c| on_car_board.rank_key < c.rank_key);
+    if faster_in_car {
+        ops.extend(replace_ops(&car, in_car.as_ref(), &on_car_board)?);
+    }
+    ports.items.transact(ops).await
+}
