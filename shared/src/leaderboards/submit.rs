@@ -238,6 +238,15 @@ pub(crate) async fn submit(
         };
         debug_assert!(Position::of(&stored.rank_key).is_some());
         let mut ops = vec![event.outbox_op()];
+        if let Some(current) = on_track.as_ref().filter(|_| !faster_on_track) {
+            // The rank was read for this entry: it must still be the entry when the event is
+            // written (a faster lap of the same driver may have replaced it meanwhile).
+            ops.push(TxOp::Check {
+                table: Table::Leaderboards,
+                key: track_board.entry_key(&driver.user_id),
+                condition: Condition::eq(RANK_KEY, current.rank_key.as_str()),
+            });
+        }
         if faster_on_track {
             ops.extend(replace_ops(&track_board, on_track.as_ref(), &stored)?);
         }
