@@ -506,9 +506,164 @@ async fn the_callers_place_needs_a_token_and_an_entry(app: TestApp, clock: Arc<M
     assert_eq!(status, 400, "{res}");
 }
 
+/// Turns the store back into the layout of boards before the counts: no counts, no car
+/// boards, no progress item, no `counted` flag on entries and rank rows.
+async fn downgrade(app: &TestApp) {
+    use paddock::ports::items::{Key, PK, SK};
+    use paddock::tables::Table;
+    let mut changed = 0;
+    for (table, mut item) in paddock_tests::every_item(&app.settings).await {
+        if table != Table::Leaderboards {
+            continue;
+        }
+        let (pk, sk) = (
+            item[PK].as_str().unwrap().to_owned(),
+            item[SK].as_str().unwrap().to_owned(),
+        );
+        let key = Key::new(pk.as_str(), sk.as_str());
+        let newer = pk == "LAYOUT"
+            || pk.contains("#CAR#")
+            || sk.contains("#CAR#")
+            || sk.starts_with("COUNT#")
+            || sk.starts_with("VEH#");
+        if newer {
+            app.ports.items.delete(table, &key, None).await.unwrap();
+            changed += 1;
+        } else if item.remove("counted").is_some() {
+            app.ports.items.put(table, item, None).await.unwrap();
+            changed += 1;
+        }
+    }
+    assert!(changed > 0);
+}
+
+/// Every row of a board with its car: (rank, user, lap, car).
+async fn rows_with_cars(app: &TestApp, track: &str) -> Vec<(u64, String, i64, String)> {
+    let (_, page) = get(
+        app,
+        &format!("/v1/leaderboards?trackId={track}&limit=100"),
+        None,
+    )
+    .await;
+    page["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["rank"].as_u64().unwrap(),
+                e["userId"].as_str().unwrap().to_owned(),
+                e["lapTimeMs"].as_i64().unwrap(),
+                e["vehicleName"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn boards_of_the_older_layout_are_counted_by_the_backfill(
+    app: TestApp,
+    clock: Arc<ManualClock>,
+) {
+    let mut drivers = Vec::new();
+    for i in 0..12 {
+        drivers.push(register(&app, &format!("Old{i}")).await);
+    }
+    let mut tracks = Vec::new();
+    for (t, name) in ["Spa-Francorchamps", "Monza"].into_iter().enumerate() {
+        let mut track = String::new();
+        for (i, d) in drivers.iter().enumerate().skip(t * 3) {
+            let ms = 100_000 + (i as i64 * 53 % 5) * 250;
+            let mut body = session_body(
+                &format!("{name}{i}"),
+                "2026-11-01T10:00:00Z",
+                &[(ms, true, 0.95)],
+                0,
+            );
+            body["TrackName"] = json!(name);
+            body["VehicleName"] = json!(CARS[i % 3]);
+            let (_, res) =
+                envelope(app.post_json_auth("/v1/sessions", &body, &d.token).await).await;
+            let session = res["data"]["sessionId"].as_str().unwrap().to_owned();
+            track = res["data"]["trackId"].as_str().unwrap().to_owned();
+            let body = json!({"SessionId": session, "LapTimeMs": ms, "QualityScore": 0.95});
+            let (status, res) = envelope(
+                app.post_json_auth("/v1/leaderboards/submit", &body, &d.token)
+                    .await,
+            )
+            .await;
+            assert_eq!(status, 200, "{res}");
+            clock.advance(time::Duration::milliseconds(3));
+        }
+        tracks.push(track);
+    }
+    let mut before = Vec::new();
+    for track in &tracks {
+        before.push(rows_with_cars(&app, track).await);
+    }
+    downgrade(&app).await;
+
+    // Cut short after every page and resumed until done; then run again, changing nothing.
+    let mut runs = 0;
+    let mut counted = 0;
+    loop {
+        runs += 1;
+        let report = paddock::leaderboards::backfill(&app.ports, Duration::ZERO)
+            .await
+            .unwrap();
+        counted += report.counted;
+        if report.done {
+            break;
+        }
+        assert!(runs < 100, "the backfill does not finish");
+    }
+    assert!(runs >= 2, "resumed at least once");
+    assert_eq!(counted, 12 + 9, "each entry counted once");
+    let again = paddock::leaderboards::backfill(&app.ports, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!((again.counted, again.done), (0, true));
+
+    for (track, rows) in tracks.iter().zip(&before) {
+        // (The backfill drops the cached pages of each board it finishes.)
+        assert_eq!(
+            &rows_with_cars(&app, track).await,
+            rows,
+            "the board is the same"
+        );
+        let (_, total) = read_board(&app, &format!("trackId={track}"), 5).await;
+        assert_eq!(total, rows.len() as u64);
+        // Each car's board holds the bests set in it, ranked among themselves.
+        for car in CARS {
+            let want: Vec<(u64, String, i64)> = rows
+                .iter()
+                .filter(|r| r.3 == car)
+                .zip(1..)
+                .map(|(r, rank)| (rank, r.1.clone(), r.2))
+                .collect();
+            let query = format!("trackId={track}&vehicleName={car}");
+            let (got, total) = read_board(&app, &query, 2).await;
+            assert_eq!(got, want, "{car}");
+            assert_eq!(total, want.len() as u64);
+        }
+        for d in &drivers {
+            let (status, me) = get(
+                &app,
+                &format!("/v1/leaderboards/me?trackId={track}"),
+                Some(&d.token),
+            )
+            .await;
+            match rows.iter().find(|r| r.1 == d.user_id) {
+                Some(r) => assert_eq!((status, me["data"]["rank"].as_u64()), (200, Some(r.0))),
+                None => assert_eq!(status, 404),
+            }
+        }
+    }
+}
+
 paddock_tests::on_both_backends!(
     plain: [],
     clocked: [
+        boards_of_the_older_layout_are_counted_by_the_backfill,
         ranks_are_exact,
         a_fifty_way_race_leaves_the_fastest_and_exact_counts,
         the_callers_place_needs_a_token_and_an_entry,

@@ -54,8 +54,8 @@ pub struct BackfillReport {
     pub done: bool,
 }
 
-/// Counts the entries of boards written before the counts existed, for at most `budget`
-/// (each page is finished); call again until [`BackfillReport::done`].
+/// Counts the entries of boards written before the counts existed, for about `budget` (at
+/// least one page of entries, each page finished); call again until [`BackfillReport::done`].
 pub async fn backfill(ports: &Ports, budget: Duration) -> Result<BackfillReport, StoreError> {
     let started = Instant::now();
     let mut report = BackfillReport::default();
@@ -67,7 +67,7 @@ pub async fn backfill(ports: &Ports, budget: Duration) -> Result<BackfillReport,
         Some(i) => decode(i, "backfill progress")?,
         None => Progress::default(),
     };
-    while !progress.done && started.elapsed() < budget {
+    while !progress.done {
         let (tracks, next_track) =
             crate::tracks::list(ports, 1, progress.tracks_cursor.clone()).await?;
         let Some(track) = tracks.into_iter().next() else {
@@ -104,6 +104,9 @@ pub async fn backfill(ports: &Ports, budget: Duration) -> Result<BackfillReport,
             }
         }
         save(ports, &progress).await?;
+        if started.elapsed() >= budget {
+            break;
+        }
     }
     report.done = progress.done;
     if report.counted > 0 || report.boards > 0 {
