@@ -128,6 +128,11 @@ pub struct Metrics {
     /// Messages waiting or in flight per queue, where the adapter can read it (Prometheus
     /// only: SQS reports its own).
     pub queue_depth: IntGaugeVec,
+    /// Items the item store read (returned by gets, examined by queries), by backend
+    /// (Prometheus only: in AWS, DynamoDB reports its consumed capacity per table).
+    pub store_items_read: IntCounterVec,
+    /// Read capacity DynamoDB reported consumed, in thousandths of a unit (Prometheus only).
+    pub store_read_milliunits: IntCounter,
     /// Sign-ins, by method (`email`, `provider`) and result (`ok`, `failed`, `limited`,
     /// `error`).
     pub sign_ins: CounterFamily,
@@ -236,6 +241,19 @@ impl Metrics {
             &["queue"],
         )
         .expect("valid metric");
+        let store_items_read = IntCounterVec::new(
+            Opts::new(
+                "paddock_store_items_read_total",
+                "Items the item store read: returned by gets, examined by queries (by backend).",
+            ),
+            &["backend"],
+        )
+        .expect("valid metric");
+        let store_read_milliunits = IntCounter::new(
+            "paddock_store_read_capacity_milliunits_total",
+            "Read capacity DynamoDB reported consumed, in thousandths of a unit.",
+        )
+        .expect("valid metric");
         let sign_ins = CounterFamily::new(
             "paddock_sign_ins_total",
             "Sign-ins, by method (email or provider) and result (ok, failed, limited or error).",
@@ -329,6 +347,8 @@ impl Metrics {
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(latency.clone()),
             Box::new(queue_depth.clone()),
+            Box::new(store_items_read.clone()),
+            Box::new(store_read_milliunits.clone()),
             Box::new(ai_latency.prometheus.clone()),
         ] {
             registry.register(collector).expect("unique metric");
@@ -369,6 +389,8 @@ impl Metrics {
             achievements_unlocked,
             retention_deleted,
             queue_depth,
+            store_items_read,
+            store_read_milliunits,
             sign_ins,
             ai_calls,
             ai_tokens,

@@ -70,6 +70,7 @@ impl DynamoItemStore {
     fn record(&self, capacity: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>, kind: Units) {
         if let Some(c) = capacity {
             let mut total = self.consumed.lock().expect("capacity lock");
+            let before = total.read_units;
             total.read_units += c.read_capacity_units().unwrap_or(0.0);
             total.write_units += c.write_capacity_units().unwrap_or(0.0);
             if c.read_capacity_units().is_none() && c.write_capacity_units().is_none() {
@@ -81,7 +82,22 @@ impl DynamoItemStore {
                     Units::Write => total.write_units += units,
                 }
             }
+            let read = total.read_units - before;
+            if read > 0.0 {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                crate::metrics::global()
+                    .store_read_milliunits
+                    .inc_by((read * 1000.0).round() as u64);
+            }
         }
+    }
+
+    /// Counts items read (Prometheus only).
+    fn items_read(n: usize) {
+        crate::metrics::global()
+            .store_items_read
+            .with_label_values(&["dynamodb"])
+            .inc_by(n as u64);
     }
 }
 
@@ -279,6 +295,7 @@ impl ItemStore for DynamoItemStore {
             .await
             .map_err(sdk_error)?;
         self.record(out.consumed_capacity(), Units::Read);
+        Self::items_read(usize::from(out.item.is_some()));
         let now = self.clock.unix();
         out.item
             .map(from_attributes)
@@ -458,6 +475,7 @@ impl ItemStore for DynamoItemStore {
                 .await
                 .map_err(sdk_error)?;
             self.record(out.consumed_capacity(), Units::Read);
+            Self::items_read(usize::try_from(out.scanned_count()).unwrap_or(0));
             for attrs in out.items.unwrap_or_default() {
                 items.push(from_attributes(attrs)?);
             }

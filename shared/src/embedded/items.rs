@@ -94,6 +94,14 @@ impl SqliteItemStore {
     }
 }
 
+/// Counts items read from the database (Prometheus only).
+fn items_read(n: usize) {
+    crate::metrics::global()
+        .store_items_read
+        .with_label_values(&["embedded"])
+        .inc_by(n as u64);
+}
+
 fn db_err(e: rusqlite::Error) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
@@ -211,6 +219,7 @@ impl ItemStore for SqliteItemStore {
             .map_err(|_| StoreError::Unavailable("connection poisoned".into()))?;
         let found = live(&guard, table, key, now)?;
         drop(guard);
+        items_read(usize::from(found.is_some()));
         self.cache.fill(table, key, found.clone(), generation);
         Ok(found)
     }
@@ -302,6 +311,7 @@ impl ItemStore for SqliteItemStore {
                 items.push(parse(&body)?);
                 last_sk.push(sk);
             }
+            items_read(items.len());
             // The cursor is the stored key column of the last row (not an attribute of its
             // body), so it always lies strictly beyond the previous one.
             let next_cursor = if items.len() > query.limit {

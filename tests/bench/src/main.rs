@@ -4,6 +4,7 @@
 //! `cargo run --release -p bench -- [--seconds N] [--connections N] [--rounds N]`
 
 mod activity;
+mod boards;
 mod coaching;
 mod lambda;
 mod load;
@@ -25,11 +26,16 @@ struct Options {
     rounds: usize,
     /// Run only this scenario (`health`, `validate`, `refresh`, `sessions`, `ai`, `packs`,
     /// `activity`, `memory`, `login`; `lambda` runs only when named, as it builds the
-    /// function binaries, and so does `metric-lines`, as it installs the CloudWatch outlet).
+    /// function binaries, and so do `metric-lines`, as it installs the CloudWatch outlet, and
+    /// `boards`, as it writes boards of a million drivers).
     only: Option<String>,
     /// The cargo profile the `lambda` scenario builds the functions with (`release`, as
     /// deployed).
     lambda_profile: String,
+    /// The `boards` scenario's board sizes on the embedded store.
+    board_sizes: Vec<usize>,
+    /// The `boards` scenario's board sizes on DynamoDB Local.
+    dynamodb_sizes: Vec<usize>,
 }
 
 impl Options {
@@ -45,6 +51,14 @@ fn options() -> anyhow::Result<Options> {
         rounds: 3,
         only: None,
         lambda_profile: "release".into(),
+        board_sizes: vec![1_000, 100_000, 1_000_000],
+        dynamodb_sizes: vec![1_000, 100_000],
+    };
+    let sizes = |v: &str| -> anyhow::Result<Vec<usize>> {
+        v.split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.trim().replace('_', "").parse().context("a board size"))
+            .collect()
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -57,6 +71,8 @@ fn options() -> anyhow::Result<Options> {
             "--rounds" => o.rounds = value.parse()?,
             "--only" => o.only = Some(value),
             "--lambda-profile" => o.lambda_profile = value,
+            "--board-sizes" => o.board_sizes = sizes(&value)?,
+            "--dynamodb-sizes" => o.dynamodb_sizes = sizes(&value)?,
             other => anyhow::bail!("unknown option {other}"),
         }
     }
@@ -118,6 +134,9 @@ async fn main() -> anyhow::Result<()> {
     let o = options()?;
     if o.only.as_deref() == Some("metric-lines") {
         return metric_lines::run();
+    }
+    if o.only.as_deref() == Some("boards") {
+        return boards::run(&o.board_sizes, &o.dynamodb_sizes).await;
     }
     if o.only.as_deref() == Some("lambda") {
         // Five measured starts per function, whatever the rounds: one start is one sample.
