@@ -444,6 +444,13 @@ async fn the_service_wide_token_cap_holds_across_drivers(backend: Backend) {
     let until_tomorrow = 86_400 - now.rem_euclid(86_400);
     let retry_after: i64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
     assert_eq!(retry_after, until_tomorrow);
+    assert!(
+        res["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("retry in {until_tomorrow} seconds")),
+        "{res}"
+    );
     assert_eq!(fake.received().len(), 3);
     // Tomorrow the service has its tokens again.
     clock.advance(time::Duration::seconds(until_tomorrow));

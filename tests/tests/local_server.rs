@@ -46,7 +46,7 @@ async fn a_connection_trickling_its_headers_is_closed_at_the_deadline() {
     let elapsed = started.elapsed();
     assert!(closed.is_ok(), "still open after 10 s");
     assert!(
-        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_millis(2500),
+        elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(3),
         "closed after {elapsed:?}, the deadline is 1 s"
     );
     // Nothing was served to it (at most a 408 saying why).

@@ -242,7 +242,7 @@ async fn a_feed_flood_is_cut_at_the_limit_per_minute(app: TestApp, clock: Arc<Ma
         body["error"]
             .as_str()
             .unwrap()
-            .contains("at most 10 per 60 seconds"),
+            .contains("at most 10 per 60 seconds, retry in 60 seconds"),
         "{body}"
     );
     // Refused posts are not stored; the minute after, posting works again.
@@ -290,6 +290,13 @@ async fn exports_are_limited_per_hour(backend: Backend) {
     assert_eq!(status, 429, "{body}");
     // The first export leaves the hour 50 minutes from now.
     assert_eq!(retry_after, 3000);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("at most 2 per 3600 seconds, retry in 3000 seconds"),
+        "{body}"
+    );
     clock.advance(time::Duration::seconds(3000));
     let res = export().await;
     assert!(

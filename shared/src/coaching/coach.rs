@@ -56,7 +56,10 @@ pub enum CoachError {
     #[error(transparent)]
     Limit(#[from] LimitError),
     /// The whole service's tokens for today are spent (every driver waits for the next day).
-    #[error("AI coaching has used this service's tokens for today; retry when the day ends")]
+    #[error(
+        "AI coaching has used this service's tokens for today; retry in {} seconds, when the UTC day ends",
+        .0.retry_after_secs
+    )]
     ServiceSpent(crate::identity::rate_limits::RateLimited),
     /// The model failed (or is not configured).
     #[error(transparent)]
