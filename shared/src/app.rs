@@ -107,19 +107,16 @@ impl Application {
             })
         };
 
+        let header_read_timeout = self.state.settings.header_read_timeout;
         let router = app_router(self.state);
-        let served = axum::serve(
-            self.listener,
-            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(async move {
+        crate::http::serve::serve(self.listener, router, header_read_timeout, async move {
             stop.await;
             tracing::info!("shutting down: draining requests and stopping workers");
         })
         .await;
         let _ = stop_tx.send(true);
         let _ = tokio::join!(relay, retention, futures::future::join_all(consumers));
-        served.context("serving HTTP")
+        Ok(())
     }
 }
 

@@ -67,6 +67,9 @@ pub struct AiSettings {
     pub requests_per_hour: u32,
     /// `Ai__TokensPerDay`: input plus output tokens per driver a day (default 200,000).
     pub tokens_per_day: u64,
+    /// `Ai__ServiceTokensPerDay`: input plus output tokens of every driver together a day
+    /// (default 5,000,000), so the spend does not grow with the number of accounts.
+    pub service_tokens_per_day: u64,
 }
 
 impl AiSettings {
@@ -83,6 +86,7 @@ impl AiSettings {
             timeout: Duration::from_secs(25),
             requests_per_hour: 30,
             tokens_per_day: 200_000,
+            service_tokens_per_day: 5_000_000,
         }
     }
 }
@@ -179,6 +183,9 @@ impl Default for AuthSettings {
 pub struct Settings {
     /// `Server__Address`: where the local server listens (default 127.0.0.1:8080).
     pub address: SocketAddr,
+    /// `Server__HeaderReadTimeoutSeconds`: how long the local server waits for a request's
+    /// headers before it closes the connection (default 10).
+    pub header_read_timeout: Duration,
     /// `Data__Dir`: the embedded backend's directory (default ./data).
     pub data_dir: PathBuf,
     /// `Store__Backend`: `embedded` (default) or `aws`.
@@ -216,6 +223,10 @@ pub struct Settings {
     pub auth: AuthSettings,
     /// `Limits__UploadsPerMinute`: session uploads per user a minute (default 30).
     pub uploads_per_minute: u32,
+    /// `Limits__FeedPostsPerMinute`: feed posts per driver a minute (default 10).
+    pub feed_posts_per_minute: u32,
+    /// `Limits__ExportsPerHour`: data exports per driver an hour (default 6).
+    pub exports_per_hour: u32,
     /// `Leaderboards__CacheSeconds`: how long a process serves a leaderboard from memory
     /// (default 5; 0 turns the cache off). Also the `Cache-Control` max-age.
     pub leaderboard_cache: Duration,
@@ -313,6 +324,7 @@ impl Settings {
     pub fn embedded(data_dir: impl Into<PathBuf>, address: SocketAddr) -> Self {
         Self {
             address,
+            header_read_timeout: Duration::from_secs(10),
             data_dir: data_dir.into(),
             backend: Backend::Embedded,
             table_prefix: "paddock-".into(),
@@ -334,6 +346,8 @@ impl Settings {
             metrics_namespace: "Paddock".into(),
             auth: AuthSettings::default(),
             uploads_per_minute: 30,
+            feed_posts_per_minute: 10,
+            exports_per_hour: 6,
             leaderboard_cache: Duration::from_secs(5),
             leaderboard_cache_bytes: 32 << 20,
             retention_first_run: Duration::from_secs(120),
@@ -364,6 +378,10 @@ impl Settings {
                 &v,
                 "a socket address such as 127.0.0.1:8080",
             )?;
+        }
+        if let Some(v) = get("Server__HeaderReadTimeoutSeconds") {
+            s.header_read_timeout =
+                Duration::from_secs(bounded("Server__HeaderReadTimeoutSeconds", &v, 1, 300)?);
         }
         if let Some(v) = get("Data__Dir") {
             s.data_dir = v.into();
@@ -527,6 +545,13 @@ impl Settings {
         if let Some(v) = get("Limits__UploadsPerMinute") {
             s.uploads_per_minute = bounded("Limits__UploadsPerMinute", &v, 1, 1_000_000)? as u32;
         }
+        if let Some(v) = get("Limits__FeedPostsPerMinute") {
+            s.feed_posts_per_minute =
+                bounded("Limits__FeedPostsPerMinute", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Limits__ExportsPerHour") {
+            s.exports_per_hour = bounded("Limits__ExportsPerHour", &v, 1, 1_000_000)? as u32;
+        }
         if let Some(v) = get("Leaderboards__CacheSeconds") {
             s.leaderboard_cache =
                 Duration::from_secs(bounded("Leaderboards__CacheSeconds", &v, 0, 3600)?);
@@ -589,6 +614,14 @@ fn providers(
                 &format!("required for the oidc provider {slot}"),
             ));
         }
+        if let Some(issuer) = &issuer {
+            secure_issuer(issuer).map_err(|reason| {
+                bad(
+                    "Auth__Providers__<name>__Issuer",
+                    &format!("{issuer:?} of provider {slot} {reason}"),
+                )
+            })?;
+        }
         let default_scopes = match kind {
             ProviderKind::Discord => "identify email",
             _ => "openid email profile",
@@ -617,6 +650,23 @@ fn providers(
         });
     }
     Ok(out)
+}
+
+/// Refuses an issuer the client secret and tokens would travel to in clear: `https` only,
+/// except a loopback host (a provider on the same machine, as in tests).
+fn secure_issuer(issuer: &str) -> Result<(), &'static str> {
+    let url = reqwest::Url::parse(issuer).map_err(|_| "is not a URL")?;
+    let host = url.host_str().ok_or("has no host")?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err("must be an https URL (plain http only on a loopback host)"),
+    }
 }
 
 fn bad(key: &'static str, reason: &str) -> ConfigError {
@@ -664,6 +714,9 @@ fn ai_settings(get: &impl Fn(&str) -> Option<String>) -> Result<AiSettings, Conf
     }
     if let Some(v) = get("Ai__TokensPerDay") {
         ai.tokens_per_day = bounded("Ai__TokensPerDay", &v, 1, 1_000_000_000)?;
+    }
+    if let Some(v) = get("Ai__ServiceTokensPerDay") {
+        ai.service_tokens_per_day = bounded("Ai__ServiceTokensPerDay", &v, 1, 1_000_000_000_000)?;
     }
     Ok(ai)
 }
@@ -723,6 +776,56 @@ mod tests {
         assert_eq!(err.key, "Store__Backend");
         let err = settings(&[("Store__Backend", "aws")]).unwrap_err();
         assert_eq!(err.key, "Blobs__Bucket");
+    }
+
+    #[test]
+    fn oidc_issuers_must_be_https_except_on_loopback() {
+        let with_issuer = |issuer: &str| {
+            settings(&[
+                ("Auth__Providers__corp__Kind", "oidc"),
+                ("Auth__Providers__corp__ClientId", "id"),
+                ("Auth__Providers__corp__Issuer", issuer),
+            ])
+        };
+        let err = with_issuer("http://login.example.com").unwrap_err();
+        assert_eq!(err.key, "Auth__Providers__<name>__Issuer");
+        assert!(err.reason.contains("must be an https URL"), "{err}");
+        assert!(err.reason.contains("corp"), "{err}");
+        assert!(with_issuer("ftp://login.example.com").is_err());
+        assert!(with_issuer("not a url").is_err());
+        // A loopback name that is not loopback is still refused.
+        assert!(with_issuer("http://127.0.0.1.example.com").is_err());
+        for fine in [
+            "https://login.example.com/tenant",
+            "http://127.0.0.1:8089",
+            "http://localhost:8089",
+            "http://[::1]:8089",
+        ] {
+            assert!(with_issuer(fine).is_ok(), "{fine}");
+        }
+    }
+
+    #[test]
+    fn deployment_wide_caps_are_configured() {
+        let s = settings(&[
+            ("Ai__ServiceTokensPerDay", "1000"),
+            ("Limits__FeedPostsPerMinute", "3"),
+            ("Limits__ExportsPerHour", "2"),
+            ("Server__HeaderReadTimeoutSeconds", "4"),
+        ])
+        .unwrap();
+        assert_eq!(s.ai.service_tokens_per_day, 1000);
+        assert_eq!(s.feed_posts_per_minute, 3);
+        assert_eq!(s.exports_per_hour, 2);
+        assert_eq!(s.header_read_timeout, Duration::from_secs(4));
+        for key in [
+            "Ai__ServiceTokensPerDay",
+            "Limits__FeedPostsPerMinute",
+            "Limits__ExportsPerHour",
+            "Server__HeaderReadTimeoutSeconds",
+        ] {
+            assert_eq!(settings(&[(key, "0")]).unwrap_err().key, key);
+        }
     }
 
     #[test]

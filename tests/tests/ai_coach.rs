@@ -4,6 +4,7 @@
 //! function's answers through `lambda_http`.
 
 use paddock::config::{AiProvider, Settings};
+use paddock::ports::Clock;
 use paddock_tests::fake_llm::{ANSWER, FakeLlm, Mode};
 use paddock_tests::{Backend, TestApp, envelope, ports, spawn_with};
 use serde_json::{Value, json};
@@ -403,7 +404,69 @@ async fn limits_hold_across_instances(backend: Backend) {
     assert_eq!(fake.received().len(), 6);
 }
 
-paddock_tests::on_both_backends!(plain: [], ports: [limits_hold_across_instances]);
+/// The service-wide daily tokens bound the spend however many accounts ask: each driver is
+/// well inside their own budget, and the service's is spent all the same.
+async fn the_service_wide_token_cap_holds_across_drivers(backend: Backend) {
+    let fake = FakeLlm::start().await;
+    fake.set_usage(120, 80);
+    let t = ports(backend).await;
+    let clock = t.clock.clone();
+    let mut settings = t.settings.clone();
+    configure(&mut settings, &fake, AiProvider::Anthropic);
+    settings.ai.tokens_per_day = 10_000;
+    settings.ai.service_tokens_per_day = 500;
+    secret(t.dir.path(), "anthropicApiKey", "test-key");
+    let app = spawn_with(settings, t.ports.clone(), t.dir).await;
+    let question = |n: i64| {
+        let mut body = insight_body();
+        body["CurLapMs"] = json!(150_000 + n);
+        body
+    };
+    // Three fresh accounts, 200 tokens each: 600 spent, past the service's 500 (a call is
+    // admitted while anything is left, and counted with what it really cost).
+    for n in 0..3 {
+        let (token, _) = app.driver(&format!("Sybil{n}")).await;
+        let (status, res, _) = ask(&app, &token, "/v1/ai/insights", &question(n)).await;
+        assert_eq!(status, 200, "account {n}: {res}");
+    }
+    // The fourth account has spent nothing, and is refused before any upstream call.
+    let (token, _) = app.driver("Sybil3").await;
+    let (status, res, headers) = ask(&app, &token, "/v1/ai/insights", &question(3)).await;
+    assert_eq!(status, 429, "{res}");
+    assert!(
+        res["error"]
+            .as_str()
+            .unwrap()
+            .contains("this service's tokens for today"),
+        "{res}"
+    );
+    let now = clock.unix();
+    let until_tomorrow = 86_400 - now.rem_euclid(86_400);
+    let retry_after: i64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert_eq!(retry_after, until_tomorrow);
+    assert!(
+        res["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("retry in {until_tomorrow} seconds")),
+        "{res}"
+    );
+    assert_eq!(fake.received().len(), 3);
+    // Tomorrow the service has its tokens again.
+    clock.advance(time::Duration::seconds(until_tomorrow));
+    let (token, _) = app.driver("Tomorrow").await;
+    let (status, res, _) = ask(&app, &token, "/v1/ai/insights", &question(4)).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(fake.received().len(), 4);
+}
+
+paddock_tests::on_both_backends!(
+    plain: [],
+    ports: [
+        limits_hold_across_instances,
+        the_service_wide_token_cap_holds_across_drivers
+    ]
+);
 
 /// The AI function's router answers through `lambda_http` as the local server does.
 #[tokio::test(flavor = "multi_thread")]

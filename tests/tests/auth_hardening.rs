@@ -199,6 +199,50 @@ async fn an_address_over_its_cap_is_refused_before_its_body_is_read(backend: Bac
     }
 }
 
+/// Registration answers 409 for an email that has an account (a driver must learn why the
+/// address cannot be used): that tells a prober which emails are registered, as many times as
+/// the address's budget allows and no more.
+async fn probing_emails_through_registration_is_bounded_per_address(backend: Backend) {
+    let (app, _) = spawn_configured(backend, |s| s.auth.attempts_per_address = 5).await;
+    app.register("known@example.com", PASSWORD).await;
+    let prober = client_from(9);
+    let probe = async |email: &str| {
+        let res = prober
+            .post(format!("{}/v1/auth/register", app.address))
+            .json(&json!({"email": email, "password": "probe password", "displayName": "Probe"}))
+            .send()
+            .await
+            .unwrap();
+        let retry_after = res.headers().contains_key("retry-after");
+        let (status, body) = envelope(res).await;
+        (status, retry_after, body)
+    };
+    let (status, _, body) = probe("known@example.com").await;
+    assert_eq!(status, 409, "{body}");
+    for n in 0..4 {
+        let (status, _, body) = probe(&format!("unknown{n}@example.com")).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    // The sixth probe from that address learns nothing, known email or not.
+    for email in ["known@example.com", "another@example.com"] {
+        let (status, retry_after, body) = probe(email).await;
+        assert_eq!(status, 429, "{email}: {body}");
+        assert!(retry_after);
+    }
+    // Another address has a budget of its own (addresses of one IPv6 /64 share one:
+    // `rate_limits.rs`).
+    let (status, body) = envelope(
+        client_from(10)
+            .post(format!("{}/v1/auth/register", app.address))
+            .json(&json!({"email": "known@example.com", "password": "probe password", "displayName": "Probe"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+}
+
 async fn a_hashing_flood_is_answered_503_and_loses_nothing(backend: Backend) {
     let (app, _) = spawn_configured(backend, |s| {
         s.auth.hashing_threads = 1;
@@ -336,6 +380,7 @@ paddock_tests::on_both_backends!(
         guessing_one_account_from_many_addresses_is_limited_but_not_its_owner,
         login_caps_the_password_length,
         an_address_over_its_cap_is_refused_before_its_body_is_read,
+        probing_emails_through_registration_is_bounded_per_address,
         a_hashing_flood_is_answered_503_and_loses_nothing,
         a_rotated_signing_key_keeps_earlier_tokens_valid_until_dropped,
         names_that_pose_as_someone_else_are_refused,

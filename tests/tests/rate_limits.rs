@@ -1,6 +1,7 @@
 //! Rate limits tried as an attacker would: a burst straddling a minute boundary, a
-//! concurrent flood against the last places, many IPv6 addresses of one network, and an
-//! account locked on purpose by failures from elsewhere — on both backends.
+//! concurrent flood against the last places, many IPv6 addresses of one network, an
+//! account locked on purpose by failures from elsewhere, and floods of feed posts and data
+//! exports — on both backends.
 
 use paddock::identity::rate_limits::{self, Limit, LimitError};
 use paddock::ports::ManualClock;
@@ -211,13 +212,111 @@ async fn the_owner_signs_in_after_50_failures_from_elsewhere(backend: Backend) {
     assert_eq!(login_from(&app, 3, 2, email, PASSWORD).await.0, 200);
 }
 
+/// The `Retry-After` seconds of a 429, with its envelope.
+async fn limited(res: reqwest::Response) -> (u16, u64, Value) {
+    let retry_after = res
+        .headers()
+        .get("retry-after")
+        .map_or(0, |v| v.to_str().unwrap().parse().unwrap());
+    let (status, body) = envelope(res).await;
+    (status, retry_after, body)
+}
+
+async fn a_feed_flood_is_cut_at_the_limit_per_minute(app: TestApp, clock: Arc<ManualClock>) {
+    let (token, _) = app.driver("Poster").await;
+    let post = async |n: usize| {
+        app.post_json_auth("/v1/feed", &json!({"title": format!("post {n}")}), &token)
+            .await
+    };
+    // The default: 10 a minute. 30 sent in a second, as the review did.
+    let mut statuses = Vec::new();
+    for n in 0..30 {
+        statuses.push(limited(post(n).await).await);
+    }
+    let created = statuses.iter().filter(|(s, _, _)| *s == 201).count();
+    assert_eq!(created, 10, "{statuses:?}");
+    let (status, retry_after, body) = &statuses[10];
+    assert_eq!(*status, 429, "{body}");
+    assert_eq!(*retry_after, 60);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("at most 10 per 60 seconds, retry in 60 seconds"),
+        "{body}"
+    );
+    // Refused posts are not stored; the minute after, posting works again.
+    let (_, feed) = envelope(app.get_auth("/v1/feed?limit=100", &token).await).await;
+    let posts = feed["data"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["title"].as_str().is_some_and(|t| t.starts_with("post ")))
+        .count();
+    assert_eq!(posts, 10);
+    clock.advance(time::Duration::seconds(60));
+    assert_eq!(limited(post(99).await).await.0, 201);
+    // Another driver has a budget of their own.
+    let (other, _) = app.driver("Bystander").await;
+    let (status, body) = envelope(
+        app.post_json_auth("/v1/feed", &json!({"title": "hello"}), &other)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+async fn exports_are_limited_per_hour(backend: Backend) {
+    let (app, clock) = spawn_configured(backend, |s| {
+        s.exports_per_hour = 2;
+        // One token for the whole hour the test spans.
+        s.jwt.expiry_minutes = 24 * 60;
+    })
+    .await;
+    let (token, _) = app.driver("Exporter").await;
+    let export = async || app.get_auth("/v1/profile/me/export", &token).await;
+    for n in 0..2 {
+        let res = export().await;
+        // The document itself locally, a presigned URL to it in AWS.
+        assert!(
+            [200, 302].contains(&res.status().as_u16()),
+            "export {n}: {}",
+            res.status()
+        );
+        let _ = res.bytes().await;
+    }
+    clock.advance(time::Duration::seconds(600));
+    let (status, retry_after, body) = limited(export().await).await;
+    assert_eq!(status, 429, "{body}");
+    // The first export leaves the hour 50 minutes from now.
+    assert_eq!(retry_after, 3000);
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("at most 2 per 3600 seconds, retry in 3000 seconds"),
+        "{body}"
+    );
+    clock.advance(time::Duration::seconds(3000));
+    let res = export().await;
+    assert!(
+        [200, 302].contains(&res.status().as_u16()),
+        "{}",
+        res.status()
+    );
+}
+
 paddock_tests::on_both_backends!(
     plain: [],
-    clocked: [thirty_uploads_at_59_then_the_31st_at_00_is_refused],
+    clocked: [
+        thirty_uploads_at_59_then_the_31st_at_00_is_refused,
+        a_feed_flood_is_cut_at_the_limit_per_minute,
+    ],
     ports: [
         fifty_concurrent_hits_against_a_limit_of_30_admit_exactly_30,
         fifty_concurrent_uploads_against_a_limit_of_30_store_exactly_30,
         two_addresses_of_one_64_share_a_budget,
         the_owner_signs_in_after_50_failures_from_elsewhere,
+        exports_are_limited_per_hour,
     ]
 );

@@ -55,6 +55,12 @@ pub enum CoachError {
     /// A limit is spent, or the store failed while counting.
     #[error(transparent)]
     Limit(#[from] LimitError),
+    /// The whole service's tokens for today are spent (every driver waits for the next day).
+    #[error(
+        "AI coaching has used this service's tokens for today; retry in {} seconds, when the UTC day ends",
+        .0.retry_after_secs
+    )]
+    ServiceSpent(crate::identity::rate_limits::RateLimited),
     /// The model failed (or is not configured).
     #[error(transparent)]
     Llm(#[from] LlmError),
@@ -121,7 +127,12 @@ impl Coach<'_> {
         let model = self.model.ok_or(LlmError::NotConfigured)?;
         model.ready().await?;
         budget::count_request(self.ports, self.user_id, self.settings).await?;
-        budget::check_tokens(self.ports, self.user_id, self.settings).await?;
+        budget::check_tokens(self.ports, self.user_id, self.settings)
+            .await
+            .map_err(|e| match e {
+                budget::BudgetError::Driver(limit) => CoachError::Limit(limit),
+                budget::BudgetError::Service(limited) => CoachError::ServiceSpent(limited),
+            })?;
         Ok(model)
     }
 

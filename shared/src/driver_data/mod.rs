@@ -67,8 +67,9 @@ pub enum DriverData {
     SharePackObjects,
     /// Stored coaching answers (`coaching`: `AI#<id>`).
     CoachingAnswers,
-    /// Usage counters of the driver (`limits`: `RL#<upload|ai|ai-tokens|sharepack-upload>#<id>`):
-    /// the AI usage and the upload rates.
+    /// Usage counters of the driver (`limits`:
+    /// `RL#<upload|ai|ai-tokens|sharepack-upload|feed-post|export>#<id>`): the AI usage and
+    /// the upload, feed-post and export rates.
     UsageCounters,
     /// Addresses the account signed in from and its failed-login counter (`limits`:
     /// `KNOWN#<account>` and `RL#login-failures#<account>`, the account named by its email's
@@ -216,7 +217,14 @@ pub(crate) fn exports_of(user: &UserId) -> String {
 }
 
 /// The rate-limit scopes counted per driver id (see [`DriverData::UsageCounters`]).
-pub(crate) const USAGE_SCOPES: [&str; 4] = ["upload", "ai", "ai-tokens", "sharepack-upload"];
+pub(crate) const USAGE_SCOPES: [&str; 6] = [
+    "upload",
+    "ai",
+    "ai-tokens",
+    "sharepack-upload",
+    "feed-post",
+    "export",
+];
 
 /// Whose data: the driver's id, and the name of their account in sign-in counters.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::private_fs;
 use crate::ports::blobs::{BlobError, BlobStore, BlobStream, Taken, check_key};
 
 /// Blobs as files under a root directory.
@@ -16,7 +17,7 @@ pub struct DirBlobStore {
 impl DirBlobStore {
     /// A store rooted at `root` (created if missing).
     pub fn new(root: impl AsRef<Path>) -> std::io::Result<Self> {
-        std::fs::create_dir_all(root.as_ref())?;
+        private_fs::create_dir_all(root.as_ref())?;
         Ok(Self {
             root: root.as_ref().to_path_buf(),
         })
@@ -37,7 +38,7 @@ impl BlobStore for DirBlobStore {
     async fn put(&self, key: &str, bytes: Bytes, _content_type: &str) -> Result<(), BlobError> {
         write_atomically(self.path(key)?, move |tmp| {
             use std::io::Write;
-            std::fs::File::create(tmp)?.write_all(&bytes)
+            tmp.write_all(&bytes)
         })
         .await
     }
@@ -133,10 +134,7 @@ impl BlobStore for DirBlobStore {
 
     async fn put_file(&self, key: &str, path: &Path, _content_type: &str) -> Result<(), BlobError> {
         let source = path.to_owned();
-        write_atomically(self.path(key)?, move |tmp| {
-            std::fs::copy(&source, tmp).map(|_| ())
-        })
-        .await
+        write_atomically(self.path(key)?, move |tmp| copy_from(&source, tmp)).await
     }
 
     async fn take_to_file(
@@ -161,7 +159,7 @@ impl BlobStore for DirBlobStore {
                         Err(e) if missing(&e) => return Ok(None),
                         Err(e) => return Err(io(e)),
                     };
-                    let mut to = private_file(&target).map_err(io)?;
+                    let mut to = private_fs::create_new(&target).map_err(io)?;
                     std::io::copy(&mut from, &mut to).map_err(io)?;
                     to.sync_all().map_err(io)?;
                 }
@@ -190,7 +188,11 @@ impl BlobStore for DirBlobStore {
     ) -> Result<bool, BlobError> {
         let target = self.path(to)?;
         if let Some(dir) = target.parent() {
-            tokio::fs::create_dir_all(dir).await.map_err(io)?;
+            let dir = dir.to_owned();
+            tokio::task::spawn_blocking(move || private_fs::create_dir_all(&dir))
+                .await
+                .map_err(|e| BlobError::Unavailable(e.to_string()))?
+                .map_err(io)?;
         }
         // The checked file itself becomes the object.
         match tokio::fs::rename(path, &target).await {
@@ -198,8 +200,7 @@ impl BlobStore for DirBlobStore {
             Err(e) if missing(&e) => Ok(false),
             Err(e) if e.kind() == std::io::ErrorKind::CrossesDevices => {
                 let source = path.to_owned();
-                write_atomically(target, move |tmp| std::fs::copy(&source, tmp).map(|_| ()))
-                    .await?;
+                write_atomically(target, move |tmp| copy_from(&source, tmp)).await?;
                 let _ = tokio::fs::remove_file(path).await;
                 Ok(true)
             }
@@ -221,18 +222,21 @@ impl BlobStore for DirBlobStore {
     }
 }
 
-/// Writes `target` through `write` into a file beside it, synced, then renamed over it, so
-/// readers never see half an object; the partial file goes on failure.
+/// Writes `target` through `write` into a new private file beside it, synced, then renamed
+/// over it, so readers never see half an object; the partial file goes on failure.
 async fn write_atomically(
     target: PathBuf,
-    write: impl FnOnce(&Path) -> std::io::Result<()> + Send + 'static,
+    write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()> + Send + 'static,
 ) -> Result<(), BlobError> {
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
         let dir = target.parent().expect("blob path has a parent");
-        std::fs::create_dir_all(dir)?;
+        private_fs::create_dir_all(dir)?;
         let tmp = dir.join(format!(".tmp-{}", uuid::Uuid::new_v4().simple()));
-        let result = write(&tmp)
-            .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
+        let result = private_fs::create_new(&tmp)
+            .and_then(|mut file| {
+                write(&mut file)?;
+                file.sync_all()
+            })
             .and_then(|()| std::fs::rename(&tmp, &target));
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
@@ -244,13 +248,10 @@ async fn write_atomically(
     .map_err(io)
 }
 
-/// A new file at `path`, created exclusively (it must not exist), readable by its owner only.
-fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path)
+/// Copies the file at `source` into `to` (not `std::fs::copy`, which would give the copy the
+/// source's mode).
+fn copy_from(source: &Path, to: &mut std::fs::File) -> std::io::Result<()> {
+    std::io::copy(&mut std::fs::File::open(source)?, to).map(|_| ())
 }
 
 /// A missing object (or a missing directory on its path).

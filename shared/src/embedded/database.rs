@@ -4,6 +4,8 @@ use rusqlite::{Connection, OpenFlags};
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+
+use super::private_fs;
 use std::time::Duration;
 
 /// Opens connections to one SQLite database file with the pragmas every connection needs.
@@ -51,12 +53,7 @@ fn lock_dir(dir: &Path) -> Result<File, OpenError> {
         path: dir.display().to_string(),
         source,
     };
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join("paddock.lock"))
-        .map_err(io)?;
+    let file = private_fs::open_or_create(&dir.join("paddock.lock")).map_err(io)?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(TryLockError::WouldBlock) => Err(OpenError::Locked(locked_message(dir))),
@@ -72,13 +69,19 @@ impl Database {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| OpenError::Io {
+            private_fs::create_dir_all(dir).map_err(|source| OpenError::Io {
                 path: dir.display().to_string(),
                 source,
             })?;
         }
         let dir = path.parent().unwrap_or(Path::new("."));
         let lock = Arc::new(lock_dir(dir)?);
+        // Created 0600 before SQLite opens it; SQLite gives its -wal and -shm files the
+        // database file's mode.
+        private_fs::open_or_create(&path).map_err(|source| OpenError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         let db = Self { path, lock };
         let conn = db.connect()?;
         conn.execute_batch(SCHEMA)?;

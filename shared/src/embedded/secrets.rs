@@ -48,7 +48,7 @@ impl LocalSecrets {
     fn write_file(&self, map: &Map<String, Value>) -> Result<(), SecretError> {
         let unavailable = |e: std::io::Error| SecretError::Unavailable(e.to_string());
         if let Some(dir) = self.file.parent() {
-            std::fs::create_dir_all(dir).map_err(unavailable)?;
+            super::private_fs::create_dir_all(dir).map_err(unavailable)?;
         }
         let tmp = self.file.with_extension("json.tmp");
         let text = serde_json::to_vec_pretty(map).expect("a map serialises");

@@ -1,5 +1,6 @@
 //! The layers every router gets: request id, one log line and metrics per request, the
-//! envelope on framework-level failures, panic capture, request deadline and body limit.
+//! envelope on framework-level failures, security headers, panic capture, request deadline
+//! and body limit.
 
 use axum::Router;
 use axum::body::Body;
@@ -17,6 +18,7 @@ use tracing::Instrument;
 
 use super::envelope::Envelope;
 use super::error::{ApiError, ErrorCause};
+use super::security_headers;
 use crate::metrics;
 
 /// The id of the current request, also sent back as `x-request-id`.
@@ -46,6 +48,10 @@ pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Durat
         .layer(
             ServiceBuilder::new()
                 .layer(middleware::from_fn(observe))
+                .layer(security_headers::nosniff())
+                .layer(middleware::from_fn(
+                    security_headers::no_store_when_authenticated,
+                ))
                 .layer(CatchPanicLayer::custom(on_panic))
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::GATEWAY_TIMEOUT,

@@ -7,6 +7,8 @@ pub mod error;
 pub mod extract;
 pub(crate) mod middleware;
 pub(crate) mod paging;
+pub mod security_headers;
+pub mod serve;
 
 pub use envelope::{Envelope, ok};
 pub use error::ApiError;

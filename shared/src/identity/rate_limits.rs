@@ -58,7 +58,9 @@ impl Limit {
 
 /// A request over a limit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("too many requests: at most {max} per {window_secs} seconds, retry later")]
+#[error(
+    "too many requests: at most {max} per {window_secs} seconds, retry in {retry_after_secs} seconds"
+)]
 pub struct RateLimited {
     /// The limit that was exceeded.
     pub max: u32,

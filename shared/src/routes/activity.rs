@@ -13,6 +13,7 @@ use crate::activity::feed::{self, FeedEntry, FeedPost, FeedReadError};
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, PageParams, Paged, ok};
+use crate::identity::rate_limits::{self, Limit};
 use crate::state::AppState;
 
 /// The feed and achievements routes.
@@ -60,13 +61,23 @@ pub(crate) struct FeedPostRequest {
     request_body(content = FeedPostRequest, description = "camelCase or PascalCase names"),
     responses((status = 201, description = "Posted", body = inline(Envelope<FeedEntry>)),
               (status = 400, description = "Every problem, by field"),
-              (status = 401, description = "No valid token")))]
+              (status = 401, description = "No valid token"),
+              (status = 429, description = "More than `Limits__FeedPostsPerMinute` posts in a minute (Retry-After)")))]
 pub(crate) async fn post_feed(
     State(state): State<AppState>,
     user: AuthUser,
     ApiJson(body): ApiJson<FeedPostRequest>,
 ) -> Result<Response, ApiError> {
     let post = FeedPost::parse(body.title, body.subtitle)?;
+    // Counted once the post is valid: a refused one costs the driver nothing.
+    rate_limits::hit(
+        &state.ports,
+        "feed-post",
+        user.user_id().as_str(),
+        60,
+        &[Limit::new("n", state.settings.feed_posts_per_minute)],
+    )
+    .await?;
     let entry = feed::post(&state.ports, user.user_id(), post).await?;
     Ok(with_status(StatusCode::CREATED, entry))
 }

@@ -18,6 +18,7 @@ use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, Envelope, ok};
 use crate::identity::profiles::{self, ProfileChange, ProfileError};
+use crate::identity::rate_limits::{self, Limit};
 use crate::identity::users::{self, User};
 use crate::state::AppState;
 
@@ -169,11 +170,21 @@ pub(crate) struct ExportDocument {
                 besides the keys shown, one array per kind of data (sessions, feed, leaderboardEntries, ...)",
                content_type = "application/json", body = ExportDocument),
               (status = 302, description = "AWS: the same document at a 5-minute presigned S3 URL"),
-              (status = 401, description = "No valid token, or the account is deleted")))]
+              (status = 401, description = "No valid token, or the account is deleted"),
+              (status = 429, description = "More than `Limits__ExportsPerHour` exports in an hour (Retry-After)")))]
 pub(crate) async fn export_me(
     State(state): State<AppState>,
     user: AuthUser,
 ) -> Result<Response, ApiError> {
+    // An export reads everything the driver has: bounded per hour, before any of it is read.
+    rate_limits::hit(
+        &state.ports,
+        "export",
+        user.user_id().as_str(),
+        3600,
+        &[Limit::new("n", state.settings.exports_per_hour)],
+    )
+    .await?;
     let profile = users::get_stored(&state.ports, user.user_id())
         .await?
         .filter(|p| p.deleted_at.is_none())
@@ -245,11 +256,15 @@ async fn export_through_blob_store(
     file_name: &str,
 ) -> Result<Response, ApiError> {
     let started = std::time::Instant::now();
-    let path = std::env::temp_dir().join(format!("paddock-export-{}.json", uuid::Uuid::new_v4()));
+    // Created exclusively (never a file or link already there) with mode 0600 at an
+    // unguessable name, and removed when dropped.
+    let staged = tempfile::Builder::new()
+        .prefix("paddock-export-")
+        .suffix(".json")
+        .tempfile()
+        .map_err(|e| ApiError::Internal(anyhow::Error::new(e).context("staging the export")))?;
     let result = async {
-        let mut file = tokio::fs::File::create(&path)
-            .await
-            .map_err(ExportError::from)?;
+        let mut file = tokio::fs::File::from_std(staged.reopen().map_err(ExportError::from)?);
         let counts = export::write(&state.ports, driver, profile, &mut file).await?;
         let key = format!(
             "{}{}.json",
@@ -259,12 +274,12 @@ async fn export_through_blob_store(
         state
             .ports
             .blobs
-            .put_file(&key, &path, "application/json")
+            .put_file(&key, staged.path(), "application/json")
             .await?;
         Ok::<_, ExportError>((counts, key))
     }
     .await;
-    let _ = tokio::fs::remove_file(&path).await;
+    drop(staged);
     let (counts, key) = match result {
         Ok(done) => done,
         Err(e) => {

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::http::auth_user::AuthUser;
+use crate::http::security_headers::SVG_CONTENT_SECURITY_POLICY;
 use crate::http::{ApiError, ApiQuery, Envelope, PageParams, Paged, ok};
 use crate::ids::TrackId;
 use crate::state::AppState;
@@ -78,9 +79,14 @@ pub(crate) async fn map(
         return Ok(ok(map));
     }
     let mut response = maps::svg(&map).into_response();
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("image/svg+xml"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(SVG_CONTENT_SECURITY_POLICY),
     );
     Ok(response)
 }

@@ -1,0 +1,81 @@
+//! The local server's connection loop: HTTP/1.1 over hyper with a deadline for a request's
+//! headers, so a client that trickles header bytes cannot hold a connection (and its task
+//! and buffers) open for as long as it likes. `axum::serve` sets no such deadline.
+
+use axum::Router;
+use axum::extract::{ConnectInfo, Request};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tower::ServiceExt;
+
+/// Serves `router` on `listener` until `stop` completes, then lets every open connection
+/// finish its request in flight and returns once all are closed.
+///
+/// A connection whose request headers have not all arrived `header_read_timeout` after it
+/// started waiting for them (on a new connection, or after the previous answer on a kept-alive
+/// one) is closed. Handlers see the peer's address as `ConnectInfo<SocketAddr>`.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    header_read_timeout: Duration,
+    stop: impl Future<Output = ()>,
+) {
+    let mut http = http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
+        .keep_alive(true);
+    let (closing_tx, closing_rx) = watch::channel(false);
+    let mut connections = JoinSet::new();
+    tokio::pin!(stop);
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait rather than spin.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            // Finished connections are reaped as they end, so the set stays small.
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let _ = stream.set_nodelay(true);
+        let service = router
+            .clone()
+            .map_request(move |mut req: Request<hyper::body::Incoming>| {
+                req.extensions_mut().insert(ConnectInfo(peer));
+                req
+            });
+        let http = http.clone();
+        let mut closing = closing_rx.clone();
+        connections.spawn(async move {
+            let connection =
+                http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
+                    // Finish the request in flight, take no further one.
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = result {
+                // Slow or broken clients: theirs to fix, worth a trace only.
+                tracing::debug!(%peer, error = %e, "connection closed with an error");
+            }
+        });
+    }
+    drop(listener);
+    let _ = closing_tx.send(true);
+    while connections.join_next().await.is_some() {}
+}
