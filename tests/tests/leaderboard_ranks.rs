@@ -138,7 +138,6 @@ async fn get(app: &TestApp, path: &str, token: Option<&str>) -> (u16, Value) {
 async fn read_board(app: &TestApp, query: &str, limit: usize) -> (Vec<(u64, String, i64)>, u64) {
     let mut rows = Vec::new();
     let mut cursor: Option<String> = None;
-    let mut total = 0;
     loop {
         let mut path = format!("/v1/leaderboards?{query}&limit={limit}");
         if let Some(c) = &cursor {
@@ -147,7 +146,7 @@ async fn read_board(app: &TestApp, query: &str, limit: usize) -> (Vec<(u64, Stri
         let (status, page) = get(app, &path, None).await;
         assert_eq!(status, 200, "{path}: {page}");
         let d = &page["data"];
-        total = d["totalEntries"].as_u64().unwrap();
+        let total = d["totalEntries"].as_u64().unwrap();
         for e in d["entries"].as_array().unwrap() {
             rows.push((
                 e["rank"].as_u64().unwrap(),
@@ -157,11 +156,10 @@ async fn read_board(app: &TestApp, query: &str, limit: usize) -> (Vec<(u64, Stri
         }
         match d["nextCursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
-            None => break,
+            None => return (rows, total),
         }
         assert!(rows.len() < 10_000, "paging does not end");
     }
-    (rows, total)
 }
 
 fn expected(board: &HashMap<String, (i64, u64)>) -> Vec<(u64, String, i64)> {
