@@ -139,3 +139,51 @@ async fn the_data_directory_is_private_to_the_servers_user() {
         "a track-points blob in {names:?}"
     );
 }
+
+/// A data directory written by an earlier version (files 0644, directories 0755) is closed
+/// when the server opens it.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn an_earlier_readable_data_directory_is_narrowed_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let parent = tempfile::tempdir().unwrap();
+    let mut settings = test_settings(&parent);
+    settings.data_dir = parent.path().join("data");
+    let data = settings.data_dir.clone();
+    let open = |path: &std::path::Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    std::fs::create_dir_all(data.join("blobs/tracks/t/points")).unwrap();
+    for dir in [
+        "blobs",
+        "blobs/tracks",
+        "blobs/tracks/t",
+        "blobs/tracks/t/points",
+    ] {
+        open(&data.join(dir), 0o755);
+    }
+    let old_blob = data.join("blobs/tracks/t/points/old.bin");
+    std::fs::write(&old_blob, b"points").unwrap();
+    open(&old_blob, 0o644);
+    let key = r#"{"jwtSigningKey": "an earlier key of thirty-two bytes or more, kept"}"#;
+    std::fs::write(data.join("secrets.json"), key).unwrap();
+    std::fs::write(data.join("paddock.db"), b"").unwrap();
+    for file in ["secrets.json", "paddock.db"] {
+        open(&data.join(file), 0o644);
+    }
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let ports = paddock::wiring::embedded_ports(&settings, clock).unwrap();
+    let app = spawn_with(settings, ports, parent).await;
+    let (status, _) = envelope(app.get("/health/ready").await).await;
+    assert_eq!(status, 200);
+    assert_eq!(mode(&data.join("paddock.db")), 0o600);
+    assert_eq!(mode(&data.join("paddock.lock")), 0o600);
+    assert_eq!(mode(&data.join("secrets.json")), 0o600);
+    // The blob root is closed, which closes everything beneath it.
+    assert_eq!(mode(&data.join("blobs")), 0o700);
+    // The earlier key is still the one in use: the file was narrowed, not replaced.
+    assert_eq!(
+        std::fs::read_to_string(data.join("secrets.json")).unwrap(),
+        key
+    );
+}

@@ -18,6 +18,8 @@ impl DirBlobStore {
     /// A store rooted at `root` (created if missing).
     pub fn new(root: impl AsRef<Path>) -> std::io::Result<Self> {
         private_fs::create_dir_all(root.as_ref())?;
+        // Closing the root closes every blob an earlier version left readable beneath it.
+        private_fs::restrict(root.as_ref())?;
         Ok(Self {
             root: root.as_ref().to_path_buf(),
         })

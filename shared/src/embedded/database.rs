@@ -77,11 +77,25 @@ impl Database {
         let dir = path.parent().unwrap_or(Path::new("."));
         let lock = Arc::new(lock_dir(dir)?);
         // Created 0600 before SQLite opens it; SQLite gives its -wal and -shm files the
-        // database file's mode.
-        private_fs::open_or_create(&path).map_err(|source| OpenError::Io {
+        // database file's mode. Files an earlier version left readable are narrowed.
+        let io = |source| OpenError::Io {
             path: path.display().to_string(),
             source,
-        })?;
+        };
+        private_fs::open_or_create(&path).map_err(io)?;
+        let beside = |suffix: &str| {
+            let mut name = path.clone().into_os_string();
+            name.push(suffix);
+            PathBuf::from(name)
+        };
+        for file in [
+            path.clone(),
+            beside("-wal"),
+            beside("-shm"),
+            dir.join("paddock.lock"),
+        ] {
+            private_fs::restrict(&file).map_err(io)?;
+        }
         let db = Self { path, lock };
         let conn = db.connect()?;
         conn.execute_batch(SCHEMA)?;

@@ -24,8 +24,14 @@ pub struct LocalSecrets {
 impl LocalSecrets {
     /// Secrets kept in `data_dir/secrets.json`, generating `generated` names when missing.
     pub fn new(data_dir: impl Into<PathBuf>, generated: &[&str]) -> Self {
+        let file = data_dir.into().join("secrets.json");
+        // A file an earlier version left readable is narrowed to 0600; if that fails the
+        // secrets are still read (the file is the operator's), and the warning says why.
+        if let Err(e) = super::private_fs::restrict(&file) {
+            tracing::warn!(file = %file.display(), error = %e, "could not make the secrets file private");
+        }
         Self {
-            file: data_dir.into().join("secrets.json"),
+            file,
             generated: generated
                 .iter()
                 .map(std::string::ToString::to_string)
@@ -67,6 +73,8 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
         .truncate(true)
         .mode(0o600)
         .open(path)?;
+    // A file left over from an interrupted write keeps its mode on open: set it.
+    f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     f.write_all(bytes)?;
     f.sync_all()
 }
