@@ -14,11 +14,10 @@
 //!   ([`rank_counts`]).
 //! - `VEH#<car name, lower case>` (track boards only): the cars with a board on the track and
 //!   their entry counts ([`vehicles`]).
-//! - `LAYOUT`: how far the backfill of boards written before the counts existed has come
-//!   ([`backfill`]).
 //!
 //! Partition `USER#<user id>`, sort key `BOARD#<board>`: the boards a driver has an entry on
-//! (see [`board::BOARD_INDEX_PREFIX`]).
+//! (see [`board::BOARD_INDEX_PREFIX`]). Partition `LAYOUT`, sort key `COUNTS`: how far the
+//! backfill of boards written before the counts existed has come ([`backfill`]).
 
 pub(crate) mod backfill;
 pub mod board;
