@@ -11,12 +11,12 @@
 //!   sort key that orders the board (equal times: earlier submission first). The entry and its
 //!   rank row change in one transaction, with the board's counts.
 //! - `COUNT#...`: the counts that give a rank and the board's size without reading the board
-//!   ([`rank_counts`]).
+//!   (`rank_counts`).
 //! - `VEH#<car name, lower case>` (track boards only): the cars with a board on the track and
-//!   their entry counts ([`vehicles`]).
+//!   their entry counts (`vehicles`).
 //!
 //! Partition `USER#<user id>`, sort key `BOARD#<board>`: the boards a driver has an entry on
-//! (see [`board::BOARD_INDEX_PREFIX`]). Partition `LAYOUT`, sort key `COUNTS`: how far the
+//! (see `board::BOARD_INDEX_PREFIX`). Partition `LAYOUT`, sort key `COUNTS`: how far the
 //! backfill of boards written before the counts existed has come ([`backfill`]).
 
 pub(crate) mod backfill;
