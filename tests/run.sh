@@ -102,7 +102,13 @@ cfn-lint template.yaml
 
 step "schemathesis: every check against /openapi.json of the local server"
 if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
-cargo build -q -p paddock-local
+# Where cargo put the binary (CARGO_TARGET_DIR and build.target-dir move it), from its build
+# messages.
+local_server=$(cargo build -q -p paddock-local --bin paddock-local --message-format=json \
+  | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["executable"])')
 fuzz_port=$(free_port)
 fuzz_dir=$(mktemp -d)
 # The coaching endpoints talk to a stand-in chat-completions server on loopback.
@@ -113,7 +119,7 @@ Data__Dir="$fuzz_dir" Server__Address="127.0.0.1:$fuzz_port" Auth__AttemptsPerAd
   Limits__UploadsPerMinute=1000000 Log__Format=json RUST_LOG=warn \
   Ai__Provider=openai Ai__BaseUrl="http://127.0.0.1:$llm_port/v1" Ai__RequestsPerHour=1000000 \
   Ai__TokensPerDay=1000000000 Sharepacks__UploadsPerMinute=1000000 Sharepacks__MaxPerUser=1000000 \
-  "$root/target/debug/paddock-local" >"$log_dir/fuzz-server.log" 2>&1 &
+  "$local_server" >"$log_dir/fuzz-server.log" 2>&1 &
 pids+=($!)
 fuzz_pid=$!
 wait_for "http://127.0.0.1:$fuzz_port/health" fuzz-server "$fuzz_pid"
