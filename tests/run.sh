@@ -6,7 +6,8 @@
 #   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
 #   provider and chromedriver on loopback, lints the SAM template, runs schemathesis with every
 #   check against the local server's OpenAPI document, runs the Rust test suites (both adapter
-#   sets, the browser sign-in and the board pages in the browser), and stops everything it started (by process id).
+#   sets, the black-box scenarios again through the Lambda functions behind the local API, the
+#   browser sign-in and the board pages in the browser), and stops everything it started (by process id).
 # Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test auth`).
 set -euo pipefail
 
