@@ -403,8 +403,9 @@ pub async fn run_schedule(function: Arc<Function>, rule: String, every: Duration
             "resources": [format!("arn:aws:events:{REGION}:{ACCOUNT}:rule/{rule}")],
             "detail": {}
         });
-        if let Err(e) = function.invoke(&event).await.and_then(|a| a.json()) {
-            tracing::warn!(rule, "{e:#}");
+        match function.invoke(&event).await.and_then(|a| a.json()) {
+            Ok(_) => tracing::info!(rule, "the schedule fired"),
+            Err(e) => tracing::warn!(rule, "{e:#}"),
         }
     }
 }
