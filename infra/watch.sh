@@ -11,7 +11,8 @@
 # HTTP functions answer at http://127.0.0.1:9000/lambda-url/<binary>/<path> (the request
 # becomes an API Gateway event); event functions take `cargo lambda invoke <binary>
 # --data-file <event.json>`. Nothing feeds the outbox stream or the queues to the functions
-# here: invoke the relay and the consumers with their events (README, "Local emulation").
+# here: invoke the relay and the consumers with their events (README, "Local emulation"). For
+# the whole API at its real paths with the events flowing, run infra/api-local.sh instead.
 #
 # `cargo lambda watch` runs `cargo run --bin <name>`, which in this workspace reaches only the
 # default member (the local server); so it serves the Lambda APIs alone (--only-lambda-apis)
@@ -24,9 +25,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 tools=${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}
 venv="$tools/lambda-venv"
 port=${PADDOCK_WATCH_PORT:-9000}
-profile=debug
 build_args=()
-if [ "${1:-}" = "--release" ]; then profile=release; build_args=(--release); fi
+if [ "${1:-}" = "--release" ]; then build_args=(--release); fi
 
 if [ ! -x "$venv/bin/cargo-lambda" ]; then
   echo "== installing cargo-lambda into $venv" >&2
@@ -43,10 +43,18 @@ for dir in "$root"/functions/*/; do
 done
 
 cd "$root"
-echo "== building ${functions[*]} ($profile)" >&2
+echo "== building ${functions[*]}${build_args[*]:+ (${build_args[*]})}" >&2
 packages=()
 for name in "${functions[@]}"; do packages+=(-p "paddock-$name"); done
-cargo build -q "${build_args[@]}" "${packages[@]}"
+# Where cargo put each binary (CARGO_TARGET_DIR and build.target-dir move it), from its build
+# messages: "<name> <path>" lines.
+binaries=$(cargo build -q "${build_args[@]}" "${packages[@]}" --message-format=json \
+  | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"):
+        print(m["target"]["name"], m["executable"])')
+binary() { awk -v name="$1" '$1 == name { print $2 }' <<<"$binaries"; }
 
 pids=()
 started_here=
@@ -104,7 +112,7 @@ for name in "${functions[@]}"; do
   AWS_LAMBDA_RUNTIME_API="http://127.0.0.1:$port/.rt/paddock-$name" \
   AWS_LAMBDA_FUNCTION_NAME="paddock-$name" AWS_LAMBDA_FUNCTION_VERSION=1 \
   AWS_LAMBDA_FUNCTION_MEMORY_SIZE=$memory \
-    "$root/target/$profile/paddock-$name" > >(sed -u "s/^/[$name] /") 2>&1 &
+    "$(binary "paddock-$name")" > >(sed -u "s/^/[$name] /") 2>&1 &
   pids+=($!)
 done
 echo "== ${#functions[@]} functions up: http://127.0.0.1:$port/lambda-url/paddock-<name>/<path>," \

@@ -6,7 +6,8 @@
 #   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
 #   provider and chromedriver on loopback, lints the SAM template, runs schemathesis with every
 #   check against the local server's OpenAPI document, runs the Rust test suites (both adapter
-#   sets, the browser sign-in and the board pages in the browser), and stops everything it started (by process id).
+#   sets, the black-box scenarios again through the Lambda functions behind the local API, the
+#   browser sign-in and the board pages in the browser), and stops everything it started (by process id).
 # Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test auth`).
 set -euo pipefail
 
@@ -102,7 +103,13 @@ cfn-lint template.yaml
 
 step "schemathesis: every check against /openapi.json of the local server"
 if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
-cargo build -q -p paddock-local
+# Where cargo put the binary (CARGO_TARGET_DIR and build.target-dir move it), from its build
+# messages.
+local_server=$(cargo build -q -p paddock-local --bin paddock-local --message-format=json \
+  | python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["executable"])')
 fuzz_port=$(free_port)
 fuzz_dir=$(mktemp -d)
 # The coaching endpoints talk to a stand-in chat-completions server on loopback.
@@ -115,7 +122,7 @@ Data__Dir="$fuzz_dir" Server__Address="127.0.0.1:$fuzz_port" Auth__AttemptsPerAd
   Ai__Provider=openai Ai__BaseUrl="http://127.0.0.1:$llm_port/v1" Ai__RequestsPerHour=1000000 \
   Ai__TokensPerDay=1000000000 Ai__ServiceTokensPerDay=1000000000000 \
   Sharepacks__UploadsPerMinute=1000000 Sharepacks__MaxPerUser=1000000 \
-  "$root/target/debug/paddock-local" >"$log_dir/fuzz-server.log" 2>&1 &
+  "$local_server" >"$log_dir/fuzz-server.log" 2>&1 &
 pids+=($!)
 fuzz_pid=$!
 wait_for "http://127.0.0.1:$fuzz_port/health" fuzz-server "$fuzz_pid"

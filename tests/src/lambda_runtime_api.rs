@@ -21,7 +21,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use std::collections::HashMap;
-use std::io::Read;
+use std::io::{BufRead, Read};
 use std::net::SocketAddr;
 use std::path::Path as FsPath;
 use std::process::Stdio;
@@ -398,6 +398,18 @@ impl FunctionProcess {
         api: &RuntimeApi,
         env: &[(String, String)],
     ) -> anyhow::Result<Self> {
+        Self::spawn_logged(binary, function_name, api, env, None)
+    }
+
+    /// As [`FunctionProcess::spawn`]; with `echo`, each output line goes to this process's
+    /// standard error behind `[<echo>] ` instead of being kept.
+    pub fn spawn_logged(
+        binary: &FsPath,
+        function_name: &str,
+        api: &RuntimeApi,
+        env: &[(String, String)],
+        echo: Option<String>,
+    ) -> anyhow::Result<Self> {
         let mut command = std::process::Command::new(binary);
         command
             .env_clear()
@@ -423,15 +435,23 @@ impl FunctionProcess {
                 .take()
                 .map(|s| Box::new(s) as Box<dyn Read + Send>),
         ];
-        for mut stream in streams.into_iter().flatten() {
+        for stream in streams.into_iter().flatten() {
             let output = output.clone();
+            let echo = echo.clone();
             std::thread::spawn(move || {
-                let mut buffer = [0u8; 8192];
-                while let Ok(n) = stream.read(&mut buffer) {
+                let mut lines = std::io::BufReader::new(stream);
+                let mut line = Vec::new();
+                while let Ok(n) = lines.read_until(b'\n', &mut line) {
                     if n == 0 {
                         break;
                     }
-                    lock(&output).extend_from_slice(&buffer[..n]);
+                    match &echo {
+                        Some(name) => {
+                            eprint!("[{name}] {}", String::from_utf8_lossy(&line));
+                        }
+                        None => lock(&output).extend_from_slice(&line),
+                    }
+                    line.clear();
                 }
             });
         }

@@ -8,6 +8,7 @@ pub mod browser;
 pub mod fake_llm;
 pub mod lambda_events;
 pub mod lambda_runtime_api;
+pub mod local_api;
 
 use paddock::app::Application;
 use paddock::aws;
@@ -149,6 +150,111 @@ pub async fn spawn_configured(
     configure(&mut t.settings);
     let clock = t.clock.clone();
     (spawn_with(t.settings, t.ports, t.dir).await, clock)
+}
+
+/// The function set behind the local API (`local_api`) over fresh tables, bucket, queues
+/// and a Secrets Manager secret on the emulators: each route of `template.yaml` answered by
+/// its function's binary as Lambda runs it, with the outbox stream, the queues and the
+/// schedules delivering events. `ports` and `settings` are those of the same resources, so a
+/// test reads what the functions wrote.
+pub async fn spawn_functions() -> TestApp {
+    spawn_functions_with(&[]).await
+}
+
+/// As [`spawn_functions`], with `settings` (`Section__Key`, value) given to every function.
+pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
+    let mut t = ports(Backend::Aws).await;
+    let sdk = aws::sdk_config().await;
+    let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
+    let secret_id = unique("paddock-secrets-");
+    let key = || {
+        use base64::Engine;
+        let bytes = [
+            *uuid::Uuid::new_v4().as_bytes(),
+            *uuid::Uuid::new_v4().as_bytes(),
+        ];
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes.concat())
+    };
+    aws::provision::put_secret(
+        &secrets,
+        &secret_id,
+        &serde_json::json!({"jwtSigningKey": key(), "uploadUrlKey": key()}),
+    )
+    .await
+    .expect("a secret");
+    t.ports.secrets = Arc::new(aws::SecretsManagerSecrets::new(secrets, secret_id.clone()));
+    t.settings.secret_id = Some(secret_id.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let address = format!("http://{}", listener.local_addr().expect("an address"));
+    let mut env: Vec<(String, String)> = vec![
+        ("Store__Backend".into(), "aws".into()),
+        ("Store__TablePrefix".into(), t.settings.table_prefix.clone()),
+        (
+            "Blobs__Bucket".into(),
+            t.settings.bucket.clone().expect("a bucket"),
+        ),
+        ("Secrets__Id".into(), secret_id),
+        ("Auth__PublicUrl".into(), address.clone()),
+        ("Log__Format".into(), "json".into()),
+        ("RUST_LOG".into(), "warn".into()),
+    ];
+    let mut queues = std::collections::HashMap::new();
+    for (name, urls) in &t.settings.queue_urls {
+        let section = name.config_section();
+        let (url, dlq) = (
+            urls.url.clone().expect("a queue"),
+            urls.dead_letter_url.clone().expect("a DLQ"),
+        );
+        env.push((format!("Queue__{section}__Url"), url.clone()));
+        env.push((format!("Queue__{section}__DeadLetterUrl"), dlq.clone()));
+        queues.insert(section.to_owned(), (url, dlq));
+    }
+    // The emulators' endpoints and credentials, as the test command exports them.
+    env.extend(std::env::vars().filter(|(k, _)| {
+        k.starts_with("AWS_ENDPOINT_URL")
+            || k == "AWS_ACCESS_KEY_ID"
+            || k == "AWS_SECRET_ACCESS_KEY"
+    }));
+    env.extend(
+        settings
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let config = local_api::Config {
+        template: binaries::workspace_root().join("template.yaml"),
+        binaries: function_binaries().clone(),
+        env,
+        table_prefix: t.settings.table_prefix.clone(),
+        queues,
+        poll: Duration::from_millis(100),
+        schedule_every: None,
+        visibility: Some(t.settings.visibility),
+        echo_logs: false,
+    };
+    // The API serves until the test's runtime ends, which ends the function processes too.
+    let _api = local_api::LocalApi::start(config, listener, &sdk)
+        .await
+        .expect("the local API");
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    TestApp {
+        address,
+        client,
+        ports: t.ports,
+        settings: t.settings,
+        dir: t.dir,
+    }
+}
+
+/// The workspace's binaries, built once per test process.
+pub fn function_binaries() -> &'static std::collections::HashMap<String, std::path::PathBuf> {
+    static BUILT: std::sync::OnceLock<std::collections::HashMap<String, std::path::PathBuf>> =
+        std::sync::OnceLock::new();
+    BUILT.get_or_init(|| binaries::build("dev", &[]).expect("the workspace's binaries build"))
 }
 
 /// Starts the local server over given ports.
@@ -361,7 +467,9 @@ pub fn session_body(
 
 /// Runs each scenario on both adapter sets, as modules `embedded` and `dynamodb_local`:
 /// `plain` scenarios take a fresh server, `clocked` ones the server and its manual clock,
-/// `ports` ones the backend (they build their own ports).
+/// `ports` ones the backend (they build their own ports). The `plain` scenarios run a third
+/// time, as module `functions`, against the function set behind the local API
+/// ([`spawn_functions`]): every request through its route's Lambda function.
 #[macro_export]
 macro_rules! on_both_backends {
     (
@@ -374,6 +482,9 @@ macro_rules! on_both_backends {
             [$($plain),*], [$($($clocked),*)?], [$($($ported),*)?]);
         $crate::on_both_backends!(@backend dynamodb_local, Aws,
             [$($plain),*], [$($($clocked),*)?], [$($($ported),*)?]);
+        mod functions {
+            $( $crate::functions_scenario!($plain); )*
+        }
     };
     (@backend $module:ident, $backend:ident,
         [$($plain:ident),*], [$($clocked:ident),*], [$($ported:ident),*]) => {
@@ -454,4 +565,32 @@ pub async fn every_blob(ports: &Ports) -> Vec<(String, Vec<u8>)> {
         }
     }
     all
+}
+
+/// One `plain` scenario against the function set ([`spawn_functions`]). The scenarios that
+/// read the local server's own `/metrics` (Prometheus text, which only the local server
+/// serves; the functions' metrics are CloudWatch lines in their logs) are listed here and
+/// ignored with that reason.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! functions_scenario {
+    (implausibly_fast_laps_are_refused) => {
+        $crate::functions_scenario!(@ignored implausibly_fast_laps_are_refused);
+    };
+    (sector_times_must_add_up_to_the_lap) => {
+        $crate::functions_scenario!(@ignored sector_times_must_add_up_to_the_lap);
+    };
+    (@ignored $plain:ident) => {
+        #[tokio::test(flavor = "multi_thread")]
+        #[ignore = "reads the local server's /metrics, which the functions do not serve"]
+        async fn $plain() {
+            super::$plain($crate::spawn_functions().await).await
+        }
+    };
+    ($plain:ident) => {
+        #[tokio::test(flavor = "multi_thread")]
+        async fn $plain() {
+            super::$plain($crate::spawn_functions().await).await
+        }
+    };
 }

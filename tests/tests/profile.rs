@@ -456,7 +456,13 @@ async fn coached_app(backend: Backend, fake: &FakeLlm) -> TestApp {
 async fn export_covers_every_kind_and_deletion_leaves_nothing(backend: Backend) {
     let fake = FakeLlm::start().await;
     let app = coached_app(backend, &fake).await;
-    let cleo = seed(&app, &fake).await;
+    export_and_deletion(app, &fake, backend).await;
+}
+
+/// The export and the deletion of a driver with data of every kind; `backend` is the one
+/// `app` runs on (AWS hands the export out by a presigned URL).
+async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
+    let cleo = seed(&app, fake).await;
     let driver = paddock::driver_data::Driver {
         id: UserId::from(cleo.user_id.as_str()),
         email: Some(cleo.email.to_lowercase()),
@@ -832,3 +838,18 @@ on_both_backends!(
     plain: [profile_reads_changes_and_refusals, a_new_name_reaches_the_board, racing_deletes_run_one_job],
     ports: [export_covers_every_kind_and_deletion_leaves_nothing, an_interrupted_deletion_resumes],
 );
+
+/// Export and deletion through the profile, accounts and outbox-relay functions behind the
+/// local API, the coach on the stand-in language model as above.
+#[tokio::test(flavor = "multi_thread")]
+async fn functions_export_covers_every_kind_and_deletion_leaves_nothing() {
+    let fake = FakeLlm::start().await;
+    let base_url = format!("{}/v1", fake.url);
+    let app = paddock_tests::spawn_functions_with(&[
+        ("Ai__Provider", "openai"),
+        ("Ai__Model", "test-model"),
+        ("Ai__BaseUrl", &base_url),
+    ])
+    .await;
+    export_and_deletion(app, &fake, Backend::Aws).await;
+}

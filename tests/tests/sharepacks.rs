@@ -1178,3 +1178,38 @@ async fn local_upload_urls_are_signed_and_expire() {
     let (app, clock) = spawn_configured(Backend::Embedded, |_| {}).await;
     local_upload_urls_are_signed(app, clock).await;
 }
+
+/// The same scenarios through the share-pack function behind the local API, with the same
+/// limits given as its settings.
+mod functions {
+    use paddock_tests::spawn_functions_with;
+
+    const LIMITS: &[(&str, &str)] = &[
+        ("Sharepacks__MaxDirectBytes", "524288"),
+        ("Sharepacks__MaxEntries", "10"),
+        ("Sharepacks__MaxUncompressedBytes", "16777216"),
+        ("Sharepacks__MaxPerUser", "2"),
+        ("Sharepacks__UploadsPerMinute", "4"),
+    ];
+    const OPEN_LIMITS: &[(&str, &str)] = &[
+        ("Sharepacks__UploadsPerMinute", "1000"),
+        ("Sharepacks__MaxPerUser", "1000"),
+    ];
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn packs_are_shared_by_id_and_deleted_by_their_owner() {
+        let app = spawn_functions_with(&[("Sharepacks__MaxDirectBytes", "524288")]).await;
+        super::packs_are_shared_by_id_and_deleted_by_their_owner(app).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn hostile_packs_are_refused_naming_the_entry() {
+        super::hostile_packs_are_refused_naming_the_entry(spawn_functions_with(OPEN_LIMITS).await)
+            .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn quotas_hold() {
+        super::quotas_hold(spawn_functions_with(LIMITS).await).await;
+    }
+}

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     lambda::run(async {
-        let wiring = start().await?.secrets();
+        // Blobs: a submission on a mapped track is checked against the map's length.
+        let wiring = start().await?.blobs().await?.secrets();
         serve_group(routes::leaderboards::routes(), wiring).await
     })
 }

@@ -1,0 +1,159 @@
+//! The local API (`paddock-api-local`, `tests/src/local_api`) as a client sees it: every route
+//! of `template.yaml`'s HTTP API is answered by its function, unrouted requests by the
+//! `$default` route's function, and a queue message its consumer keeps failing reaches the
+//! dead-letter queue after the redrive policy's `maxReceiveCount`.
+//!
+//! The black-box scenarios run through it as well: `on_both_backends!` runs each `plain`
+//! scenario in a module `functions`.
+
+use paddock::queues::QueueName;
+use paddock_tests::local_api::routes::RouteTable;
+use paddock_tests::local_api::template::Template;
+use paddock_tests::{require_emulators, spawn_functions};
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// A request path that route `path` matches: each variable filled in.
+fn concrete(path: &str) -> String {
+    path.split('/')
+        .map(|segment| match segment.strip_prefix('{') {
+            Some(v) if v.ends_with("+}") => "probe/deeper".to_owned(),
+            Some(_) => "probe".to_owned(),
+            None => segment.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Every route of the template gets an answer of the service (its envelope, its request id)
+/// from the function the route names; a route whose function is missing or does not answer
+/// gets API Gateway's own `{"message": ...}` and fails here.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_template_route_is_answered_by_its_function() {
+    require_emulators();
+    let template = Template::read(&paddock_tests::binaries::workspace_root().join("template.yaml"))
+        .expect("the template");
+    let mut table = RouteTable::default();
+    let mut routes = Vec::new();
+    for function in &template.functions {
+        for (method, path) in &function.routes {
+            table.add(method, path, &function.binary).unwrap();
+            routes.push((method.clone(), path.clone(), function.binary.clone()));
+        }
+    }
+    assert!(routes.len() > 20, "the template's routes: {routes:?}");
+    let app = spawn_functions().await;
+    for (method, path, function) in &routes {
+        let (method, request_path) = if path == "$default" {
+            ("POST".to_owned(), "/no/such/route".to_owned())
+        } else if method == "ANY" {
+            ("GET".to_owned(), concrete(path))
+        } else {
+            (method.clone(), concrete(path))
+        };
+        let selected = table.select(&method, &request_path).expect("a route");
+        assert_eq!(&selected.function, function, "{method} {request_path}");
+        let response = app
+            .client
+            .request(
+                method.parse().unwrap(),
+                format!("{}{request_path}", app.address),
+            )
+            .send()
+            .await
+            .expect("an answer");
+        let status = response.status();
+        assert!(
+            response.headers().contains_key("apigw-requestid"),
+            "{method} {request_path}: not through the gateway"
+        );
+        assert!(
+            response.headers().contains_key("x-request-id"),
+            "{method} {request_path} ({function}) was not answered by the function: {status} {}",
+            response.text().await.unwrap_or_default()
+        );
+        let body = response.bytes().await.unwrap();
+        if let Ok(json) = serde_json::from_slice::<Value>(&body) {
+            assert!(
+                json.get("message").is_none() || json.get("success").is_some(),
+                "{method} {request_path}: API Gateway's own answer {json}"
+            );
+        }
+    }
+    // Unrouted paths reach the `$default` route's function: the service's 404 envelope.
+    let (status, body) = paddock_tests::envelope(app.get("/v1/nowhere").await).await;
+    assert_eq!(status, 404, "{body}");
+}
+
+/// A message its consumer reports failed on every delivery comes back after the visibility
+/// timeout and, after `maxReceiveCount` receives (5 in the template), is in the dead-letter
+/// queue and no longer in the queue.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_message_that_keeps_failing_is_redriven_to_the_dead_letter_queue() {
+    require_emulators();
+    let app = spawn_functions().await;
+    let urls = &app.settings.queue_urls[&QueueName::Feed];
+    let (url, dlq) = (
+        urls.url.clone().unwrap(),
+        urls.dead_letter_url.clone().unwrap(),
+    );
+    let sqs = aws_sdk_sqs::Client::new(&paddock::aws::sdk_config().await);
+    let sample: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            paddock_tests::binaries::workspace_root()
+                .join("infra/events/sqs-session-uploaded.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let mut event: Value =
+        serde_json::from_str(sample["Records"][0]["body"].as_str().unwrap()).unwrap();
+    event["id"] = uuid::Uuid::now_v7().to_string().into();
+    // The entry's partition key would pass DynamoDB's 2,048 bytes: every write fails, and
+    // the feed consumer reports the record for another delivery.
+    event["userId"] = "d".repeat(3000).into();
+    sqs.send_message()
+        .queue_url(&url)
+        .message_body(event.to_string())
+        .send()
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let parked = sqs
+            .receive_message()
+            .queue_url(&dlq)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        if let Some(m) = parked.messages().first() {
+            let parked: Value = serde_json::from_str(m.body().unwrap()).unwrap();
+            assert_eq!(parked["id"], event["id"]);
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the failing message did not reach the dead-letter queue"
+        );
+    }
+    let left = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(
+            aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible,
+        )
+        .send()
+        .await
+        .unwrap();
+    let count = |name| {
+        left.attributes()
+            .and_then(|a| a.get(&name))
+            .map_or("0".to_owned(), Clone::clone)
+    };
+    assert_eq!(
+        count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages),
+        "0"
+    );
+}
