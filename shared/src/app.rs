@@ -38,13 +38,6 @@ impl Application {
         if let Ok(bound) = listener.local_addr() {
             settings.address = bound;
         }
-        // Boards written before the rank counts existed are counted before the first request
-        // (a no-op read of one item once done).
-        while !crate::leaderboards::backfill(&ports, Duration::from_secs(60))
-            .await
-            .context("counting the leaderboards of an older layout")?
-            .done
-        {}
         Ok(Self {
             listener,
             state: AppState::new(ports, settings)
@@ -107,6 +100,15 @@ impl Application {
             })
         };
 
+        // Boards written before the rank counts existed are counted at start (a read of one
+        // item once done); a store that does not answer yet is tried again.
+        let backfill = {
+            let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
+            supervised("leaderboard backfill", move || {
+                run_backfill(ports.clone(), stop_rx.clone())
+            })
+        };
+
         let header_read_timeout = self.state.settings.header_read_timeout;
         let router = app_router(self.state);
         crate::http::serve::serve(self.listener, router, header_read_timeout, async move {
@@ -115,7 +117,12 @@ impl Application {
         })
         .await;
         let _ = stop_tx.send(true);
-        let _ = tokio::join!(relay, retention, futures::future::join_all(consumers));
+        let _ = tokio::join!(
+            relay,
+            retention,
+            backfill,
+            futures::future::join_all(consumers)
+        );
         Ok(())
     }
 }
@@ -169,6 +176,28 @@ async fn run_retention(
             tracing::error!(error = %e, "retention sweep failed; will run again on schedule");
         }
         wait = every;
+    }
+}
+
+/// Counts the boards of an older layout until done, then ends; after a failure it tries
+/// again 30 seconds later, until stopped.
+async fn run_backfill(ports: Ports, mut stop_rx: watch::Receiver<bool>) {
+    loop {
+        let step = tokio::select! {
+            step = crate::leaderboards::backfill(&ports, Duration::from_secs(60)) => step,
+            _ = stop_rx.changed() => return,
+        };
+        match step {
+            Ok(report) if report.done => return,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "leaderboard backfill failed; trying again in 30 s");
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_secs(30)) => {}
+                    _ = stop_rx.changed() => return,
+                }
+            }
+        }
     }
 }
 
