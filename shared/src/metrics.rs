@@ -12,7 +12,8 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::{LazyLock, RwLock};
 use std::time::Duration;
 
 use crate::metrics_cloudwatch as cloudwatch;
@@ -111,11 +112,25 @@ impl Histogram {
     }
 }
 
+/// The request count and latency of one (method, route, status), resolved once.
+#[derive(Clone)]
+struct RequestSeries {
+    method: &'static str,
+    status: u16,
+    count: IntCounter,
+    latency: prometheus::Histogram,
+}
+
 /// Every metric the service exports.
 pub struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     latency: HistogramVec,
+    /// The series of each route seen so far, by route: a request then costs one map read
+    /// instead of a label lookup per metric, the status formatted as text and the labels
+    /// hashed twice. Bounded like the labels: routes are templates, methods a fixed set,
+    /// statuses three digits.
+    request_series: RwLock<HashMap<String, Vec<RequestSeries>>>,
     /// Events relayed from the outbox to the queues.
     pub outbox_relayed: Counter,
     /// Events handled by the consumers, by consumer, kind and outcome (`ok`, `retry`,
@@ -384,6 +399,7 @@ impl Metrics {
             registry,
             requests,
             latency,
+            request_series: RwLock::default(),
             outbox_relayed,
             events,
             achievements_unlocked,
@@ -414,12 +430,47 @@ impl Metrics {
     pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         // `route` is the matched route template or `unmatched`, never the path; the method
         // is bounded by `method_label`.
-        let status = status.to_string();
-        let labels = [method_label(method), route, status.as_str()];
-        self.requests.with_label_values(&labels).inc();
-        self.latency
-            .with_label_values(&labels)
-            .observe(elapsed.as_secs_f64());
+        let method = method_label(method);
+        let seconds = elapsed.as_secs_f64();
+        let find = |series: &[RequestSeries]| {
+            series
+                .iter()
+                .find(|s| s.status == status && s.method == method)
+                .map(|s| {
+                    s.count.inc();
+                    s.latency.observe(seconds);
+                })
+        };
+        // A poisoned lock only means another request panicked while adding a series; the
+        // map itself is whole (an insert either happened or not).
+        let known = self
+            .request_series
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(route)
+            .and_then(|series| find(series));
+        if known.is_some() {
+            return;
+        }
+        let status_text = status.to_string();
+        let labels = [method, route, status_text.as_str()];
+        let added = RequestSeries {
+            method,
+            status,
+            count: self.requests.with_label_values(&labels),
+            latency: self.latency.with_label_values(&labels),
+        };
+        let mut map = self
+            .request_series
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let series = map.entry(route.to_owned()).or_default();
+        // Another request may have added it meanwhile: both handles are the same series.
+        if find(series).is_none() {
+            added.count.inc();
+            added.latency.observe(seconds);
+            series.push(added);
+        }
     }
 
     /// The exposition text.
@@ -429,5 +480,50 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut out)
             .expect("text encoding");
         String::from_utf8(out).expect("utf-8 exposition")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The count of the `http_requests_total` series with `labels` in `text`.
+    fn requests(text: &str, labels: &str) -> Option<u64> {
+        let prefix = format!("http_requests_total{{{labels}}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .map(|v| v.parse().expect("a count"))
+    }
+
+    /// The series resolved once per (method, route, status) count each request in its own
+    /// series, as label lookups on every request did: a second status or method of a route
+    /// is a series of its own, and the latency histogram counts the same requests.
+    #[test]
+    fn request_series_are_resolved_once_and_kept_apart() {
+        let m = Metrics::new();
+        let ms = Duration::from_millis(1);
+        for _ in 0..3 {
+            m.observe_request("GET", "/health", 200, ms);
+        }
+        m.observe_request("GET", "/health", 503, ms);
+        m.observe_request("POST", "/health", 200, ms);
+        m.observe_request("BREW", "/health", 200, ms);
+        m.observe_request("GET", "unmatched", 404, ms);
+        let text = m.render();
+        for (labels, count) in [
+            (r#"method="GET",route="/health",status="200""#, 3),
+            (r#"method="GET",route="/health",status="503""#, 1),
+            (r#"method="POST",route="/health",status="200""#, 1),
+            (r#"method="other",route="/health",status="200""#, 1),
+            (r#"method="GET",route="unmatched",status="404""#, 1),
+        ] {
+            assert_eq!(requests(&text, labels), Some(count), "{labels}: {text}");
+        }
+        assert!(
+            text.contains(
+                r#"http_request_duration_seconds_count{method="GET",route="/health",status="200"} 3"#
+            ),
+            "{text}"
+        );
     }
 }
