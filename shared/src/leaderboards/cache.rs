@@ -241,3 +241,84 @@ pub(crate) fn invalidate_in_process(track_id: &TrackId) {
         cache.invalidate(track_id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn page(n: usize, bytes: usize) -> RenderedPage {
+        RenderedPage {
+            body: Bytes::from(vec![b'x'; bytes]),
+            etag: HeaderValue::from_str(&format!("\"{n}\"")).unwrap(),
+        }
+    }
+
+    fn key(board: &str, after: Option<&str>) -> PageKey {
+        PageKey {
+            board: BoardId::track(&TrackId::from(board)),
+            after: after.map(str::to_owned),
+            limit: 20,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_misses_of_one_page_share_one_load() {
+        let cache = Arc::new(BoardCache::new(Duration::from_secs(5), 1 << 20));
+        let loads = Arc::new(AtomicUsize::new(0));
+        let requests = (0..16).map(|_| {
+            let (cache, loads) = (cache.clone(), loads.clone());
+            tokio::spawn(async move {
+                cache
+                    .page(key("t", None), async {
+                        loads.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Ok(page(1, 10))
+                    })
+                    .await
+            })
+        });
+        for answer in futures::future::join_all(requests).await {
+            assert_eq!(answer.unwrap().unwrap().etag, "\"1\"");
+        }
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn pages_expire_are_dropped_by_track_and_stay_within_the_byte_budget() {
+        let cache = BoardCache::new(Duration::from_millis(200), 64 * 1024);
+        let load = |n: usize| async move { Ok::<_, PageError>(page(n, 1_000)) };
+        cache.page(key("t", None), load(1)).await.unwrap();
+        // Cached: a different loader is not called.
+        let hit = cache.page(key("t", None), load(2)).await.unwrap();
+        assert_eq!(hit.etag, "\"1\"");
+        // A submission on the track drops its pages.
+        cache.invalidate(&TrackId::from("t"));
+        let fresh = cache.page(key("t", None), load(3)).await.unwrap();
+        assert_eq!(fresh.etag, "\"3\"");
+        // Past the lifetime the page is loaded again.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let again = cache.page(key("t", None), load(4)).await.unwrap();
+        assert_eq!(again.etag, "\"4\"");
+        // Many pages of 1 KB: the cache keeps about its budget, not all of them.
+        let pages = cache.pages.as_ref().unwrap();
+        for n in 0..500 {
+            let after = format!("RANK#{n:010}");
+            cache.page(key("u", Some(&after)), load(n)).await.unwrap();
+        }
+        pages.run_pending_tasks().await;
+        assert!(
+            pages.weighted_size() <= 64 * 1024,
+            "{}",
+            pages.weighted_size()
+        );
+        assert!(pages.entry_count() < 100, "{}", pages.entry_count());
+        // A failed load is answered as its error and not cached.
+        let failed = cache
+            .page(key("v", None), async { Err(PageError::TrackNotFound) })
+            .await;
+        assert!(matches!(failed, Err(PageError::TrackNotFound)));
+        let later = cache.page(key("v", None), load(9)).await.unwrap();
+        assert_eq!(later.etag, "\"9\"");
+    }
+}
