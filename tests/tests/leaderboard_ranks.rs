@@ -185,6 +185,19 @@ fn expected(board: &HashMap<String, (i64, u64)>) -> Vec<(u64, String, i64)> {
         .collect()
 }
 
+/// The index of `driver` in `order`, checking the answer was 200; `None` (the answer 404)
+/// for a driver not on the board.
+fn place_of(
+    order: &[(String, i64)],
+    driver: &Driver,
+    status: u16,
+    answer: &Value,
+) -> Option<usize> {
+    let at = order.iter().position(|(u, _)| *u == driver.user_id);
+    assert_eq!(status, if at.is_some() { 200 } else { 404 }, "{answer}");
+    at
+}
+
 /// Compares every board, every driver's place and the page around some drivers with the
 /// model.
 async fn check(app: &TestApp, track: &str, model: &Model, drivers: &[Driver]) {
@@ -229,11 +242,9 @@ async fn check(app: &TestApp, track: &str, model: &Model, drivers: &[Driver]) {
     for driver in drivers {
         let path = format!("/v1/leaderboards/me?trackId={track}");
         let (status, me) = get(app, &path, Some(&driver.token)).await;
-        let Some(at) = order.iter().position(|(u, _)| *u == driver.user_id) else {
-            assert_eq!(status, 404, "{me}");
+        let Some(at) = place_of(&order, driver, status, &me) else {
             continue;
         };
-        assert_eq!(status, 200, "{me}");
         let d = &me["data"];
         let n = order.len() as f64;
         assert_eq!(d["rank"], at + 1);
@@ -248,11 +259,9 @@ async fn check(app: &TestApp, track: &str, model: &Model, drivers: &[Driver]) {
     for driver in drivers.iter().step_by(7) {
         let path = format!("/v1/leaderboards?trackId={track}&around=me&limit=5");
         let (status, page) = get(app, &path, Some(&driver.token)).await;
-        let Some(at) = order.iter().position(|(u, _)| *u == driver.user_id) else {
-            assert_eq!(status, 404, "{page}");
+        let Some(at) = place_of(&order, driver, status, &page) else {
             continue;
         };
-        assert_eq!(status, 200, "{page}");
         let got: Vec<(u64, String)> = page["data"]["entries"]
             .as_array()
             .unwrap()
