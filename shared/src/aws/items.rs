@@ -94,10 +94,14 @@ impl DynamoItemStore {
 
     /// Counts items read (Prometheus only).
     fn items_read(n: usize) {
-        crate::metrics::global()
-            .store_items_read
-            .with_label_values(&["dynamodb"])
-            .inc_by(n as u64);
+        // Resolved once: the label lookup would otherwise run on every read.
+        static ITEMS_READ: std::sync::LazyLock<prometheus::IntCounter> =
+            std::sync::LazyLock::new(|| {
+                crate::metrics::global()
+                    .store_items_read
+                    .with_label_values(&["dynamodb"])
+            });
+        ITEMS_READ.inc_by(n as u64);
     }
 }
 

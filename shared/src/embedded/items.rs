@@ -96,10 +96,14 @@ impl SqliteItemStore {
 
 /// Counts items read from the database (Prometheus only).
 fn items_read(n: usize) {
-    crate::metrics::global()
-        .store_items_read
-        .with_label_values(&["embedded"])
-        .inc_by(n as u64);
+    // Resolved once: the label lookup would otherwise run on every read.
+    static ITEMS_READ: std::sync::LazyLock<prometheus::IntCounter> =
+        std::sync::LazyLock::new(|| {
+            crate::metrics::global()
+                .store_items_read
+                .with_label_values(&["embedded"])
+        });
+    ITEMS_READ.inc_by(n as u64);
 }
 
 fn db_err(e: rusqlite::Error) -> StoreError {
