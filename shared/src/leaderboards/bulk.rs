@@ -101,7 +101,6 @@ impl BulkBoard {
 
     /// Writes the counts of everything added.
     pub async fn finish(self, ports: &Ports) -> Result<(), StoreError> {
-        let board = BoardId::track(&self.track);
         let mut items: Vec<Item> = self
             .counts
             .into_iter()
@@ -111,9 +110,9 @@ impl BulkBoard {
                 item(&key, Value::Object(attrs))
             })
             .collect();
-        for (folded, (name, count)) in self.vehicles {
+        for (name, count) in self.vehicles.into_values() {
             items.push(item(
-                &Key::new(board.partition(), format!("VEH#{folded}")),
+                &super::vehicles::key(&self.track, &name),
                 json!({ "vehicleName": name, "totalEntries": count }),
             ));
         }

@@ -25,19 +25,23 @@ pub(crate) struct VehicleBoard {
     pub total_entries: u64,
 }
 
+/// The key of `vehicle_name`'s item on `track`'s board.
+pub(crate) fn key(track: &TrackId, vehicle_name: &str) -> Key {
+    Key::new(
+        BoardId::track(track).partition(),
+        format!("{VEHICLE_PREFIX}{}", fold_vehicle(vehicle_name)),
+    )
+}
+
 /// The change of `vehicle_name`'s entry count on `track` by `by`.
 pub(crate) fn count_op(track: &TrackId, vehicle_name: &str, by: i64) -> TxOp {
-    let board = BoardId::track(track);
     let mut update = Update::default().and_add("totalEntries", by);
     if by > 0 {
         update = update.and_set_if_absent("vehicleName", json!(vehicle_name.trim()));
     }
     TxOp::Update {
         table: Table::Leaderboards,
-        key: Key::new(
-            board.partition(),
-            format!("{VEHICLE_PREFIX}{}", fold_vehicle(vehicle_name)),
-        ),
+        key: key(track, vehicle_name),
         update,
         condition: None,
     }
