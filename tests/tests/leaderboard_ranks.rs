@@ -39,10 +39,10 @@ async fn register(app: &TestApp, name: &str) -> Driver {
     }
 }
 
-/// Moves the clock a day on; the drivers' access tokens have expired meanwhile, so each
-/// refreshes its sign-in.
-async fn next_day(app: &TestApp, clock: &ManualClock, drivers: &mut [Driver]) {
-    clock.advance(time::Duration::days(1));
+/// Moves the clock `days` on (less than the refresh tokens' 30); the drivers' access tokens
+/// have expired meanwhile, so each refreshes its sign-in.
+async fn days_later(app: &TestApp, clock: &ManualClock, drivers: &mut [Driver], days: i64) {
+    clock.advance(time::Duration::days(days));
     for d in drivers {
         let body = json!({"refreshToken": d.refresh});
         let (status, res) = envelope(app.post_json("/v1/auth/refresh", &body).await).await;
@@ -293,11 +293,16 @@ async fn ranks_are_exact(app: TestApp, clock: Arc<ManualClock>) {
     }
     let mut model = Model::default();
     let mut track = String::new();
-    // Lap times with many equal ones; a new day every eight drivers, so equal times fall on
-    // the same day and on different days.
+    // Lap times with many equal ones; a new day every eight drivers, the third eight more than
+    // a month after the first, so equal times fall on the same day, on other days of one
+    // 32-day period of the tie counts, and in other periods.
     for i in 0..drivers.len() {
-        if i > 0 && i % 8 == 0 {
-            next_day(&app, &clock, &mut drivers).await;
+        if i == 8 {
+            days_later(&app, &clock, &mut drivers, 1).await;
+        }
+        if i == 16 {
+            days_later(&app, &clock, &mut drivers, 17).await;
+            days_later(&app, &clock, &mut drivers, 17).await;
         }
         let d = &drivers[i];
         let ms = 90_000 + (i as i64 * 37 % 7) - 3;
@@ -315,7 +320,7 @@ async fn ranks_are_exact(app: TestApp, clock: Arc<ManualClock>) {
 
     // A driver improving past nearly everyone, in another car; a slower lap; an equal lap; a
     // driver's best in a second car that is slower than their overall best.
-    next_day(&app, &clock, &mut drivers).await;
+    days_later(&app, &clock, &mut drivers, 1).await;
     let steps = [
         (20, 89_990, CARS[1]),
         (5, 95_000, CARS[2]),

@@ -14,7 +14,7 @@ use super::read_cache::{Lookup, ReadCache};
 use crate::ports::Clock;
 use crate::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, Page, Query, SkRange, StoreError, TTL, TxOp, Update,
-    check_size, check_transaction, checked_key, decode_cursor, encode_cursor, is_expired,
+    check_transaction, checked_key, decode_cursor, encode_cursor, encode_within_limit, is_expired,
 };
 use crate::tables::Table;
 
@@ -133,9 +133,8 @@ fn parse(body: &str) -> Result<Item, StoreError> {
 }
 
 fn write_item(conn: &Connection, table: Table, key: &Key, item: &Item) -> Result<(), StoreError> {
-    check_size(item)?;
     let ttl = item.get(TTL).and_then(Value::as_i64);
-    let body = serde_json::to_string(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    let body = encode_within_limit(item)?;
     conn.prepare_cached(
         "INSERT OR REPLACE INTO items (tbl, pk, sk, ttl, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )
@@ -162,17 +161,16 @@ fn check(
     }
 }
 
-/// Applies one operation after checking its condition.
+/// Applies one operation after checking its condition. The item is read (and decoded) once:
+/// conditions see it only while it has not expired, updates apply to what is stored.
 fn apply(conn: &Connection, op: &TxOp, index: usize, now: i64) -> Result<(), StoreError> {
     let (table, key) = op.target()?;
-    let current = live(conn, table, &key, now)?;
-    check(op.condition(), current.as_ref(), index)?;
+    let stored = stored(conn, table, &key)?;
+    let current = stored.as_ref().filter(|i| !is_expired(i, now));
+    check(op.condition(), current, index)?;
     match op {
         TxOp::Put { item, .. } => write_item(conn, table, &key, item),
-        TxOp::Update { update, .. } => {
-            let base = stored(conn, table, &key)?;
-            write_item(conn, table, &key, &update.apply(&key, base))
-        }
+        TxOp::Update { update, .. } => write_item(conn, table, &key, &update.apply(&key, stored)),
         TxOp::Delete { .. } => remove_item(conn, table, &key),
         TxOp::Check { .. } => Ok(()),
     }
@@ -235,7 +233,7 @@ impl ItemStore for SqliteItemStore {
         condition: Option<Condition>,
     ) -> Result<(), StoreError> {
         let key = checked_key(&item)?;
-        check_size(&item)?;
+        // The size is checked where the item is encoded for the write.
         self.write(vec![(table, key.clone())], move |tx, now| {
             let current = live(tx, table, &key, now)?;
             check(condition.as_ref(), current.as_ref(), 0)?;
@@ -248,7 +246,6 @@ impl ItemStore for SqliteItemStore {
         let mut keys = Vec::with_capacity(items.len());
         for item in &items {
             keys.push((table, checked_key(item)?));
-            check_size(item)?;
         }
         let written: Vec<Key> = keys.iter().map(|(_, k)| k.clone()).collect();
         self.write(keys, move |tx, _| {
@@ -270,9 +267,10 @@ impl ItemStore for SqliteItemStore {
         update.check()?;
         let key = key.clone();
         self.write(vec![(table, key.clone())], move |tx, now| {
-            let current = live(tx, table, &key, now)?;
-            check(condition.as_ref(), current.as_ref(), 0)?;
-            let item = update.apply(&key, stored(tx, table, &key)?);
+            let stored = stored(tx, table, &key)?;
+            let current = stored.as_ref().filter(|i| !is_expired(i, now));
+            check(condition.as_ref(), current, 0)?;
+            let item = update.apply(&key, stored);
             write_item(tx, table, &key, &item)?;
             Ok(item)
         })

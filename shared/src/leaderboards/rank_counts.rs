@@ -1,25 +1,32 @@
 //! Counts that make a rank computable without reading the board.
 //!
-//! Every counted entry of a board is tallied in four small items of the board's partition, in
+//! Every counted entry of a board is tallied in six small items of the board's partition, in
 //! the same transaction that writes, replaces or removes the entry:
 //!
-//! | item (sort key)        | one attribute per                 | holds at most |
-//! |------------------------|-----------------------------------|---------------|
-//! | `COUNT#R`              | 1,000 s of lap time (`b<n>`)      | 87 + `total`  |
-//! | `COUNT#M#<ms/10^6>`    | second of lap time in that block  | 1,000         |
-//! | `COUNT#S#<ms/1000>`    | millisecond in that second        | 1,000         |
-//! | `COUNT#T#<ms>`         | submission day of that lap time   | days with one |
+//! | item (sort key)          | one attribute per                          | holds at most   |
+//! |--------------------------|--------------------------------------------|-----------------|
+//! | `COUNT#R`                | 100 s of lap time (`b<n>`), and `total`    | 1 per 100 s     |
+//! | `COUNT#H#<ms/10^5>`      | second of lap time in those 100 s          | 100             |
+//! | `COUNT#S#<ms/1000>`      | 10 ms of lap time in that second           | 100             |
+//! | `COUNT#C#<ms/10>`        | millisecond in those 10 ms                 | 10              |
+//! | `COUNT#T#<ms>`           | 32-day period of submission (`p<n>`)       | 12 a year       |
+//! | `COUNT#D#<ms>#<period>`  | day of submission in that period (`d<n>`)  | 32              |
 //!
-//! The entries ahead of a row at lap time `ms`, submitted at `t`, are: the sum of the root's
-//! attributes below its block, the block's below its second and the second's below its
-//! millisecond (entries with a faster lap), plus the `COUNT#T` attributes of the days before
-//! `t`'s day (equal times submitted on an earlier day), plus the rank rows of the same lap time
-//! and day submitted before `t`, read by one query.
+//! The entries ahead of a row at lap time `ms`, submitted at `t`, are: the sums of the root's,
+//! the hundred seconds', the second's and the ten milliseconds' attributes below the row's
+//! (entries with a faster lap), plus the `COUNT#T` attributes of the periods before `t`'s
+//! and the `COUNT#D` attributes of the days before `t`'s in its period (equal times submitted
+//! on an earlier day), plus the rank rows of the same lap time and day submitted before `t`,
+//! read by one query.
 //!
-//! So a rank costs four item reads and one query whose rows share the lap time to the
+//! So a rank costs six item reads and one query whose rows share the lap time to the
 //! millisecond and the day of submission (the bound: rows of one board, one millisecond and
 //! one day, which real boards keep to a handful), whatever the size of the board. A new best
-//! needs no query at all: it is the latest submission, behind every equal time.
+//! needs four reads and no query: it is the latest submission, behind every equal time. No
+//! count item grows past about a hundred attributes however many drivers a board has (the
+//! root: one per 100 s of the slowest lap; `COUNT#T`: one per period with an equal time), so
+//! reading and changing one costs the same on a board of a thousand drivers and of a million
+//! (an item's size is what DynamoDB charges a write by, and what the embedded store decodes).
 
 use serde_json::Value;
 
@@ -32,27 +39,41 @@ use crate::tables::Table;
 pub(crate) const TOTAL: &str = "total";
 /// Sort-key prefix of the count items.
 pub(crate) const COUNT_PREFIX: &str = "COUNT#";
+/// Days in one period of the tie counts.
+const PERIOD_DAYS: i64 = 32;
 
 fn root_sk() -> String {
     format!("{COUNT_PREFIX}R")
 }
-fn block_sk(ms: i64) -> String {
-    format!("{COUNT_PREFIX}M#{:03}", ms / 1_000_000)
+fn hundred_seconds_sk(ms: i64) -> String {
+    format!("{COUNT_PREFIX}H#{:05}", ms / 100_000)
 }
 fn second_sk(ms: i64) -> String {
-    format!("{COUNT_PREFIX}S#{:06}", ms / 1_000)
+    format!("{COUNT_PREFIX}S#{:07}", ms / 1_000)
+}
+fn ten_ms_sk(ms: i64) -> String {
+    format!("{COUNT_PREFIX}C#{:09}", ms / 10)
 }
 fn ties_sk(ms: i64) -> String {
     format!("{COUNT_PREFIX}T#{ms:010}")
 }
+fn period(day: i64) -> i64 {
+    day.div_euclid(PERIOD_DAYS)
+}
+fn period_sk(ms: i64, day: i64) -> String {
+    format!("{COUNT_PREFIX}D#{ms:010}#{}", period(day))
+}
 
-/// The four (item, attribute) pairs that tally a row at `p`.
-fn cells(p: Position) -> [(String, String); 4] {
+/// The six (item, attribute) pairs that tally a row at `p`.
+fn cells(p: Position) -> [(String, String); 6] {
+    let (ms, day) = (p.ms, p.day());
     [
-        (root_sk(), format!("b{}", p.ms / 1_000_000)),
-        (block_sk(p.ms), format!("b{}", (p.ms / 1_000) % 1_000)),
-        (second_sk(p.ms), format!("b{}", p.ms % 1_000)),
-        (ties_sk(p.ms), format!("d{}", p.day())),
+        (root_sk(), format!("b{}", ms / 100_000)),
+        (hundred_seconds_sk(ms), format!("b{}", (ms / 1_000) % 100)),
+        (second_sk(ms), format!("b{}", (ms / 10) % 100)),
+        (ten_ms_sk(ms), format!("b{}", ms % 10)),
+        (ties_sk(ms), format!("p{}", period(day))),
+        (period_sk(ms, day), format!("d{day}")),
     ]
 }
 
@@ -106,13 +127,16 @@ impl Change {
     }
 }
 
-/// The count items on the path of one lap time.
+/// The count items on the path of one lap time (and, for ranking an existing row, of its
+/// submission day).
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
     root: Option<Item>,
-    block: Option<Item>,
+    hundred_seconds: Option<Item>,
     second: Option<Item>,
+    ten_ms: Option<Item>,
     ties: Option<Item>,
+    period: Option<Item>,
     ms: i64,
 }
 
@@ -133,26 +157,55 @@ fn attr(item: Option<&Item>, name: &str) -> u64 {
         .map_or(0, |n| n.max(0).unsigned_abs())
 }
 
+/// Reads one count item of `board`.
+async fn count_item(
+    ports: &Ports,
+    board: &BoardId,
+    sk: String,
+) -> Result<Option<Item>, StoreError> {
+    ports
+        .items
+        .get(Table::Leaderboards, &Key::new(board.partition(), sk))
+        .await
+}
+
 impl Tally {
-    /// Reads the count items on the path of lap time `ms` of `board` (four reads at once).
+    /// Reads the count items that give the entries faster than and equal to lap time `ms` of
+    /// `board` (four reads at once): enough to rank a new best.
     pub(crate) async fn read(ports: &Ports, board: &BoardId, ms: i64) -> Result<Self, StoreError> {
-        let pk = board.partition();
-        let get = |sk: String| {
-            let key = Key::new(pk.clone(), sk);
-            async move { ports.items.get(Table::Leaderboards, &key).await }
-        };
-        let (root, block, second, ties) = futures::try_join!(
-            get(root_sk()),
-            get(block_sk(ms)),
-            get(second_sk(ms)),
-            get(ties_sk(ms))
+        let (root, hundred_seconds, second, ten_ms) = futures::try_join!(
+            count_item(ports, board, root_sk()),
+            count_item(ports, board, hundred_seconds_sk(ms)),
+            count_item(ports, board, second_sk(ms)),
+            count_item(ports, board, ten_ms_sk(ms))
         )?;
         Ok(Self {
             root,
-            block,
+            hundred_seconds,
             second,
-            ties,
+            ten_ms,
+            ties: None,
+            period: None,
             ms,
+        })
+    }
+
+    /// Reads the count items of position `p` of `board`, the tie counts of its lap time
+    /// included (six reads at once).
+    pub(crate) async fn read_at(
+        ports: &Ports,
+        board: &BoardId,
+        p: Position,
+    ) -> Result<Self, StoreError> {
+        let (faster, ties, period) = futures::try_join!(
+            Self::read(ports, board, p.ms),
+            count_item(ports, board, ties_sk(p.ms)),
+            count_item(ports, board, period_sk(p.ms, p.day()))
+        )?;
+        Ok(Self {
+            ties,
+            period,
+            ..faster
         })
     }
 
@@ -164,28 +217,27 @@ impl Tally {
     /// Counted entries with a faster lap than the tally's lap time.
     pub(crate) fn faster(&self) -> u64 {
         let ms = self.ms;
-        sum_below(self.root.as_ref(), 'b', ms / 1_000_000)
-            + sum_below(self.block.as_ref(), 'b', (ms / 1_000) % 1_000)
-            + sum_below(self.second.as_ref(), 'b', ms % 1_000)
+        sum_below(self.root.as_ref(), 'b', ms / 100_000)
+            + sum_below(self.hundred_seconds.as_ref(), 'b', (ms / 1_000) % 100)
+            + sum_below(self.second.as_ref(), 'b', (ms / 10) % 100)
+            + sum_below(self.ten_ms.as_ref(), 'b', ms % 10)
     }
 
     /// Counted entries with exactly the tally's lap time.
     pub(crate) fn equal(&self) -> u64 {
-        attr(self.second.as_ref(), &format!("b{}", self.ms % 1_000))
+        attr(self.ten_ms.as_ref(), &format!("b{}", self.ms % 10))
     }
 
-    /// Counted entries with the tally's lap time submitted on a day before `day`.
+    /// Counted entries with the tally's lap time submitted on a day before `day` (read by
+    /// [`Tally::read_at`] for a position on that day).
     pub(crate) fn equal_before_day(&self, day: i64) -> u64 {
-        sum_below(self.ties.as_ref(), 'd', day)
+        sum_below(self.ties.as_ref(), 'p', period(day)) + sum_below(self.period.as_ref(), 'd', day)
     }
 }
 
 /// The board's number of counted entries (one read).
 pub(crate) async fn total(ports: &Ports, board: &BoardId) -> Result<u64, StoreError> {
-    let root = ports
-        .items
-        .get(Table::Leaderboards, &Key::new(board.partition(), root_sk()))
-        .await?;
+    let root = count_item(ports, board, root_sk()).await?;
     Ok(attr(root.as_ref(), TOTAL))
 }
 
@@ -199,7 +251,7 @@ pub(crate) enum Through {
 }
 
 /// The counted rows of `board` ahead of rank key `rank_key` (and the row itself with
-/// [`Through::Including`]), with the board's total: four reads and one bounded query.
+/// [`Through::Including`]), with the board's total: six reads and one bounded query.
 pub(crate) async fn rows_ahead(
     ports: &Ports,
     board: &BoardId,
@@ -208,7 +260,7 @@ pub(crate) async fn rows_ahead(
 ) -> Result<(u64, u64), StoreError> {
     let p = Position::of(rank_key)
         .ok_or_else(|| StoreError::Invalid(format!("not a rank key: {rank_key}")))?;
-    let tally = Tally::read(ports, board, p.ms).await?;
+    let tally = Tally::read_at(ports, board, p).await?;
     let mut ahead = tally.faster() + tally.equal_before_day(p.day());
     let mut cursor = None;
     loop {
@@ -272,9 +324,10 @@ mod tests {
     #[test]
     fn a_new_entry_adds_one_on_each_level_and_to_the_total() {
         let board = BoardId::track(&TrackId::from("t"));
+        // Day 35 of the epoch: period 1.
         let ops = Change {
             removed: None,
-            added: Some(at(91_234, 86_400_000_000 * 3 + 5)),
+            added: Some(at(91_234, 86_400_000_000 * 35 + 5)),
         }
         .ops(&board);
         assert_eq!(
@@ -284,9 +337,11 @@ mod tests {
                     "COUNT#R".into(),
                     vec![("b0".into(), 1), ("total".into(), 1)]
                 ),
-                ("COUNT#M#000".into(), vec![("b91".into(), 1)]),
-                ("COUNT#S#000091".into(), vec![("b234".into(), 1)]),
-                ("COUNT#T#0000091234".into(), vec![("d3".into(), 1)]),
+                ("COUNT#H#00000".into(), vec![("b91".into(), 1)]),
+                ("COUNT#S#0000091".into(), vec![("b23".into(), 1)]),
+                ("COUNT#C#000009123".into(), vec![("b4".into(), 1)]),
+                ("COUNT#T#0000091234".into(), vec![("p1".into(), 1)]),
+                ("COUNT#D#0000091234#1".into(), vec![("d35".into(), 1)]),
             ]
         );
     }
@@ -303,11 +358,15 @@ mod tests {
             adds(&ops),
             vec![
                 (
-                    "COUNT#S#000091".into(),
-                    vec![("b234".into(), -1), ("b200".into(), 1)]
+                    "COUNT#S#0000091".into(),
+                    vec![("b23".into(), -1), ("b20".into(), 1)]
                 ),
-                ("COUNT#T#0000091234".into(), vec![("d0".into(), -1)]),
-                ("COUNT#T#0000091200".into(), vec![("d0".into(), 1)]),
+                ("COUNT#C#000009123".into(), vec![("b4".into(), -1)]),
+                ("COUNT#T#0000091234".into(), vec![("p0".into(), -1)]),
+                ("COUNT#D#0000091234#0".into(), vec![("d0".into(), -1)]),
+                ("COUNT#C#000009120".into(), vec![("b0".into(), 1)]),
+                ("COUNT#T#0000091200".into(), vec![("p0".into(), 1)]),
+                ("COUNT#D#0000091200#0".into(), vec![("d0".into(), 1)]),
             ]
         );
     }
@@ -322,16 +381,46 @@ mod tests {
                     .collect(),
             )
         };
+        // Lap time 1,091,234 ms: 100 s block 10, second 91 in it, 10 ms step 23, ms 4.
         let tally = Tally {
-            root: item(&[("b0", 10), ("b1", 4), ("b2", 7), ("total", 21)]),
-            block: item(&[("b90", 3), ("b91", 2), ("b92", 5)]),
-            second: item(&[("b100", 1), ("b233", 1), ("b234", 3)]),
-            ties: item(&[("d1", 1), ("d2", 1), ("d5", 1)]),
+            root: item(&[("b0", 10), ("b9", 4), ("b10", 7), ("b11", 1), ("total", 22)]),
+            hundred_seconds: item(&[("b90", 3), ("b91", 2), ("b92", 2)]),
+            second: item(&[("b5", 1), ("b23", 1), ("b40", 1)]),
+            ten_ms: item(&[("b1", 1), ("b4", 3)]),
+            ties: item(&[("p0", 1), ("p1", 1), ("p2", 1)]),
+            period: item(&[("d64", 2), ("d65", 1), ("d70", 1)]),
             ms: 1_091_234,
         };
-        assert_eq!(tally.total(), 21);
-        assert_eq!(tally.faster(), 10 + 3 + 2);
+        assert_eq!(tally.total(), 22);
+        // 10 + 4 below block 10; 3 below second 91; 1 below step 23; 1 below ms 4.
+        assert_eq!(tally.faster(), 14 + 3 + 1 + 1);
         assert_eq!(tally.equal(), 3);
-        assert_eq!(tally.equal_before_day(5), 2);
+        // Day 70 is in period 2: periods 0 and 1, then days 64 and 65 of period 2.
+        assert_eq!(tally.equal_before_day(70), 2 + 3);
+    }
+
+    #[test]
+    fn every_count_item_stays_small_however_full_the_board() {
+        // Positions at every lap time from 60 s to 200 s, over a year of days: no item gets
+        // more than a hundred attributes.
+        let board = BoardId::track(&TrackId::from("t"));
+        let mut attrs: std::collections::HashMap<String, std::collections::HashSet<String>> =
+            std::collections::HashMap::new();
+        for i in 0..150_000_i64 {
+            let ms = 60_000 + (i * 7_919) % 140_000;
+            let micros = ((i * 104_729) % 365) * 86_400_000_000;
+            let op = Change {
+                removed: None,
+                added: Some(at(ms, micros)),
+            };
+            for op in op.ops(&board) {
+                if let TxOp::Update { key, update, .. } = op {
+                    let names = attrs.entry(key.sk).or_default();
+                    names.extend(update.add.into_iter().map(|(a, _)| a));
+                }
+            }
+        }
+        let widest = attrs.values().map(std::collections::HashSet::len).max();
+        assert_eq!(widest, Some(100));
     }
 }

@@ -410,11 +410,17 @@ pub fn checked_key(item: &Item) -> Result<Key, StoreError> {
 
 /// Checks the encoded size of an item against [`MAX_ITEM_BYTES`].
 pub fn check_size(item: &Item) -> Result<(), StoreError> {
-    let size = serde_json::to_vec(item).map_or(usize::MAX, |v| v.len());
-    if size > MAX_ITEM_BYTES {
-        return Err(StoreError::TooLarge(size));
+    encode_within_limit(item).map(drop)
+}
+
+/// The item's JSON text, when it is within [`MAX_ITEM_BYTES`] (a store that keeps the text
+/// encodes each item once, for the check and the write).
+pub fn encode_within_limit(item: &Item) -> Result<String, StoreError> {
+    let text = serde_json::to_string(item).map_err(|e| StoreError::Invalid(e.to_string()))?;
+    if text.len() > MAX_ITEM_BYTES {
+        return Err(StoreError::TooLarge(text.len()));
     }
-    Ok(())
+    Ok(text)
 }
 
 /// Checks a transaction's shape: 1 to 100 operations on distinct items.
