@@ -135,7 +135,7 @@ pub async fn start() -> Result<AwsWiring, Error> {
     if std::env::var_os("Log__Format").is_none() {
         settings.log_format = LogFormat::Json;
     }
-    telemetry::init(settings.log_format);
+    telemetry::init_blocking(settings.log_format);
     metrics_cloudwatch::install(&settings.metrics_namespace)?;
     Ok(AwsWiring::connect(settings, Arc::new(SystemClock)).await?)
 }

@@ -1,15 +1,70 @@
 //! Structured logging set-up.
+//!
+//! The local server formats each line on the request's thread and hands it to a writer thread
+//! (`tracing-appender`), which writes whatever has queued up in one go: a request never waits
+//! for the terminal or pipe its log goes to. The queue is bounded and never drops a line; a
+//! writer that falls behind slows the requests instead. A Lambda function writes each line
+//! before it answers ([`init_blocking`]): the runtime freezes or ends the instance after the
+//! answer, and a line still queued then would be late or lost.
 
+use std::io::Write;
+
+use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::MakeWriter;
 
 use crate::config::LogFormat;
 
-/// Installs the global subscriber (`RUST_LOG` filters, default `info`). Safe to call twice.
-pub fn init(format: LogFormat) {
+/// Keeps the log writer thread running; dropping it writes out what is still queued.
+#[must_use = "the log writer stops when its guard is dropped"]
+pub struct LogGuard {
+    _writer: WorkerGuard,
+}
+
+impl std::fmt::Debug for LogGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogGuard")
+    }
+}
+
+/// Installs the global subscriber writing to standard output from a writer thread (`RUST_LOG`
+/// filters, default `info`). Safe to call twice: the first subscriber stays.
+pub fn init(format: LogFormat) -> LogGuard {
+    init_to(format, std::io::stdout())
+}
+
+/// As [`init`], writing to `out` (the bench logs to a file).
+pub fn init_to(format: LogFormat, out: impl Write + Send + 'static) -> LogGuard {
+    // Lines queue up while the writer thread writes; the buffer turns each batch into one
+    // write call, flushed whenever the queue is empty.
+    let (writer, guard) = NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("log-writer")
+        .finish(std::io::BufWriter::with_capacity(64 * 1024, out));
+    install(format, writer);
+    LogGuard { _writer: guard }
+}
+
+/// Installs the global subscriber writing each line to standard output before the call that
+/// logged it goes on (Lambda functions). Safe to call twice.
+pub fn init_blocking(format: LogFormat) {
+    install(format, std::io::stdout);
+}
+
+/// As [`init_blocking`], writing to `out` (the bench compares the two writers).
+pub fn init_blocking_to(format: LogFormat, out: std::fs::File) {
+    install(format, std::sync::Mutex::new(out));
+}
+
+fn install<W>(format: LogFormat, writer: W)
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_target(false);
+        .with_target(false)
+        .with_writer(writer);
     let _ = match format {
         LogFormat::Json => builder
             .json()

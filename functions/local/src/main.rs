@@ -8,7 +8,8 @@ use paddock::config::Settings;
 async fn main() -> anyhow::Result<()> {
     let _ = dotenvy::dotenv();
     let settings = Settings::from_env()?;
-    paddock::telemetry::init(settings.log_format);
+    // Held until the server stops, so the last lines are written.
+    let _log = paddock::telemetry::init(settings.log_format);
     let app = Application::build(settings)
         .await
         .context("starting Paddock")?;

@@ -1,7 +1,8 @@
 //! Loopback benchmark: drives the local server and a bare axum handler that returns the same
 //! bytes, in the same run, and prints requests/s, p50/p99 latency and the ratio to the baseline.
 //!
-//! `cargo run --release -p bench -- [--seconds N] [--connections N] [--rounds N]`
+//! `cargo run --release -p bench -- [--seconds N] [--connections N] [--rounds N]
+//! [--log queued|blocking|off]`
 
 mod activity;
 mod boards;
@@ -36,6 +37,9 @@ struct Options {
     board_sizes: Vec<usize>,
     /// The `boards` scenario's board sizes on DynamoDB Local.
     dynamodb_sizes: Vec<usize>,
+    /// How the in-process service writes its request log: `queued` (as the local server,
+    /// from a writer thread), `blocking` (as a Lambda function) or `off` (no subscriber).
+    log: String,
 }
 
 impl Options {
@@ -53,6 +57,7 @@ fn options() -> anyhow::Result<Options> {
         lambda_profile: "release".into(),
         board_sizes: vec![1_000, 100_000, 1_000_000],
         dynamodb_sizes: vec![1_000, 100_000],
+        log: "queued".into(),
     };
     let sizes = |v: &str| -> anyhow::Result<Vec<usize>> {
         v.split(',')
@@ -73,6 +78,7 @@ fn options() -> anyhow::Result<Options> {
             "--lambda-profile" => o.lambda_profile = value,
             "--board-sizes" => o.board_sizes = sizes(&value)?,
             "--dynamodb-sizes" => o.dynamodb_sizes = sizes(&value)?,
+            "--log" if ["queued", "blocking", "off"].contains(&value.as_str()) => o.log = value,
             other => anyhow::bail!("unknown option {other}"),
         }
     }
@@ -143,6 +149,21 @@ async fn main() -> anyhow::Result<()> {
         return lambda::cold_starts(&o.lambda_profile, o.rounds.max(5)).await;
     }
     let dir = tempfile::tempdir()?;
+    // The service logs every request as it does when deployed (one JSON line at `info`),
+    // here to a file; the baseline logs nothing.
+    let log_path = dir.path().join("paddock.log");
+    let log_file = std::fs::File::create(&log_path)?;
+    let _log = match o.log.as_str() {
+        "queued" => Some(paddock::telemetry::init_to(
+            paddock::config::LogFormat::Json,
+            log_file,
+        )),
+        "blocking" => {
+            paddock::telemetry::init_blocking_to(paddock::config::LogFormat::Json, log_file);
+            None
+        }
+        _ => None,
+    };
     let baseline = spawn_baseline(HEALTH_BODY.as_bytes()).await?;
     let model_api = coaching::spawn_model_api().await?;
     let paddock = spawn_paddock(dir.path(), model_api).await?;
@@ -192,6 +213,12 @@ async fn main() -> anyhow::Result<()> {
         row("baseline: same request and bytes", &base, None);
         row("paddock:  GET /v1/auth/validate", &validate, Some(&base));
     }
+    println!(
+        "(log {}: the service wrote {} lines meanwhile, {:.0} MB)",
+        o.log,
+        std::fs::read(&log_path).map_or(0, |b| b.iter().filter(|c| **c == b'\n').count()),
+        std::fs::metadata(&log_path).map_or(0, |m| m.len()) as f64 / 1e6
+    );
     let mut tokens = Vec::new();
     for _ in 0..if o.wants("refresh") { o.connections } else { 0 } {
         let login = client.post("/v1/auth/login/email", &creds).await?;
