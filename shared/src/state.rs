@@ -11,9 +11,22 @@ use crate::identity::signing_keys::{SigningKeyError, SigningKeys};
 use crate::leaderboards::BoardCache;
 use crate::ports::Ports;
 
-/// The ports, settings and per-process caches, cloned into every handler.
+/// The ports, settings and per-process caches, shared by every handler: the router hands each
+/// request its own clone, so the state is one pointer and a clone one reference count.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<SharedState>);
+
+impl std::ops::Deref for AppState {
+    type Target = SharedState;
+
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
+/// What [`AppState`] shares.
+#[derive(Clone)]
+pub struct SharedState {
     /// The adapters of every port.
     pub ports: Ports,
     /// The settings the process started with.
@@ -42,7 +55,7 @@ impl AppState {
             settings.leaderboard_cache_bytes,
         ));
         BoardCache::register(&leaderboards);
-        Self {
+        Self(Arc::new(SharedState {
             ports,
             leaderboards,
             settings: Arc::new(settings),
@@ -50,29 +63,39 @@ impl AppState {
             passwords: None,
             access_tokens: Arc::new(SigningKeys::default()),
             coach: None,
-        }
+        }))
+    }
+
+    /// The same state changed by `change` (while it is being built, before any clone).
+    fn changed(self, change: impl FnOnce(&mut SharedState)) -> Self {
+        let mut shared = Arc::unwrap_or_clone(self.0);
+        change(&mut shared);
+        Self(Arc::new(shared))
     }
 
     /// The same state with the AI coach's language model (`Ai__*`, keys from the secrets
     /// port).
     #[must_use]
-    pub fn with_coach(mut self) -> Self {
-        self.coach = Some(crate::coaching::language_model(
-            &self.settings.ai,
-            self.ports.secrets.clone(),
-        ));
-        self
+    pub fn with_coach(self) -> Self {
+        self.changed(|s| {
+            s.coach = Some(crate::coaching::language_model(
+                &s.settings.ai,
+                s.ports.secrets.clone(),
+            ));
+        })
     }
 
     /// The same state with the configured sign-in providers (`Auth__Providers__*`) and the
     /// password hashing threads (`Auth__HashingThreads`), whose dummy hash is computed now.
-    pub fn with_identity_providers(mut self) -> Self {
-        self.providers = providers::from_configs(&self.settings.auth.providers);
-        self.passwords = Some(Arc::new(PasswordHasher::start(
-            self.settings.auth.hashing_threads,
-            self.settings.auth.hashing_wait,
-        )));
-        self
+    #[must_use]
+    pub fn with_identity_providers(self) -> Self {
+        self.changed(|s| {
+            s.providers = providers::from_configs(&s.settings.auth.providers);
+            s.passwords = Some(Arc::new(PasswordHasher::start(
+                s.settings.auth.hashing_threads,
+                s.settings.auth.hashing_wait,
+            )));
+        })
     }
 
     /// The password hasher, in the functions that sign in with passwords.

@@ -57,10 +57,6 @@ pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Durat
         .layer(
             ServiceBuilder::new()
                 .layer(middleware::from_fn(observe))
-                .layer(security_headers::nosniff())
-                .layer(middleware::from_fn(
-                    security_headers::no_store_when_authenticated,
-                ))
                 .layer(CatchPanicLayer::custom(on_panic))
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::GATEWAY_TIMEOUT,
@@ -96,21 +92,24 @@ fn on_panic(payload: Box<dyn Any + Send + 'static>) -> Response {
     response
 }
 
-/// Request id, access log line, metrics, and the envelope on non-JSON error answers.
+/// Request id, access log line, metrics, security headers, and the envelope on non-JSON error
+/// answers.
 async fn observe(mut req: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = request_id(&req);
+    let authenticated = req.headers().contains_key(header::AUTHORIZATION);
     req.extensions_mut().insert(RequestId(id.clone()));
     let method = req.method().clone();
     // The matched route shares its text with the router (no copy per request).
     let route = req.extensions().get::<MatchedPath>().cloned();
     let route_label = route.as_ref().map_or("unmatched", MatchedPath::as_str);
-    // At the error level, so the span exists whatever level the log filter lets through (an
-    // `info` span is filtered out under `RUST_LOG=warn`, and the request's warnings lose it).
+    // The lines a handler logs carry the request in this span. At the error level, so the span
+    // exists whatever level the log filter lets through (an `info` span is filtered out under
+    // `RUST_LOG=warn`, and the request's warnings lose it).
     let span =
         tracing::error_span!("request", request_id = %id, method = %method, route = %route_label);
 
-    let mut response = next.run(req).instrument(span.clone()).await;
+    let mut response = next.run(req).instrument(span).await;
     if response.status().is_client_error() || response.status().is_server_error() {
         response = ensure_envelope(response);
     }
@@ -124,22 +123,29 @@ async fn observe(mut req: Request, next: Next) -> Response {
     if let Ok(v) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID, v);
     }
+    security_headers::apply(authenticated, response.headers_mut());
 
     let status = response.status().as_u16();
     let elapsed = started.elapsed();
     metrics::global().observe_request(method.as_str(), route_label, status, elapsed);
-    // The one line of this request; a server-side cause is in it, logged nowhere else.
+    // The one line of this request; a server-side cause is in it, logged nowhere else. It
+    // names the request itself rather than through the span: the formatter would otherwise
+    // decode the span's fields again for this line.
     let cause = response.extensions_mut().remove::<ErrorCause>();
-    span.in_scope(|| {
-        let latency_ms = elapsed.as_secs_f64() * 1000.0;
-        match (&cause, status >= 500) {
-            (Some(cause), _) => {
-                tracing::error!(status, latency_ms, error = %cause.chain(), "request");
-            }
-            (None, true) => tracing::error!(status, latency_ms, "request"),
-            (None, false) => tracing::info!(status, latency_ms, "request"),
-        }
-    });
+    let latency_ms = elapsed.as_secs_f64() * 1000.0;
+    let method = method.as_str();
+    match (&cause, status >= 500) {
+        (Some(cause), _) => tracing::error!(
+            request_id = %id, method, route = route_label, status, latency_ms,
+            error = %cause.chain(), "request"
+        ),
+        (None, true) => tracing::error!(
+            request_id = %id, method, route = route_label, status, latency_ms, "request"
+        ),
+        (None, false) => tracing::info!(
+            request_id = %id, method, route = route_label, status, latency_ms, "request"
+        ),
+    }
     response
 }
 
