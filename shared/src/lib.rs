@@ -21,6 +21,8 @@ pub mod identity;
 pub mod ids;
 pub mod lambda;
 pub mod leaderboards;
+/// The JSON log line format.
+mod log_line;
 pub mod metrics;
 pub mod metrics_cloudwatch;
 pub mod outbox;

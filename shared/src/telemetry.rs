@@ -67,10 +67,8 @@ where
         .with_writer(writer);
     let _ = match format {
         LogFormat::Json => builder
-            .json()
-            .flatten_event(true)
-            .with_current_span(true)
-            .with_span_list(false)
+            .fmt_fields(crate::log_line::JsonFields)
+            .event_format(crate::log_line::JsonLine)
             .try_init(),
         LogFormat::Pretty => builder.compact().try_init(),
     };
