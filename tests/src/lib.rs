@@ -5,6 +5,7 @@
 
 pub mod binaries;
 pub mod browser;
+pub mod captured_log;
 pub mod fake_llm;
 pub mod lambda_events;
 pub mod lambda_runtime_api;

@@ -11,8 +11,8 @@ use paddock::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, Page, Query, StoreError, TxOp, Update,
 };
 use paddock::tables::Table;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use paddock_tests::captured_log::CapturedLog;
+use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceExt;
 
@@ -70,33 +70,18 @@ impl ItemStore for BrokenStore {
     }
 }
 
-/// Log output captured in memory.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+/// The error lines of `captured`.
+fn error_lines(captured: &CapturedLog) -> Vec<String> {
+    captured
+        .text()
+        .lines()
+        .filter(|l| l.contains("ERROR"))
+        .map(str::to_owned)
+        .collect()
 }
 
-impl Captured {
-    fn error_lines(&self) -> Vec<String> {
-        String::from_utf8(self.0.lock().unwrap().clone())
-            .unwrap()
-            .lines()
-            .filter(|l| l.contains("ERROR"))
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-fn capture() -> (Captured, tracing::subscriber::DefaultGuard) {
-    let captured = Captured::default();
+fn capture() -> (CapturedLog, tracing::subscriber::DefaultGuard) {
+    let captured = CapturedLog::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_ansi(false)
@@ -141,7 +126,7 @@ async fn a_store_outage_is_logged_once_with_its_cause_and_request_id() {
         "the cause is not the client's: {body}"
     );
 
-    let errors = logs.error_lines();
+    let errors = error_lines(&logs);
     assert_eq!(errors.len(), 1, "one line for one failure: {errors:#?}");
     assert!(errors[0].contains("req-outage-1"), "{}", errors[0]);
     assert!(errors[0].contains("status=503"), "{}", errors[0]);
@@ -175,7 +160,7 @@ async fn a_panic_is_logged_once_with_its_message_and_answered_500() {
     let body = body_text(response).await;
     assert!(!body.contains("cylinders"), "{body}");
 
-    let errors = logs.error_lines();
+    let errors = error_lines(&logs);
     assert_eq!(errors.len(), 1, "{errors:#?}");
     assert!(errors[0].contains("req-panic-1"), "{}", errors[0]);
     assert!(

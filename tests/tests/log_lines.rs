@@ -2,27 +2,12 @@
 //! fields under `span`, strings escaped, whatever the values hold.
 
 use paddock::config::LogFormat;
+use paddock_tests::captured_log::CapturedLog;
 use serde_json::Value;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
-/// A writer whose bytes the test reads back.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[test]
 fn each_line_is_one_json_object_with_its_fields_and_span() {
-    let out = Captured::default();
+    let out = CapturedLog::default();
     let guard = paddock::telemetry::init_to(LogFormat::Json, out.clone());
     let awkward = "quote \" backslash \\ newline \n tab \t bell \u{7} accent é";
     tracing::info!(
@@ -39,7 +24,7 @@ fn each_line_is_one_json_object_with_its_fields_and_span() {
     // Dropping the guard writes out what is queued.
     drop(guard);
 
-    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let text = out.text();
     let lines: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
