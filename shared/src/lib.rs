@@ -30,6 +30,7 @@ pub mod ports;
 pub(crate) mod problems;
 pub mod processed_events;
 pub mod queues;
+pub mod request_context;
 pub mod retention;
 pub mod routes;
 pub mod sessions;

@@ -12,6 +12,7 @@ use std::io::Write;
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::LogFormat;
 
@@ -60,16 +61,28 @@ fn install<W>(format: LogFormat, writer: W)
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
+    // `try_init` also sends the `log` crate's records (some dependencies use it) to the log.
+    let _ = subscriber(format, writer).try_init();
+}
+
+/// The subscriber the service installs, writing lines of `format` to `writer` (`RUST_LOG`
+/// filters, default `info`); tests make it the default of one thread to read its lines back.
+pub fn subscriber<W>(format: LogFormat, writer: W) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
         .with_writer(writer);
-    let _ = match format {
-        LogFormat::Json => builder
-            .fmt_fields(crate::log_line::JsonFields)
-            .event_format(crate::log_line::JsonLine)
-            .try_init(),
-        LogFormat::Pretty => builder.compact().try_init(),
-    };
+    match format {
+        LogFormat::Json => Box::new(
+            builder
+                .fmt_fields(crate::log_line::JsonFields)
+                .event_format(crate::log_line::JsonLine)
+                .finish(),
+        ),
+        LogFormat::Pretty => Box::new(builder.event_format(crate::log_line::TextLine).finish()),
+    }
 }
