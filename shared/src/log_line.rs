@@ -26,6 +26,11 @@ fn json_str(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
 /// Writes `s` with JSON's escapes, in runs: the bytes that need one are ASCII, so every run
 /// between them is whole UTF-8.
 fn escape_into(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
+    let needs_escape = |b: &u8| *b < 0x20 || *b == b'"' || *b == b'\\';
+    // Most values (ids, routes, messages) need no escape: one scan, one write.
+    if !s.as_bytes().iter().any(needs_escape) {
+        return w.write_str(s);
+    }
     let mut start = 0;
     for (i, &b) in s.as_bytes().iter().enumerate() {
         let escaped = match b {

@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::extract::{MatchedPath, Request};
 use axum::response::Response;
 use bytes::Bytes;
-use http::{HeaderValue, StatusCode, header};
+use http::{HeaderName, HeaderValue, StatusCode, header};
 use pin_project_lite::pin_project;
 use std::future::Future;
 use std::pin::Pin;
@@ -25,7 +25,8 @@ use super::security_headers;
 use crate::metrics;
 use crate::request_context::{self, RequestContext, RouteLabel};
 
-const REQUEST_ID: &str = "x-request-id";
+/// Parsed once: a header named by a string is parsed again at every use.
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 /// Adds [`Observe`] around a service.
 #[derive(Debug, Clone, Copy, Default)]
@@ -118,7 +119,7 @@ where
 /// Keeps a caller's request id when it is short and plain; otherwise makes one.
 fn request_id(req: &Request) -> String {
     req.headers()
-        .get(REQUEST_ID)
+        .get(&REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .filter(|v| {
             !v.is_empty()

@@ -11,7 +11,7 @@ use http::HeaderValue;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 use utoipa::ToSchema;
 
@@ -20,6 +20,7 @@ use super::format_lap_time;
 use super::reads::{Slice, encode_cursor};
 use crate::envelope::Envelope;
 use crate::ids::{SessionId, TrackId, UserId};
+use crate::metrics::{self, LabelledCounter};
 use crate::ports::items::StoreError;
 use crate::tracks::Track;
 
@@ -185,21 +186,26 @@ impl BoardCache {
     where
         F: Future<Output = Result<RenderedPage, PageError>>,
     {
-        let metric = |result: &str| {
-            crate::metrics::global()
+        // Resolved once: a label lookup on every page read would cost more than the count.
+        static HIT: LazyLock<LabelledCounter> = LazyLock::new(|| {
+            metrics::global()
                 .leaderboard_cache
-                .with_label_values(&[result])
-                .inc();
-        };
+                .with_label_values(&["hit"])
+        });
+        static MISS: LazyLock<LabelledCounter> = LazyLock::new(|| {
+            metrics::global()
+                .leaderboard_cache
+                .with_label_values(&["miss"])
+        });
         let Some(pages) = &self.pages else {
-            metric("miss");
+            MISS.inc();
             return load.await;
         };
         if let Some(page) = pages.get(&key).await {
-            metric("hit");
+            HIT.inc();
             return Ok(page);
         }
-        metric("miss");
+        MISS.inc();
         pages
             .try_get_with(key, load)
             .await
