@@ -208,6 +208,10 @@ fn range_sql(query: &Query, after: Option<String>) -> (String, String, String) {
 #[async_trait]
 impl ItemStore for SqliteItemStore {
     async fn get(&self, table: Table, key: &Key) -> Result<Option<Item>, StoreError> {
+        Ok(self.get_shared(table, key).await?.map(Arc::unwrap_or_clone))
+    }
+
+    async fn get_shared(&self, table: Table, key: &Key) -> Result<Option<Arc<Item>>, StoreError> {
         // A primary-key lookup takes microseconds: run it here rather than pay a hop to the
         // blocking pool (which costs more than the read). Writes and queries still hop.
         let now = self.clock.unix();
@@ -219,7 +223,7 @@ impl ItemStore for SqliteItemStore {
         let guard = conn
             .lock()
             .map_err(|_| StoreError::Unavailable("connection poisoned".into()))?;
-        let found = live(&guard, table, key, now)?;
+        let found = live(&guard, table, key, now)?.map(Arc::new);
         drop(guard);
         items_read(usize::from(found.is_some()));
         self.cache.fill(table, key, found.clone(), generation);

@@ -10,7 +10,7 @@
 //! generation counter detects. Expiry is judged on every hit, as the store does.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::ports::items::{Item, Key, is_expired};
 use crate::tables::Table;
@@ -20,14 +20,15 @@ const MAX_ENTRIES: usize = 100_000;
 
 /// What a lookup found.
 pub enum Lookup {
-    /// The item (or its absence) as last read or written.
-    Hit(Option<Item>),
+    /// The item (or its absence) as last read or written, shared with the cache.
+    Hit(Option<Arc<Item>>),
     /// Not cached; fill with the read's result, passing this generation.
     Miss(u64),
 }
 
 /// Entries by table, partition key and sort key (nested so a lookup borrows the key).
-type Entries = HashMap<Table, HashMap<String, HashMap<String, Option<Item>>>>;
+/// Items are shared: a hit hands out a reference count, not a copy of every attribute.
+type Entries = HashMap<Table, HashMap<String, HashMap<String, Option<Arc<Item>>>>>;
 
 #[derive(Default)]
 struct Inner {
@@ -62,7 +63,7 @@ impl ReadCache {
 
     /// Remembers a read made after [`ReadCache::lookup`] answered `Miss(generation)`, unless
     /// a write happened since (the read may then be older than that write).
-    pub fn fill(&self, table: Table, key: &Key, value: Option<Item>, generation: u64) {
+    pub fn fill(&self, table: Table, key: &Key, value: Option<Arc<Item>>, generation: u64) {
         let Ok(mut inner) = self.inner.lock() else {
             return;
         };
@@ -128,7 +129,7 @@ mod tests {
             panic!("empty cache hit");
         };
         cache.forget([(Table::Tokens, &key)]); // a write lands while the read runs
-        cache.fill(Table::Tokens, &key, Some(item(100)), generation);
+        cache.fill(Table::Tokens, &key, Some(Arc::new(item(100))), generation);
         assert!(matches!(
             cache.lookup(Table::Tokens, &key, 0),
             Lookup::Miss(_)
@@ -142,7 +143,7 @@ mod tests {
         let Lookup::Miss(generation) = cache.lookup(Table::Tokens, &key, 0) else {
             panic!("empty cache hit");
         };
-        cache.fill(Table::Tokens, &key, Some(item(100)), generation);
+        cache.fill(Table::Tokens, &key, Some(Arc::new(item(100))), generation);
         assert!(matches!(
             cache.lookup(Table::Tokens, &key, 50),
             Lookup::Hit(Some(_))

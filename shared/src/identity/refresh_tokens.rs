@@ -257,7 +257,7 @@ pub(crate) async fn family_active(
 ) -> Result<bool, StoreError> {
     let family = ports
         .items
-        .get(Table::Tokens, &family_key(family_id))
+        .get_shared(Table::Tokens, &family_key(family_id))
         .await?;
     Ok(family.is_some_and(|f| {
         f.get("revoked").and_then(Value::as_bool) == Some(false)
