@@ -5,7 +5,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
 use std::sync::Arc;
 
-use super::error::ErrorCause;
+use super::error_cause::ErrorCause;
 
 pub use crate::envelope::Envelope;
 

@@ -5,6 +5,7 @@ use http::{HeaderValue, StatusCode, header};
 use std::sync::Arc;
 
 use super::envelope::Envelope;
+pub use super::error_cause::ErrorCause;
 use crate::identity::passwords::PasswordError;
 use crate::identity::rate_limits::{LimitError, RateLimited};
 use crate::identity::signing_keys::SigningKeyError;
@@ -113,19 +114,6 @@ impl ApiError {
             Self::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
-    }
-}
-
-/// The server-side cause of an error answer, carried to the request middleware as a response
-/// extension so that it is logged once, with its whole `source()` chain and the request id,
-/// in the request's own log line. The client sees only the answer's message.
-#[derive(Debug, Clone)]
-pub struct ErrorCause(pub Arc<anyhow::Error>);
-
-impl ErrorCause {
-    /// The cause and each of its sources, outermost first, joined by `: `.
-    pub fn chain(&self) -> String {
-        format!("{:#}", self.0)
     }
 }
 

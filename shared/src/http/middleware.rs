@@ -14,7 +14,8 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
 use super::envelope::Envelope;
-use super::error::{ApiError, ErrorCause};
+use super::error::ApiError;
+use super::error_cause::ErrorCause;
 use super::observe::ObserveLayer;
 
 /// Wraps `router` with the service layers, 404/405 envelopes and the body limit.

@@ -4,6 +4,7 @@ pub mod auth_user;
 pub(crate) mod case_insensitive;
 pub mod envelope;
 pub mod error;
+pub mod error_cause;
 pub mod extract;
 pub(crate) mod middleware;
 pub(crate) mod observe;

@@ -20,7 +20,7 @@ use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
 
 use super::envelope::Envelope;
-use super::error::ErrorCause;
+use super::error_cause::ErrorCause;
 use super::security_headers;
 use crate::metrics;
 use crate::request_context::{self, RequestContext, RouteLabel};
