@@ -1,5 +1,6 @@
 //! The response envelope as an axum answer.
 
+use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
@@ -15,14 +16,7 @@ impl<T: Serialize> IntoResponse for Envelope<T> {
         // as it is, instead of one grown from 128 bytes (as `Json` does).
         let mut body = Vec::with_capacity(512);
         match serde_json::to_writer(&mut body, &self) {
-            Ok(()) => (
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                )],
-                body,
-            )
-                .into_response(),
+            Ok(()) => json_bytes(body),
             Err(e) => {
                 let mut response = StatusCode::INTERNAL_SERVER_ERROR.into_response();
                 response.extensions_mut().insert(ErrorCause(Arc::new(
@@ -32,6 +26,19 @@ impl<T: Serialize> IntoResponse for Envelope<T> {
             }
         }
     }
+}
+
+/// A 200 answer of JSON that is already bytes (a serialised envelope, a cached page, a
+/// constant).
+pub fn json_bytes(body: impl Into<Body>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.into(),
+    )
+        .into_response()
 }
 
 /// A 200 answer with `data` in the envelope.

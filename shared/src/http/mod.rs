@@ -12,7 +12,7 @@ pub(crate) mod paging;
 pub mod security_headers;
 pub mod serve;
 
-pub use envelope::{Envelope, ok};
+pub use envelope::{Envelope, json_bytes, ok};
 pub use error::ApiError;
 pub use extract::{ApiJson, ApiQuery, JsonBody};
 pub use middleware::with_service_layers;

@@ -8,7 +8,7 @@ use http::{HeaderValue, header};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::{ApiError, ok};
+use crate::http::{ApiError, json_bytes, ok};
 use crate::metrics;
 use crate::state::AppState;
 
@@ -49,14 +49,7 @@ pub(crate) async fn health() -> Response {
 const HEALTHY: &str = r#"{"success":true,"data":{"status":"Healthy"},"error":null}"#;
 
 fn healthy() -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        HEALTHY,
-    )
-        .into_response()
+    json_bytes(HEALTHY)
 }
 
 /// Liveness for orchestrators.

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth_user::AuthUser;
-use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, ok, paging};
+use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, json_bytes, ok, paging};
 use crate::identity::fields::Problems;
 use crate::ids::{SessionId, TrackId};
 use crate::leaderboards::board::BoardId;
@@ -214,14 +214,7 @@ fn page_response(state: &AppState, headers: &HeaderMap, page: RenderedPage) -> R
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            page.body,
-        )
-            .into_response()
+        json_bytes(page.body)
     };
     let h = response.headers_mut();
     h.insert(header::CACHE_CONTROL, state.leaderboards.cache_control());
