@@ -251,7 +251,8 @@ where
     ) -> fmt::Result {
         let ansi = writer.has_ansi_escapes();
         let level = *event.metadata().level();
-        let stamp = timestamp(&mut [0; TIMESTAMP_LEN]).to_owned();
+        let mut stamp = [0; TIMESTAMP_LEN];
+        let stamp = timestamp(&mut stamp);
         if ansi {
             let colour = match level {
                 tracing::Level::ERROR => "31",

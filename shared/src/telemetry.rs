@@ -67,7 +67,9 @@ where
 
 /// The subscriber the service installs, writing lines of `format` to `writer` (`RUST_LOG`
 /// filters, default `info`); tests make it the default of one thread to read its lines back.
-pub fn subscriber<W>(format: LogFormat, writer: W) -> Box<dyn tracing::Subscriber + Send + Sync>
+/// A `Dispatch` rather than a boxed subscriber: every log call then reaches the subscriber
+/// through one pointer, as with a subscriber installed directly.
+pub fn subscriber<W>(format: LogFormat, writer: W) -> tracing::Dispatch
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
@@ -77,12 +79,14 @@ where
         .with_target(false)
         .with_writer(writer);
     match format {
-        LogFormat::Json => Box::new(
+        LogFormat::Json => tracing::Dispatch::new(
             builder
                 .fmt_fields(crate::log_line::JsonFields)
                 .event_format(crate::log_line::JsonLine)
                 .finish(),
         ),
-        LogFormat::Pretty => Box::new(builder.event_format(crate::log_line::TextLine).finish()),
+        LogFormat::Pretty => {
+            tracing::Dispatch::new(builder.event_format(crate::log_line::TextLine).finish())
+        }
     }
 }

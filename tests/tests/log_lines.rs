@@ -63,7 +63,7 @@ async fn lines_of_a_request(format: LogFormat) -> String {
     use tower::ServiceExt;
 
     let out = CapturedLog::default();
-    let _default = tracing::subscriber::set_default(paddock::telemetry::subscriber(
+    let _default = tracing::dispatcher::set_default(&paddock::telemetry::subscriber(
         format,
         std::sync::Mutex::new(out.clone()),
     ));
