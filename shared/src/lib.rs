@@ -23,6 +23,7 @@ pub mod lambda;
 pub mod leaderboards;
 /// The JSON log line format.
 mod log_line;
+pub mod log_writer;
 pub mod metrics;
 pub mod metrics_cloudwatch;
 pub mod outbox;

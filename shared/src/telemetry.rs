@@ -1,25 +1,25 @@
 //! Structured logging set-up.
 //!
-//! The local server formats each line on the request's thread and hands it to a writer thread
-//! (`tracing-appender`), which writes whatever has queued up in one go: a request never waits
-//! for the terminal or pipe its log goes to. The queue is bounded and never drops a line; a
-//! writer that falls behind slows the requests instead. A Lambda function writes each line
+//! The local server formats each line on the request's thread and appends it to the buffer of
+//! a writer thread ([`crate::log_writer`]), which writes each batch in one go: a request never
+//! waits for the terminal or pipe its log goes to. The buffer is bounded and never drops a
+//! line; a writer that falls behind slows the requests instead. A Lambda function writes each line
 //! before it answers ([`init_blocking`]): the runtime freezes or ends the instance after the
 //! answer, and a line still queued then would be late or lost.
 
 use std::io::Write;
 
-use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::config::LogFormat;
+use crate::log_writer::{self, QueuedWriterGuard};
 
 /// Keeps the log writer thread running; dropping it writes out what is still queued.
 #[must_use = "the log writer stops when its guard is dropped"]
 pub struct LogGuard {
-    _writer: WorkerGuard,
+    _writer: QueuedWriterGuard,
 }
 
 impl std::fmt::Debug for LogGuard {
@@ -29,21 +29,17 @@ impl std::fmt::Debug for LogGuard {
 }
 
 /// Installs the global subscriber writing to standard output from a writer thread (`RUST_LOG`
-/// filters, default `info`). Safe to call twice: the first subscriber stays.
-pub fn init(format: LogFormat) -> LogGuard {
+/// filters, default `info`). Safe to call twice: the first subscriber stays. Fails when the
+/// writer thread cannot be started.
+pub fn init(format: LogFormat) -> std::io::Result<LogGuard> {
     init_to(format, std::io::stdout())
 }
 
 /// As [`init`], writing to `out` (the bench logs to a file).
-pub fn init_to(format: LogFormat, out: impl Write + Send + 'static) -> LogGuard {
-    // Lines queue up while the writer thread writes; the buffer turns each batch into one
-    // write call, flushed whenever the queue is empty.
-    let (writer, guard) = NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("log-writer")
-        .finish(std::io::BufWriter::with_capacity(64 * 1024, out));
+pub fn init_to(format: LogFormat, out: impl Write + Send + 'static) -> std::io::Result<LogGuard> {
+    let (writer, guard) = log_writer::queued(out)?;
     install(format, writer);
-    LogGuard { _writer: guard }
+    Ok(LogGuard { _writer: guard })
 }
 
 /// Installs the global subscriber writing each line to standard output before the call that

@@ -9,7 +9,7 @@ async fn main() -> anyhow::Result<()> {
     let _ = dotenvy::dotenv();
     let settings = Settings::from_env()?;
     // Held until the server stops, so the last lines are written.
-    let _log = paddock::telemetry::init(settings.log_format);
+    let _log = paddock::telemetry::init(settings.log_format).context("starting the log writer")?;
     let app = Application::build(settings)
         .await
         .context("starting Paddock")?;

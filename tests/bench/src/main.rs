@@ -160,7 +160,7 @@ async fn main() -> anyhow::Result<()> {
         "queued" => Some(paddock::telemetry::init_to(
             paddock::config::LogFormat::Json,
             log_file,
-        )),
+        )?),
         "blocking" => {
             paddock::telemetry::init_blocking_to(paddock::config::LogFormat::Json, log_file);
             None
