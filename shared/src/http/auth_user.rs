@@ -1,8 +1,8 @@
 //! The extractor that authenticates every protected endpoint, and the client address.
 
 use axum::extract::{ConnectInfo, FromRequestParts};
-use http::header;
 use http::request::Parts;
+use http::{HeaderValue, header};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -29,8 +29,12 @@ impl AuthUser {
 
 /// The bearer token of a request's headers, if any.
 pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.split_once(' ')?;
+    headers.get(header::AUTHORIZATION).and_then(bearer_of)
+}
+
+/// The bearer token of an `Authorization` value, if it holds one.
+fn bearer_of(authorization: &HeaderValue) -> Option<&str> {
+    let (scheme, token) = authorization.to_str().ok()?.split_once(' ')?;
     scheme
         .eq_ignore_ascii_case("bearer")
         .then_some(token.trim())
@@ -52,8 +56,17 @@ impl AuthUser {
         headers: &http::HeaderMap,
         state: &AppState,
     ) -> Result<Self, ApiError> {
-        let token =
-            bearer(headers).ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        Self::from_authorization(headers.get(header::AUTHORIZATION), state).await
+    }
+
+    /// Authenticates the bearer token of an `Authorization` header's value.
+    pub async fn from_authorization(
+        authorization: Option<&HeaderValue>,
+        state: &AppState,
+    ) -> Result<Self, ApiError> {
+        let token = authorization
+            .and_then(bearer_of)
+            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
         let claims = state
             .access_tokens()
             .await?

@@ -151,9 +151,11 @@ where
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
         let query = parts.uri.query().unwrap_or_default();
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
-        serde_path_to_error::deserialize(de)
+        // The parameters are flat, so serde's own message names the parameter (a path
+        // tracker would add a copy of every name and tell nothing more).
+        T::deserialize(de)
             .map(ApiQuery)
-            .map_err(|e| ApiError::BadRequest(format!("query: {}", e.into_inner())))
+            .map_err(|e| ApiError::BadRequest(format!("query: {e}")))
     }
 }
 

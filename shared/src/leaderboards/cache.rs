@@ -180,10 +180,11 @@ impl BoardCache {
         self.cache_control.clone()
     }
 
-    /// The page `key`, from the cache or from `load` (run once for all the requests that miss
-    /// the same page meanwhile).
-    pub async fn page<F>(&self, key: PageKey, load: F) -> Result<RenderedPage, PageError>
+    /// The page `key`, from the cache or from `load` (called with the key on a miss only, and
+    /// run once for all the requests that miss the same page meanwhile).
+    pub async fn page<L, F>(&self, key: PageKey, load: L) -> Result<RenderedPage, PageError>
     where
+        L: FnOnce(PageKey) -> F,
         F: Future<Output = Result<RenderedPage, PageError>>,
     {
         // Resolved once: a label lookup on every page read would cost more than the count.
@@ -199,15 +200,16 @@ impl BoardCache {
         });
         let Some(pages) = &self.pages else {
             MISS.inc();
-            return load.await;
+            return load(key).await;
         };
         if let Some(page) = pages.get(&key).await {
             HIT.inc();
             return Ok(page);
         }
         MISS.inc();
+        let loading = load(key.clone());
         pages
-            .try_get_with(key, load)
+            .try_get_with(key, loading)
             .await
             .map_err(|e: Arc<PageError>| (*e).clone())
     }
@@ -276,7 +278,7 @@ mod tests {
             let (cache, loads) = (cache.clone(), loads.clone());
             tokio::spawn(async move {
                 cache
-                    .page(key("t", None), async {
+                    .page(key("t", None), |_| async {
                         loads.fetch_add(1, Ordering::SeqCst);
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         Ok(page(1, 10))
@@ -293,7 +295,7 @@ mod tests {
     #[tokio::test]
     async fn pages_expire_are_dropped_by_track_and_stay_within_the_byte_budget() {
         let cache = BoardCache::new(Duration::from_millis(200), 64 * 1024);
-        let load = |n: usize| async move { Ok::<_, PageError>(page(n, 1_000)) };
+        let load = |n: usize| move |_| async move { Ok::<_, PageError>(page(n, 1_000)) };
         cache.page(key("t", None), load(1)).await.unwrap();
         // Cached: a different loader is not called.
         let hit = cache.page(key("t", None), load(2)).await.unwrap();
@@ -321,7 +323,7 @@ mod tests {
         assert!(pages.entry_count() < 100, "{}", pages.entry_count());
         // A failed load is answered as its error and not cached.
         let failed = cache
-            .page(key("v", None), async { Err(PageError::TrackNotFound) })
+            .page(key("v", None), |_| async { Err(PageError::TrackNotFound) })
             .await;
         assert!(matches!(failed, Err(PageError::TrackNotFound)));
         let later = cache.page(key("v", None), load(9)).await.unwrap();

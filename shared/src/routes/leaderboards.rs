@@ -2,10 +2,11 @@
 //! serves the public board pages ([`super::board_pages`]).
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use http::{HeaderMap, HeaderValue, StatusCode, header};
+use http::request::Parts;
+use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -60,40 +61,34 @@ pub struct LeaderboardQuery {
     pub around: Option<String>,
 }
 
-fn nonempty(v: &Option<String>) -> Option<String> {
-    v.as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
+fn nonempty(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
-/// A track named by id (`Err`, the id as given) or by game, name and layout (`Ok`).
-type Named = Result<TrackKey, String>;
+/// How a board read named its track.
+enum Named {
+    /// By id: an unknown id is not found.
+    Id,
+    /// By game, name and layout: a track not raced yet has an empty board.
+    Key(TrackKey),
+}
 
 fn track_of(q: &LeaderboardQuery) -> Result<(TrackId, Named), ApiError> {
-    let named = match (
+    match (
         nonempty(&q.track_id),
         nonempty(&q.game_id),
         nonempty(&q.track_name),
     ) {
-        (Some(id), _, _) => Err(track_id_param(&id)?.to_string()),
-        (None, Some(game), Some(name)) => Ok(TrackKey::new(
-            &game,
-            &name,
-            q.track_layout.as_deref().unwrap_or_default(),
-        )),
-        _ => {
-            return Err(ApiError::invalid(
-                "trackId",
-                "is required (or gameId and trackName, with trackLayout when the track has layouts)",
-            ));
+        (Some(id), _, _) => Ok((track_id_param(id)?, Named::Id)),
+        (None, Some(game), Some(name)) => {
+            let key = TrackKey::new(game, name, q.track_layout.as_deref().unwrap_or_default());
+            Ok((key.id(), Named::Key(key)))
         }
-    };
-    let track_id = match &named {
-        Ok(key) => key.id(),
-        Err(id) => TrackId::from(id.as_str()),
-    };
-    Ok((track_id, named))
+        _ => Err(ApiError::invalid(
+            "trackId",
+            "is required (or gameId and trackName, with trackLayout when the track has layouts)",
+        )),
+    }
 }
 
 fn track_id_param(id: &str) -> Result<TrackId, ApiError> {
@@ -110,7 +105,7 @@ fn board_of(track_id: &TrackId, vehicle_name: &Option<String>) -> Result<BoardId
             "vehicleName",
             "must be at most 128 characters",
         )),
-        Some(v) => Ok(BoardId::car(track_id, &v)),
+        Some(v) => Ok(BoardId::car(track_id, v)),
     }
 }
 
@@ -123,8 +118,8 @@ async fn track_for(
     match tracks::get(&state.ports, track_id).await? {
         Some(track) => Ok(track),
         None => match named {
-            Ok(key) => Ok(Track::empty(key)),
-            Err(_) => Err(PageError::TrackNotFound),
+            Named::Key(key) => Ok(Track::empty(key)),
+            Named::Id => Err(PageError::TrackNotFound),
         },
     }
 }
@@ -150,7 +145,7 @@ impl From<PageError> for ApiError {
               (status = 404, description = "Unknown trackId, or (`around=me`) no entry of the caller on the board")))]
 pub async fn leaderboard(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    headers: BoardReadHeaders,
     ApiQuery(q): ApiQuery<LeaderboardQuery>,
 ) -> Result<Response, ApiError> {
     let (track_id, named) = track_of(&q)?;
@@ -158,12 +153,12 @@ pub async fn leaderboard(
     let limit = paging::parse_limit(q.limit.as_deref())?;
     let after = match nonempty(&q.cursor) {
         Some(c) => Some(
-            reads::decode_cursor(&c)
+            reads::decode_cursor(c)
                 .ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this list returned"))?,
         ),
         None => None,
     };
-    match nonempty(&q.around).as_deref() {
+    match nonempty(&q.around) {
         None => {}
         Some("me") if after.is_some() => {
             return Err(ApiError::invalid(
@@ -172,13 +167,13 @@ pub async fn leaderboard(
             ));
         }
         Some("me") => {
-            let user = AuthUser::from_headers(&headers, &state).await?;
+            let user = AuthUser::from_authorization(headers.authorization.as_ref(), &state).await?;
             let track = track_for(&state, &track_id, &named).await?;
             let slice = reads::around(&state.ports, &board, user.user_id(), limit)
                 .await?
                 .ok_or_else(|| ApiError::NotFound("you have no entry on this board".into()))?;
             let page = RenderedPage::of(&LeaderboardPage::of(track, slice));
-            let mut response = page_response(&state, &headers, page);
+            let mut response = page_response(&state, headers.if_none_match.as_ref(), page);
             response.headers_mut().insert(
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("private, no-store"),
@@ -188,24 +183,53 @@ pub async fn leaderboard(
         Some(_) => return Err(ApiError::invalid("around", "must be `me`")),
     }
     let key = PageKey {
-        board: board.clone(),
-        after: after.clone(),
+        board,
+        after,
         limit,
     };
-    let ports = state.ports.clone();
-    let load = async {
-        let track = track_for(&state, &track_id, &named).await?;
-        let slice = reads::page(&ports, &board, after.as_deref(), limit).await?;
+    // Called on a miss only: a cached read copies nothing for it.
+    let (state_ref, named) = (&state, &named);
+    let load = move |key: PageKey| async move {
+        let track = track_for(state_ref, &key.board.track, named).await?;
+        let slice = reads::page(
+            &state_ref.ports,
+            &key.board,
+            key.after.as_deref(),
+            key.limit,
+        )
+        .await?;
         Ok(RenderedPage::of(&LeaderboardPage::of(track, slice)))
     };
     let page = state.leaderboards.page(key, load).await?;
-    Ok(page_response(&state, &headers, page))
+    Ok(page_response(&state, headers.if_none_match.as_ref(), page))
 }
 
-fn page_response(state: &AppState, headers: &HeaderMap, page: RenderedPage) -> Response {
+/// The request headers a board read looks at, taken without a copy of the whole header map.
+pub struct BoardReadHeaders {
+    /// `If-None-Match`: the ETags the client holds.
+    if_none_match: Option<HeaderValue>,
+    /// `Authorization`, for `around=me`.
+    authorization: Option<HeaderValue>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self {
+            if_none_match: parts.headers.get(header::IF_NONE_MATCH).cloned(),
+            authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
+        })
+    }
+}
+
+fn page_response(
+    state: &AppState,
+    if_none_match: Option<&HeaderValue>,
+    page: RenderedPage,
+) -> Response {
     let etag = page.etag;
-    let fresh = headers
-        .get(header::IF_NONE_MATCH)
+    let fresh = if_none_match
         .and_then(|v| v.to_str().ok())
         .is_some_and(|tags| {
             tags.split(',')
@@ -265,7 +289,7 @@ pub async fn my_standing(
     ApiQuery(q): ApiQuery<StandingQuery>,
 ) -> Result<Response, ApiError> {
     let track_id = match nonempty(&q.track_id) {
-        Some(id) => track_id_param(&id)?,
+        Some(id) => track_id_param(id)?,
         None => return Err(ApiError::invalid("trackId", "is required")),
     };
     let board = board_of(&track_id, &q.vehicle_name)?;
@@ -319,7 +343,7 @@ pub async fn vehicles(
     ApiQuery(q): ApiQuery<VehiclesQuery>,
 ) -> Result<Response, ApiError> {
     let track_id = match nonempty(&q.track_id) {
-        Some(id) => track_id_param(&id)?,
+        Some(id) => track_id_param(id)?,
         None => return Err(ApiError::invalid("trackId", "is required")),
     };
     let items = crate::leaderboards::vehicles::list(&state.ports, &track_id).await?;

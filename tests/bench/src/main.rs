@@ -301,7 +301,8 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// Measures `baseline` and `subject` alternately for `rounds` rounds (so drift in machine
-/// load hits both alike), after one warm-up each; answers the best round of each.
+/// load hits both alike), after one warm-up each; answers the best round of each and prints
+/// every round's ratio and their median.
 pub(crate) async fn paired<B, S, FB, FS>(
     rounds: usize,
     baseline: B,
@@ -317,9 +318,11 @@ where
     subject().await?;
     let (mut best_b, mut best_s): (Option<Stats>, Option<Stats>) = (None, None);
     let mut ratios = Vec::new();
+    let mut paired_ratios = Vec::new();
     for _ in 0..rounds.max(1) {
         let b = baseline().await?;
         let s = subject().await?;
+        paired_ratios.push(s.rps / b.rps);
         ratios.push(format!(
             "{:.2}x ({:.0}/{:.0})",
             s.rps / b.rps,
@@ -333,9 +336,14 @@ where
             best_s = Some(s);
         }
     }
-    // How far the rounds spread says how much one figure can be trusted on this machine.
+    // How far the rounds spread says how much one figure can be trusted on this machine. The
+    // median of the rounds' own ratios (each pair measured back to back) is the steadier
+    // figure: the best of each side can pair one side's fast state with the other's slow one.
+    paired_ratios.sort_by(f64::total_cmp);
+    let n = paired_ratios.len();
+    let median = f64::midpoint(paired_ratios[(n - 1) / 2], paired_ratios[n / 2]);
     println!(
-        "(each round, subject against baseline: {})",
+        "(each round, subject against baseline: {}; median of the rounds {median:.2}x)",
         ratios.join(" ")
     );
     Ok((best_b.expect("a round"), best_s.expect("a round")))
