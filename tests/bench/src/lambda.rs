@@ -159,7 +159,7 @@ pub(crate) async fn cold_starts(profile: &str, starts: usize) -> anyhow::Result<
     );
     let built = binaries::build(profile, &package_names)?;
 
-    let mut rows = Vec::new();
+    let mut subjects = Vec::new();
     for (name, binary_name) in std::iter::once((HELLO.to_owned(), HELLO.to_owned())).chain(
         functions
             .iter()
@@ -167,21 +167,31 @@ pub(crate) async fn cold_starts(profile: &str, starts: usize) -> anyhow::Result<
     ) {
         let binary = built
             .get(&binary_name)
-            .with_context(|| format!("{binary_name} was not built"))?;
+            .with_context(|| format!("{binary_name} was not built"))?
+            .clone();
         let event = if name == HELLO {
             FirstEvent::Http
         } else {
             first_event(&name)?
         };
-        // One start to warm the page cache, then the measured ones.
-        start_once(binary, &name, event).await?;
-        let mut measured = Vec::new();
-        for _ in 0..starts.max(1) {
-            measured.push(start_once(binary, &name, event).await?);
+        // One start to warm the page cache before any measured one.
+        start_once(&binary, &name, event).await?;
+        subjects.push((name, binary, event));
+    }
+    // Round by round, each function started once per round (the baseline among them), so a
+    // machine that slows down or speeds up during the run moves every function's figures
+    // alike instead of those measured last.
+    let mut measured: Vec<Vec<Start>> = subjects.iter().map(|_| Vec::new()).collect();
+    for _ in 0..starts.max(1) {
+        for ((name, binary, event), starts) in subjects.iter().zip(&mut measured) {
+            starts.push(start_once(binary, name, *event).await?);
         }
-        let init = median(measured.iter().map(|s| s.init).collect()).expect("a start");
-        let first = median(measured.iter().filter_map(|s| s.first).collect());
-        rows.push((name, init, first, zipped_size(binary)?));
+    }
+    let mut rows = Vec::new();
+    for ((name, binary, _), starts) in subjects.iter().zip(&measured) {
+        let init = median(starts.iter().map(|s| s.init).collect()).expect("a start");
+        let first = median(starts.iter().filter_map(|s| s.first).collect());
+        rows.push((name.clone(), init, first, zipped_size(binary)?));
     }
 
     let (_, hello_init, hello_first, hello_size) = rows[0].clone();
