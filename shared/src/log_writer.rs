@@ -71,6 +71,11 @@ impl Shared {
                 .unwrap_or_else(PoisonError::into_inner);
             pending.waiting -= 1;
         }
+        if pending.closed {
+            // The writer has stopped (its guard is gone as the process ends): nothing would
+            // write this line, so it is not kept either.
+            return;
+        }
         pending.lines.extend_from_slice(line);
         let wake = match pending.writer {
             Writer::Idle => true,
@@ -286,6 +291,17 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         assert_eq!(out.0.lock().unwrap().0, b"one line\n");
+    }
+
+    #[test]
+    fn lines_after_the_writer_stopped_are_not_kept() {
+        let out = Recorder::default();
+        let (mut writer, guard) = queued(out.clone()).unwrap();
+        writer.write_all(b"before\n").unwrap();
+        drop(guard);
+        writer.write_all(b"after\n").unwrap();
+        assert!(writer.shared.lock().lines.is_empty(), "nothing piles up");
+        assert_eq!(out.0.lock().unwrap().0, b"before\n");
     }
 
     #[test]
