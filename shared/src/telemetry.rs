@@ -3,9 +3,9 @@
 //! The local server formats each line on the request's thread and appends it to the buffer of
 //! a writer thread ([`crate::log_writer`]), which writes each batch in one go: a request never
 //! waits for the terminal or pipe its log goes to. The buffer is bounded and never drops a
-//! line; a writer that falls behind slows the requests instead. A Lambda function writes each line
-//! before it answers ([`init_blocking`]): the runtime freezes or ends the instance after the
-//! answer, and a line still queued then would be late or lost.
+//! line; a writer that falls behind slows the requests instead. A Lambda function writes each
+//! line before it answers ([`init_blocking`]): the runtime freezes or ends the instance after
+//! the answer, and a line still queued then would be late or lost.
 
 use std::io::Write;
 

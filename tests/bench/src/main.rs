@@ -331,18 +331,12 @@ where
     baseline().await?;
     subject().await?;
     let (mut best_b, mut best_s): (Option<Stats>, Option<Stats>) = (None, None);
-    let mut ratios = Vec::new();
-    let mut paired_ratios = Vec::new();
+    // Each round's (subject, baseline) rates.
+    let mut rounds_rps = Vec::new();
     for _ in 0..rounds.max(1) {
         let b = baseline().await?;
         let s = subject().await?;
-        paired_ratios.push(s.rps / b.rps);
-        ratios.push(format!(
-            "{:.2}x ({:.0}/{:.0})",
-            s.rps / b.rps,
-            s.rps / 1e3,
-            b.rps / 1e3
-        ));
+        rounds_rps.push((s.rps, b.rps));
         if best_b.as_ref().is_none_or(|x| b.rps > x.rps) {
             best_b = Some(b);
         }
@@ -353,12 +347,17 @@ where
     // How far the rounds spread says how much one figure can be trusted on this machine. The
     // median of the rounds' own ratios (each pair measured back to back) is the steadier
     // figure: the best of each side can pair one side's fast state with the other's slow one.
-    paired_ratios.sort_by(f64::total_cmp);
-    let n = paired_ratios.len();
-    let median = f64::midpoint(paired_ratios[(n - 1) / 2], paired_ratios[n / 2]);
+    let each: Vec<String> = rounds_rps
+        .iter()
+        .map(|(s, b)| format!("{:.2}x ({:.0}/{:.0})", s / b, s / 1e3, b / 1e3))
+        .collect();
+    let mut ratios: Vec<f64> = rounds_rps.iter().map(|(s, b)| s / b).collect();
+    ratios.sort_by(f64::total_cmp);
+    let n = ratios.len();
+    let median = f64::midpoint(ratios[(n - 1) / 2], ratios[n / 2]);
     println!(
         "(each round, subject against baseline: {}; median of the rounds {median:.2}x)",
-        ratios.join(" ")
+        each.join(" ")
     );
     Ok((best_b.expect("a round"), best_s.expect("a round")))
 }
