@@ -7,7 +7,9 @@
 //! This format writes the same members (`timestamp`, `level`, the event's fields at the top,
 //! `span` with the innermost span's name and fields) with no intermediate values.
 
+use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::request_context;
 use tracing::field::{Field, Visit};
@@ -167,71 +169,127 @@ where
         mut writer: Writer<'_>,
         event: &Event<'_>,
     ) -> fmt::Result {
-        writer.write_str("{\"timestamp\":\"")?;
-        writer.write_str(timestamp(&mut [0; TIMESTAMP_LEN]))?;
-        writer.write_str("\",\"level\":\"")?;
-        writer.write_str(event.metadata().level().as_str())?;
-        writer.write_str("\",")?;
-        let mut v = Fields {
-            w: &mut writer,
-            first: true,
-            result: Ok(()),
-        };
-        event.record(&mut v);
-        v.result?;
-        if let Some(span) = ctx.lookup_current() {
-            let ext = span.extensions();
-            if let Some(fields) = ext.get::<FormattedFields<N>>() {
-                write!(writer, ",\"span\":{{\"name\":\"{}\"", span.name())?;
-                if !fields.is_empty() {
-                    writer.write_char(',')?;
-                    writer.write_str(fields)?;
-                }
-                writer.write_char('}')?;
-            }
-        } else if let Some(written) = request_context::with_current(|request| {
-            writer.write_str(",\"span\":{\"name\":\"request\",\"request_id\":")?;
-            json_str(&mut writer, &request.request_id)?;
-            writer.write_str(",\"method\":")?;
-            json_str(&mut writer, request.method.as_str())?;
-            writer.write_str(",\"route\":")?;
-            json_str(&mut writer, request.route.as_str())?;
-            writer.write_char('}')
-        }) {
-            written?;
+        // The line is built in a buffer of this thread and handed to `writer` whole: the
+        // writer is a `dyn fmt::Write`, and the pieces of a line are some forty small writes.
+        thread_local! {
+            static LINE: RefCell<String> = const { RefCell::new(String::new()) };
         }
-        writer.write_str("}\n")
+        LINE.with(|line| {
+            if let Ok(mut line) = line.try_borrow_mut() {
+                line.clear();
+                json_line(ctx, &mut line, event)?;
+                return writer.write_str(&line);
+            }
+            // A value's `Debug` that logs while its line is being written.
+            let mut line = String::new();
+            json_line(ctx, &mut line, event)?;
+            writer.write_str(&line)
+        })
     }
+}
+
+/// Writes the JSON line of `event` into `line`.
+fn json_line<S, N>(ctx: &FmtContext<'_, S, N>, line: &mut String, event: &Event<'_>) -> fmt::Result
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    line.push_str("{\"timestamp\":\"");
+    line.push_str(timestamp(&mut [0; TIMESTAMP_LEN]));
+    line.push_str("\",\"level\":\"");
+    line.push_str(event.metadata().level().as_str());
+    line.push_str("\",");
+    let mut v = Fields {
+        w: &mut *line,
+        first: true,
+        result: Ok(()),
+    };
+    event.record(&mut v);
+    v.result?;
+    if let Some(span) = ctx.lookup_current() {
+        let ext = span.extensions();
+        if let Some(fields) = ext.get::<FormattedFields<N>>() {
+            line.push_str(",\"span\":{\"name\":");
+            json_str(line, span.name())?;
+            if !fields.is_empty() {
+                line.push(',');
+                line.push_str(fields);
+            }
+            line.push('}');
+        }
+    } else if let Some(written) = request_context::with_current(|request| -> fmt::Result {
+        line.push_str(",\"span\":{\"name\":\"request\",\"request_id\":");
+        json_str(line, &request.request_id)?;
+        line.push_str(",\"method\":");
+        json_str(line, request.method.as_str())?;
+        line.push_str(",\"route\":");
+        json_str(line, request.route.as_str())?;
+        line.push('}');
+        Ok(())
+    }) {
+        written?;
+    }
+    line.push_str("}\n");
+    Ok(())
 }
 
 /// The length of `2026-11-25T20:37:54.123456Z`.
 const TIMESTAMP_LEN: usize = 27;
 
-/// Now, as RFC 3339 in UTC with microseconds, written digit by digit into `buf` (the
-/// formatting machinery costs more than the line's other members together).
+/// Now, as RFC 3339 in UTC with microseconds, written into `buf`. The date and time to the
+/// second are worked out once a second per thread and kept (the calendar arithmetic cost
+/// more than the rest of the line's members together); each line writes its microseconds.
 fn timestamp(buf: &mut [u8; TIMESTAMP_LEN]) -> &str {
-    let now = time::OffsetDateTime::now_utc();
-    let (year, month, day) = now.to_calendar_date();
-    let (hour, minute, second, micro) = now.to_hms_micro();
-    let mut at = 0;
-    let mut digits = |value: u32, width: usize, then: u8| {
-        let mut v = value;
-        for slot in buf[at..at + width].iter_mut().rev() {
-            *slot = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-        buf[at + width] = then;
-        at += width + 1;
-    };
-    // Years before 1 or after 9999 do not occur on a running clock; they would print wrapped.
-    digits(year.clamp(0, 9999).unsigned_abs(), 4, b'-');
-    digits(u32::from(u8::from(month)), 2, b'-');
-    digits(u32::from(day), 2, b'T');
-    digits(u32::from(hour), 2, b':');
-    digits(u32::from(minute), 2, b':');
-    digits(u32::from(second), 2, b'.');
-    digits(micro, 6, b'Z');
+    thread_local! {
+        static SECOND: Cell<(u64, [u8; SECOND_LEN])> = const { Cell::new((u64::MAX, [0; SECOND_LEN])) };
+    }
+    // Before 1970 does not occur on a running clock; it would print as 1970.
+    let since_epoch = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let unix = since_epoch.as_secs();
+    let (cached, mut prefix) = SECOND.get();
+    if cached != unix {
+        prefix = second_prefix(unix);
+        SECOND.set((unix, prefix));
+    }
+    buf[..SECOND_LEN].copy_from_slice(&prefix);
+    digits(
+        &mut buf[SECOND_LEN..SECOND_LEN + 6],
+        since_epoch.subsec_micros(),
+    );
+    buf[SECOND_LEN + 6] = b'Z';
     std::str::from_utf8(buf).unwrap_or("1970-01-01T00:00:00.000000Z")
+}
+
+/// The length of `2026-11-25T20:37:54.`.
+const SECOND_LEN: usize = 20;
+
+/// `2026-11-25T20:37:54.` for the second `unix` seconds after the epoch, in UTC.
+fn second_prefix(unix: u64) -> [u8; SECOND_LEN] {
+    let at = i64::try_from(unix)
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let (year, month, day) = at.to_calendar_date();
+    let (hour, minute, second) = at.to_hms();
+    let mut out = *b"0000-00-00T00:00:00.";
+    // Years after 9999 do not occur on a running clock; they would print as 9999.
+    digits(&mut out[0..4], year.clamp(0, 9999).unsigned_abs());
+    digits(&mut out[5..7], u32::from(u8::from(month)));
+    digits(&mut out[8..10], u32::from(day));
+    digits(&mut out[11..13], u32::from(hour));
+    digits(&mut out[14..16], u32::from(minute));
+    digits(&mut out[17..19], u32::from(second));
+    out
+}
+
+/// Writes `value` in decimal into `slots`, zero-padded to their width.
+fn digits(slots: &mut [u8], mut value: u32) {
+    for slot in slots.iter_mut().rev() {
+        *slot = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
 }
 
 /// The text line (`Log__Format=pretty`): time, level, the spans (or the request being answered)
@@ -290,5 +348,36 @@ where
         }
         ctx.format_fields(writer.by_ref(), event)?;
         writeln!(writer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_second_prefix_is_the_calendar_date_and_time_in_utc() {
+        assert_eq!(&second_prefix(0), b"1970-01-01T00:00:00.");
+        // 2024-02-29T23:59:59Z, a leap day's last second.
+        assert_eq!(&second_prefix(1_709_251_199), b"2024-02-29T23:59:59.");
+        assert_eq!(&second_prefix(1_709_251_200), b"2024-03-01T00:00:00.");
+    }
+
+    #[test]
+    fn a_timestamp_is_now_with_microseconds() {
+        let before = time::OffsetDateTime::now_utc();
+        let mut buf = [0; TIMESTAMP_LEN];
+        let stamp = timestamp(&mut buf).to_owned();
+        let after = time::OffsetDateTime::now_utc();
+        let parsed =
+            time::OffsetDateTime::parse(&stamp, &time::format_description::well_known::Rfc3339)
+                .unwrap();
+        let micros = |t: time::OffsetDateTime| t.unix_timestamp_nanos() / 1_000;
+        assert!(
+            micros(before) <= micros(parsed) && micros(parsed) <= micros(after),
+            "{stamp}"
+        );
+        assert_eq!(stamp.len(), TIMESTAMP_LEN);
+        assert!(stamp.ends_with('Z'));
     }
 }

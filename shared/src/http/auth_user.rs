@@ -80,7 +80,7 @@ impl AuthUser {
 }
 
 /// The client's address as rate limits count it: API Gateway's source IP in Lambda, the
-/// peer address locally, grouped by network (`rate_limits::address_group`: an IPv6 /64 is
+/// peer address locally (the connection's, or `ConnectInfo` where a server sets it), grouped by network (`rate_limits::address_group`: an IPv6 /64 is
 /// one client). Forwarding headers are not trusted (anyone can set them).
 #[derive(Debug, Clone)]
 pub struct ClientAddr(pub String);
@@ -98,7 +98,9 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
         let peer = parts
             .extensions
             .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| address_group(&c.0.ip().to_string()));
+            .map(|c| c.0)
+            .or_else(super::serve::peer_address)
+            .map(|peer| address_group(&peer.ip().to_string()));
         Ok(Self(peer.unwrap_or_else(|| "unknown".into())))
     }
 }

@@ -173,13 +173,16 @@ fn finish(
     // and not twice.
     let cause = response.extensions_mut().remove::<ErrorCause>();
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
+    // `message` as a field with a `str` value, not a format string: the same member of the
+    // line (first, "request"), recorded as a string instead of formatted through `Debug`.
+    let message = "request";
     match (&cause, status >= 500) {
         (Some(cause), _) => tracing::error!(
-            request_id, method, route, status, latency_ms,
-            error = %cause.chain(), "request"
+            message, request_id, method, route, status, latency_ms,
+            error = %cause.chain()
         ),
-        (None, true) => tracing::error!(request_id, method, route, status, latency_ms, "request"),
-        (None, false) => tracing::info!(request_id, method, route, status, latency_ms, "request"),
+        (None, true) => tracing::error!(message, request_id, method, route, status, latency_ms),
+        (None, false) => tracing::info!(message, request_id, method, route, status, latency_ms),
     }
     response
 }

@@ -1,25 +1,28 @@
 //! The local server's connection loop: HTTP/1.1 over hyper with a deadline for a request's
 //! headers, so a client that trickles header bytes cannot hold a connection (and its task
 //! and buffers) open for as long as it likes. `axum::serve` sets no such deadline.
+//!
+//! The peer's address is the connection's, not each request's: it is held for the
+//! connection's task ([`peer_address`]) instead of being put in every request's extensions
+//! (an allocation and a map entry per request, for the few handlers that read it).
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Request};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tower::ServiceExt;
 
 /// Serves `router` on `listener` until `stop` completes, then lets every open connection
 /// finish its request in flight and returns once all are closed.
 ///
 /// A connection whose request headers have not all arrived `header_read_timeout` after it
 /// started waiting for them (on a new connection, or after the previous answer on a kept-alive
-/// one) is closed. Handlers see the peer's address as `ConnectInfo<SocketAddr>`.
+/// one) is closed. Handlers see the peer's address through [`peer_address`].
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -49,17 +52,11 @@ pub async fn serve(
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
         let _ = stream.set_nodelay(true);
-        let service = router
-            .clone()
-            .map_request(move |mut req: Request<hyper::body::Incoming>| {
-                req.extensions_mut().insert(ConnectInfo(peer));
-                req
-            });
+        let service = TowerToHyperService::new(router.clone());
         let http = http.clone();
         let mut closing = closing_rx.clone();
-        connections.spawn(async move {
-            let connection =
-                http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+        connections.spawn(PEER.scope(peer, async move {
+            let connection = http.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(connection);
             let result = tokio::select! {
                 result = connection.as_mut() => result,
@@ -73,9 +70,19 @@ pub async fn serve(
                 // Slow or broken clients: theirs to fix, worth a trace only.
                 tracing::debug!(%peer, error = %e, "connection closed with an error");
             }
-        });
+        }));
     }
     drop(listener);
     let _ = closing_tx.send(true);
     while connections.join_next().await.is_some() {}
+}
+
+tokio::task_local! {
+    static PEER: SocketAddr;
+}
+
+/// The address of the peer whose connection the current task serves, when it serves one
+/// of [`serve`]'s connections (hyper answers a connection's requests on its task).
+pub fn peer_address() -> Option<SocketAddr> {
+    PEER.try_with(|peer| *peer).ok()
 }
