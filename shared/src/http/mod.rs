@@ -7,6 +7,7 @@ pub mod envelope;
 pub mod error;
 pub mod error_cause;
 pub mod extract;
+pub(crate) mod header_deadline;
 pub(crate) mod middleware;
 pub(crate) mod observe;
 pub(crate) mod paging;
