@@ -1,6 +1,11 @@
 //! The in-process leaderboard cache: rendered pages (body bytes and ETag) for a few seconds,
-//! bounded in bytes, dropped once expired, and loaded once however many requests miss the
-//! same page at the same time.
+//! bounded in bytes, and loaded once however many requests miss the same page at the same
+//! time. An expired page is loaded again at its next read, and expired pages are dropped at
+//! most a lifetime after they expire (at a later miss).
+//!
+//! `quick_cache` rather than `moka`: a hit is a read lock on one shard and two reference-count
+//! increments; `moka`'s read also records the access for its eviction policy (measured by the
+//! bench: 0.9 us of a cached board read's CPU, against about 0.1 us).
 //!
 //! Process memory holds caches only: a page is re-read once its lifetime is over, and a
 //! submission in this process drops its track's pages at once. Other processes (other
@@ -11,9 +16,12 @@ use http::HeaderValue;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use utoipa::ToSchema;
+
+use quick_cache::sync::{EntryAction, EntryResult};
 
 use super::board::BoardId;
 use super::format_lap_time;
@@ -138,11 +146,33 @@ pub enum PageError {
     Store(#[from] StoreError),
 }
 
+/// A cached page and when it stops being served.
+#[derive(Clone)]
+struct Cached {
+    page: RenderedPage,
+    expires: Instant,
+}
+
+/// A page's weight: its body, its position key and the entry's own bytes.
+#[derive(Clone)]
+struct PageWeight;
+
+impl quick_cache::Weighter<PageKey, Cached> for PageWeight {
+    fn weight(&self, key: &PageKey, cached: &Cached) -> u64 {
+        (cached.page.body.len() + key.after.as_ref().map_or(0, String::len) + 160) as u64
+    }
+}
+
+type Pages = quick_cache::sync::Cache<PageKey, Cached, PageWeight>;
+
 /// Rendered pages by board and position.
 pub struct BoardCache {
     lifetime: Duration,
     cache_control: HeaderValue,
-    pages: Option<moka::future::Cache<PageKey, RenderedPage>>,
+    pages: Option<Pages>,
+    /// When expired pages were last dropped (milliseconds since `started`).
+    purged_ms: AtomicU64,
+    started: Instant,
 }
 
 impl BoardCache {
@@ -152,21 +182,19 @@ impl BoardCache {
         let cache_control =
             HeaderValue::from_str(&format!("public, max-age={}", lifetime.as_secs()))
                 .unwrap_or(HeaderValue::from_static("no-cache"));
+        // A typical page is a few kilobytes: the entry table is sized for that.
         let pages = (!lifetime.is_zero()).then(|| {
-            moka::future::Cache::builder()
-                .max_capacity(max_bytes)
-                .weigher(|key: &PageKey, page: &RenderedPage| {
-                    let size = page.body.len() + key.after.as_ref().map_or(0, String::len) + 160;
-                    u32::try_from(size).unwrap_or(u32::MAX)
-                })
-                .time_to_live(lifetime)
-                .support_invalidation_closures()
-                .build()
+            let estimated = usize::try_from(max_bytes / 4096)
+                .unwrap_or(usize::MAX)
+                .max(16);
+            Pages::with_weighter(estimated, max_bytes, PageWeight)
         });
         Self {
             lifetime,
             cache_control,
             pages,
+            purged_ms: AtomicU64::new(0),
+            started: Instant::now(),
         }
     }
 
@@ -202,24 +230,65 @@ impl BoardCache {
             MISS.inc();
             return load(key).await;
         };
-        if let Some(page) = pages.get(&key).await {
+        let now = Instant::now();
+        if let Some(cached) = pages.get(&key).filter(|c| c.expires > now) {
             HIT.inc();
-            return Ok(page);
+            return Ok(cached.page);
         }
+        // Missing or expired: one request loads it (an expired page is swapped for the
+        // loader's placeholder at once), the others meanwhile wait for its page.
+        let fresh = |_: &PageKey, cached: &mut Cached| {
+            if cached.expires > Instant::now() {
+                EntryAction::Retain(cached.page.clone())
+            } else {
+                EntryAction::ReplaceWithGuard
+            }
+        };
+        let guard = match pages.entry_async(&key, fresh).await {
+            EntryResult::Retained(page) => {
+                HIT.inc();
+                return Ok(page);
+            }
+            EntryResult::Vacant(guard) | EntryResult::Replaced(guard, _) => Some(guard),
+            // Not produced here (no timeout is set, the action never removes): load uncached.
+            EntryResult::Removed(..) | EntryResult::Timeout => None,
+        };
         MISS.inc();
-        let loading = load(key.clone());
-        pages
-            .try_get_with(key, loading)
-            .await
-            .map_err(|e: Arc<PageError>| (*e).clone())
+        self.purge_expired(now);
+        // A failed load drops the guard: the next waiter loads in its turn.
+        let page = load(key).await?;
+        if let Some(guard) = guard {
+            let _ = guard.insert(Cached {
+                page: page.clone(),
+                expires: Instant::now() + self.lifetime,
+            });
+        }
+        Ok(page)
+    }
+
+    /// Drops the expired pages, at most once a lifetime (on a miss, so an idle cache costs
+    /// nothing).
+    fn purge_expired(&self, now: Instant) {
+        let Some(pages) = &self.pages else { return };
+        let now_ms =
+            u64::try_from(now.duration_since(self.started).as_millis()).unwrap_or(u64::MAX);
+        let last = self.purged_ms.load(Ordering::Relaxed);
+        let lifetime_ms = u64::try_from(self.lifetime.as_millis()).unwrap_or(u64::MAX);
+        if now_ms.saturating_sub(last) < lifetime_ms
+            || self
+                .purged_ms
+                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        pages.retain(|_, cached| cached.expires > now);
     }
 
     /// Forgets the pages of every board of `track_id` (a submission changed them).
     pub fn invalidate(&self, track_id: &TrackId) {
         if let Some(pages) = &self.pages {
-            let track = track_id.clone();
-            // Only fails when closures are not enabled, which the builder does.
-            let _ = pages.invalidate_entries_if(move |k, _| k.board.track == track);
+            pages.retain(|k, _| k.board.track != *track_id);
         }
     }
 
@@ -314,13 +383,8 @@ mod tests {
             let after = format!("RANK#{n:010}");
             cache.page(key("u", Some(&after)), load(n)).await.unwrap();
         }
-        pages.run_pending_tasks().await;
-        assert!(
-            pages.weighted_size() <= 64 * 1024,
-            "{}",
-            pages.weighted_size()
-        );
-        assert!(pages.entry_count() < 100, "{}", pages.entry_count());
+        assert!(pages.weight() <= 64 * 1024, "{}", pages.weight());
+        assert!(pages.len() < 100, "{}", pages.len());
         // A failed load is answered as its error and not cached.
         let failed = cache
             .page(key("v", None), |_| async { Err(PageError::TrackNotFound) })
@@ -328,5 +392,42 @@ mod tests {
         assert!(matches!(failed, Err(PageError::TrackNotFound)));
         let later = cache.page(key("v", None), load(9)).await.unwrap();
         assert_eq!(later.etag, "\"9\"");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn an_expired_page_is_loaded_once_for_its_concurrent_readers_and_expired_pages_are_dropped()
+     {
+        let cache = Arc::new(BoardCache::new(Duration::from_millis(100), 1 << 20));
+        for n in 0..10 {
+            let after = format!("RANK#{n:010}");
+            cache
+                .page(key("old", Some(&after)), |_| async { Ok(page(0, 100)) })
+                .await
+                .unwrap();
+        }
+        cache
+            .page(key("t", None), |_| async { Ok(page(1, 10)) })
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let loads = Arc::new(AtomicUsize::new(0));
+        let requests = (0..16).map(|_| {
+            let (cache, loads) = (cache.clone(), loads.clone());
+            tokio::spawn(async move {
+                cache
+                    .page(key("t", None), |_| async {
+                        loads.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(30)).await;
+                        Ok(page(2, 10))
+                    })
+                    .await
+            })
+        });
+        for answer in futures::future::join_all(requests).await {
+            assert_eq!(answer.unwrap().unwrap().etag, "\"2\"");
+        }
+        assert_eq!(loads.load(Ordering::SeqCst), 1);
+        // That miss dropped the ten expired pages nobody read again.
+        assert_eq!(cache.pages.as_ref().unwrap().len(), 1);
     }
 }
