@@ -12,6 +12,7 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{LazyLock, RwLock};
 use std::time::Duration;
@@ -182,6 +183,17 @@ pub struct Metrics {
     pub account_deletions: CounterFamily,
     /// Items and objects removed by account deletion jobs, by kind of driver data.
     pub account_deletion_items: CounterFamily,
+}
+
+/// The series of `method` and `status` among one route's.
+fn find_series<'a>(
+    series: &'a [RequestSeries],
+    method: &str,
+    status: u16,
+) -> Option<&'a RequestSeries> {
+    series
+        .iter()
+        .find(|s| s.status == status && s.method == method)
 }
 
 /// The request methods that are labels of their own.
@@ -432,15 +444,34 @@ impl Metrics {
         // is bounded by `method_label`.
         let method = method_label(method);
         let seconds = elapsed.as_secs_f64();
-        let find = |series: &[RequestSeries]| {
-            series
-                .iter()
-                .find(|s| s.status == status && s.method == method)
-                .map(|s| {
-                    s.count.inc();
-                    s.latency.observe(seconds);
-                })
+        let count = |s: &RequestSeries| {
+            s.count.inc();
+            s.latency.observe(seconds);
         };
+        if !std::ptr::eq(self, global()) {
+            count(&self.series(method, route, status));
+            return;
+        }
+        // The process's metrics: each thread keeps the handles it has used, so a request
+        // takes no lock (a read lock's count is a write the cores take turns at).
+        thread_local! {
+            static SEEN: RefCell<HashMap<String, Vec<RequestSeries>>> =
+                RefCell::new(HashMap::new());
+        }
+        let counted = SEEN.with_borrow(|seen| {
+            seen.get(route)
+                .and_then(|series| find_series(series, method, status))
+                .map(count)
+        });
+        if counted.is_none() {
+            let series = self.series(method, route, status);
+            count(&series);
+            SEEN.with_borrow_mut(|seen| seen.entry(route.to_owned()).or_default().push(series));
+        }
+    }
+
+    /// The request series of (method, route, status), made on its first request.
+    fn series(&self, method: &'static str, route: &str, status: u16) -> RequestSeries {
         // A poisoned lock only means another request panicked while adding a series; the
         // map itself is whole (an insert either happened or not).
         let known = self
@@ -448,9 +479,9 @@ impl Metrics {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(route)
-            .and_then(|series| find(series));
-        if known.is_some() {
-            return;
+            .and_then(|series| find_series(series, method, status).cloned());
+        if let Some(known) = known {
+            return known;
         }
         let status_text = status.to_string();
         let labels = [method, route, status_text.as_str()];
@@ -466,11 +497,11 @@ impl Metrics {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let series = map.entry(route.to_owned()).or_default();
         // Another request may have added it meanwhile: both handles are the same series.
-        if find(series).is_none() {
-            added.count.inc();
-            added.latency.observe(seconds);
-            series.push(added);
+        if let Some(known) = find_series(series, method, status) {
+            return known.clone();
         }
+        series.push(added.clone());
+        added
     }
 
     /// The exposition text.
