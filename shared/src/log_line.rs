@@ -11,6 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::ports::clock::{DATE_TIME_LEN, date_time_digits, digits};
 use crate::request_context;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
@@ -263,7 +264,7 @@ fn timestamp(buf: &mut [u8; TIMESTAMP_LEN]) -> &str {
 }
 
 /// The length of `2026-11-25T20:37:54.`.
-const SECOND_LEN: usize = 20;
+const SECOND_LEN: usize = DATE_TIME_LEN + 1;
 
 /// `2026-11-25T20:37:54.` for the second `unix` seconds after the epoch, in UTC.
 fn second_prefix(unix: u64) -> [u8; SECOND_LEN] {
@@ -271,25 +272,9 @@ fn second_prefix(unix: u64) -> [u8; SECOND_LEN] {
         .ok()
         .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    let (year, month, day) = at.to_calendar_date();
-    let (hour, minute, second) = at.to_hms();
-    let mut out = *b"0000-00-00T00:00:00.";
-    // Years after 9999 do not occur on a running clock; they would print as 9999.
-    digits(&mut out[0..4], year.clamp(0, 9999).unsigned_abs());
-    digits(&mut out[5..7], u32::from(u8::from(month)));
-    digits(&mut out[8..10], u32::from(day));
-    digits(&mut out[11..13], u32::from(hour));
-    digits(&mut out[14..16], u32::from(minute));
-    digits(&mut out[17..19], u32::from(second));
+    let mut out = [b'.'; SECOND_LEN];
+    out[..DATE_TIME_LEN].copy_from_slice(&date_time_digits(&at));
     out
-}
-
-/// Writes `value` in decimal into `slots`, zero-padded to their width.
-fn digits(slots: &mut [u8], mut value: u32) {
-    for slot in slots.iter_mut().rev() {
-        *slot = b'0' + (value % 10) as u8;
-        value /= 10;
-    }
 }
 
 /// The text line (`Log__Format=pretty`): time, level, the spans (or the request being answered)

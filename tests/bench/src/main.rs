@@ -104,6 +104,9 @@ async fn spawn_baseline(body: &'static [u8]) -> anyhow::Result<SocketAddr> {
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, router).await });
     Ok(addr)
 }
