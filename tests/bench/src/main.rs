@@ -97,7 +97,8 @@ fn options() -> anyhow::Result<Options> {
 const HEALTH_BODY: &str = r#"{"success":true,"data":{"status":"Healthy"},"error":null}"#;
 
 /// The baseline: the same bytes from a bare axum handler, no middleware, on any path (so it
-/// can be sent the very request the service gets).
+/// can be sent the very request the service gets), its connections without Nagle's delay as
+/// the service's are (`axum::serve` leaves it on).
 async fn spawn_baseline(body: &'static [u8]) -> anyhow::Result<SocketAddr> {
     let router = Router::new().fallback(move || async move {
         ([(http::header::CONTENT_TYPE, "application/json")], body)
