@@ -133,10 +133,17 @@ mod tests {
         let quick = layer.layer(tower::service_fn(|_req: Request| async {
             Ok::<_, Infallible>(Response::new(Body::from("now")))
         }));
-        let mut ready = std::pin::pin!(quick.oneshot(Request::new(Body::empty())));
-        // Ready at the first poll, so no timer was needed to get here.
+        let mut quick = quick;
+        let mut ready = std::pin::pin!(quick.call(Request::new(Body::empty())));
         let answer = futures::poll!(ready.as_mut());
         assert!(matches!(answer, Poll::Ready(Ok(ref r)) if r.status() == StatusCode::OK));
+        // Answered at its first poll: no timer was armed for it.
+        assert!(ready.as_mut().project().sleep.is_none());
+
+        let mut waits = layer.layer(tower::service_fn(after(Duration::from_millis(10))));
+        let mut waiting = std::pin::pin!(waits.call(Request::new(Body::empty())));
+        assert!(futures::poll!(waiting.as_mut()).is_pending());
+        assert!(waiting.as_mut().project().sleep.is_some());
 
         let started = Instant::now();
         let slow = layer.layer(tower::service_fn(after(Duration::from_secs(5))));
