@@ -339,9 +339,9 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-    async fn concurrent_misses_of_one_page_share_one_load() {
-        let cache = Arc::new(BoardCache::new(Duration::from_secs(5), 1 << 20));
+    /// Sixteen concurrent reads of board `t`'s first page, each with a loader that takes 30 ms
+    /// and answers page `n`: every read gets page `n`; answers how many loads ran.
+    async fn read_by_16_at_once(cache: &Arc<BoardCache>, n: usize) -> usize {
         let loads = Arc::new(AtomicUsize::new(0));
         let requests = (0..16).map(|_| {
             let (cache, loads) = (cache.clone(), loads.clone());
@@ -349,16 +349,23 @@ mod tests {
                 cache
                     .page(key("t", None), |_| async {
                         loads.fetch_add(1, Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        Ok(page(1, 10))
+                        tokio::time::sleep(Duration::from_millis(30)).await;
+                        Ok(page(n, 10))
                     })
                     .await
             })
         });
+        let etag = format!("\"{n}\"");
         for answer in futures::future::join_all(requests).await {
-            assert_eq!(answer.unwrap().unwrap().etag, "\"1\"");
+            assert_eq!(answer.unwrap().unwrap().etag, etag.as_str());
         }
-        assert_eq!(loads.load(Ordering::SeqCst), 1);
+        loads.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_misses_of_one_page_share_one_load() {
+        let cache = Arc::new(BoardCache::new(Duration::from_secs(5), 1 << 20));
+        assert_eq!(read_by_16_at_once(&cache, 1).await, 1);
     }
 
     #[tokio::test]
@@ -410,23 +417,7 @@ mod tests {
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(150)).await;
-        let loads = Arc::new(AtomicUsize::new(0));
-        let requests = (0..16).map(|_| {
-            let (cache, loads) = (cache.clone(), loads.clone());
-            tokio::spawn(async move {
-                cache
-                    .page(key("t", None), |_| async {
-                        loads.fetch_add(1, Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(30)).await;
-                        Ok(page(2, 10))
-                    })
-                    .await
-            })
-        });
-        for answer in futures::future::join_all(requests).await {
-            assert_eq!(answer.unwrap().unwrap().etag, "\"2\"");
-        }
-        assert_eq!(loads.load(Ordering::SeqCst), 1);
+        assert_eq!(read_by_16_at_once(&cache, 2).await, 1);
         // That miss dropped the ten expired pages nobody read again.
         assert_eq!(cache.pages.as_ref().unwrap().len(), 1);
     }
