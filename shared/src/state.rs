@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::coaching::llm::LanguageModel;
 use crate::config::Settings;
-use crate::identity::access_tokens::AccessTokens;
+use crate::identity::access_tokens::{AccessTokens, Claims};
 use crate::identity::passwords::{PasswordError, PasswordHasher};
 use crate::identity::providers::{self, Providers};
 use crate::identity::signing_keys::{SigningKeyError, SigningKeys};
@@ -115,6 +115,24 @@ impl AppState {
                 self.settings.secrets_refresh,
             )
             .await
+    }
+
+    /// The claims of `token` if it is a valid, unexpired access token of the current keys
+    /// (`Err` inside: why not). The keys are read as by [`AppState::access_tokens`]; while
+    /// they are fresh, no lock and no shared reference count is taken.
+    pub async fn verify_access_token(
+        &self,
+        token: &str,
+    ) -> Result<Result<Arc<Claims>, &'static str>, SigningKeyError> {
+        let now = self.ports.clock.unix();
+        let refresh = self.settings.secrets_refresh;
+        if let Some(verdict) = self
+            .access_tokens
+            .with_fresh(refresh, |tokens| tokens.verify(token, now))
+        {
+            return Ok(verdict);
+        }
+        Ok(self.access_tokens().await?.verify(token, now))
     }
 
     /// The public base URL (for provider callbacks).

@@ -10,7 +10,7 @@
 //! generation counter detects. Expiry is judged on every hit, as the store does.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 use crate::ports::items::{Item, Key, is_expired};
 use crate::tables::Table;
@@ -27,8 +27,12 @@ pub enum Lookup {
 }
 
 /// Entries by table, partition key and sort key (nested so a lookup borrows the key).
-/// Items are shared: a hit hands out a reference count, not a copy of every attribute.
-type Entries = HashMap<Table, HashMap<String, HashMap<String, Option<Arc<Item>>>>>;
+/// Items are shared: a hit hands out a reference count, not a copy of every attribute. The
+/// keys are hashed with `foldhash` (randomly seeded per process, as `hashbrown`'s own
+/// default): a hit hashes two keys, and SipHash was a third of its time.
+type Entries = HashMap<Table, HashMap<String, Partition, Hasher>, Hasher>;
+type Partition = HashMap<String, Option<Arc<Item>>, Hasher>;
+type Hasher = foldhash::fast::RandomState;
 
 #[derive(Default)]
 struct Inner {
@@ -37,16 +41,16 @@ struct Inner {
     entries: Entries,
 }
 
-/// Point reads by (table, key).
+/// Point reads by (table, key); lookups share the lock, fills and writes take it alone.
 #[derive(Default)]
 pub struct ReadCache {
-    inner: Mutex<Inner>,
+    inner: RwLock<Inner>,
 }
 
 impl ReadCache {
     /// The cached state of `key`, live at Unix time `now`.
     pub fn lookup(&self, table: Table, key: &Key, now: i64) -> Lookup {
-        let Ok(inner) = self.inner.lock() else {
+        let Ok(inner) = self.inner.read() else {
             return Lookup::Miss(u64::MAX);
         };
         let found = inner
@@ -64,7 +68,7 @@ impl ReadCache {
     /// Remembers a read made after [`ReadCache::lookup`] answered `Miss(generation)`, unless
     /// a write happened since (the read may then be older than that write).
     pub fn fill(&self, table: Table, key: &Key, value: Option<Arc<Item>>, generation: u64) {
-        let Ok(mut inner) = self.inner.lock() else {
+        let Ok(mut inner) = self.inner.write() else {
             return;
         };
         if inner.generation != generation {
@@ -87,7 +91,7 @@ impl ReadCache {
 
     /// Forgets `keys` after a write (committed or not) and starts a new generation.
     pub fn forget<'a>(&self, keys: impl IntoIterator<Item = (Table, &'a Key)>) {
-        let Ok(mut inner) = self.inner.lock() else {
+        let Ok(mut inner) = self.inner.write() else {
             return;
         };
         for (table, key) in keys {

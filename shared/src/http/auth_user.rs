@@ -71,9 +71,8 @@ impl AuthUser {
             .and_then(bearer_of)
             .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
         let claims = state
-            .access_tokens()
+            .verify_access_token(token)
             .await?
-            .verify(token, state.ports.clock.now())
             .map_err(|reason| ApiError::Unauthorized(reason.into()))?;
         if !refresh_tokens::family_active(&state.ports, &claims.sid, &claims.sub).await? {
             return Err(ApiError::Unauthorized("session has been revoked".into()));

@@ -2,11 +2,13 @@
 //! `Secrets__RefreshSeconds` and read again after that, so a key rotation reaches warm Lambda
 //! instances without a deployment.
 
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use arc_swap::ArcSwapOption;
+use std::sync::Arc;
+use std::time::Duration;
 
 use super::access_tokens::AccessTokens;
 use crate::config::JwtSettings;
+use crate::ports::clock::monotonic_seconds;
 use crate::ports::secrets::{SecretError, SecretSource};
 
 /// Why no access-token keys could be had.
@@ -23,22 +25,53 @@ pub enum SigningKeyError {
     Secrets(#[from] SecretError),
 }
 
+/// Keys as read, and when ([`monotonic_seconds`]).
+struct Loaded {
+    at: i64,
+    tokens: Arc<AccessTokens>,
+}
+
+impl Loaded {
+    fn fresh(&self, now: i64, refresh: Duration) -> bool {
+        let refresh = i64::try_from(refresh.as_secs()).unwrap_or(i64::MAX);
+        refresh == 0 || now.saturating_sub(self.at) < refresh
+    }
+}
+
 /// The current [`AccessTokens`] and when their keys were read.
+///
+/// Every authenticated request reads them, on every core at once: an `ArcSwap` is read
+/// without a lock or a reference count both cores write (a read lock and an `Arc` clone were
+/// two such writes each).
 #[derive(Default)]
 pub(crate) struct SigningKeys {
-    current: RwLock<Option<(Instant, Arc<AccessTokens>)>>,
+    current: ArcSwapOption<Loaded>,
     reload: tokio::sync::Mutex<()>,
 }
 
 impl SigningKeys {
-    fn cached(&self, refresh: Duration) -> Option<Arc<AccessTokens>> {
-        let current = self.current.read().ok()?;
-        let (loaded, tokens) = current.as_ref()?;
-        (refresh.is_zero() || loaded.elapsed() < refresh).then(|| tokens.clone())
+    /// `f` of the current keys, when they were read less than `refresh` ago (zero: read
+    /// once); `None` when they are due to be read (see [`SigningKeys::get`]).
+    pub(crate) fn with_fresh<R>(
+        &self,
+        refresh: Duration,
+        f: impl FnOnce(&AccessTokens) -> R,
+    ) -> Option<R> {
+        let now = monotonic_seconds();
+        let current = self.current.load();
+        let loaded = current.as_deref()?;
+        loaded.fresh(now, refresh).then(|| f(&loaded.tokens))
     }
 
-    /// The signer and checker, read from `secrets` when older than `refresh` (zero: once).
-    /// A failed re-read keeps the keys read before; only the first read can fail.
+    fn cached(&self, refresh: Duration) -> Option<Arc<AccessTokens>> {
+        let now = monotonic_seconds();
+        let current = self.current.load();
+        let loaded = current.as_deref()?;
+        loaded.fresh(now, refresh).then(|| loaded.tokens.clone())
+    }
+
+    /// The signer and checker, read from `secrets` when read `refresh` or longer ago (zero:
+    /// once). A failed re-read keeps the keys read before; only the first read can fail.
     pub(crate) async fn get(
         &self,
         secrets: &dyn SecretSource,
@@ -53,23 +86,27 @@ impl SigningKeys {
         if let Some(tokens) = self.cached(refresh) {
             return Ok(tokens);
         }
+        let before = self.current.load_full();
         match load(secrets).await {
             Ok(keys) => {
                 // Unchanged keys keep the signer, and with it the tokens it has verified: a
                 // refresh must not make every warm instance verify every token again.
-                let tokens = match self.cached(Duration::ZERO) {
-                    Some(tokens) if tokens.uses_keys(&keys.current, &keys.previous) => tokens,
+                let tokens = match before {
+                    Some(loaded) if loaded.tokens.uses_keys(&keys.current, &keys.previous) => {
+                        loaded.tokens.clone()
+                    }
                     _ => Arc::new(AccessTokens::new(&keys.current, &keys.previous, jwt)),
                 };
-                if let Ok(mut current) = self.current.write() {
-                    *current = Some((Instant::now(), tokens.clone()));
-                }
+                self.current.store(Some(Arc::new(Loaded {
+                    at: monotonic_seconds(),
+                    tokens: tokens.clone(),
+                })));
                 Ok(tokens)
             }
-            Err(e) => match self.cached(Duration::ZERO) {
-                Some(tokens) => {
+            Err(e) => match before {
+                Some(loaded) => {
                     tracing::warn!(error = %e, "could not re-read the signing keys; keeping the current ones");
-                    Ok(tokens)
+                    Ok(loaded.tokens.clone())
                 }
                 None => Err(e),
             },

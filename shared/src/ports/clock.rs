@@ -65,6 +65,31 @@ impl Clock for SystemClock {
     fn now(&self) -> OffsetDateTime {
         OffsetDateTime::now_utc()
     }
+
+    /// Whole seconds from the kernel's coarse clock: the time of its last tick (a few
+    /// milliseconds old at most), read without the hardware counter. Every authenticated
+    /// request judges its token's expiry and its family's record by this clock, in seconds,
+    /// where a few milliseconds do not matter and the precise clock's read did.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn unix(&self) -> i64 {
+        rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse).tv_sec
+    }
+}
+
+/// Whole seconds of the system's monotonic clock, read coarsely (the time of its last tick):
+/// for the ages of what the process itself keeps, which are real time whatever the clock port
+/// says (tests move that one), and read on every request.
+pub(crate) fn monotonic_seconds() -> i64 {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse).tv_sec
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        let start = START.get_or_init(std::time::Instant::now);
+        i64::try_from(start.elapsed().as_secs()).unwrap_or(i64::MAX)
+    }
 }
 
 /// A clock that only moves when told to; for tests of expiry.
@@ -87,6 +112,33 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> OffsetDateTime {
         *self.0.lock().expect("clock lock")
+    }
+}
+
+#[cfg(test)]
+mod system_clock_tests {
+    use super::*;
+
+    #[test]
+    fn the_coarse_seconds_are_the_precise_clock_s_to_within_its_tick() {
+        for _ in 0..1000 {
+            let before = OffsetDateTime::now_utc().unix_timestamp();
+            let coarse = SystemClock.unix();
+            let after = OffsetDateTime::now_utc().unix_timestamp();
+            // The coarse clock lags by at most one tick: it may still show the second
+            // before `before` for those few milliseconds, never a later one than `after`.
+            assert!(
+                (before - 1..=after).contains(&coarse),
+                "{before} {coarse} {after}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_monotonic_seconds_move_with_real_time() {
+        let start = monotonic_seconds();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        assert!(monotonic_seconds() > start);
     }
 }
 

@@ -144,9 +144,8 @@ pub async fn logout(
             ApiError::Unauthorized("refreshToken or a bearer token is required".into())
         })?;
         let claims = state
-            .access_tokens()
+            .verify_access_token(token)
             .await?
-            .verify(token, state.ports.clock.now())
             .map_err(|r| ApiError::Unauthorized(r.into()))?;
         claims.sid.clone()
     };
