@@ -171,7 +171,7 @@ impl Default for AuthSettings {
             failed_logins_per_account: 50,
             guarded_attempts_per_address: 3,
             failed_login_window_secs: 3600,
-            hashing_threads: std::thread::available_parallelism().map_or(2, usize::from),
+            hashing_threads: crate::cores::cores(),
             hashing_wait: Duration::from_millis(2000),
             providers: Vec::new(),
         }

@@ -12,6 +12,7 @@ pub mod aws;
 pub(crate) mod board_pages;
 pub mod coaching;
 pub mod config;
+pub mod cores;
 pub mod driver_data;
 pub mod embedded;
 pub(crate) mod envelope;

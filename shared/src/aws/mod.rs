@@ -28,14 +28,29 @@ use aws_smithy_runtime_api::client::runtime_components::{
 };
 
 /// Loads the SDK configuration with the one TLS stack the service uses (rustls on ring).
+///
+/// Where the environment holds the credentials and the region (Lambda sets
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` and `AWS_REGION` in
+/// every function), they are read from it directly. The SDK's default chains would pick the
+/// same values first, but they build every other source before asking any: an STS client for
+/// web identity tokens and an instance-metadata client, about 0.6 ms of a function's init.
+/// Without them, the default chains decide as before.
 pub async fn sdk_config() -> SdkConfig {
     let http = aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
         .build_https();
-    aws_config::defaults(BehaviorVersion::latest())
-        .http_client(SharedHttpClient::new(RootsOnFirstRequest(http)))
-        .load()
-        .await
+    let mut loader = aws_config::defaults(BehaviorVersion::latest())
+        .http_client(SharedHttpClient::new(RootsOnFirstRequest(http)));
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    if set("AWS_ACCESS_KEY_ID") && set("AWS_SECRET_ACCESS_KEY") {
+        loader = loader.credentials_provider(
+            aws_config::environment::EnvironmentVariableCredentialsProvider::new(),
+        );
+    }
+    if set("AWS_REGION") || set("AWS_DEFAULT_REGION") {
+        loader = loader.region(aws_config::environment::EnvironmentVariableRegionProvider::new());
+    }
+    loader.load().await
 }
 
 /// The SDK's HTTPS client, but reading the system's root certificates when the first request
