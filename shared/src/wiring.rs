@@ -98,21 +98,27 @@ impl AwsWiring {
     }
 
     /// Adds the blob store on S3 (`Blobs__Bucket`).
+    /// The client is built at the first blob call ([`aws::OnFirstUse`]), unless the bucket is
+    /// created now.
     pub async fn blobs(mut self) -> anyhow::Result<Self> {
-        let s3 = s3_client(&self.sdk);
-        if self.settings.create_resources {
+        let client = if self.settings.create_resources {
+            let s3 = s3_client(&self.sdk);
             let bucket = self
                 .settings
                 .bucket
                 .get_or_insert_with(|| "paddock-blobs".into());
             aws::provision::create_bucket(&s3, bucket).await?;
-        }
+            aws::OnFirstUse::built(s3)
+        } else {
+            let sdk = self.sdk.clone();
+            aws::OnFirstUse::new(move || s3_client(&sdk))
+        };
         let bucket = self
             .settings
             .bucket
             .clone()
             .context("Blobs__Bucket is required when Store__Backend=aws")?;
-        self.ports.blobs = Arc::new(aws::S3BlobStore::new(s3, bucket));
+        self.ports.blobs = Arc::new(aws::S3BlobStore::on_first_use(client, bucket));
         Ok(self)
     }
 
@@ -146,14 +152,20 @@ impl AwsWiring {
         Ok(self)
     }
 
-    /// Adds the secret source: Secrets Manager when `Secrets__Id` names a secret, else
+    /// Adds the secret source: Secrets Manager when `Secrets__Id` names a secret (its client
+    /// built at the first read, [`aws::OnFirstUse`]), else
     /// secrets generated and kept in the data directory (emulator runs).
     pub fn secrets(mut self) -> Self {
         self.ports.secrets = match &self.settings.secret_id {
-            Some(id) => Arc::new(
-                aws::SecretsManagerSecrets::new(aws_sdk_secretsmanager::Client::new(&self.sdk), id)
-                    .with_refresh(self.settings.secrets_refresh),
-            ),
+            Some(id) => {
+                let sdk = self.sdk.clone();
+                let client =
+                    aws::OnFirstUse::new(move || aws_sdk_secretsmanager::Client::new(&sdk));
+                Arc::new(
+                    aws::SecretsManagerSecrets::on_first_use(client, id)
+                        .with_refresh(self.settings.secrets_refresh),
+                )
+            }
             None => Arc::new(embedded::LocalSecrets::new(
                 self.settings.data_dir.clone(),
                 GENERATED_SECRETS,

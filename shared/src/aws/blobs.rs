@@ -8,18 +8,23 @@ use bytes::Bytes;
 use std::path::Path;
 use std::time::Duration;
 
-use super::describe;
+use super::{OnFirstUse, describe};
 use crate::ports::blobs::{BlobError, BlobStore, BlobStream, Taken, check_key};
 
 /// Blobs as objects of one private bucket.
 pub struct S3BlobStore {
-    client: Client,
+    client: OnFirstUse<Client>,
     bucket: String,
 }
 
 impl S3BlobStore {
     /// A store on `bucket`.
     pub fn new(client: Client, bucket: impl Into<String>) -> Self {
+        Self::on_first_use(OnFirstUse::built(client), bucket)
+    }
+
+    /// A store on `bucket` whose client is built at its first call.
+    pub fn on_first_use(client: OnFirstUse<Client>, bucket: impl Into<String>) -> Self {
         Self {
             client,
             bucket: bucket.into(),
@@ -36,6 +41,7 @@ impl BlobStore for S3BlobStore {
     async fn put(&self, key: &str, bytes: Bytes, content_type: &str) -> Result<(), BlobError> {
         check_key(key)?;
         self.client
+            .get()
             .put_object()
             .bucket(&self.bucket)
             .key(key)
@@ -60,6 +66,7 @@ impl BlobStore for S3BlobStore {
     async fn delete(&self, key: &str) -> Result<(), BlobError> {
         check_key(key)?;
         self.client
+            .get()
             .delete_object()
             .bucket(&self.bucket)
             .key(key)
@@ -73,6 +80,7 @@ impl BlobStore for S3BlobStore {
         let mut keys = Vec::new();
         let mut pages = self
             .client
+            .get()
             .list_objects_v2()
             .bucket(&self.bucket)
             .prefix(prefix)
@@ -100,6 +108,7 @@ impl BlobStore for S3BlobStore {
         let config = PresigningConfig::expires_in(ttl).map_err(|e| unavailable(&e))?;
         let request = self
             .client
+            .get()
             .get_object()
             .bucket(&self.bucket)
             .key(key)
@@ -121,6 +130,7 @@ impl BlobStore for S3BlobStore {
         // The length is part of the signature: S3 refuses a body of any other size.
         let request = self
             .client
+            .get()
             .put_object()
             .bucket(&self.bucket)
             .key(key)
@@ -138,6 +148,7 @@ impl BlobStore for S3BlobStore {
             .await
             .map_err(|e| unavailable(&e))?;
         self.client
+            .get()
             .put_object()
             .bucket(&self.bucket)
             .key(key)
@@ -173,6 +184,7 @@ impl BlobStore for S3BlobStore {
         };
         let out = self
             .client
+            .get()
             .get_object()
             .bucket(&self.bucket)
             .key(hold)
@@ -244,6 +256,7 @@ impl S3BlobStore {
     ) -> Result<Option<String>, BlobError> {
         let copied = self
             .client
+            .get()
             .copy_object()
             .bucket(&self.bucket)
             .copy_source(format!("{}/{from}", self.bucket))
@@ -276,6 +289,7 @@ impl S3BlobStore {
         check_key(key)?;
         match self
             .client
+            .get()
             .get_object()
             .bucket(&self.bucket)
             .key(key)

@@ -6,12 +6,14 @@
 
 pub mod blobs;
 pub mod items;
+pub mod on_first_use;
 pub mod provision;
 pub mod queue;
 pub mod secrets;
 
 pub use blobs::S3BlobStore;
 pub use items::DynamoItemStore;
+pub use on_first_use::OnFirstUse;
 pub use queue::SqsQueue;
 pub use secrets::SecretsManagerSecrets;
 

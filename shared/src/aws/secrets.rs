@@ -7,12 +7,12 @@ use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use tokio::sync::RwLock;
 
-use super::describe;
+use super::{OnFirstUse, describe};
 use crate::ports::secrets::{SecretError, SecretSource};
 
 /// Named values from one Secrets Manager secret whose SecretString is a JSON object.
 pub struct SecretsManagerSecrets {
-    client: Client,
+    client: OnFirstUse<Client>,
     secret_id: String,
     refresh: Duration,
     cache: RwLock<Option<(Instant, Map<String, Value>)>>,
@@ -21,6 +21,11 @@ pub struct SecretsManagerSecrets {
 impl SecretsManagerSecrets {
     /// Secrets from `secret_id` (a name or ARN).
     pub fn new(client: Client, secret_id: impl Into<String>) -> Self {
+        Self::on_first_use(OnFirstUse::built(client), secret_id)
+    }
+
+    /// Secrets from `secret_id` through a client built at the first read.
+    pub fn on_first_use(client: OnFirstUse<Client>, secret_id: impl Into<String>) -> Self {
         Self {
             client,
             secret_id: secret_id.into(),
@@ -42,6 +47,7 @@ impl SecretsManagerSecrets {
     async fn load(&self) -> Result<Map<String, Value>, SecretError> {
         let out = self
             .client
+            .get()
             .get_secret_value()
             .secret_id(&self.secret_id)
             .send()

@@ -1,0 +1,61 @@
+//! An SDK client built when an invocation first needs it, not during a function's init.
+//!
+//! Building an SDK client parses its service's endpoint rules (a partition table of every
+//! region, with regular expressions): about a quarter of a millisecond per service, which
+//! every cold start paid for each service it might use. Most invocations of a function touch
+//! fewer services than it is wired with (the activity function reads a track map from S3 only
+//! for one endpoint), so a client is built at its first call; the DynamoDB client, which every
+//! function uses at once, is still built at init.
+
+use std::sync::OnceLock;
+
+/// A client of type `C`, built by a function at the first [`OnFirstUse::get`].
+pub struct OnFirstUse<C> {
+    client: OnceLock<C>,
+    build: Box<dyn Fn() -> C + Send + Sync>,
+}
+
+impl<C> OnFirstUse<C> {
+    /// A client `build` makes when it is first asked for.
+    pub fn new(build: impl Fn() -> C + Send + Sync + 'static) -> Self {
+        Self {
+            client: OnceLock::new(),
+            build: Box::new(build),
+        }
+    }
+
+    /// The client, built now if this is the first call.
+    pub fn get(&self) -> &C {
+        self.client.get_or_init(&self.build)
+    }
+}
+
+impl<C: Clone + Send + Sync + 'static> OnFirstUse<C> {
+    /// A client that is built already (SDK clients are handles: a clone shares it).
+    pub fn built(client: C) -> Self {
+        Self::new(move || client.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OnFirstUse;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn the_client_is_built_once_at_the_first_use() {
+        let builds = Arc::new(AtomicUsize::new(0));
+        let counted = builds.clone();
+        let client = OnFirstUse::new(move || counted.fetch_add(1, Ordering::SeqCst) + 100);
+        assert_eq!(
+            builds.load(Ordering::SeqCst),
+            0,
+            "nothing is built up front"
+        );
+        assert_eq!(*client.get(), 100);
+        assert_eq!(*client.get(), 100);
+        assert_eq!(builds.load(Ordering::SeqCst), 1);
+        assert_eq!(*OnFirstUse::built(7).get(), 7);
+    }
+}
