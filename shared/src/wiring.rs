@@ -98,6 +98,7 @@ impl AwsWiring {
     }
 
     /// Adds the blob store on S3 (`Blobs__Bucket`).
+    ///
     /// The client is built at the first blob call ([`aws::OnFirstUse`]), unless the bucket is
     /// created now.
     pub async fn blobs(mut self) -> anyhow::Result<Self> {

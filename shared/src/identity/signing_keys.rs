@@ -55,19 +55,17 @@ impl SigningKeys {
     pub(crate) fn with_fresh<R>(
         &self,
         refresh: Duration,
-        f: impl FnOnce(&AccessTokens) -> R,
+        f: impl FnOnce(&Arc<AccessTokens>) -> R,
     ) -> Option<R> {
-        let now = monotonic_seconds();
         let current = self.current.load();
         let loaded = current.as_deref()?;
-        loaded.fresh(now, refresh).then(|| f(&loaded.tokens))
+        loaded
+            .fresh(monotonic_seconds(), refresh)
+            .then(|| f(&loaded.tokens))
     }
 
     fn cached(&self, refresh: Duration) -> Option<Arc<AccessTokens>> {
-        let now = monotonic_seconds();
-        let current = self.current.load();
-        let loaded = current.as_deref()?;
-        loaded.fresh(now, refresh).then(|| loaded.tokens.clone())
+        self.with_fresh(refresh, Arc::clone)
     }
 
     /// The signer and checker, read from `secrets` when read `refresh` or longer ago (zero:

@@ -77,7 +77,8 @@ fn recent_slot(signature: &str) -> usize {
 impl VerifiedTokens {
     /// The claims of `token` if it was verified before (expiry is the caller's to judge).
     pub(crate) fn get(&self, token: &str) -> Option<Arc<Claims>> {
-        let slot = recent_slot(signature(token)?);
+        let sig = signature(token)?;
+        let slot = recent_slot(sig);
         let recent = RECENT.with_borrow(|recent| {
             recent[slot]
                 .as_ref()
@@ -89,7 +90,7 @@ impl VerifiedTokens {
         }
         let shared = {
             let entries = self.by_signature.read().ok()?;
-            let found = entries.get(signature(token)?)?;
+            let found = entries.get(sig)?;
             (*found.token == *token).then(|| Claims::clone(&found.claims))?
         };
         let claims = Arc::new(shared);
