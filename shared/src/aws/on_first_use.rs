@@ -7,33 +7,29 @@
 //! for one endpoint), so a client is built at its first call; the DynamoDB client, which every
 //! function uses at once, is still built at init.
 
-use std::sync::OnceLock;
+use std::sync::LazyLock;
 
-/// A client of type `C`, built by a function at the first [`OnFirstUse::get`].
-pub struct OnFirstUse<C> {
-    client: OnceLock<C>,
-    build: Box<dyn Fn() -> C + Send + Sync>,
-}
+/// A client of type `C`, built by a function at the first [`OnFirstUse::get`] (std's
+/// `LazyLock` around a boxed builder, so that the wrapped type does not name the closure).
+pub struct OnFirstUse<C>(LazyLock<C, Box<dyn FnOnce() -> C + Send>>);
 
 impl<C> OnFirstUse<C> {
     /// A client `build` makes when it is first asked for.
-    pub fn new(build: impl Fn() -> C + Send + Sync + 'static) -> Self {
-        Self {
-            client: OnceLock::new(),
-            build: Box::new(build),
-        }
+    pub fn new(build: impl FnOnce() -> C + Send + 'static) -> Self {
+        Self(LazyLock::new(Box::new(build)))
+    }
+
+    /// A client that is built already.
+    pub fn built(client: C) -> Self
+    where
+        C: Send + 'static,
+    {
+        Self::new(move || client)
     }
 
     /// The client, built now if this is the first call.
     pub fn get(&self) -> &C {
-        self.client.get_or_init(&self.build)
-    }
-}
-
-impl<C: Clone + Send + Sync + 'static> OnFirstUse<C> {
-    /// A client that is built already (SDK clients are handles: a clone shares it).
-    pub fn built(client: C) -> Self {
-        Self::new(move || client.clone())
+        &self.0
     }
 }
 
