@@ -1,7 +1,8 @@
 //! Headless Chromium over WebDriver (chromedriver, started by `tests/run.sh` on loopback).
 
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
+use std::time::Duration;
 
 /// An environment variable the browser tests need; they run from `./tests/run.sh`.
 pub fn env(name: &str) -> String {
@@ -31,4 +32,41 @@ pub async fn open_browser() -> Client {
         .connect(&env("PADDOCK_TEST_WEBDRIVER"))
         .await
         .expect("a WebDriver session")
+}
+
+/// Clicks the element `locator` finds and waits until the browser shows the page the click
+/// led to, fully loaded.
+///
+/// WebDriver's click can return before a form's submission or a link's navigation has
+/// replaced the page; reading the address or the cells at once could then read the old page.
+/// Every click these tests make leads to another address, so the new page is known by it.
+pub async fn click_through(client: &Client, locator: Locator<'_>) {
+    let before = client
+        .current_url()
+        .await
+        .expect("the address before the click");
+    client
+        .find(locator)
+        .await
+        .expect("the element to click")
+        .click()
+        .await
+        .expect("the click");
+    for _ in 0..100 {
+        let now = client
+            .current_url()
+            .await
+            .expect("the address after the click");
+        if now != before {
+            let state = client
+                .execute("return document.readyState;", vec![])
+                .await
+                .expect("the page's ready state");
+            if state == "complete" {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the click on a page at {before} led to no other page within 10 s");
 }
