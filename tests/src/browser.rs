@@ -39,7 +39,7 @@ pub async fn open_browser() -> Client {
 ///
 /// WebDriver's click can return before a form's submission or a link's navigation has
 /// replaced the page; reading the address or the cells at once could then read the old page.
-/// Every click these tests make leads to another address, so the new page is known by it.
+/// The click must lead to another address: that is how the new page is known.
 pub async fn click_through(client: &Client, locator: Locator<'_>) {
     let before = client
         .current_url()
