@@ -227,6 +227,9 @@ pub struct Settings {
     pub feed_posts_per_minute: u32,
     /// `Limits__ExportsPerHour`: data exports per driver an hour (default 6).
     pub exports_per_hour: u32,
+    /// `Limits__NewBoardsPerDay`: leaderboard submissions per driver a day that put the driver
+    /// on a board they were not on (a track's or a car's; default 50).
+    pub new_boards_per_day: u32,
     /// `Leaderboards__CacheSeconds`: how long a process serves a leaderboard from memory
     /// (default 5; 0 turns the cache off). Also the `Cache-Control` max-age.
     pub leaderboard_cache: Duration,
@@ -348,6 +351,7 @@ impl Settings {
             uploads_per_minute: 30,
             feed_posts_per_minute: 10,
             exports_per_hour: 6,
+            new_boards_per_day: 50,
             leaderboard_cache: Duration::from_secs(5),
             leaderboard_cache_bytes: 32 << 20,
             retention_first_run: Duration::from_secs(120),
@@ -551,6 +555,9 @@ impl Settings {
         }
         if let Some(v) = get("Limits__ExportsPerHour") {
             s.exports_per_hour = bounded("Limits__ExportsPerHour", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Limits__NewBoardsPerDay") {
+            s.new_boards_per_day = bounded("Limits__NewBoardsPerDay", &v, 1, 1_000_000)? as u32;
         }
         if let Some(v) = get("Leaderboards__CacheSeconds") {
             s.leaderboard_cache =

@@ -216,7 +216,11 @@ impl Expression {
             .iter()
             .map(|c| self.condition(c))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(format!("({})", parts.join(sep)))
+        // One part is already parenthesised: DynamoDB refuses parentheses around it again.
+        Ok(match parts.as_slice() {
+            [one] => one.clone(),
+            _ => format!("({})", parts.join(sep)),
+        })
     }
 
     fn update(&mut self, u: &Update) -> Result<Option<String>, StoreError> {

@@ -1,16 +1,22 @@
 //! What the pages show, read through the same board reads as `GET /v1/leaderboards`.
 //!
 //! Each function answers one page's worth of data: a board page is the API's page of the
-//! same board (same ranks, same cursor), a driver's page reads the driver's board index and
-//! one entry per board, and the tracks page reads a page of tracks.
+//! same board (same ranks, same cursor) with the track's most-driven listed cars, a driver's
+//! page reads a page of the driver's track index and one entry per track, and the tracks page
+//! reads a page of tracks.
 
+use crate::ids::TrackId;
 use crate::ids::UserId;
-use crate::leaderboards::board::{BoardId, Row};
+use crate::leaderboards::board::{BoardId, Row, TRACK_INDEX_PREFIX};
 use crate::leaderboards::reads as board_reads;
-use crate::leaderboards::{rank_counts, renames, vehicles};
+use crate::leaderboards::{rank_counts, vehicles};
 use crate::ports::Ports;
-use crate::ports::items::StoreError;
+use crate::ports::items::{Query, SK, StoreError, decode_cursor, encode_cursor};
+use crate::tables::Table;
 use crate::tracks::{self, Track};
+
+/// The cars a board page offers in its selector: the most-driven listed ones.
+const CARS_SHOWN: usize = 30;
 
 pub(crate) use crate::leaderboards::reads::Ranked;
 
@@ -27,8 +33,10 @@ pub(crate) struct BoardPage {
     pub total: u64,
     /// The cursor of the next page, if any.
     pub next_cursor: Option<String>,
-    /// The cars with entries on the track, with their entry counts (for the car selector).
+    /// The track's most-driven listed cars, with their drivers (for the car selector).
     pub vehicles: Vec<(String, u64)>,
+    /// For a car's board, the car's name as stored (`None`: nobody raced it).
+    pub car_name: Option<String>,
 }
 
 /// A track that has a board, with its number of drivers.
@@ -72,8 +80,19 @@ pub(crate) async fn board_page(
             .await?
             .map(|r| r.lap_time_ms),
     };
-    let vehicles = vehicles::list(ports, &board.track)
-        .await?
+    let (listed, car) = futures::try_join!(
+        vehicles::list(ports, &board.track, CARS_SHOWN, None),
+        async {
+            match &board.vehicle {
+                Some(car) => vehicles::read_count(ports, &board.track, car)
+                    .await
+                    .map(|c| (c.drivers > 0).then_some(c.vehicle_name)),
+                None => Ok(None),
+            }
+        }
+    )?;
+    let vehicles = listed
+        .items
         .into_iter()
         .map(|v| (v.vehicle_name, v.total_entries))
         .collect();
@@ -84,6 +103,7 @@ pub(crate) async fn board_page(
         next_cursor: slice.next_after.as_deref().map(board_reads::encode_cursor),
         rows: slice.rows,
         vehicles,
+        car_name: car,
     }))
 }
 
@@ -115,35 +135,69 @@ pub(crate) async fn boards(
     Ok((out, next))
 }
 
-/// `user_id`'s best on every board, fastest board first by track name; `None` when the
-/// driver does not exist or deleted the account.
+/// A page of a driver's bests.
+#[derive(Debug, Clone)]
+pub(crate) struct DriverPage {
+    /// The driver.
+    pub user: crate::identity::users::User,
+    /// The driver's best on each track of this page.
+    pub bests: Vec<DriverBest>,
+    /// The cursor of the next page, if any.
+    pub next_cursor: Option<String>,
+}
+
+/// A page of `user_id`'s bests on track boards (`limit` tracks at most, after `cursor`), in
+/// the order of the driver's track index; `None` when the driver does not exist or deleted the
+/// account. Reads the profile, a page of the track index, then each track's entry, rank
+/// and track at once: the same items however many boards the driver is on.
 pub(crate) async fn driver_bests(
     ports: &Ports,
     user_id: &UserId,
-) -> Result<Option<(crate::identity::users::User, Vec<DriverBest>)>, StoreError> {
-    let Some(user) = crate::identity::users::get(ports, user_id).await? else {
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<Option<DriverPage>, StoreError> {
+    let after = match cursor {
+        Some(c) => {
+            let sk = decode_cursor(c)?;
+            if !sk.starts_with(TRACK_INDEX_PREFIX) {
+                return Err(StoreError::InvalidCursor);
+            }
+            Some(encode_cursor(&sk))
+        }
+        None => None,
+    };
+    let index = Query::partition(Table::Leaderboards, format!("USER#{user_id}"))
+        .begins_with(TRACK_INDEX_PREFIX)
+        .limit(limit)
+        .after(after);
+    let (user, page) = futures::try_join!(
+        crate::identity::users::get(ports, user_id),
+        ports.items.query(index)
+    )?;
+    let Some(user) = user else {
         return Ok(None);
     };
-    let mut bests = Vec::new();
-    // The track boards only: a car's board repeats a best of the same track.
-    let boards = renames::boards_of(ports, user_id).await?;
-    for board in boards.iter().filter(|b| b.vehicle.is_none()) {
-        let Some((entry, total)) = board_reads::entry(ports, board, user_id).await? else {
-            continue;
-        };
-        let Some(track) = tracks::get(ports, &board.track).await? else {
-            continue;
-        };
-        bests.push(DriverBest {
+    let tracks = page.items.iter().filter_map(|item| {
+        let sk = item.get(SK)?.as_str()?;
+        Some(TrackId::from(sk.strip_prefix(TRACK_INDEX_PREFIX)?))
+    });
+    let bests = futures::future::try_join_all(tracks.map(|track_id| async move {
+        let board = BoardId::track(&track_id);
+        let (entry, track) = futures::try_join!(
+            board_reads::entry(ports, &board, user_id),
+            tracks::get(ports, &track_id)
+        )?;
+        Ok::<_, StoreError>(entry.zip(track).map(|((entry, total), track)| DriverBest {
             track,
             rank: entry.rank,
             total: total.max(entry.rank),
             row: entry.row,
-        });
-    }
-    bests.sort_by(|a, b| {
-        (a.track.name.to_lowercase(), &a.track.layout)
-            .cmp(&(b.track.name.to_lowercase(), &b.track.layout))
-    });
-    Ok(Some((user, bests)))
+        }))
+    }))
+    .await?;
+    Ok(Some(DriverPage {
+        user,
+        bests: bests.into_iter().flatten().collect(),
+        next_cursor: page.next_cursor.filter(|_| page.items.len() == limit),
+    }))
 }

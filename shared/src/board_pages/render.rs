@@ -9,8 +9,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use sha2::{Digest, Sha256};
 use std::sync::LazyLock;
 
-use super::reads::{BoardPage, DriverBest, TrackBoard};
-use crate::identity::users::User;
+use super::reads::{BoardPage, DriverPage, TrackBoard};
 use crate::ids::{TrackId, UserId};
 use crate::leaderboards::format_lap_time;
 use crate::tracks::Track;
@@ -253,7 +252,15 @@ pub(crate) fn board(
     first_page: bool,
 ) -> String {
     let title = track_title(&page.track);
-    let car_shown = car.map(visible);
+    // The car as stored, never the query's text.
+    let car_shown = page.car_name.as_deref().map(visible);
+    let car = page.car_name.as_deref().or(car);
+    let unlisted = car.filter(|c| {
+        !page
+            .vehicles
+            .iter()
+            .any(|(v, _)| v.to_lowercase() == c.to_lowercase())
+    });
     let top: Vec<String> = page
         .rows
         .iter()
@@ -301,6 +308,9 @@ pub(crate) fn board(
             label for="car" { "Car" }
             select #car name="car" {
                 option value="" selected[car.is_none()] { "All cars" }
+                @if let Some(c) = unlisted {
+                    option value=(c) selected { (visible(c)) }
+                }
                 @for (vehicle, count) in &page.vehicles {
                     option value=(vehicle) selected[car.is_some_and(|c| c.to_lowercase() == vehicle.to_lowercase())] {
                         (visible(vehicle)) " (" (count) ")"
@@ -353,30 +363,28 @@ pub(crate) fn board(
 }
 
 /// `/drivers/{userId}`: a driver's bests.
-pub(crate) fn driver(public_url: Option<&str>, user: &User, bests: &[DriverBest]) -> String {
+pub(crate) fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bool) -> String {
+    let (user, bests) = (&page.user, &page.bests);
     let shown = visible(&user.display_name);
     let description = match bests.first() {
-        Some(_) => format!(
-            "{shown}'s best laps on {} board{}.",
-            bests.len(),
-            if bests.len() == 1 { "" } else { "s" }
-        ),
+        Some(_) => format!("{shown}'s best laps on the Paddock leaderboards."),
         None => format!("{shown} has no laps on the boards yet."),
     };
+    let path = driver_path(&user.id);
     let head = Head {
         title: format!("{shown} · Paddock driver"),
         description,
-        path: driver_path(&user.id),
+        path: path.clone(),
         public_url,
     };
     let body = html! {
         h1 { (avatar(&user.display_name, user.avatar_url.as_deref())) (name(&user.display_name)) }
-        @if bests.is_empty() {
+        @if bests.is_empty() && first_page {
             p { "No laps on the boards yet." }
         } @else {
             div.scroll {
                 table {
-                    caption { "Best lap on each board" }
+                    caption { "Best lap on each track" }
                     thead { tr {
                         th scope="col" { "Track" } th.num scope="col" { "Rank" }
                         th.num scope="col" { "Lap" } th scope="col" { "Car" } th scope="col" { "Date" }
@@ -392,6 +400,16 @@ pub(crate) fn driver(public_url: Option<&str>, user: &User, bests: &[DriverBest]
                             }
                         }
                     }
+                }
+            }
+        }
+        @if !first_page || page.next_cursor.is_some() {
+            nav.pages aria-label="Pages" {
+                @if !first_page {
+                    a href=(path) { "First page" }
+                }
+                @if let Some(next) = &page.next_cursor {
+                    a href=(with_query(&path, &[("cursor", next)])) rel="next" { "Next page" }
                 }
             }
         }

@@ -27,7 +27,7 @@ use crate::identity::users::{
 };
 use crate::ids::{TrackId, UserId};
 use crate::leaderboards::board::BoardId;
-use crate::leaderboards::cache::invalidate_in_process;
+use crate::leaderboards::cache::{forget_driver_in_process, invalidate_in_process};
 use crate::leaderboards::removal::remove_entry;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
@@ -189,6 +189,7 @@ pub async fn start(ports: &Ports, user_id: &UserId) -> Result<DeletionTicket, De
                 for family in later {
                     crate::identity::refresh_tokens::revoke_family(ports, &family).await?;
                 }
+                forget_driver_in_process(user_id);
                 crate::metrics::global()
                     .account_deletions
                     .with_label_values(&["started"])

@@ -160,7 +160,9 @@ impl DriverData {
             {
                 Self::LeaderboardEntries
             }
-            Table::Leaderboards if pk == user_pk && sk.starts_with("BOARD#") => {
+            Table::Leaderboards
+                if pk == user_pk && (sk.starts_with("BOARD#") || sk.starts_with("TRACKBOARD#")) =>
+            {
                 Self::LeaderboardEntries
             }
             Table::Activity if pk == format!("FEED#{user}") => Self::Feed,
@@ -217,8 +219,9 @@ pub(crate) fn exports_of(user: &UserId) -> String {
 }
 
 /// The rate-limit scopes counted per driver id (see [`DriverData::UsageCounters`]).
-pub(crate) const USAGE_SCOPES: [&str; 6] = [
+pub(crate) const USAGE_SCOPES: [&str; 7] = [
     "upload",
+    "new-board",
     "ai",
     "ai-tokens",
     "sharepack-upload",

@@ -10,6 +10,12 @@
 //! in one item, `LAYOUT` / `COUNTS`, so a run cut short resumes where it stopped; once done,
 //! a run reads that one item.
 //!
+//! A second pass does the same for the indexes that came later: each track-board entry gets
+//! its driver's track index row (`board::TRACK_INDEX_PREFIX`, conditional on the entry still
+//! being there, so a deleted driver's row is not made again), and each car with enough drivers
+//! its listing row (`vehicles`, conditional on the count it was made from). Its progress is
+//! the item `LAYOUT` / `INDEXES`.
+//!
 //! In AWS it runs on the maintenance schedule of the track-maps function (within a time
 //! budget per tick); the local server runs it at start.
 
@@ -18,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use super::board::{BoardId, RANK_KEY, StoredRow};
 use super::rank_counts::Change;
-use super::submit::replace_ops;
+use super::submit::{adds_a_driver, replace_ops};
+use super::vehicles;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, decode, item};
 use crate::tables::Table;
@@ -29,6 +36,11 @@ const PAGE: usize = 100;
 /// The key of the progress item.
 fn progress_key() -> Key {
     Key::new("LAYOUT", "COUNTS")
+}
+
+/// The key of the index pass's progress item.
+fn index_progress_key() -> Key {
+    Key::new("LAYOUT", "INDEXES")
 }
 
 /// How far the backfill has come.
@@ -108,7 +120,9 @@ pub async fn backfill(ports: &Ports, budget: Duration) -> Result<BackfillReport,
             break;
         }
     }
-    report.done = progress.done;
+    if progress.done {
+        report.done = index(ports, started, budget).await?;
+    }
     if report.counted > 0 || report.boards > 0 {
         tracing::info!(
             counted = report.counted,
@@ -121,11 +135,96 @@ pub async fn backfill(ports: &Ports, budget: Duration) -> Result<BackfillReport,
 }
 
 async fn save(ports: &Ports, progress: &Progress) -> Result<(), StoreError> {
+    save_as(ports, &progress_key(), progress).await
+}
+
+async fn save_as(ports: &Ports, key: &Key, progress: &Progress) -> Result<(), StoreError> {
     let value = serde_json::to_value(progress).expect("progress serialises");
     ports
         .items
-        .put(Table::Leaderboards, item(&progress_key(), value), None)
+        .put(Table::Leaderboards, item(key, value), None)
         .await
+}
+
+/// The index pass: every track's entries and cars, a page at a time, until `budget` is spent
+/// (at least one page); answers whether every track is done.
+async fn index(ports: &Ports, started: Instant, budget: Duration) -> Result<bool, StoreError> {
+    let mut progress: Progress = match ports
+        .items
+        .get(Table::Leaderboards, &index_progress_key())
+        .await?
+    {
+        Some(i) => decode(i, "index backfill progress")?,
+        None => Progress::default(),
+    };
+    while !progress.done {
+        let (tracks, next_track) =
+            crate::tracks::list(ports, 1, progress.tracks_cursor.clone()).await?;
+        let Some(track) = tracks.into_iter().next() else {
+            progress.done = true;
+            save_as(ports, &index_progress_key(), &progress).await?;
+            break;
+        };
+        let board = BoardId::track(&track.id);
+        if progress.entries_cursor.is_none() {
+            for ops in vehicles::unlisted(ports, &track.id).await? {
+                // A count changed meanwhile moved the listing itself.
+                match ports.items.transact(ops).await {
+                    Ok(()) | Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Leaderboards, board.partition())
+                    .begins_with("ENTRY#")
+                    .limit(PAGE)
+                    .after(progress.entries_cursor.clone()),
+            )
+            .await?;
+        for entry in page.items {
+            let entry = StoredRow::from_item(entry)?;
+            let user_id = &entry.row.user_id;
+            let Some(key) = board.track_index_key(user_id) else {
+                continue;
+            };
+            let listed = serde_json::json!({ "trackId": board.track, "vehicle": null });
+            let ops = vec![
+                TxOp::Check {
+                    table: Table::Leaderboards,
+                    key: board.entry_key(user_id),
+                    condition: Condition::Exists,
+                },
+                TxOp::Put {
+                    table: Table::Leaderboards,
+                    item: item(&key, listed),
+                    condition: None,
+                },
+            ];
+            // An entry removed meanwhile (its driver deleted) keeps no index row.
+            match ports.items.transact(ops).await {
+                Ok(()) | Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if let Some(next) = page.next_cursor {
+            crate::ports::items::check_advances(progress.entries_cursor.as_deref(), &next)?;
+            progress.entries_cursor = Some(next);
+        } else {
+            progress.entries_cursor = None;
+            match next_track {
+                Some(next) => progress.tracks_cursor = Some(next),
+                None => progress.done = true,
+            }
+        }
+        save_as(ports, &index_progress_key(), &progress).await?;
+        if started.elapsed() >= budget {
+            break;
+        }
+    }
+    Ok(progress.done)
 }
 
 /// Rounds of counting one entry before it is left to the next run.
@@ -208,6 +307,11 @@ async fn try_count(ports: &Ports, board: &BoardId, entry: StoredRow) -> Result<(
         .is_none_or(|c| on_car_board.rank_key < c.rank_key);
     if faster_in_car {
         ops.extend(replace_ops(&car, in_car.as_ref(), &on_car_board)?);
+        if adds_a_driver(in_car.as_ref()) {
+            let count =
+                vehicles::read_count(ports, &board.track, &on_car_board.row.vehicle_name).await?;
+            ops.extend(vehicles::count_ops(&board.track, &count, 1));
+        }
     }
     ports.items.transact(ops).await
 }

@@ -18,6 +18,11 @@ pub(crate) const RANK_KEY: &str = "rankKey";
 /// board the driver has an entry on, written with the entry, so renames, export and account
 /// deletion find the driver's entries without reading every board.
 pub(crate) const BOARD_INDEX_PREFIX: &str = "BOARD#";
+/// Sort-key prefix of a driver's track index rows (partition `USER#<user id>`): one per track
+/// board the driver has an entry on, written and removed with the board index row, so that a
+/// driver's page reads a page of the driver's tracks without reading the car boards between
+/// them in the board index.
+pub(crate) const TRACK_INDEX_PREFIX: &str = "TRACKBOARD#";
 /// What separates the track from the folded vehicle name in a car board's id.
 const CAR_SEPARATOR: &str = "#CAR#";
 
@@ -74,6 +79,16 @@ impl BoardId {
     /// The key of `user_id`'s index row of this board.
     pub(crate) fn index_key(&self, user_id: &UserId) -> Key {
         Key::new(format!("USER#{user_id}"), self.partition())
+    }
+
+    /// The key of `user_id`'s track index row of this board; `None` for a car's board.
+    pub(crate) fn track_index_key(&self, user_id: &UserId) -> Option<Key> {
+        self.vehicle.is_none().then(|| {
+            Key::new(
+                format!("USER#{user_id}"),
+                format!("{TRACK_INDEX_PREFIX}{}", self.track),
+            )
+        })
     }
 
     /// The board an index row's sort key names (the inverse of [`Self::index_key`]).

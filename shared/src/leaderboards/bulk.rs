@@ -73,10 +73,11 @@ impl BulkBoard {
             ] {
                 items.push(stored.to_item(&board.entry_key(&e.user_id)));
                 items.push(stored.rank_item(&board));
-                items.push(item(
-                    &board.index_key(&e.user_id),
-                    json!({ "trackId": board.track, "vehicle": board.vehicle }),
-                ));
+                let listed = json!({ "trackId": board.track, "vehicle": board.vehicle });
+                items.push(item(&board.index_key(&e.user_id), listed.clone()));
+                if let Some(key) = board.track_index_key(&e.user_id) {
+                    items.push(item(&key, listed));
+                }
                 let change = Change {
                     removed: None,
                     added: Some(stored.position()?),
@@ -115,6 +116,10 @@ impl BulkBoard {
                 &super::vehicles::key(&self.track, &name),
                 json!({ "vehicleName": name, "totalEntries": count }),
             ));
+            let drivers = u64::try_from(count).unwrap_or(0);
+            if drivers >= super::vehicles::LISTED_FROM {
+                items.push(super::vehicles::listed_item(&self.track, &name, drivers));
+            }
         }
         ports.items.put_many(Table::Leaderboards, items).await
     }

@@ -123,7 +123,11 @@ pub struct RenderedPage {
 impl RenderedPage {
     /// Renders `page` in the envelope, with its ETag.
     pub(crate) fn of(page: &LeaderboardPage) -> Self {
-        let body = serde_json::to_vec(&Envelope::ok(page)).unwrap_or_default();
+        Self::with_etag(serde_json::to_vec(&Envelope::ok(page)).unwrap_or_default())
+    }
+
+    /// `body` with its ETag (a digest of it).
+    pub(crate) fn with_etag(body: Vec<u8>) -> Self {
         let digest = Sha256::digest(&body);
         let hex = crate::identity::hex(&digest[..16]);
         let etag = HeaderValue::from_str(&format!("\"{hex}\""))
@@ -153,23 +157,66 @@ struct Cached {
     expires: Instant,
 }
 
-/// A page's weight: its body, its position key and the entry's own bytes.
-#[derive(Clone)]
-struct PageWeight;
+/// Which page of which driver (the public driver page).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DriverPageKey {
+    /// The driver.
+    pub user_id: UserId,
+    /// The cursor the page starts after (`None`: the first page).
+    pub after: Option<String>,
+}
 
-impl quick_cache::Weighter<PageKey, Cached> for PageWeight {
-    fn weight(&self, key: &PageKey, cached: &Cached) -> u64 {
-        (cached.page.body.len() + key.after.as_ref().map_or(0, String::len) + 160) as u64
+/// The bytes a key adds to its page's weight besides the body.
+trait KeyBytes {
+    fn key_bytes(&self) -> usize;
+}
+
+impl KeyBytes for PageKey {
+    fn key_bytes(&self) -> usize {
+        self.after.as_ref().map_or(0, String::len)
     }
 }
 
-type Pages = quick_cache::sync::Cache<PageKey, Cached, PageWeight>;
+impl KeyBytes for DriverPageKey {
+    fn key_bytes(&self) -> usize {
+        self.user_id.as_str().len() + self.after.as_ref().map_or(0, String::len)
+    }
+}
 
-/// Rendered pages by board and position.
+/// A page's weight: its body, its key's position and the entry's own bytes.
+#[derive(Clone)]
+struct PageWeight;
+
+impl<K: KeyBytes> quick_cache::Weighter<K, Cached> for PageWeight {
+    fn weight(&self, key: &K, cached: &Cached) -> u64 {
+        (cached.page.body.len() + key.key_bytes() + 160) as u64
+    }
+}
+
+type Pages<K> = quick_cache::sync::Cache<K, Cached, PageWeight>;
+
+/// A page cache of about `max_bytes` of pages.
+fn pages_of<K: KeyBytes + Eq + std::hash::Hash + Clone>(max_bytes: u64) -> Pages<K> {
+    let estimated = usize::try_from(max_bytes / 4096)
+        .unwrap_or(usize::MAX)
+        .max(16);
+    // Four shards per core, as `quick_cache` chooses by default, from the process's own count
+    // (its own read of the cgroup files cost a Lambda start 0.1 ms).
+    let options = quick_cache::OptionsBuilder::new()
+        .estimated_items_capacity(estimated)
+        .weight_capacity(max_bytes)
+        .shards(crate::cores::cores() * 4)
+        .build()
+        .expect("capacities are set");
+    Pages::with_options(options, PageWeight, Default::default(), Default::default())
+}
+
+/// Rendered pages by board and position, and the public driver pages.
 pub struct BoardCache {
     lifetime: Duration,
     cache_control: HeaderValue,
-    pages: Option<Pages>,
+    pages: Option<Pages<PageKey>>,
+    drivers: Option<Pages<DriverPageKey>>,
     /// When expired pages were last dropped (milliseconds since `started`).
     purged_ms: AtomicU64,
     started: Instant,
@@ -182,25 +229,15 @@ impl BoardCache {
         let cache_control =
             HeaderValue::from_str(&format!("public, max-age={}", lifetime.as_secs()))
                 .unwrap_or(HeaderValue::from_static("no-cache"));
-        // A typical page is a few kilobytes: the entry table is sized for that.
-        let pages = (!lifetime.is_zero()).then(|| {
-            let estimated = usize::try_from(max_bytes / 4096)
-                .unwrap_or(usize::MAX)
-                .max(16);
-            // Four shards per core, as `quick_cache` chooses by default, from the process's
-            // own count (its own read of the cgroup files cost a Lambda start 0.1 ms).
-            let options = quick_cache::OptionsBuilder::new()
-                .estimated_items_capacity(estimated)
-                .weight_capacity(max_bytes)
-                .shards(crate::cores::cores() * 4)
-                .build()
-                .expect("capacities are set");
-            Pages::with_options(options, PageWeight, Default::default(), Default::default())
-        });
+        // A typical page is a few kilobytes: the entry table is sized for that. Driver pages
+        // get a quarter of the bytes of board pages (fewer links, shared less).
+        let pages = (!lifetime.is_zero()).then(|| pages_of(max_bytes));
+        let drivers = (!lifetime.is_zero()).then(|| pages_of(max_bytes / 4));
         Self {
             lifetime,
             cache_control,
             pages,
+            drivers,
             purged_ms: AtomicU64::new(0),
             started: Instant::now(),
         }
@@ -223,6 +260,30 @@ impl BoardCache {
         L: FnOnce(PageKey) -> F,
         F: Future<Output = Result<RenderedPage, PageError>>,
     {
+        self.cached(self.pages.as_ref(), key, load).await
+    }
+
+    /// The driver page `key`, as [`Self::page`] does for boards (its lifetime is the same; a
+    /// submission does not drop it).
+    pub async fn driver_page<L, F, E>(&self, key: DriverPageKey, load: L) -> Result<RenderedPage, E>
+    where
+        L: FnOnce(DriverPageKey) -> F,
+        F: Future<Output = Result<RenderedPage, E>>,
+    {
+        self.cached(self.drivers.as_ref(), key, load).await
+    }
+
+    async fn cached<K, L, F, E>(
+        &self,
+        pages: Option<&Pages<K>>,
+        key: K,
+        load: L,
+    ) -> Result<RenderedPage, E>
+    where
+        K: KeyBytes + Eq + std::hash::Hash + Clone,
+        L: FnOnce(K) -> F,
+        F: Future<Output = Result<RenderedPage, E>>,
+    {
         // Resolved once: a label lookup on every page read would cost more than the count.
         static HIT: LazyLock<LabelledCounter> = LazyLock::new(|| {
             metrics::global()
@@ -234,7 +295,7 @@ impl BoardCache {
                 .leaderboard_cache
                 .with_label_values(&["miss"])
         });
-        let Some(pages) = &self.pages else {
+        let Some(pages) = pages else {
             MISS.inc();
             return load(key).await;
         };
@@ -245,7 +306,7 @@ impl BoardCache {
         }
         // Missing or expired: one request loads it (an expired page is swapped for the
         // loader's placeholder at once), the others meanwhile wait for its page.
-        let fresh = |_: &PageKey, cached: &mut Cached| {
+        let fresh = |_: &K, cached: &mut Cached| {
             if cached.expires > Instant::now() {
                 EntryAction::Retain(cached.page.clone())
             } else {
@@ -277,7 +338,9 @@ impl BoardCache {
     /// Drops the expired pages, at most once a lifetime (on a miss, so an idle cache costs
     /// nothing).
     fn purge_expired(&self, now: Instant) {
-        let Some(pages) = &self.pages else { return };
+        let (Some(pages), Some(drivers)) = (&self.pages, &self.drivers) else {
+            return;
+        };
         let now_ms =
             u64::try_from(now.duration_since(self.started).as_millis()).unwrap_or(u64::MAX);
         let last = self.purged_ms.load(Ordering::Relaxed);
@@ -291,12 +354,20 @@ impl BoardCache {
             return;
         }
         pages.retain(|_, cached| cached.expires > now);
+        drivers.retain(|_, cached| cached.expires > now);
     }
 
     /// Forgets the pages of every board of `track_id` (a submission changed them).
     pub fn invalidate(&self, track_id: &TrackId) {
         if let Some(pages) = &self.pages {
             pages.retain(|k, _| k.board.track != *track_id);
+        }
+    }
+
+    /// Forgets the pages of driver `user_id` (renamed, or deleted).
+    pub fn forget_driver(&self, user_id: &UserId) {
+        if let Some(drivers) = &self.drivers {
+            drivers.retain(|k, _| k.user_id != *user_id);
         }
     }
 
@@ -316,14 +387,25 @@ impl BoardCache {
 /// lifetime (`Leaderboards__CacheSeconds`) has passed.
 static LIVE_CACHES: Mutex<Vec<std::sync::Weak<BoardCache>>> = Mutex::new(Vec::new());
 
-/// Forgets the boards of `track_id` in every cache of this process.
-pub(crate) fn invalidate_in_process(track_id: &TrackId) {
-    let live: Vec<Arc<BoardCache>> = LIVE_CACHES
+/// The live caches of this process.
+fn live_caches() -> Vec<Arc<BoardCache>> {
+    LIVE_CACHES
         .lock()
         .map(|l| l.iter().filter_map(std::sync::Weak::upgrade).collect())
-        .unwrap_or_default();
-    for cache in live {
+        .unwrap_or_default()
+}
+
+/// Forgets the boards of `track_id` in every cache of this process.
+pub(crate) fn invalidate_in_process(track_id: &TrackId) {
+    for cache in live_caches() {
         cache.invalidate(track_id);
+    }
+}
+
+/// Forgets the pages of driver `user_id` in every cache of this process.
+pub(crate) fn forget_driver_in_process(user_id: &UserId) {
+    for cache in live_caches() {
+        cache.forget_driver(user_id);
     }
 }
 

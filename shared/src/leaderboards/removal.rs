@@ -1,10 +1,12 @@
 //! Taking a driver's entry off a board (account deletion): the entry, its rank row, the
-//! driver's index row and the entry's share of the board's counts go in one transaction.
+//! driver's index rows and the entry's share of the board's counts (and of its car's count)
+//! go in one transaction.
 
 use std::time::Duration;
 
 use super::board::{BoardId, RANK_KEY, StoredRow};
 use super::rank_counts::Change;
+use super::vehicles;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, TxOp};
@@ -20,17 +22,31 @@ pub(crate) async fn remove_entry(
     user_id: &UserId,
 ) -> Result<u64, StoreError> {
     let key = board.entry_key(user_id);
-    let index = TxOp::Delete {
+    let mut index = vec![TxOp::Delete {
         table: Table::Leaderboards,
         key: board.index_key(user_id),
         condition: None,
-    };
+    }];
+    if let Some(key) = board.track_index_key(user_id) {
+        index.push(TxOp::Delete {
+            table: Table::Leaderboards,
+            key,
+            condition: None,
+        });
+    }
     for round in 0..ROUNDS {
         let Some(item) = ports.items.get(Table::Leaderboards, &key).await? else {
-            ports.items.transact(vec![index]).await?;
-            return Ok(1);
+            let deleted = index.len() as u64;
+            ports.items.transact(index).await?;
+            return Ok(deleted);
         };
         let entry = StoredRow::from_item(item)?;
+        let car = match &board.vehicle {
+            Some(_) if entry.counted => {
+                Some(vehicles::read_count(ports, &board.track, &entry.row.vehicle_name).await?)
+            }
+            _ => None,
+        };
         let mut ops = vec![
             TxOp::Delete {
                 table: Table::Leaderboards,
@@ -42,8 +58,8 @@ pub(crate) async fn remove_entry(
                 key: board.rank_row_key(&entry.rank_key),
                 condition: None,
             },
-            index.clone(),
         ];
+        ops.extend(index.iter().cloned());
         if entry.counted {
             ops.extend(
                 Change {
@@ -52,16 +68,12 @@ pub(crate) async fn remove_entry(
                 }
                 .ops(board),
             );
-            if board.vehicle.is_some() {
-                ops.push(super::vehicles::count_op(
-                    &board.track,
-                    &entry.row.vehicle_name,
-                    -1,
-                ));
+            if let Some(car) = &car {
+                ops.extend(vehicles::count_ops(&board.track, car, -1));
             }
         }
         match ports.items.transact(ops).await {
-            Ok(()) => return Ok(3),
+            Ok(()) => return Ok(2 + index.len() as u64),
             // A submission replaced the entry meanwhile: read it again.
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
                 tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;

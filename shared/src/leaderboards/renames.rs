@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::board::{BOARD_INDEX_PREFIX, BoardId, RANK_KEY, StoredRow};
-use super::cache::invalidate_in_process;
+use super::cache::{forget_driver_in_process, invalidate_in_process};
 use crate::identity::users;
 use crate::ids::UserId;
 use crate::ports::Ports;
@@ -61,6 +61,7 @@ pub(crate) async fn apply_profile(ports: &Ports, user_id: &UserId) -> Result<usi
             invalidate_in_process(&board.track);
         }
     }
+    forget_driver_in_process(user_id);
     Ok(changed)
 }
 

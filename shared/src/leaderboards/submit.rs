@@ -8,7 +8,9 @@ use utoipa::ToSchema;
 
 use super::board::{BoardId, Position, RANK_KEY, Row, StoredRow, rank_sk, submitted_at};
 use super::rank_counts::{self, Change, Tally, Through};
+use super::vehicles;
 use crate::events::{Event, EventKind, LeaderboardSubmitted};
+use crate::identity::rate_limits::{self, Limit, LimitError, RateLimited};
 use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, TxOp};
@@ -18,6 +20,8 @@ use crate::tables::Table;
 
 /// The least quality a ranked lap needs, inclusive.
 pub(crate) const MIN_QUALITY: f64 = 0.8;
+/// A day, the window of the new-board limit.
+const DAY: i64 = 24 * 3600;
 /// Rounds of read-and-replace before giving up under heavy contention on one entry.
 const ROUNDS: u32 = 12;
 
@@ -81,9 +85,21 @@ pub enum SubmitError {
     /// Other submissions kept replacing the same entry.
     #[error("too many concurrent submissions for this entry, please retry")]
     Contended,
+    /// The driver opened today's new boards already.
+    #[error(transparent)]
+    NewBoards(RateLimited),
     /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<LimitError> for SubmitError {
+    fn from(e: LimitError) -> Self {
+        match e {
+            LimitError::Limited(limited) => Self::NewBoards(limited),
+            LimitError::Store(e) => Self::Store(e),
+        }
+    }
 }
 
 async fn read_entry(
@@ -103,7 +119,8 @@ async fn read_entry(
 
 /// The writes that put `new` in place of `current` on `board`: the entry (conditional on
 /// `current` being what is stored), its rank row, the old rank row's removal or the driver's
-/// index row, the board's counts, and for a car board the car's entry count.
+/// index rows, and the board's counts. A car board's entry that [`adds_a_driver`] also needs
+/// the car's count ([`vehicles::count_ops`]).
 pub(crate) fn replace_ops(
     board: &BoardId,
     current: Option<&StoredRow>,
@@ -126,21 +143,27 @@ pub(crate) fn replace_ops(
             condition: Some(Condition::NotExists),
         },
     ];
-    match current {
-        Some(old) => ops.push(TxOp::Delete {
+    if let Some(old) = current {
+        ops.push(TxOp::Delete {
             table: Table::Leaderboards,
             key: board.rank_row_key(&old.rank_key),
             condition: None,
-        }),
+        });
+    } else {
         // The driver's first entry on this board: index it under the driver.
-        None => ops.push(TxOp::Put {
+        let listed = serde_json::json!({ "trackId": board.track, "vehicle": board.vehicle });
+        ops.push(TxOp::Put {
             table: Table::Leaderboards,
-            item: crate::ports::items::item(
-                &board.index_key(user_id),
-                serde_json::json!({ "trackId": board.track, "vehicle": board.vehicle }),
-            ),
+            item: crate::ports::items::item(&board.index_key(user_id), listed.clone()),
             condition: None,
-        }),
+        });
+        if let Some(key) = board.track_index_key(user_id) {
+            ops.push(TxOp::Put {
+                table: Table::Leaderboards,
+                item: crate::ports::items::item(&key, listed),
+                condition: None,
+            });
+        }
     }
     let removed = match current.filter(|c| c.counted) {
         Some(c) => Some(c.position()?),
@@ -153,14 +176,13 @@ pub(crate) fn replace_ops(
         }
         .ops(board),
     );
-    if board.vehicle.is_some() && removed.is_none() {
-        ops.push(super::vehicles::count_op(
-            &board.track,
-            &new.row.vehicle_name,
-            1,
-        ));
-    }
     Ok(ops)
+}
+
+/// Whether replacing `current` on a board adds a driver to its counts (none, or an entry not
+/// counted yet).
+pub(crate) fn adds_a_driver(current: Option<&StoredRow>) -> bool {
+    current.is_none_or(|c| !c.counted)
 }
 
 /// The rank `current` holds on `board` (1 is fastest).
@@ -178,16 +200,28 @@ pub(crate) async fn submit(
     driver: &Driver,
     session: &StoredSession,
     lap_time_ms: i64,
+    new_boards_per_day: u32,
 ) -> Result<SubmitOutcome, SubmitError> {
     let summary = &session.summary;
     let track_id = summary.track_id.clone();
     let track_board = BoardId::track(&track_id);
     let car_board = BoardId::car(&track_id, &summary.vehicle_name);
+    let mut opening_counted = false;
     for round in 0..ROUNDS {
-        let (on_track, in_car) = futures::try_join!(
+        // The car's count is read beside the entries (one step): a new driver on the car's
+        // board changes it, conditional on it.
+        let (on_track, in_car, car) = futures::try_join!(
             read_entry(ports, &track_board, &driver.user_id),
-            read_entry(ports, &car_board, &driver.user_id)
+            read_entry(ports, &car_board, &driver.user_id),
+            vehicles::read_count(ports, &track_id, &summary.vehicle_name)
         )?;
+        if (on_track.is_none() || in_car.is_none()) && !opening_counted {
+            // Boards a driver opens are bounded a day: each one is read by every view of its
+            // track's car list or the driver's page.
+            let limit = [Limit::new("n", new_boards_per_day)];
+            rate_limits::hit(ports, "new-board", driver.user_id.as_str(), DAY, &limit).await?;
+            opening_counted = true;
+        }
         let now = ports.clock.now();
         let faster = |entry: &Option<StoredRow>| {
             entry
@@ -252,6 +286,9 @@ pub(crate) async fn submit(
         }
         if faster_in_car {
             ops.extend(replace_ops(&car_board, in_car.as_ref(), &stored)?);
+            if adds_a_driver(in_car.as_ref()) {
+                ops.extend(vehicles::count_ops(&track_id, &car, 1));
+            }
         }
         match ports.items.transact(ops).await {
             Ok(()) => {

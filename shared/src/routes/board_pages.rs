@@ -6,13 +6,13 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
-use sha2::{Digest, Sha256};
 use utoipa::IntoParams;
 
 use crate::board_pages::{reads, render};
 use crate::http::ApiError;
 use crate::ids::{TrackId, UserId};
 use crate::leaderboards::board::BoardId;
+use crate::leaderboards::cache::{DriverPageKey, RenderedPage};
 use crate::leaderboards::reads as board_reads;
 use crate::ports::items::StoreError;
 use crate::state::AppState;
@@ -169,31 +169,79 @@ pub(crate) async fn board(
     else {
         return Ok(page.not_found("No such board", "Nobody has raced this track yet."));
     };
+    if car.is_some() && board.car_name.is_none() {
+        return Ok(page.not_found("No such board", "Nobody has raced this car here yet."));
+    }
     let html = render::board(page.public_url(), &board, car.as_deref(), after.is_none());
     Ok(page.ok(html))
 }
 
-/// A driver's best lap on every board. Public; a deleted driver is gone (404).
+/// `/drivers/{userId}` query (read by [`parameters`]).
+#[derive(Debug, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct DriverQuery {
+    /// The next-page link's cursor.
+    #[param(max_length = 512)]
+    pub cursor: Option<String>,
+}
+
+/// A page of a driver's best laps, one per track (25 tracks). Public; cached like the boards;
+/// a deleted driver is gone (404).
 #[utoipa::path(get, path = "/drivers/{userId}", tag = "pages",
-    params(("userId" = String, Path, description = "The driver's user id")),
+    params(("userId" = String, Path, description = "The driver's user id"), DriverQuery),
     responses((status = 200, description = "The driver's bests (HTML)", content_type = "text/html", body = String),
               (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String),
               (status = 404, description = "No such driver (HTML)", content_type = "text/html", body = String)))]
 pub(crate) async fn driver(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(user_id): Path<String>,
+    RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let user_id = UserId::from(user_id);
     let page = Page::new(&state, &headers, render::driver_path(&user_id));
     if uuid::Uuid::parse_str(user_id.as_str()).is_err() {
         return Ok(page.not_found("No such driver", "There is no driver at this address."));
     }
-    let Some((user, bests)) = reads::driver_bests(&state.ports, &user_id).await? else {
-        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+    let DriverQuery { cursor } = match parameters(raw.as_deref(), [("cursor", MAX_CURSOR)]) {
+        Ok([cursor]) => DriverQuery { cursor },
+        Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
     };
-    let html = render::driver(page.public_url(), &user, &bests);
-    Ok(page.ok(html))
+    let key = DriverPageKey {
+        user_id,
+        after: cursor,
+    };
+    let (public_url, ports) = (page.public_url(), &state.ports);
+    let load = |key: DriverPageKey| async move {
+        let read =
+            reads::driver_bests(ports, &key.user_id, key.after.as_deref(), PAGE_SIZE).await?;
+        Ok::<_, StoreError>(read.map(|bests| {
+            let html = render::driver(public_url, &bests, key.after.is_none());
+            RenderedPage::with_etag(html.into_bytes())
+        }))
+    };
+    let cached = state
+        .leaderboards
+        .driver_page(key, |key| async move {
+            // A missing driver is cached as an empty body (answered 404 below).
+            Ok::<_, StoreError>(
+                load(key)
+                    .await?
+                    .unwrap_or_else(|| RenderedPage::with_etag(Vec::new())),
+            )
+        })
+        .await;
+    match cached {
+        Ok(rendered) if rendered.body.is_empty() => {
+            Ok(page.not_found("No such driver", "There is no driver at this address."))
+        }
+        Ok(rendered) => Ok(page.rendered(rendered)),
+        Err(StoreError::InvalidCursor) => {
+            Ok(page.bad_request("cursor: is not a cursor this page linked to"))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The answer of one page request: its headers, conditional answers and error pages.
@@ -218,26 +266,31 @@ impl<'a> Page<'a> {
 
     /// 200 with the page, or 304 when the client holds it (`If-None-Match`).
     fn ok(&self, html: String) -> Response {
-        let digest = Sha256::digest(html.as_bytes());
-        let etag = format!("\"{}\"", crate::identity::hex(&digest[..16]));
+        self.rendered(RenderedPage::with_etag(html.into_bytes()))
+    }
+
+    /// 200 with a rendered page, or 304 when the client holds it (`If-None-Match`).
+    fn rendered(&self, page: RenderedPage) -> Response {
+        let etag = page.etag.as_bytes();
         let held = self
             .request
             .get(header::IF_NONE_MATCH)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|tags| tags.split(',').any(|t| t.trim() == "*" || t.trim() == etag));
+            .is_some_and(|tags| {
+                tags.split(',')
+                    .any(|t| t.trim() == "*" || t.trim().as_bytes() == etag)
+            });
         let mut response = if held {
             StatusCode::NOT_MODIFIED.into_response()
         } else {
-            html_response(StatusCode::OK, html)
+            html_response(StatusCode::OK, page.body)
         };
         let h = response.headers_mut();
         h.insert(
             header::CACHE_CONTROL,
             self.state.leaderboards.cache_control(),
         );
-        if let Ok(etag) = HeaderValue::from_str(&etag) {
-            h.insert(header::ETAG, etag);
-        }
+        h.insert(header::ETAG, page.etag);
         response
     }
 
@@ -253,8 +306,8 @@ impl<'a> Page<'a> {
 }
 
 /// An HTML answer with the pages' security headers.
-fn html_response(status: StatusCode, html: String) -> Response {
-    let mut response = (status, html).into_response();
+fn html_response(status: StatusCode, html: impl Into<axum::body::Body>) -> Response {
+    let mut response = (status, html.into()).into_response();
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_TYPE,

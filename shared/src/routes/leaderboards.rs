@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth_user::AuthUser;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, json_bytes, ok, paging};
 use crate::identity::fields::Problems;
+use crate::identity::rate_limits::LimitError;
 use crate::ids::{SessionId, TrackId};
 use crate::leaderboards::board::BoardId;
 use crate::leaderboards::cache::{
@@ -324,20 +325,29 @@ pub struct VehiclesQuery {
     /// The track id.
     #[param(required = true, value_type = String, format = Uuid)]
     pub track_id: Option<String>,
+    /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// The `nextCursor` of the previous page.
+    pub cursor: Option<String>,
 }
 
 /// The cars with a board on a track.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct VehicleList {
-    /// Cars with entries, most entries first.
+    /// Cars raced by at least three drivers, most drivers first.
     pub items: Vec<VehicleBoard>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
 }
 
-/// The cars with entries on a track, with their boards' sizes. Public.
+/// The cars raced on a track by at least three drivers, most drivers first, a page at a time
+/// (a car fewer drivers raced has its board all the same: `vehicleName` on the board reads).
+/// Public.
 #[utoipa::path(get, path = "/v1/leaderboards/vehicles", tag = "leaderboards", params(VehiclesQuery),
     responses((status = 200, description = "The cars", body = inline(Envelope<VehicleList>)),
-              (status = 400, description = "No or a malformed trackId")))]
+              (status = 400, description = "No or a malformed trackId, a bad limit or cursor")))]
 pub async fn vehicles(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<VehiclesQuery>,
@@ -346,8 +356,14 @@ pub async fn vehicles(
         Some(id) => track_id_param(id)?,
         None => return Err(ApiError::invalid("trackId", "is required")),
     };
-    let items = crate::leaderboards::vehicles::list(&state.ports, &track_id).await?;
-    let mut response = ok(VehicleList { items });
+    let limit = paging::parse_limit(q.limit.as_deref())?;
+    let page =
+        crate::leaderboards::vehicles::list(&state.ports, &track_id, limit, nonempty(&q.cursor))
+            .await?;
+    let mut response = ok(VehicleList {
+        items: page.items,
+        next_cursor: page.next_cursor,
+    });
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, state.leaderboards.cache_control());
@@ -471,9 +487,17 @@ pub async fn submit_lap(
         avatar_url: profile.user.avatar_url,
         profile_version: profile.version,
     };
-    let outcome = submit::submit(&state.ports, &driver, &session, lap_time_ms).await?;
+    let outcome = submit::submit(
+        &state.ports,
+        &driver,
+        &session,
+        lap_time_ms,
+        state.settings.new_boards_per_day,
+    )
+    .await?;
     // This process shows the new boards at once; others within the cache lifetime.
     state.leaderboards.invalidate(&outcome.track_id);
+    state.leaderboards.forget_driver(user.user_id());
     Ok(ok(outcome))
 }
 
@@ -481,6 +505,7 @@ impl From<submit::SubmitError> for ApiError {
     fn from(e: submit::SubmitError) -> Self {
         match e {
             submit::SubmitError::Contended => Self::Conflict(e.to_string()),
+            submit::SubmitError::NewBoards(limited) => LimitError::Limited(limited).into(),
             submit::SubmitError::Store(s) => s.into(),
         }
     }
