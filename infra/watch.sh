@@ -94,6 +94,9 @@ export Store__Backend=aws Store__CreateResources=true Secrets__Id="$secret_id"
 export Auth__PublicUrl=${Auth__PublicUrl:-http://127.0.0.1:$port/lambda-url/paddock-auth}
 
 echo "== cargo lambda watch --only-lambda-apis on http://127.0.0.1:$port" >&2
+# Loopback only: the runtime API has no authentication (whoever reaches it can take a
+# function's events and answer them), and cargo lambda's default address, `::`, is every
+# interface.
 cargo lambda watch --only-lambda-apis --invoke-address 127.0.0.1 --invoke-port "$port" &
 watch_pid=$!
 pids+=("$watch_pid")
@@ -103,6 +106,12 @@ for _ in $(seq 1 120); do
   kill -0 "$watch_pid" 2>/dev/null || { echo "cargo lambda watch exited" >&2; exit 1; }
   sleep 0.5
 done
+# A cargo-lambda that ignored the address would serve every interface: then nothing starts.
+if command -v ss >/dev/null 2>&1 \
+  && ss -ltnH "sport = :$port" | awk '{print $4}' | grep -Eqv '^(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]):'; then
+  echo "cargo lambda watch listens beyond 127.0.0.1 on port $port; stopping" >&2
+  exit 1
+fi
 
 for name in "${functions[@]}"; do
   memory=256

@@ -178,6 +178,66 @@ impl Default for AuthSettings {
     }
 }
 
+/// Public board page settings (`Pages__*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageSettings {
+    /// `Pages__AvatarHosts`: the hosts whose avatars the public pages show (comma-separated
+    /// host names, lower case; `none` for no avatars). Any other avatar is shown as the
+    /// driver's initial, so a driver cannot make a page fetch from a host of their choosing.
+    /// Default: the avatar hosts of the sign-in providers whose pictures load without a
+    /// token ([`DEFAULT_AVATAR_HOSTS`]).
+    pub avatar_hosts: Vec<String>,
+}
+
+/// Where Google (`lh3.googleusercontent.com`) and Discord (`cdn.discordapp.com`) serve the
+/// pictures sign-in gives. Microsoft's picture (`graph.microsoft.com/.../photo/$value`) needs
+/// the driver's access token, so no visitor's browser could load it.
+pub const DEFAULT_AVATAR_HOSTS: [&str; 2] = ["lh3.googleusercontent.com", "cdn.discordapp.com"];
+
+impl Default for PageSettings {
+    fn default() -> Self {
+        Self {
+            avatar_hosts: DEFAULT_AVATAR_HOSTS.map(str::to_owned).to_vec(),
+        }
+    }
+}
+
+/// `Pages__AvatarHosts`: host names only (no scheme, port, path or IP address), so the
+/// pages' image policy can name each one.
+fn avatar_hosts(v: &str) -> Result<Vec<String>, ConfigError> {
+    if v.eq_ignore_ascii_case("none") {
+        return Ok(Vec::new());
+    }
+    let mut hosts = Vec::new();
+    for host in v.split(',').map(str::trim).filter(|h| !h.is_empty()) {
+        let host = host.to_ascii_lowercase();
+        let label_ok = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        };
+        let labels: Vec<&str> = host.split('.').collect();
+        // A last label of digits only would make an IPv4 address of the name.
+        let named = labels.len() >= 2
+            && labels.iter().all(|l| label_ok(l))
+            && labels
+                .last()
+                .is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()));
+        if !named || host.len() > 253 {
+            return Err(bad(
+                "Pages__AvatarHosts",
+                &format!("{host:?} is not a host name (such as cdn.discordapp.com)"),
+            ));
+        }
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    Ok(hosts)
+}
+
 /// Every setting of the service.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -245,6 +305,8 @@ pub struct Settings {
     pub ai: AiSettings,
     /// Share-pack settings.
     pub sharepacks: SharepackSettings,
+    /// Public board page settings.
+    pub pages: PageSettings,
 }
 
 /// The SQS URLs of one queue.
@@ -358,6 +420,7 @@ impl Settings {
             retention_interval: Duration::from_secs(3600),
             ai: AiSettings::defaults(AiProvider::Anthropic),
             sharepacks: SharepackSettings::default(),
+            pages: PageSettings::default(),
         }
     }
 
@@ -565,6 +628,9 @@ impl Settings {
         }
         if let Some(v) = get("Leaderboards__CacheMegabytes") {
             s.leaderboard_cache_bytes = bounded("Leaderboards__CacheMegabytes", &v, 1, 4096)? << 20;
+        }
+        if let Some(v) = get("Pages__AvatarHosts") {
+            s.pages.avatar_hosts = avatar_hosts(&v)?;
         }
         if s.backend == Backend::Aws {
             // Queue URLs are checked by the functions that use them (see the wiring).
@@ -783,6 +849,33 @@ mod tests {
         assert_eq!(err.key, "Store__Backend");
         let err = settings(&[("Store__Backend", "aws")]).unwrap_err();
         assert_eq!(err.key, "Blobs__Bucket");
+    }
+
+    #[test]
+    fn avatar_hosts_are_host_names() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(
+            s.pages.avatar_hosts,
+            ["lh3.googleusercontent.com", "cdn.discordapp.com"]
+        );
+        let s = settings(&[("Pages__AvatarHosts", " CDN.example.com, a.b-c.org ,,")]).unwrap();
+        assert_eq!(s.pages.avatar_hosts, ["cdn.example.com", "a.b-c.org"]);
+        let s = settings(&[("Pages__AvatarHosts", "none")]).unwrap();
+        assert!(s.pages.avatar_hosts.is_empty());
+        for bad in [
+            "https://cdn.example.com",
+            "cdn.example.com:443",
+            "10.0.0.1",
+            "[::1]",
+            "localhost",
+            "cdn.example.com/avatars",
+            "*.example.com",
+            "-a.example.com",
+            "a..example.com",
+        ] {
+            let err = settings(&[("Pages__AvatarHosts", bad)]).unwrap_err();
+            assert_eq!(err.key, "Pages__AvatarHosts", "{bad}");
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod driver_data;
 pub mod embedded;
 pub(crate) mod envelope;
 pub mod events;
+pub(crate) mod hidden_characters;
 pub mod http;
 pub mod identity;
 pub mod ids;

@@ -3,13 +3,18 @@
 //! pages, and a deleted driver gone. (The browser test renders them in Chromium.)
 
 use futures::future::join_all;
-use paddock_tests::{TestApp, envelope, session_body};
+use paddock_tests::{Backend, TestApp, envelope, session_body};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::json;
 
 /// A driver with a best lap on the test track: (user id, track id).
 async fn lap(app: &TestApp, name: &str, ms: i64, car: &str) -> (String, String) {
     let (token, user) = app.driver(name).await;
+    (user, lap_as(app, &token, ms, car).await)
+}
+
+/// A best lap of the driver of `token` on the test track: the track id.
+async fn lap_as(app: &TestApp, token: &str, ms: i64, car: &str) -> String {
     let mut body = session_body(
         &paddock_tests::unique("s"),
         "2026-11-01T10:00:00Z",
@@ -17,18 +22,30 @@ async fn lap(app: &TestApp, name: &str, ms: i64, car: &str) -> (String, String) 
         0,
     );
     body["VehicleName"] = json!(car);
-    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
     assert_eq!(status, 201, "{res}");
     let session = res["data"]["sessionId"].as_str().unwrap().to_owned();
     let track = res["data"]["trackId"].as_str().unwrap().to_owned();
     let submit = json!({"sessionId": session, "lapTimeMs": ms, "qualityScore": 0.95});
     let (status, res) = envelope(
-        app.post_json_auth("/v1/leaderboards/submit", &submit, &token)
+        app.post_json_auth("/v1/leaderboards/submit", &submit, token)
             .await,
     )
     .await;
     assert_eq!(status, 200, "{res}");
-    (user, track)
+    track
+}
+
+/// GET `path` with `If-None-Match: tag`: the status.
+async fn page_if_none_match(app: &TestApp, path: &str, tag: &str) -> u16 {
+    app.client
+        .get(format!("{}{path}", app.address))
+        .header("if-none-match", tag)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
 }
 
 /// GET `path`: status, headers, body.
@@ -104,6 +121,13 @@ async fn a_board_page_shows_the_board(app: TestApp) {
     assert!(html.contains("<title>Spa-Francorchamps (GP) · ACC · Paddock leaderboard</title>"));
     assert!(html.contains(r#"<meta property="og:description" content="1. Ana 1:30.000 · 2. Ben 1:31.500 · 3. &lt;script&gt;"#), "{html}");
 
+    // The client's copy is still good, its tag compared weakly (a proxy may weaken it).
+    let path = format!("/boards/{track}");
+    assert_eq!(
+        page_if_none_match(&app, &path, &format!("W/{etag}")).await,
+        304
+    );
+    assert_eq!(page_if_none_match(&app, &path, "W/\"other\"").await, 200);
     // The client's copy is still good: 304, no body.
     let res = app
         .client
@@ -131,6 +155,14 @@ async fn a_board_page_shows_the_board(app: TestApp) {
         html.contains(r#"<option value="Porsche 992 GT3 R" selected>"#),
         "{html}"
     );
+    // The title names the car as stored, not as the query spelt it.
+    assert!(
+        html.contains(
+            "<title>Spa-Francorchamps (GP) · ACC · Porsche 992 GT3 R · Paddock leaderboard</title>"
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("PORSCHE"), "{html}");
 
     // The tracks page lists the board, and finds it by name.
     let (status, _, html) = page(&app, "/boards?q=spa").await;
@@ -233,6 +265,28 @@ async fn bad_addresses_get_pages_that_say_why(app: TestApp) {
     }
 }
 
+/// A link cannot make a page say what it likes: a car nobody raced on the track has no page,
+/// and the 404 does not repeat the query.
+async fn a_car_without_laps_has_no_page_and_is_not_echoed(app: TestApp) {
+    let (_, track) = lap(&app, "Ana", 90_000, "Porsche 992 GT3 R").await;
+    let claim = "Paddock says: this driver cheats";
+    let (status, _, html) = page(
+        &app,
+        &format!("/boards/{track}?car=Paddock%20says%3A%20this%20driver%20cheats"),
+    )
+    .await;
+    assert_eq!(status, 404, "{html}");
+    assert!(!html.contains(claim) && !html.contains("cheats"), "{html}");
+    assert!(
+        html.contains("Nobody has raced this car on this track yet."),
+        "{html}"
+    );
+    // A real car with no laps on this track has no page here either.
+    let (status, _, html) = page(&app, &format!("/boards/{track}?car=Ferrari%20296%20GT3")).await;
+    assert_eq!(status, 404, "{html}");
+    assert!(!html.contains("Ferrari"), "{html}");
+}
+
 async fn a_deleted_driver_is_gone(app: TestApp) {
     let (token, _) = app.driver("Gone").await;
     let (_, track) = lap(&app, "Stays", 93_000, "Audi R8 LMS").await;
@@ -282,9 +336,84 @@ async fn a_deleted_driver_is_gone(app: TestApp) {
     panic!("the deleted driver's row stayed on the board page");
 }
 
-paddock_tests::on_both_backends!(plain: [
-    a_board_page_shows_the_board,
-    boards_page_by_cursor,
-    bad_addresses_get_pages_that_say_why,
-    a_deleted_driver_is_gone,
-]);
+/// With a public address and an avatar allow-list configured: error pages name no address
+/// of their own, and avatars show (and may load) from the listed hosts only.
+async fn pages_name_and_load_only_what_they_should(backend: Backend) {
+    let (app, _) = paddock_tests::spawn_configured(backend, |s| {
+        s.auth.public_url = Some("https://paddock.example".to_owned());
+        s.pages.avatar_hosts = vec!["cdn.discordapp.com".to_owned()];
+    })
+    .await;
+    let avatars = [
+        ("Listed", "https://cdn.discordapp.com/avatars/1/a.png", true),
+        ("Tracker", "https://tracker.example.com/pixel.png", false),
+        ("Address", "https://203.0.113.7/pixel.png", false),
+        ("Port", "https://cdn.discordapp.com:8443/pixel.png", false),
+    ];
+    let mut track = String::new();
+    let mut drivers = Vec::new();
+    for (i, (name, avatar, _)) in avatars.iter().enumerate() {
+        let (token, user) = app.driver(name).await;
+        let res = app
+            .client
+            .patch(format!("{}/v1/profile/me", app.address))
+            .bearer_auth(&token)
+            .json(&json!({"avatarUrl": avatar}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200, "{avatar}");
+        track = lap_as(&app, &token, 90_000 + 100 * i as i64, "BMW M4 GT3").await;
+        drivers.push(user);
+    }
+
+    let (status, headers, html) = page(&app, &format!("/boards/{track}")).await;
+    assert_eq!(status, 200, "{html}");
+    let csp = header(&headers, "content-security-policy");
+    assert!(
+        csp.contains("; img-src https://cdn.discordapp.com;"),
+        "{csp}"
+    );
+    for (name, avatar, shown) in avatars {
+        assert_eq!(html.contains(avatar), shown, "{name}: {html}");
+    }
+    assert_eq!(html.matches("<img").count(), 1, "{html}");
+    assert!(html.contains(&format!(
+        r#"<link rel="canonical" href="https://paddock.example/boards/{track}">"#
+    )));
+    for (user, (name, avatar, shown)) in drivers.iter().zip(avatars) {
+        let (status, _, html) = page(&app, &format!("/drivers/{user}")).await;
+        assert_eq!(status, 200, "{html}");
+        assert_eq!(html.contains(avatar), shown, "{name}: {html}");
+    }
+
+    // Error pages: no canonical link and no og:url, whatever the address asked for.
+    let unknown = uuid::Uuid::new_v4();
+    for (path, status) in [
+        (format!("/boards/{unknown}"), 404),
+        ("/boards/not-a-track".to_owned(), 404),
+        (format!("/drivers/{unknown}"), 404),
+        (format!("/boards/{track}?car=Nobody%27s%20car"), 404),
+        (format!("/boards/{track}?cursor=nonsense"), 400),
+        ("/boards?q=a&q=b".to_owned(), 400),
+    ] {
+        let (got, _, html) = page(&app, &path).await;
+        assert_eq!(got, status, "{path}: {html}");
+        assert!(
+            !html.contains("canonical") && !html.contains("og:url"),
+            "{path}: {html}"
+        );
+        assert!(!html.contains("paddock.example"), "{path}: {html}");
+    }
+}
+
+paddock_tests::on_both_backends!(
+    plain: [
+        a_board_page_shows_the_board,
+        boards_page_by_cursor,
+        bad_addresses_get_pages_that_say_why,
+        a_car_without_laps_has_no_page_and_is_not_echoed,
+        a_deleted_driver_is_gone,
+    ],
+    ports: [pages_name_and_load_only_what_they_should]
+);

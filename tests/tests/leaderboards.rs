@@ -281,6 +281,11 @@ async fn cache_headers_and_invalidation(app: TestApp, clock: Arc<ManualClock>) {
     let res = board_if_none_match(&app, &track, &etag).await;
     assert_eq!(res.status(), 304);
     assert_eq!(res.headers()["etag"].to_str().unwrap(), etag);
+    // If-None-Match compares weakly (RFC 9110): a weakened tag is still the client's copy.
+    let res = board_if_none_match(&app, &track, &format!("W/{etag}")).await;
+    assert_eq!(res.status(), 304);
+    let res = board_if_none_match(&app, &track, "W/\"other\", \"another\"").await;
+    assert_eq!(res.status(), 200);
 
     // A submission in this process shows at once, with a new ETag.
     tick(&clock);
@@ -291,6 +296,98 @@ async fn cache_headers_and_invalidation(app: TestApp, clock: Arc<ManualClock>) {
     assert_ne!(res.headers()["etag"].to_str().unwrap(), etag);
     let (_, now) = envelope(res).await;
     assert_eq!(now["data"]["entries"][0]["lapTimeMs"], 99_000);
+}
+
+/// A cursor decodes to a store position only when it is exactly a rank row's sort key:
+/// anything else is a 400 naming `cursor` (the API) or the 400 page, on both stores alike.
+async fn forged_cursors_are_refused_naming_the_cursor(app: TestApp) {
+    let (token, user) = app.driver("Fay").await;
+    let (sid, track) = session(&app, &token, "f1", &[(90_000, true, 0.9)]).await;
+    let (status, res) = submit(&app, &token, &sid, 90_000, 0.9).await;
+    assert_eq!(status, 200, "{res}");
+    let cursor = |key: &str| paddock::ports::items::encode_cursor(&format!("after:{key}"));
+    let micros = "1700000000000001";
+    for key in [
+        // A signed lap time parses as a number, but sorts before the day it names.
+        format!("RANK#+000000001#{micros}#{user}"),
+        format!("RANK#-000000001#{micros}#{user}"),
+        format!("RANK#0000090000#+{}#{user}", &micros[1..]),
+        format!("RANK#0000090000#{micros}#u1"),
+        format!("RANK#0000090000#{micros}#{user}#more"),
+        format!("RANK#0000090000#{micros}#{}", user.to_uppercase()),
+        format!("RANK#0000090000#{micros}#{user}\u{FFFF}"),
+        "RANK#~".to_owned(),
+    ] {
+        let forged = cursor(&key);
+        let (status, res) = board(&app, &format!("trackId={track}&cursor={forged}")).await;
+        assert_eq!(status, 400, "{key}: {res}");
+        assert_eq!(
+            res["error"], "cursor: is not a cursor this list returned",
+            "{key}"
+        );
+        let page = app.get(&format!("/boards/{track}?cursor={forged}")).await;
+        assert_eq!(page.status(), 400, "{key}");
+        let html = page.text().await.unwrap();
+        assert!(
+            html.contains("cursor: is not a cursor this page linked to"),
+            "{key}: {html}"
+        );
+    }
+    // The cursor a page gives still works.
+    let (status, res) = board(
+        &app,
+        &format!(
+            "trackId={track}&cursor={}",
+            cursor(&format!("RANK#0000000001#{micros}#{user}"))
+        ),
+    )
+    .await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(res["data"]["entries"][0]["userId"], user.as_str());
+}
+
+/// `limit` is the most rows any page answers, `around=me` included.
+async fn around_me_answers_at_most_limit_rows(app: TestApp, clock: Arc<ManualClock>) {
+    let mut drivers = Vec::new();
+    let mut track = String::new();
+    for (i, name) in ["R1", "R2", "R3", "R4"].iter().enumerate() {
+        let (token, user) = app.driver(name).await;
+        let ms = 90_000 + 1_000 * i as i64;
+        let (sid, t) = session(&app, &token, &format!("{name}-s"), &[(ms, true, 0.9)]).await;
+        let (status, res) = submit(&app, &token, &sid, ms, 0.9).await;
+        assert_eq!(status, 200, "{res}");
+        track = t;
+        drivers.push((token, user));
+        tick(&clock);
+    }
+    let around = |i: usize, limit: usize| {
+        let (app, track, token) = (&app, &track, drivers[i].0.clone());
+        async move {
+            let (status, res) = envelope(
+                app.get_auth(
+                    &format!("/v1/leaderboards?trackId={track}&around=me&limit={limit}"),
+                    &token,
+                )
+                .await,
+            )
+            .await;
+            assert_eq!(status, 200, "{res}");
+            res["data"]["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["rank"].as_u64().unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(around(1, 1).await, vec![2], "limit=1 is the caller alone");
+    assert_eq!(around(0, 1).await, vec![1]);
+    assert_eq!(around(3, 1).await, vec![4]);
+    assert_eq!(around(1, 2).await, vec![2, 3]);
+    assert_eq!(around(3, 2).await, vec![4], "nobody behind the last");
+    assert_eq!(around(1, 3).await, vec![1, 2, 3]);
+    assert_eq!(around(0, 3).await, vec![1, 2, 3]);
+    assert_eq!(around(2, 100).await, vec![1, 2, 3, 4]);
 }
 
 async fn concurrent_submissions_end_at_the_fastest(app: TestApp) {
@@ -432,9 +529,15 @@ async fn sector_times_must_add_up_to_the_lap(app: TestApp) {
 
 paddock_tests::on_both_backends!(
     plain: [
+        forged_cursors_are_refused_naming_the_cursor,
         concurrent_submissions_end_at_the_fastest,
         implausibly_fast_laps_are_refused,
         sector_times_must_add_up_to_the_lap,
     ],
-    clocked: [submission_rules, boards_rank_page_and_filter, cache_headers_and_invalidation]
+    clocked: [
+        submission_rules,
+        boards_rank_page_and_filter,
+        cache_headers_and_invalidation,
+        around_me_answers_at_most_limit_rows,
+    ]
 );

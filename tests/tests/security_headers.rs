@@ -78,6 +78,16 @@ async fn every_answer_carries_its_security_headers(app: TestApp) {
         assert_eq!(header(&res, "x-content-type-options"), Some("nosniff"));
     }
 
+    // The public board page loads images (avatars) only from the allowed hosts: by default
+    // those of the sign-in providers whose pictures load without a token.
+    let res = app.get(&format!("/boards/{track_id}")).await;
+    assert_eq!(res.status(), 200);
+    let csp = header(&res, "content-security-policy").unwrap_or_default();
+    assert!(
+        csp.contains("; img-src https://lh3.googleusercontent.com https://cdn.discordapp.com;"),
+        "{csp}"
+    );
+
     // Unauthenticated answers: nosniff, and no caching policy forced on them.
     for path in ["/health/live", "/no/such/endpoint", "/v1/profile/me"] {
         let res = app.get(path).await;

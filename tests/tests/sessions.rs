@@ -227,6 +227,37 @@ async fn bad_uploads_name_every_problem_and_write_nothing(app: TestApp) {
     assert_eq!(tracks["data"]["items"], json!([]));
 }
 
+/// The names the public pages show refuse what would hide or reorder text there: a track
+/// named `Spa\u{200B}` would pose as Spa, a car with U+202E would read backwards.
+async fn names_with_hidden_characters_are_refused_naming_the_field(app: TestApp) {
+    let (token, _) = app.driver("Dee").await;
+    let mut body = session_body("hidden-1", "2026-11-01T10:00:00Z", LAPS, 0);
+    body["GameId"] = json!("acc\u{2066}");
+    body["TrackName"] = json!("Spa-Francorchamps\u{200B}");
+    body["TrackLayout"] = json!("\u{FEFF}GP");
+    body["VehicleName"] = json!("Porsche \u{202E}R 3TG");
+    let (status, res) = upload(&app, &token, &body).await;
+    assert_eq!(status, 400, "{res}");
+    let msg = res["error"].as_str().unwrap();
+    for field in ["gameId", "trackName", "trackLayout", "vehicleName"] {
+        let expected = format!(
+            "{field}: must not contain invisible or text-direction characters (such as U+200B or U+202E)"
+        );
+        assert!(msg.contains(&expected), "missing {expected:?} in {msg}");
+    }
+    // Emoji with their variation selectors are not hidden characters.
+    let mut fine = session_body("hidden-2", "2026-11-01T10:00:00Z", LAPS, 0);
+    fine["VehicleName"] = json!("Mazda MX-5 \u{2764}\u{FE0F}");
+    let (status, res) = upload(&app, &token, &fine).await;
+    assert_eq!(status, 201, "{res}");
+    let (_, tracks) = envelope(app.get_auth("/v1/tracks", &token).await).await;
+    assert_eq!(
+        tracks["data"]["items"].as_array().unwrap().len(),
+        1,
+        "{tracks}"
+    );
+}
+
 async fn sector_times_are_checked_stored_and_shown(app: TestApp) {
     let (token, _) = app.driver("Eve").await;
     let laps = &[
@@ -633,6 +664,7 @@ paddock_tests::on_both_backends!(
     plain: [
         upload_is_idempotent_and_reads_back,
         bad_uploads_name_every_problem_and_write_nothing,
+        names_with_hidden_characters_are_refused_naming_the_field,
         sector_times_are_checked_stored_and_shown,
         camel_case_and_pascal_case_uploads_read_alike,
         concurrent_duplicate_uploads_make_one_session,

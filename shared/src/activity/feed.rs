@@ -142,7 +142,7 @@ fn post_text(raw: &str, min: usize, max: usize) -> Result<String, String> {
     }
     if text
         .chars()
-        .any(|c| c.is_control() || crate::identity::fields::is_invisible_or_bidi(c))
+        .any(|c| c.is_control() || crate::hidden_characters::is_invisible_or_bidi(c))
     {
         return Err("must not contain control, invisible or bidi characters".into());
     }

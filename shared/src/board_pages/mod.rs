@@ -6,7 +6,9 @@
 //! - `/drivers/{userId}`: a driver's best on every board.
 //!
 //! The pages read the boards as `GET /v1/leaderboards` does ([`reads`]) and render them with
-//! no script ([`render`]); the routes are in `routes::board_pages`.
+//! no script ([`render`]), with avatars from the allowed hosts only ([`avatars`]); the routes
+//! are in `routes::board_pages`.
 
+pub(crate) mod avatars;
 pub(crate) mod reads;
 pub(crate) mod render;

@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use std::sync::LazyLock;
 
 use super::reads::{BoardPage, DriverPage, TrackBoard};
+use crate::hidden_characters::is_invisible_or_bidi;
 use crate::ids::{TrackId, UserId};
 use crate::leaderboards::format_lap_time;
 use crate::tracks::Track;
@@ -47,10 +48,11 @@ static STYLE_SOURCE: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// The pages' Content-Security-Policy: nothing runs, nothing is framed, forms post only
-/// here, images only over https (avatars), styles only the inline sheet above.
-pub(crate) fn content_security_policy() -> String {
+/// here, images only from `img_sources` (the allowed avatar hosts, see
+/// [`super::avatars::image_sources`]), styles only the inline sheet above.
+pub(crate) fn content_security_policy(img_sources: &str) -> String {
     format!(
-        "default-src 'none'; style-src {}; img-src https:; form-action 'self'; \
+        "default-src 'none'; style-src {}; img-src {img_sources}; form-action 'self'; \
          base-uri 'none'; frame-ancestors 'none'",
         *STYLE_SOURCE
     )
@@ -68,18 +70,18 @@ pub(crate) struct Head<'a> {
     pub public_url: Option<&'a str>,
 }
 
-/// Invisible characters that reorder or hide text (bidi controls, zero-width characters):
-/// shown as U+FFFD, so a name cannot disguise itself or the text around it.
+/// Control characters and the characters that reorder or hide text (bidi controls,
+/// zero-width characters: the rule input refuses, [`is_invisible_or_bidi`]) shown as U+FFFD,
+/// so a name a record kept from before the rule cannot disguise itself or the text around
+/// it, and two names that differ only by such a character do not look the same.
 fn visible(text: &str) -> String {
     text.chars()
-        .map(|c| match c {
-            '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{206F}'
-            | '\u{061C}'
-            | '\u{FEFF}' => '\u{FFFD}',
-            c if c.is_control() => '\u{FFFD}',
-            c => c,
+        .map(|c| {
+            if c.is_control() || is_invisible_or_bidi(c) {
+                '\u{FFFD}'
+            } else {
+                c
+            }
         })
         .collect()
 }
@@ -160,8 +162,16 @@ pub(crate) fn driver_path(user_id: &UserId) -> String {
     format!("/drivers/{user_id}")
 }
 
+/// A page with an address of its own: `og:url` and the canonical link name it.
 fn layout(head: &Head<'_>, body: Markup) -> String {
     let url = head.public_url.map(|base| format!("{base}{}", head.path));
+    document(head, url.as_deref(), body)
+}
+
+/// The HTML document: `url` is the page's absolute address, given to link previews and
+/// search engines as its own (`og:url`, canonical), or `None` for an error page, which names
+/// no address: a 404's address would be whatever the request asked for.
+fn document(head: &Head<'_>, url: Option<&str>, body: Markup) -> String {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -174,7 +184,7 @@ fn layout(head: &Head<'_>, body: Markup) -> String {
                 meta property="og:site_name" content="Paddock";
                 meta property="og:title" content=(head.title);
                 meta property="og:description" content=(head.description);
-                @if let Some(url) = &url {
+                @if let Some(url) = url {
                     meta property="og:url" content=(url);
                     link rel="canonical" href=(url);
                 }
@@ -226,7 +236,7 @@ pub(crate) fn boards(
                             tr {
                                 td { a href=(board_path(&t.track.id)) { (visible(&t.track.name)) } }
                                 td { (visible(&t.track.layout)) }
-                                td { (t.track.game_id.to_uppercase()) }
+                                td { (visible(&t.track.game_id.to_uppercase())) }
                                 td.num { (t.drivers) }
                             }
                         }
@@ -417,20 +427,21 @@ pub(crate) fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bo
     layout(&head, body)
 }
 
-/// An error page (400, 404): what went wrong, and the way back.
-pub(crate) fn problem(public_url: Option<&str>, path: &str, title: &str, message: &str) -> String {
+/// An error page (400, 404): what went wrong, and the way back. It names no address of its
+/// own (no canonical link, no `og:url`).
+pub(crate) fn problem(title: &str, message: &str) -> String {
     let head = Head {
         title: format!("{title} · Paddock"),
         description: message.to_owned(),
-        path: path.to_owned(),
-        public_url,
+        path: String::new(),
+        public_url: None,
     };
     let body = html! {
         h1 { (title) }
         p { (message) }
         p { a href="/boards" { "All leaderboards" } }
     };
-    layout(&head, body)
+    document(&head, None, body)
 }
 
 #[cfg(test)]
@@ -451,7 +462,74 @@ mod tests {
             visible("a\u{202E}b\u{200B}c\u{0007}"),
             "a\u{FFFD}b\u{FFFD}c\u{FFFD}"
         );
-        assert_eq!(visible("Zoë 🏁"), "Zoë 🏁");
+        assert_eq!(
+            visible("Zoë 🏁 \u{2764}\u{FE0F}"),
+            "Zoë 🏁 \u{2764}\u{FE0F}"
+        );
+        // Every character the input rule refuses, including those the first rule missed.
+        for c in ['\u{00AD}', '\u{3164}', '\u{2066}', '\u{FFA0}', '\u{061C}'] {
+            assert_eq!(
+                visible(&format!("Spa{c}")),
+                "Spa\u{FFFD}",
+                "{:04X}",
+                c as u32
+            );
+        }
+    }
+
+    #[test]
+    fn stored_track_and_car_names_render_neutralised() {
+        let track = Track {
+            name: "Spa\u{200B}".to_owned(),
+            layout: "\u{202E}PG".to_owned(),
+            game_id: "acc\u{2066}".to_owned(),
+            ..Track::empty(&crate::tracks::TrackKey::new("acc", "Spa", "GP"))
+        };
+        let html = boards(
+            None,
+            &[TrackBoard {
+                track: track.clone(),
+                drivers: 1,
+            }],
+            None,
+            None,
+        );
+        let page = BoardPage {
+            track,
+            rows: Vec::new(),
+            first_ms: None,
+            total: 0,
+            next_cursor: None,
+            vehicles: vec![("Porsche \u{202E}R 3TG".to_owned(), 1)],
+            car_name: Some("Porsche \u{202E}R 3TG".to_owned()),
+        };
+        let board_html = board(None, &page, Some("Porsche \u{202E}R 3TG"), true);
+        // The car selector's value goes back as the query, to match the stored name; it is
+        // never shown.
+        let board_html = board_html.replace("value=\"Porsche \u{202E}R 3TG\"", "");
+        for html in [html, board_html] {
+            for hidden in ['\u{200B}', '\u{202E}', '\u{2066}'] {
+                assert!(!html.contains(hidden), "{:04X} in {html}", hidden as u32);
+            }
+            assert!(html.contains("Spa\u{FFFD}"), "{html}");
+        }
+    }
+
+    #[test]
+    fn error_pages_name_no_address() {
+        let html = problem("No such board", "There is no board at this address.");
+        assert!(
+            !html.contains("canonical") && !html.contains("og:url"),
+            "{html}"
+        );
+        let head = Head {
+            title: "t".into(),
+            description: "d".into(),
+            path: "/boards".into(),
+            public_url: Some("https://paddock.example"),
+        };
+        let html = layout(&head, html! {});
+        assert!(html.contains(r#"<link rel="canonical" href="https://paddock.example/boards">"#));
     }
 
     #[test]
@@ -483,7 +561,12 @@ mod tests {
     fn the_policy_names_the_style_sheets_hash() {
         let digest = Sha256::digest(STYLE.as_bytes());
         let b64 = base64::engine::general_purpose::STANDARD.encode(digest);
-        assert!(content_security_policy().contains(&format!("'sha256-{b64}'")));
-        assert!(!content_security_policy().contains("unsafe"));
+        let policy = content_security_policy("https://cdn.discordapp.com");
+        assert!(policy.contains(&format!("'sha256-{b64}'")));
+        assert!(
+            policy.contains("img-src https://cdn.discordapp.com;"),
+            "{policy}"
+        );
+        assert!(!policy.contains("unsafe"));
     }
 }

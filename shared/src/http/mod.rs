@@ -2,6 +2,7 @@
 
 pub mod auth_user;
 pub(crate) mod case_insensitive;
+pub(crate) mod conditional;
 pub(crate) mod deadline;
 pub mod envelope;
 pub mod error;

@@ -4,6 +4,8 @@ pub(crate) use crate::problems::Problems;
 
 use serde::Serialize;
 
+use crate::hidden_characters::{self, is_invisible_or_bidi};
+
 /// An email address: trimmed; compared and stored for lookup in lower case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct Email(String);
@@ -77,33 +79,6 @@ pub(crate) fn login_password(raw: &str) -> Result<String, String> {
 /// The longest password accepted anywhere.
 pub(crate) const MAX_PASSWORD_CHARS: usize = 256;
 
-/// Characters that change how the text around them is shown without being seen themselves:
-/// bidirectional controls (which can reverse a name on screen) and zero-width or otherwise
-/// invisible characters (which make two names that look the same differ). Refused in display
-/// names, so one driver cannot pose as another on a board. Variation selectors and tag
-/// characters stay allowed: emoji need them (❤️, subdivision flags).
-pub(crate) fn is_invisible_or_bidi(c: char) -> bool {
-    matches!(
-        c,
-        '\u{00AD}'
-            | '\u{034F}'
-            | '\u{061C}'
-            | '\u{115F}'
-            | '\u{1160}'
-            | '\u{17B4}'
-            | '\u{17B5}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206F}'
-            | '\u{3164}'
-            | '\u{FEFF}'
-            | '\u{FFA0}'
-            | '\u{FFF9}'..='\u{FFFB}'
-    )
-}
-
 /// A profile image URL: `https`, at most 2,048 characters, no user info.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct AvatarUrl(String);
@@ -135,9 +110,10 @@ impl AvatarUrl {
 }
 
 /// The characters a display name may not hold, as a regular-expression class body: control
-/// characters and the invisible or text-direction characters of [`is_invisible_or_bidi`]
-/// (all in the Basic Multilingual Plane, so the class reads the same in every regex dialect).
-/// The OpenAPI attribute of `displayName` spells the pattern out; a test checks they agree.
+/// characters and the invisible or text-direction characters of [`is_invisible_or_bidi`] (all
+/// in the Basic Multilingual Plane, so the class reads the same in every regex dialect). The
+/// OpenAPI attributes of `displayName` and of the upload's names spell the pattern out; tests
+/// check they agree.
 #[cfg(test)]
 const NAME_FORBIDDEN: &str = "\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb";
 
@@ -170,10 +146,7 @@ impl DisplayName {
             return Err("must not contain control characters".into());
         }
         if name.chars().any(is_invisible_or_bidi) {
-            return Err(
-                "must not contain invisible or text-direction characters (such as U+200B or U+202E)"
-                    .into(),
-            );
+            return Err(hidden_characters::RULE.into());
         }
         Ok(Self(name.to_owned()))
     }

@@ -38,10 +38,32 @@ pub(crate) fn encode_cursor(rank_key: &str) -> String {
 }
 
 /// The position a cursor made by [`encode_cursor`] names; `None` when it is not one.
+///
+/// The position becomes the start of a store query, so it must be exactly a rank row's sort
+/// key ([`super::board::rank_sk`]): `RANK#`, 10 digits, `#`, 16 digits, `#`, a user id (a
+/// UUID as ids are written). Anything else (`RANK#+000000001#…` parses as a number but sorts
+/// before the day it names) would make a query DynamoDB refuses and the embedded store
+/// answers.
 pub(crate) fn decode_cursor(cursor: &str) -> Option<String> {
     let decoded = crate::ports::items::decode_cursor(cursor).ok()?;
     let key = decoded.strip_prefix("after:")?;
-    super::board::Position::of(key).map(|_| key.to_owned())
+    is_rank_key(key).then(|| key.to_owned())
+}
+
+/// Whether `key` has the exact shape of a rank row's sort key.
+fn is_rank_key(key: &str) -> bool {
+    let Some(rest) = key.strip_prefix(RANK_PREFIX) else {
+        return false;
+    };
+    let mut parts = rest.splitn(3, '#');
+    let digits = |part: Option<&str>, n: usize| {
+        part.is_some_and(|p| p.len() == n && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    digits(parts.next(), 10)
+        && digits(parts.next(), 16)
+        && parts.next().is_some_and(|user| {
+            uuid::Uuid::parse_str(user).is_ok_and(|id| id.hyphenated().to_string() == user)
+        })
 }
 
 fn rows_of(items: Vec<Item>) -> Result<Vec<(String, Row)>, StoreError> {
@@ -74,6 +96,10 @@ async fn rows_after(
     after: Option<&str>,
     limit: usize,
 ) -> Result<Vec<(String, Row)>, StoreError> {
+    // A query's limit of 0 is no limit to the stores: none wanted is no read.
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
     let query = Query::partition(Table::Leaderboards, board.partition()).limit(limit);
     let query = match after {
         None => query.begins_with(RANK_PREFIX),
@@ -238,14 +264,31 @@ mod tests {
 
     #[test]
     fn cursors_name_positions_and_refuse_anything_else() {
-        let key = "RANK#0000091500#1700000000000001#u1";
-        assert_eq!(decode_cursor(&encode_cursor(key)).as_deref(), Some(key));
+        let user = UserId::from("0b6f9c1e-4a8d-4e57-9a51-3c0f6a2b7d10");
+        let at = time::OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let key = super::super::board::rank_sk(91_500, at, &user);
+        assert_eq!(
+            decode_cursor(&encode_cursor(&key)).as_deref(),
+            Some(key.as_str())
+        );
         for bad in ["", "abc", &crate::ports::items::encode_cursor("rank:20")] {
             assert_eq!(decode_cursor(bad), None, "{bad}");
         }
-        assert_eq!(
-            decode_cursor(&crate::ports::items::encode_cursor("after:ENTRY#u1")),
-            None
-        );
+        let uuid = user.as_str();
+        for forged in [
+            "ENTRY#u1".to_owned(),
+            "RANK#0000091500#1700000000000001#u1".to_owned(),
+            format!("RANK#+000091500#1700000000000001#{uuid}"),
+            format!("RANK#-000091500#1700000000000001#{uuid}"),
+            format!("RANK#0000091500#+700000000000001#{uuid}"),
+            format!("RANK#000091500#1700000000000001#{uuid}"),
+            format!("RANK#0000091500#1700000000000001#{}", uuid.to_uppercase()),
+            format!("RANK#0000091500#1700000000000001#{uuid}#x"),
+            format!("RANK#0000091500#1700000000000001#{uuid}\u{FFFF}"),
+            format!("RANK#0000091500#1700000000000001#{}", uuid.replace('-', "")),
+        ] {
+            let cursor = encode_cursor(&forged);
+            assert_eq!(decode_cursor(&cursor), None, "{forged}");
+        }
     }
 }

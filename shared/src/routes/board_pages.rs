@@ -8,8 +8,8 @@ use axum::routing::get;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use utoipa::IntoParams;
 
-use crate::board_pages::{reads, render};
-use crate::http::ApiError;
+use crate::board_pages::{avatars, reads, render};
+use crate::http::{ApiError, conditional};
 use crate::ids::{TrackId, UserId};
 use crate::leaderboards::board::BoardId;
 use crate::leaderboards::cache::{DriverPageKey, RenderedPage};
@@ -97,7 +97,7 @@ pub(crate) async fn boards(
     headers: HeaderMap,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let page = Page::new(&state, &headers, "/boards".to_owned());
+    let page = Page::new(&state, &headers);
     let BoardsQuery { q: search, cursor } =
         match parameters(raw.as_deref(), [("q", MAX_TEXT), ("cursor", MAX_CURSOR)]) {
             Ok([q, cursor]) => BoardsQuery { q, cursor },
@@ -132,18 +132,14 @@ pub(crate) async fn boards(
     responses((status = 200, description = "The board page (HTML)", content_type = "text/html", body = String),
               (status = 304, description = "The page matches `If-None-Match`"),
               (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String),
-              (status = 404, description = "No such track (HTML)", content_type = "text/html", body = String)))]
+              (status = 404, description = "No such track, or no laps in the `car` asked for (HTML)", content_type = "text/html", body = String)))]
 pub(crate) async fn board(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path(track_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let page = Page::new(
-        &state,
-        &headers,
-        render::board_path(&TrackId::from(track_id.as_str())),
-    );
+    let page = Page::new(&state, &headers);
     if uuid::Uuid::parse_str(&track_id).is_err() {
         return Ok(page.not_found("No such board", "There is no board at this address."));
     }
@@ -164,13 +160,25 @@ pub(crate) async fn board(
         Some(car) => BoardId::car(&track_id, car),
         None => BoardId::track(&track_id),
     };
-    let Some(board) =
+    let Some(mut board) =
         reads::board_page(&state.ports, &board_id, after.as_deref(), PAGE_SIZE).await?
     else {
         return Ok(page.not_found("No such board", "Nobody has raced this track yet."));
     };
-    if car.is_some() && board.car_name.is_none() {
-        return Ok(page.not_found("No such board", "Nobody has raced this car here yet."));
+    // A car's page is titled with the car's name as stored, never with the query's text: a
+    // car without entries has no page, so a link cannot make one say what it likes.
+    let car = match (&board_id.vehicle, &board.car_name) {
+        (None, _) => None,
+        (Some(_), Some(name)) => Some(name.clone()),
+        (Some(_), None) => {
+            return Ok(page.not_found(
+                "No such board",
+                "Nobody has raced this car on this track yet.",
+            ));
+        }
+    };
+    for ranked in &mut board.rows {
+        ranked.row.avatar_url = page.avatar(ranked.row.avatar_url.take());
     }
     let html = render::board(page.public_url(), &board, car.as_deref(), after.is_none());
     Ok(page.ok(html))
@@ -200,7 +208,7 @@ pub(crate) async fn driver(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let user_id = UserId::from(user_id);
-    let page = Page::new(&state, &headers, render::driver_path(&user_id));
+    let page = Page::new(&state, &headers);
     if uuid::Uuid::parse_str(user_id.as_str()).is_err() {
         return Ok(page.not_found("No such driver", "There is no driver at this address."));
     }
@@ -212,12 +220,13 @@ pub(crate) async fn driver(
         user_id,
         after: cursor,
     };
-    let (public_url, ports) = (page.public_url(), &state.ports);
+    let (page_ref, ports) = (&page, &state.ports);
     let load = |key: DriverPageKey| async move {
         let read =
             reads::driver_bests(ports, &key.user_id, key.after.as_deref(), PAGE_SIZE).await?;
-        Ok::<_, StoreError>(read.map(|bests| {
-            let html = render::driver(public_url, &bests, key.after.is_none());
+        Ok::<_, StoreError>(read.map(|mut bests| {
+            bests.user.avatar_url = page_ref.avatar(bests.user.avatar_url.take());
+            let html = render::driver(page_ref.public_url(), &bests, key.after.is_none());
             RenderedPage::with_etag(html.into_bytes())
         }))
     };
@@ -244,24 +253,26 @@ pub(crate) async fn driver(
     }
 }
 
-/// The answer of one page request: its headers, conditional answers and error pages.
+/// The answer of one page request: its headers, conditional answers, error pages and the
+/// avatars it may show.
 struct Page<'a> {
     state: &'a AppState,
     request: &'a HeaderMap,
-    path: String,
 }
 
 impl<'a> Page<'a> {
-    fn new(state: &'a AppState, request: &'a HeaderMap, path: String) -> Self {
-        Self {
-            state,
-            request,
-            path,
-        }
+    fn new(state: &'a AppState, request: &'a HeaderMap) -> Self {
+        Self { state, request }
     }
 
     fn public_url(&self) -> Option<&str> {
         self.state.settings.auth.public_url.as_deref()
+    }
+
+    /// `url` when the pages show it (an allowed host: [`avatars::shown`]); otherwise `None`,
+    /// and the page shows the driver's initial.
+    fn avatar(&self, url: Option<String>) -> Option<String> {
+        url.filter(|u| avatars::shown(u, &self.state.settings.pages.avatar_hosts))
     }
 
     /// 200 with the page, or 304 when the client holds it (`If-None-Match`).
@@ -271,19 +282,14 @@ impl<'a> Page<'a> {
 
     /// 200 with a rendered page, or 304 when the client holds it (`If-None-Match`).
     fn rendered(&self, page: RenderedPage) -> Response {
-        let etag = page.etag.as_bytes();
-        let held = self
-            .request
-            .get(header::IF_NONE_MATCH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|tags| {
-                tags.split(',')
-                    .any(|t| t.trim() == "*" || t.trim().as_bytes() == etag)
-            });
+        let held = page
+            .etag
+            .to_str()
+            .is_ok_and(|etag| conditional::holds(self.request.get(header::IF_NONE_MATCH), etag));
         let mut response = if held {
             StatusCode::NOT_MODIFIED.into_response()
         } else {
-            html_response(StatusCode::OK, page.body)
+            self.html(StatusCode::OK, page.body)
         };
         let h = response.headers_mut();
         h.insert(
@@ -295,25 +301,32 @@ impl<'a> Page<'a> {
     }
 
     fn bad_request(&self, rule: &str) -> Response {
-        let html = render::problem(self.public_url(), &self.path, "Bad request", rule);
-        html_response(StatusCode::BAD_REQUEST, html)
+        self.html(
+            StatusCode::BAD_REQUEST,
+            render::problem("Bad request", rule),
+        )
     }
 
     fn not_found(&self, title: &str, message: &str) -> Response {
-        let html = render::problem(self.public_url(), &self.path, title, message);
-        html_response(StatusCode::NOT_FOUND, html)
+        self.html(StatusCode::NOT_FOUND, render::problem(title, message))
+    }
+
+    /// An HTML answer with the pages' security headers.
+    fn html(&self, status: StatusCode, html: impl Into<axum::body::Body>) -> Response {
+        let images = avatars::image_sources(&self.state.settings.pages.avatar_hosts);
+        html_response(status, html, &render::content_security_policy(&images))
     }
 }
 
-/// An HTML answer with the pages' security headers.
-fn html_response(status: StatusCode, html: impl Into<axum::body::Body>) -> Response {
+/// An HTML answer with the pages' security headers, `csp` its Content-Security-Policy.
+fn html_response(status: StatusCode, html: impl Into<axum::body::Body>, csp: &str) -> Response {
     let mut response = (status, html.into()).into_response();
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    if let Ok(csp) = HeaderValue::from_str(&render::content_security_policy()) {
+    if let Ok(csp) = HeaderValue::from_str(csp) {
         h.insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     h.insert(

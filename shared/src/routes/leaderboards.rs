@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth_user::AuthUser;
-use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, json_bytes, ok, paging};
+use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, conditional, json_bytes, ok, paging};
 use crate::identity::fields::Problems;
 use crate::identity::rate_limits::LimitError;
 use crate::ids::{SessionId, TrackId};
@@ -230,12 +230,9 @@ fn page_response(
     page: RenderedPage,
 ) -> Response {
     let etag = page.etag;
-    let fresh = if_none_match
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|tags| {
-            tags.split(',')
-                .any(|t| t.trim() == "*" || t.trim().as_bytes() == etag.as_bytes())
-        });
+    let fresh = etag
+        .to_str()
+        .is_ok_and(|tag| conditional::holds(if_none_match, tag));
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {

@@ -237,6 +237,25 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_upload_name_patterns_are_the_ones_the_code_defines() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let upload = &doc["components"]["schemas"]["SessionUploadDto"]["properties"];
+        let names = crate::identity::fields::display_name_pattern();
+        for field in ["gameId", "trackName", "vehicleName"] {
+            assert_eq!(
+                upload[field]["pattern"].as_str(),
+                Some(names.as_str()),
+                "{field}"
+            );
+        }
+        let free = crate::identity::fields::free_text_pattern();
+        assert_eq!(
+            upload["trackLayout"]["pattern"].as_str(),
+            Some(free.as_str())
+        );
+    }
+
+    #[test]
     fn every_operation_documents_its_failures_with_the_envelope() {
         let doc = serde_json::to_value(document()).unwrap();
         for (path, item) in doc["paths"].as_object().unwrap() {

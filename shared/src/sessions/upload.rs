@@ -15,6 +15,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
+use crate::hidden_characters::{self, is_invisible_or_bidi};
 use crate::problems::{FieldProblems, Problems};
 
 /// At most this many laps per upload (a 24-hour race at 1:30 a lap is under 1,000).
@@ -67,7 +68,9 @@ pub use crate::tracks::centreline::TrackPoint;
 /// by [`parse`] (so one 400 lists every problem); this type only describes it, with the same
 /// limits. Rules a schema cannot state: `laps[].lapIndex` is unique within the session, and
 /// `recordedAt` lies between 2000-01-01 and one day after the server's clock. Text fields
-/// are trimmed and refuse control characters.
+/// are trimmed and refuse control characters; the names the public pages show (`gameId`,
+/// `trackName`, `trackLayout`, `vehicleName`) refuse invisible and text-direction characters
+/// too.
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
 #[allow(dead_code)]
@@ -76,22 +79,25 @@ pub struct SessionUploadDto {
     #[schema(
         min_length = 1,
         max_length = 64,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$"
     )]
     game_id: String,
     #[schema(
         min_length = 1,
         max_length = 128,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$"
     )]
     track_name: String,
     /// Empty for tracks without layouts.
-    #[schema(max_length = 128, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    #[schema(
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$"
+    )]
     track_layout: String,
     #[schema(
         min_length = 1,
         max_length = 128,
-        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$"
     )]
     vehicle_name: String,
     /// The client's time of the session (RFC 3339).
@@ -216,10 +222,10 @@ pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, FieldPro
         ));
     };
     let mut p = Fields::new(&body, "");
-    let game_id = p.text("gameId", 1, 64);
-    let track_name = p.text("trackName", 1, 128);
-    let track_layout = p.text("trackLayout", 0, 128);
-    let vehicle_name = p.text("vehicleName", 1, 128);
+    let game_id = p.shown_text("gameId", 1, 64);
+    let track_name = p.shown_text("trackName", 1, 128);
+    let track_layout = p.shown_text("trackLayout", 0, 128);
+    let vehicle_name = p.shown_text("vehicleName", 1, 128);
     let recorded_at = p.timestamp("recordedAt", now);
     let best_lap_ms = p.integer("bestLapMs", 1, MAX_LAP_MS);
     let weather_summary = p.text("weatherSummary", 0, 256);
@@ -403,6 +409,17 @@ impl<'a> Fields<'a> {
             return None;
         }
         Some(value.to_owned())
+    }
+
+    /// A text the public pages show (a game, track or car name): as [`Self::text`], and no
+    /// invisible or text-direction characters either, so one track cannot pose as another.
+    fn shown_text(&mut self, field: &str, min: usize, max: usize) -> Option<String> {
+        let value = self.text(field, min, max)?;
+        if value.chars().any(is_invisible_or_bidi) {
+            self.problem(field, hidden_characters::RULE);
+            return None;
+        }
+        Some(value)
     }
 
     fn integer(&mut self, field: &str, min: i64, max: i64) -> Option<i64> {

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::zip_check::{self, ZipProblem};
 use super::{blob_key, held_key, object_keys, upload_key};
 use crate::config::SharepackSettings;
-use crate::identity::fields::is_invisible_or_bidi;
+use crate::hidden_characters::{self, is_invisible_or_bidi};
 use crate::identity::rate_limits::{self, Limit, LimitError};
 use crate::ids::UserId;
 use crate::ports::clock::rfc3339;
@@ -144,10 +144,7 @@ fn text(raw: &str, min: usize, max: usize) -> Result<String, String> {
     // The display-name rule: a pack's name is shown to every driver it is shared with, so it
     // may not hide or reverse text any more than a display name may.
     if t.chars().any(is_invisible_or_bidi) {
-        return Err(
-            "must not contain invisible or text-direction characters (such as U+200B or U+202E)"
-                .into(),
-        );
+        return Err(hidden_characters::RULE.into());
     }
     Ok(t.to_owned())
 }

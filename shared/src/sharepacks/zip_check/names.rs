@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
-use crate::identity::fields::is_invisible_or_bidi;
+use crate::hidden_characters::is_invisible_or_bidi;
 
 /// The longest entry name accepted, in bytes (Windows paths hold 260 characters by default).
 pub(super) const MAX_NAME_BYTES: usize = 1024;
