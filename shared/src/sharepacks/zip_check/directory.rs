@@ -145,7 +145,8 @@ fn checked_readings(
     Ok(readings)
 }
 
-/// Walks the directory that `end` describes: every entry's names, kind and local header.
+/// Walks the directory that `end` describes: every entry's names, kind and local header, and
+/// that the entries cover every byte before the directory once each.
 pub(super) fn walk<R: Read + Seek>(
     reader: &mut R,
     end: &EndRecord,
