@@ -111,6 +111,13 @@ struct Raw {
     central_extra: Vec<u8>,
     /// The local header's name, when it differs from the directory's.
     local_name: Option<Vec<u8>>,
+    /// The local header's method, CRC, compressed and uncompressed sizes, when they differ
+    /// from the directory's (stored, the data's CRC and length).
+    local_values: Option<(u16, u32, u32, u32)>,
+    /// Bytes written after the entry's data that the directory does not list.
+    unlisted_after: Vec<u8>,
+    /// Listed at this offset but not written: its bytes lie inside another entry's.
+    listed_at: Option<u32>,
 }
 
 impl Raw {
@@ -123,6 +130,9 @@ impl Raw {
             external: 0,
             central_extra: Vec::new(),
             local_name: None,
+            local_values: None,
+            unlisted_after: Vec::new(),
+            listed_at: None,
         }
     }
 
@@ -150,27 +160,43 @@ impl Raw {
     }
 }
 
+/// A local header (name, method, flags, CRC, compressed and uncompressed sizes).
+fn local_header(name: &[u8], method: u16, flags: u16, values: [u32; 3]) -> Vec<u8> {
+    let mut out = b"PK\x03\x04".to_vec();
+    for v in [20u16, flags, method, 0, 0x21] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in values {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&u16::try_from(name.len()).unwrap().to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(name);
+    out
+}
+
 /// A stored (uncompressed) archive of `entries`, written byte by byte.
 fn raw_zip(entries: &[Raw]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut central = Vec::new();
     for e in entries {
-        let offset = u32::try_from(out.len()).unwrap();
+        let offset = e.listed_at.unwrap_or(u32::try_from(out.len()).unwrap());
         let crc = crc32fast::hash(&e.data);
         let flags: u16 = if e.utf8 { 0x0800 } else { 0 };
         let size = u32::try_from(e.data.len()).unwrap();
         let local_name = e.local_name.as_ref().unwrap_or(&e.name);
-        out.extend_from_slice(b"PK\x03\x04");
-        for v in [20u16, flags, 0, 0, 0x21] {
-            out.extend_from_slice(&v.to_le_bytes());
+        if e.listed_at.is_none() {
+            let (method, local_crc, compressed, uncompressed) =
+                e.local_values.unwrap_or((0, crc, size, size));
+            out.extend_from_slice(&local_header(
+                local_name,
+                method,
+                flags,
+                [local_crc, compressed, uncompressed],
+            ));
+            out.extend_from_slice(&e.data);
+            out.extend_from_slice(&e.unlisted_after);
         }
-        for v in [crc, size, size] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&u16::try_from(local_name.len()).unwrap().to_le_bytes());
-        out.extend_from_slice(&0u16.to_le_bytes());
-        out.extend_from_slice(local_name);
-        out.extend_from_slice(&e.data);
         central.extend_from_slice(b"PK\x01\x02");
         for v in [e.made_by, 20, flags, 0, 0, 0x21] {
             central.extend_from_slice(&v.to_le_bytes());
@@ -215,6 +241,145 @@ fn zip_after(prefix: &[u8]) -> Vec<u8> {
         .unwrap();
     w.write_all(b"{}").unwrap();
     w.finish().unwrap().into_inner()
+}
+
+/// A complete stored entry named `../../evil.txt` (local header and data), for a directory
+/// not to list.
+fn evil_entry() -> Vec<u8> {
+    let size = u32::try_from(b"pwned".len()).unwrap();
+    let mut out = local_header(
+        b"../../evil.txt",
+        0,
+        0,
+        [crc32fast::hash(b"pwned"), size, size],
+    );
+    out.extend_from_slice(b"pwned");
+    out
+}
+
+/// `data` deflated, as the `zip` crate writes it.
+fn deflated(data: &[u8]) -> Vec<u8> {
+    let bytes = zip_of(&[("x", data.to_vec())]);
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    let mut raw = archive.by_index_raw(0).unwrap();
+    assert_eq!(raw.compression(), zip::CompressionMethod::Deflated);
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut raw, &mut out).unwrap();
+    out
+}
+
+/// Packs whose bytes hold a `../../evil.txt` entry that the directory does not list: readers
+/// that go by the directory never see it, streaming extractors (which read local headers one
+/// after another) extract it. What each is, its bytes, and what the refusal must say.
+fn hidden_entry_packs() -> Vec<(&'static str, Vec<u8>, &'static str, &'static str)> {
+    let mut first = Raw::file("setup.json", b"{}");
+    first.unlisted_after = evil_entry();
+    let mut last = Raw::file("notes.txt", b"brake at the 100 m board");
+    last.unlisted_after = evil_entry();
+    // A stored entry that holds the evil one, its local header claiming its first 4 bytes.
+    let mut holder = b"abcd".to_vec();
+    holder.extend_from_slice(&evil_entry());
+    let mut short = Raw::file("notes.txt", &holder);
+    short.local_values = Some((0, crc32fast::hash(b"abcd"), 4, 4));
+    // Stored in the directory, deflated in its local header: a streaming extractor inflates
+    // the stream and reads the evil entry after it.
+    let stream = deflated(b"brake at the 100 m board");
+    let mut holder = stream.clone();
+    holder.extend_from_slice(&evil_entry());
+    let mut inflated = Raw::file("notes.txt", &holder);
+    inflated.local_values = Some((
+        8,
+        crc32fast::hash(b"brake at the 100 m board"),
+        u32::try_from(stream.len()).unwrap(),
+        24,
+    ));
+    // Two listed entries overlapping: "setup.json" starts inside "notes.txt" and runs over
+    // the evil entry to the directory, so every byte is in some entry; a streaming extractor
+    // reads "notes.txt", then the evil entry where "notes.txt" ends.
+    let mut setup_data = b"{}".to_vec();
+    setup_data.extend_from_slice(&evil_entry());
+    let size = u32::try_from(setup_data.len()).unwrap();
+    let mut notes_data = b"brake ".to_vec();
+    notes_data.extend_from_slice(&local_header(
+        b"setup.json",
+        0,
+        0,
+        [crc32fast::hash(&setup_data), size, size],
+    ));
+    notes_data.extend_from_slice(b"{}");
+    let mut notes = Raw::file("notes.txt", &notes_data);
+    notes.unlisted_after = evil_entry();
+    let mut setup = Raw::file("setup.json", &setup_data);
+    setup.listed_at = Some(30 + 9 + 6);
+    vec![
+        (
+            "an unlisted entry between two listed ones",
+            raw_zip(&[first, Raw::file("notes.txt", b"x")]),
+            "after entry \"setup.json\", before entry \"notes.txt\"",
+            "belong to no entry",
+        ),
+        (
+            "an unlisted entry before the directory",
+            raw_zip(&[Raw::file("setup.json", b"{}"), last]),
+            "after entry \"notes.txt\", before the directory",
+            "belong to no entry",
+        ),
+        (
+            "an entry hidden in a stored entry whose local header claims 4 bytes",
+            raw_zip(&[short]),
+            "entry \"notes.txt\"",
+            "its local header says CRC-32",
+        ),
+        (
+            "an entry hidden after a deflate stream in an entry stored in the directory",
+            raw_zip(&[inflated]),
+            "entry \"notes.txt\"",
+            "its local header says method 8, the directory 0",
+        ),
+        (
+            "two entries overlapping around a hidden one",
+            raw_zip(&[notes, setup]),
+            "entry \"notes.txt\"",
+            "past the start of entry \"setup.json\" at offset 45 (entries must not overlap)",
+        ),
+    ]
+}
+
+/// The names a streaming extractor finds in `bytes` (local headers one after another, as
+/// `ZipInputStream`, libarchive on a pipe or `unzipper` read them), and the names a directory
+/// reader lists (as Python's `zipfile` or `unzip -l` do).
+fn names_seen(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+    let mut streamed = Vec::new();
+    let mut reader = std::io::Cursor::new(bytes);
+    while let Some(mut file) = zip::read::read_zipfile_from_stream(&mut reader).unwrap() {
+        streamed.push(String::from_utf8_lossy(file.name_raw()).into_owned());
+        // Extract it, as an extractor would (its CRC is checked at the end).
+        std::io::copy(&mut file, &mut std::io::sink()).unwrap();
+    }
+    let archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    let listed = archive
+        .file_names()
+        .map(|name| name.unwrap().into_owned())
+        .collect();
+    (streamed, listed)
+}
+
+/// The attack is real: in each of these packs a streaming extractor writes `../../evil.txt`
+/// and a directory reader does not see it (so a check that reads the directory only passes
+/// it). `hostile_packs_are_refused_naming_the_entry` shows the service refuses them.
+#[test]
+fn hidden_entries_are_extracted_by_streaming_readers_only() {
+    for (what, bytes, _, _) in hidden_entry_packs() {
+        let (streamed, listed) = names_seen(&bytes);
+        assert!(
+            streamed.iter().any(|n| n == "../../evil.txt"),
+            "{what}: a streaming reader sees {streamed:?}"
+        );
+        assert!(
+            !listed.iter().any(|n| n == "../../evil.txt"),
+            "{what}: the directory lists {listed:?}"
+        );
+    }
 }
 
 /// Each kind of hostile pack: what it is, its bytes, and what the refusal must say (the
@@ -360,7 +525,20 @@ fn hostile_packs() -> Vec<(&'static str, Vec<u8>, &'static str, &'static str)> {
             "entry \"setup",
             "text-direction characters",
         ),
+        (
+            "one name composed and decomposed (NFC and NFD: one file on macOS)",
+            raw_zip(&[
+                Raw::file("caf\u{e9}.txt", b"good").utf8(),
+                Raw::file("cafe\u{301}.txt", b"evil").utf8(),
+            ]),
+            // Messages show a combining mark escaped.
+            "entry \"cafe\\u{301}.txt\"",
+            "clashes with entry \"caf\u{e9}.txt\" (the same path once Unicode-normalized",
+        ),
     ]
+    .into_iter()
+    .chain(hidden_entry_packs())
+    .collect()
 }
 
 /// Every hostile pack is refused with a 422 naming the entry and the rule, sent directly or

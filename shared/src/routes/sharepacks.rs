@@ -84,7 +84,7 @@ async fn read_capped(body: Body, max: u64) -> Result<Bytes, ApiError> {
               (status = 401, description = "No valid token"),
               (status = 413, description = "Larger than a direct upload may be (use the upload URL flow), or the driver's bytes are spent"),
               (status = 415, description = "Neither application/zip nor multipart/form-data"),
-              (status = 422, description = "Not an acceptable ZIP: the message names the entry and the rule (unsafe or clashing names, links and special files, nested archives with such entries, data outside the archive, too many entries, encryption, damage, a bomb)"),
+              (status = 422, description = "Not an acceptable ZIP: the message names the entry and the rule (unsafe or clashing names, links and special files, nested archives with such entries, data outside the archive, bytes no listed entry accounts for, overlapping entries, local headers or data descriptors that disagree with the directory, too many entries, encryption, damage, a bomb)"),
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn upload(
     State(state): State<AppState>,

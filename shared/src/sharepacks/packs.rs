@@ -333,7 +333,11 @@ fn reason_of(e: &PackError) -> &'static str {
             ZipProblem::TooManyEntries(..) | ZipProblem::DirectoryTooLarge(..) => {
                 "too_many_entries"
             }
-            ZipProblem::StrayData(_) => "stray_data",
+            ZipProblem::StrayData(_)
+            | ZipProblem::Unaccounted { .. }
+            | ZipProblem::Overlap { .. }
+            | ZipProblem::HiddenInData(..) => "stray_data",
+            ZipProblem::HeadersDisagree { .. } | ZipProblem::Descriptor(..) => "headers_disagree",
             ZipProblem::UnsafeName(..) | ZipProblem::SamePath(..) => "unsafe_name",
             ZipProblem::NotPlainFile(..) => "not_plain_file",
             ZipProblem::Nested(..)

@@ -4,9 +4,13 @@
 //! 1. the end record ([`end_record`]): entries and directory size are refused over the limits
 //!    before any of the directory is read, and bytes before or after the archive are refused;
 //! 2. the directory, walked record by record ([`directory`]): every name as readers read it
-//!    ([`names`]), plain files and folders only, no two entries on one path, local headers
-//!    that agree with the directory;
-//! 3. every entry inflated as a stream with its CRC checked (that is what "intact" means),
+//!    ([`names`]), plain files and folders only, no two entries on one path (Unicode-normalized,
+//!    ignoring case), local headers and data descriptors that agree with the directory, and
+//!    entries that account for every byte before the directory (a streaming extractor reads
+//!    local headers one after another, so unlisted bytes could hold entries only it sees);
+//! 3. every entry inflated as a stream with its CRC and size checked (that is what "intact"
+//!    means), its compressed data read to its last byte (a deflate stream that ends early
+//!    leaves bytes a streaming extractor reads as what follows),
 //!    under caps on total size and compression ratio, so a bomb is refused without ever being
 //!    inflated in memory. An entry that is itself a ZIP is spooled to an unnamed temporary
 //!    file and checked by the same rules, one level deep (drivers share Office documents and
@@ -15,6 +19,8 @@
 mod directory;
 mod end_record;
 mod names;
+#[cfg(test)]
+mod tiling_tests;
 
 use std::io::{Read, Seek, SeekFrom, Write};
 
@@ -69,9 +75,56 @@ pub enum ZipProblem {
     NotPlainFile(String, &'static str),
     /// Two entries land on the same path (or a file where a folder is needed).
     #[error(
-        "entry {0:?}: clashes with entry {1:?} (the same path ignoring case, as Windows and macOS compare them, or a file where a folder is needed)"
+        "entry {0:?}: clashes with entry {1:?} (the same path once Unicode-normalized and ignoring case, as Windows and macOS compare them, or a file where a folder is needed)"
     )]
     SamePath(String, String),
+    /// Bytes before the directory that no listed entry covers: a streaming extractor reads
+    /// whatever local headers they hold, a directory reader never sees them.
+    #[error("bytes at offset {from}..{to} belong to no entry (after {after}, before {before})")]
+    Unaccounted {
+        /// Where the bytes start.
+        from: u64,
+        /// Where they end.
+        to: u64,
+        /// What comes before them (an entry).
+        after: String,
+        /// What comes after them (an entry, or the directory).
+        before: String,
+    },
+    /// An entry's bytes run into the next entry or the directory.
+    #[error(
+        "entry {entry:?}: its bytes run to offset {end}, past the start of {next} at offset {start} (entries must not overlap)"
+    )]
+    Overlap {
+        /// The entry.
+        entry: String,
+        /// Where its local header, data and data descriptor end.
+        end: u64,
+        /// What it runs into (an entry, or the directory).
+        next: String,
+        /// Where that starts.
+        start: u64,
+    },
+    /// An entry's local header says something else than the directory (a streaming
+    /// extractor reads only the local header).
+    #[error("entry {entry:?}: its local header says {what} {local}, the directory {directory}")]
+    HeadersDisagree {
+        /// The entry.
+        entry: String,
+        /// What differs: method, flags, CRC-32 or a size.
+        what: &'static str,
+        /// The local header's value.
+        local: String,
+        /// The directory's value.
+        directory: String,
+    },
+    /// An entry's data descriptor is missing or says something else than the directory.
+    #[error("entry {0:?}: its data descriptor {1}")]
+    Descriptor(String, String),
+    /// Bytes inside an entry's compressed data that its decompressor never reads (a
+    /// streaming extractor reads on from where the data ends, not where the directory says).
+    #[error("entry {0:?}: {1}")]
+    HiddenInData(String, String),
     /// A ZIP inside the pack breaks a rule.
     #[error("entry {0:?} is a ZIP archive, and in it: {1}")]
     Nested(String, Box<ZipProblem>),
@@ -166,22 +219,21 @@ fn check_archive<R: Read + Seek>(
         if expected.encrypted {
             return Err(ZipProblem::Encrypted(name.clone()));
         }
-        let compressed = {
-            let raw = archive
-                .by_index_raw(i)
-                .map_err(|e| ZipProblem::Damaged(name.clone(), e.to_string()))?;
-            if raw.name_raw() != expected.raw_name.as_slice() || raw.encrypted() {
-                return Err(ZipProblem::Malformed(format!(
-                    "readers would disagree about entry {name:?}"
-                )));
-            }
-            raw.compressed_size()
-        };
-        let mut entry = archive
-            .by_index(i)
+        let raw = archive
+            .by_index_raw(i)
             .map_err(|e| ZipProblem::Damaged(name.clone(), e.to_string()))?;
+        if raw.name_raw() != expected.raw_name.as_slice() || raw.encrypted() {
+            return Err(ZipProblem::Malformed(format!(
+                "readers would disagree about entry {name:?}"
+            )));
+        }
+        let (compressed, declared, crc) = (raw.compressed_size(), raw.size(), raw.crc32());
+        let mut entry = Data::new(raw)
+            .ok_or_else(|| ZipProblem::Damaged(name.clone(), "an unsupported method".into()))?;
         let mut seen = Contents::default();
         let mut spool: Option<std::fs::File> = None;
+        let mut hasher = crc32fast::Hasher::new();
+        let mut signature = SignatureSearch::default();
         // Count what actually comes out, not what the headers claim.
         let mut out = 0u64;
         loop {
@@ -192,6 +244,13 @@ fn check_archive<R: Read + Seek>(
                 break;
             }
             let chunk = &buffer[..n];
+            hasher.update(chunk);
+            if expected.ends_at_a_signature && signature.found_in(chunk) {
+                return Err(ZipProblem::HiddenInData(
+                    name.clone(),
+                    "its data holds a data descriptor's signature, where streaming extractors end it (its local header gives no size)".into(),
+                ));
+            }
             out += n as u64;
             *inflated += n as u64;
             if *inflated > limits.max_uncompressed_bytes {
@@ -216,6 +275,28 @@ fn check_archive<R: Read + Seek>(
                 file.write_all(chunk).map_err(|e| spooling(name, &e))?;
             }
         }
+        let unread = entry.left_unread(compressed);
+        if unread > 0 {
+            return Err(ZipProblem::HiddenInData(
+                name.clone(),
+                format!(
+                    "its compressed data ends {unread} bytes before its size says (streaming extractors read those bytes as what follows it)"
+                ),
+            ));
+        }
+        let computed = hasher.finalize();
+        if computed != crc {
+            return Err(ZipProblem::Damaged(
+                name.clone(),
+                format!("its CRC-32 is {computed:#010x}, its headers say {crc:#010x}"),
+            ));
+        }
+        if out != declared {
+            return Err(ZipProblem::Damaged(
+                name.clone(),
+                format!("it holds {out} bytes, its headers say {declared}"),
+            ));
+        }
         if let Some(file) = spool {
             check_archive(file, limits, depth + 1, inflated)
                 .map_err(|inner| ZipProblem::Nested(name.clone(), Box::new(inner)))?;
@@ -231,6 +312,72 @@ fn check_archive<R: Read + Seek>(
         }
     }
     Ok(entries.len())
+}
+
+/// An entry's data as it comes out: stored bytes as they are, deflated ones inflated (the
+/// methods extractors commonly support; others are refused).
+enum Data<R: Read> {
+    Stored(R),
+    Deflated(flate2::bufread::DeflateDecoder<std::io::BufReader<R>>),
+}
+
+impl<'a, R: Read> Data<zip::read::ZipFile<'a, R>> {
+    /// The reader of a raw (still compressed) entry; `None` for a method not supported.
+    fn new(raw: zip::read::ZipFile<'a, R>) -> Option<Self> {
+        match raw.compression() {
+            zip::CompressionMethod::Stored => Some(Self::Stored(raw)),
+            zip::CompressionMethod::Deflated => Some(Self::Deflated(
+                flate2::bufread::DeflateDecoder::new(std::io::BufReader::new(raw)),
+            )),
+            _ => None,
+        }
+    }
+}
+
+impl<R: Read> Data<R> {
+    /// How many of the `compressed` bytes the decompressor left unread once its stream ended
+    /// (stored data is read to its size).
+    fn left_unread(&self, compressed: u64) -> u64 {
+        match self {
+            Self::Stored(_) => 0,
+            Self::Deflated(d) => compressed.saturating_sub(d.total_in()),
+        }
+    }
+}
+
+impl<R: Read> Read for Data<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Stored(r) => r.read(buf),
+            Self::Deflated(d) => d.read(buf),
+        }
+    }
+}
+
+/// Looks for a data descriptor's signature across the chunks of an entry's data.
+#[derive(Debug, Default)]
+struct SignatureSearch {
+    /// The last bytes of the previous chunk (at most three: a signature split across chunks).
+    carry: Vec<u8>,
+}
+
+impl SignatureSearch {
+    const SIGNATURE: &[u8; 4] = b"PK\x07\x08";
+
+    /// Whether the signature ends in `chunk` (it may start in the previous one).
+    fn found_in(&mut self, chunk: &[u8]) -> bool {
+        let mut seam = std::mem::take(&mut self.carry);
+        seam.extend_from_slice(&chunk[..chunk.len().min(3)]);
+        let found = seam.windows(4).any(|w| w == Self::SIGNATURE)
+            || chunk.windows(4).any(|w| w == Self::SIGNATURE);
+        let tail = if chunk.len() >= 3 {
+            &chunk[chunk.len() - 3..]
+        } else {
+            &seam[seam.len().saturating_sub(3)..]
+        };
+        self.carry = tail.to_vec();
+        found
+    }
 }
 
 fn spooling(name: &str, e: &std::io::Error) -> ZipProblem {

@@ -11,6 +11,8 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
+use unicode_normalization::UnicodeNormalization;
+
 use crate::hidden_characters::is_invisible_or_bidi;
 
 /// The longest entry name accepted, in bytes (Windows paths hold 260 characters by default).
@@ -154,8 +156,20 @@ pub(super) fn broken_rule(name: &str) -> Option<String> {
     None
 }
 
-/// The paths extracted so far, compared as Windows and macOS compare them (ignoring case), to
-/// find two entries that would land on the same file, or a file where a folder is needed.
+/// A path as file systems compare them: Unicode-normalized (NFC: macOS treats `é` composed
+/// and decomposed as one name) and ignoring case (Windows and macOS); normalized again after
+/// lowering, as lowering can decompose or compose.
+fn comparable(path: &str) -> String {
+    path.nfc()
+        .collect::<String>()
+        .to_lowercase()
+        .nfc()
+        .collect()
+}
+
+/// The paths extracted so far, compared as Windows and macOS compare them (Unicode-normalized,
+/// ignoring case), to find two entries that would land on the same file, or a file where a
+/// folder is needed.
 /// Paths are kept as keyed 64-bit hashes, so the memory of a check grows with the entries and
 /// the depth of their paths, never with the length of their names.
 #[derive(Debug, Default)]
@@ -174,7 +188,7 @@ impl Paths {
     pub(super) fn add(&mut self, index: usize, readings: &[String]) -> Result<(), usize> {
         for reading in readings {
             let is_folder = reading.ends_with('/');
-            let path = reading.trim_end_matches('/').to_lowercase();
+            let path = comparable(reading.trim_end_matches('/'));
             let key = self.hasher.hash_one(&path);
             if let Some(&(other, _)) = self.entries.get(&key)
                 && other != index
@@ -286,5 +300,25 @@ mod tests {
         );
         assert_eq!(p.add(6, &["LAPS".into()]), Err(2), "a file over a folder");
         assert_eq!(p.add(7, &["laps/".into()]), Err(2), "a folder twice");
+    }
+
+    #[test]
+    fn clashing_paths_are_found_once_normalized() {
+        let (composed, decomposed) = ("caf\u{e9}.txt", "cafe\u{301}.txt");
+        let mut p = Paths::default();
+        p.add(0, &[composed.into()]).unwrap();
+        assert_eq!(p.add(1, &[decomposed.into()]), Err(0));
+        assert_eq!(
+            p.add(2, &["CAFE\u{301}.TXT".into()]),
+            Err(0),
+            "and in upper case"
+        );
+        p.add(3, &["r\u{e9}sum\u{e9}/".into()]).unwrap();
+        assert_eq!(
+            p.add(4, &["Re\u{301}sume\u{301}".into()]),
+            Err(3),
+            "a file over a folder spelled otherwise"
+        );
+        p.add(5, &["cafe.txt".into()]).unwrap();
     }
 }
