@@ -214,7 +214,7 @@ impl From<LlmError> for ApiError {
                 message: "the AI provider is busy, please retry".into(),
                 retry_after_secs: retry_after_secs.unwrap_or(30).clamp(1, 3600),
             },
-            LlmError::Upstream(_) => Self::BadGateway {
+            LlmError::Failed { .. } | LlmError::Upstream(_) => Self::BadGateway {
                 message: "the AI provider failed to answer".into(),
                 cause: anyhow::Error::new(e),
             },
