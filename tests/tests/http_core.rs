@@ -226,7 +226,7 @@ async fn every_answer_has_a_request_id_of_the_services_own() {
     let id = headers["x-request-id"].to_str().unwrap();
     assert_eq!(uuid::Uuid::parse_str(id).unwrap().get_version_num(), 4);
     // A client's id, plain or not, is never taken for the service's.
-    for sent in ["client-abc-123", "bad id\twith junk", &id.to_owned()] {
+    for sent in ["client-abc-123", "bad id\twith junk", id] {
         let req = Request::get("/nope")
             .header("x-request-id", sent)
             .body(Body::empty())
