@@ -688,7 +688,7 @@ fn providers(
             ));
         }
         if let Some(issuer) = &issuer {
-            secure_issuer(issuer).map_err(|reason| {
+            secure_provider_url(issuer).map_err(|reason| {
                 bad(
                     "Auth__Providers__<name>__Issuer",
                     &format!("{issuer:?} of provider {slot} {reason}"),
@@ -725,10 +725,11 @@ fn providers(
     Ok(out)
 }
 
-/// Refuses an issuer the client secret and tokens would travel to in clear: `https` only,
-/// except a loopback host (a provider on the same machine, as in tests).
-fn secure_issuer(issuer: &str) -> Result<(), &'static str> {
-    let url = reqwest::Url::parse(issuer).map_err(|_| "is not a URL")?;
+/// Refuses a provider URL (an issuer, or an endpoint its discovery names) the client secret,
+/// codes and tokens would travel to or from in clear: `https` only, except a loopback host (a
+/// provider on the same machine, as in tests).
+pub(crate) fn secure_provider_url(url: &str) -> Result<(), &'static str> {
+    let url = reqwest::Url::parse(url).map_err(|_| "is not a URL")?;
     let host = url.host_str().ok_or("has no host")?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let loopback = host.eq_ignore_ascii_case("localhost")

@@ -25,6 +25,7 @@ pub mod lambda;
 pub mod leaderboards;
 /// The JSON log line format.
 mod log_line;
+mod log_text;
 pub mod log_writer;
 pub mod metrics;
 pub mod metrics_cloudwatch;

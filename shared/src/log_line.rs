@@ -11,6 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::log_text::escape_text;
 use crate::ports::clock::{DATE_TIME_LEN, date_time_digits, digits};
 use crate::request_context;
 use tracing::field::{Field, Visit};
@@ -278,7 +279,9 @@ fn second_prefix(unix: u64) -> [u8; SECOND_LEN] {
 }
 
 /// The text line (`Log__Format=pretty`): time, level, the spans (or the request being answered)
-/// and the event's fields, as `tracing-subscriber`'s compact format writes them.
+/// and the event's fields, as `tracing-subscriber`'s compact format writes them. The fields are
+/// [`crate::log_text::TextFields`]' and the request's are escaped as they are, so no value
+/// can end the line.
 pub(crate) struct TextLine;
 
 impl<S, N> FormatEvent<S, N> for TextLine
@@ -321,13 +324,13 @@ where
                 writer.write_str(": ")?;
             }
         } else if let Some(written) = request_context::with_current(|request| {
-            write!(
-                writer,
-                "request{{request_id={} method={} route={}}}: ",
-                request.request_id,
-                request.method,
-                request.route.as_str()
-            )
+            writer.write_str("request{request_id=")?;
+            escape_text(&mut writer, &request.request_id, false)?;
+            writer.write_str(" method=")?;
+            escape_text(&mut writer, request.method.as_str(), false)?;
+            writer.write_str(" route=")?;
+            escape_text(&mut writer, request.route.as_str(), false)?;
+            writer.write_str("}: ")
         }) {
             written?;
         }

@@ -20,7 +20,7 @@ tokio::task_local! {
 /// What the log lines of one request name.
 #[derive(Debug, Clone)]
 pub struct RequestContext {
-    /// The request id (also sent back as `x-request-id`).
+    /// The request id, the service's own for each request (also sent back as `x-request-id`).
     pub request_id: String,
     /// The request's method.
     pub method: http::Method,

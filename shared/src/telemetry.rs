@@ -81,8 +81,11 @@ where
                 .event_format(crate::log_line::JsonLine)
                 .finish(),
         ),
-        LogFormat::Pretty => {
-            tracing::Dispatch::new(builder.event_format(crate::log_line::TextLine).finish())
-        }
+        LogFormat::Pretty => tracing::Dispatch::new(
+            builder
+                .fmt_fields(crate::log_text::TextFields)
+                .event_format(crate::log_line::TextLine)
+                .finish(),
+        ),
     }
 }

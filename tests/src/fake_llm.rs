@@ -48,6 +48,7 @@ struct Shared {
     mode: Arc<Mutex<Mode>>,
     received: Arc<Mutex<Vec<Received>>>,
     usage: Arc<Mutex<(u64, u64)>>,
+    delay: Arc<Mutex<Duration>>,
 }
 
 /// The running fake.
@@ -67,6 +68,7 @@ impl FakeLlm {
             mode: Arc::new(Mutex::new(Mode::Answer)),
             received: Arc::default(),
             usage: Arc::new(Mutex::new((120, 80))),
+            delay: Arc::default(),
         };
         let app = Router::new()
             .route("/v1/messages", post(anthropic))
@@ -88,6 +90,12 @@ impl FakeLlm {
     /// Reports `input` and `output` tokens from now on.
     pub fn set_usage(&self, input: u64, output: u64) {
         *self.shared.usage.lock().unwrap() = (input, output);
+    }
+
+    /// Takes `delay` over each answer from now on, so that calls made together are in flight
+    /// together.
+    pub fn set_delay(&self, delay: Duration) {
+        *self.shared.delay.lock().unwrap() = delay;
     }
 
     /// Every request received so far.
@@ -126,6 +134,10 @@ async fn answer(
     check: Result<(), String>,
 ) -> Option<Response> {
     shared.received.lock().unwrap().push(received);
+    let delay = *shared.delay.lock().unwrap();
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     if let Err(reason) = check {
         return Some((StatusCode::BAD_REQUEST, reason).into_response());
     }

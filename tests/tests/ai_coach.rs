@@ -5,6 +5,8 @@
 
 use paddock::config::{AiProvider, Settings};
 use paddock::ports::Clock;
+use paddock::ports::items::Key;
+use paddock::tables::Table;
 use paddock_tests::fake_llm::{ANSWER, FakeLlm, Mode};
 use paddock_tests::{Backend, TestApp, envelope, ports, spawn_with};
 use serde_json::{Value, json};
@@ -66,6 +68,51 @@ async fn ask(
     let headers = res.headers().clone();
     let (status, body) = envelope(res).await;
     (status, body, headers)
+}
+
+/// The tokens a call reserves, by README's rule, from the body the model was sent: the
+/// prompt's bytes, 64, 8 a message (the system prompt counting as one), and the 1024 it may
+/// generate.
+fn reserved_for(sent: &Value) -> u64 {
+    let messages = sent["messages"].as_array().unwrap();
+    let bytes: usize = sent["system"].as_str().unwrap().len()
+        + messages
+            .iter()
+            .map(|m| m["content"].as_str().unwrap().len())
+            .sum::<usize>();
+    bytes as u64 + 64 + 8 * (messages.len() as u64 + 1) + 1024
+}
+
+/// What an insights call about `insight_body()` reserves, measured on a server of its own.
+async fn insights_reservation() -> u64 {
+    let fake = FakeLlm::start().await;
+    let app = coached(
+        Backend::Embedded,
+        &fake,
+        AiProvider::Anthropic,
+        Some("test-key"),
+    )
+    .await;
+    let (token, _) = app.driver("Probe").await;
+    let (status, res, _) = ask(&app, &token, "/v1/ai/insights", &insight_body()).await;
+    assert_eq!(status, 200, "{res}");
+    reserved_for(&fake.received()[0].body)
+}
+
+/// Today's token counter of `subject` (a user id, or `*` for the whole service).
+async fn tokens_counted(t: &paddock_tests::TestPorts, subject: &str) -> u64 {
+    let now = t.clock.unix();
+    let key = Key::new(
+        format!("RL#ai-tokens#{subject}"),
+        (now - now.rem_euclid(86_400)).to_string(),
+    );
+    t.ports
+        .items
+        .get(Table::Limits, &key)
+        .await
+        .unwrap()
+        .and_then(|item| item.get("tokens").and_then(Value::as_u64))
+        .unwrap_or(0)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -370,7 +417,9 @@ async fn limits_hold_across_instances(backend: Backend) {
     let mut settings = t.settings.clone();
     configure(&mut settings, &fake, AiProvider::Anthropic);
     settings.ai.requests_per_hour = 4;
-    settings.ai.tokens_per_day = 300;
+    // Room for one call's reservation and 300 tokens more.
+    let reserved = insights_reservation().await;
+    settings.ai.tokens_per_day = reserved + 300;
     secret(t.dir.path(), "anthropicApiKey", "test-key");
     let second_dir = tempfile::tempdir().unwrap();
     let one = spawn_with(settings.clone(), t.ports.clone(), t.dir).await;
@@ -381,7 +430,7 @@ async fn limits_hold_across_instances(backend: Backend) {
         body["CurLapMs"] = json!(150_000 + n);
         body
     };
-    // 200 tokens, then 400: the third call finds the day's 300 spent.
+    // 200 tokens, then 400: the third call's reservation no longer fits.
     let (status, res, _) = ask(&one, &token, "/v1/ai/insights", &question(1)).await;
     assert_eq!(status, 200, "{res}");
     let (status, res, _) = ask(&two, &token, "/v1/ai/insights", &question(2)).await;
@@ -413,8 +462,9 @@ async fn the_service_wide_token_cap_holds_across_drivers(backend: Backend) {
     let clock = t.clock.clone();
     let mut settings = t.settings.clone();
     configure(&mut settings, &fake, AiProvider::Anthropic);
-    settings.ai.tokens_per_day = 10_000;
-    settings.ai.service_tokens_per_day = 500;
+    let reserved = insights_reservation().await;
+    settings.ai.tokens_per_day = 10 * reserved;
+    settings.ai.service_tokens_per_day = reserved + 450;
     secret(t.dir.path(), "anthropicApiKey", "test-key");
     let app = spawn_with(settings, t.ports.clone(), t.dir).await;
     let question = |n: i64| {
@@ -422,8 +472,9 @@ async fn the_service_wide_token_cap_holds_across_drivers(backend: Backend) {
         body["CurLapMs"] = json!(150_000 + n);
         body
     };
-    // Three fresh accounts, 200 tokens each: 600 spent, past the service's 500 (a call is
-    // admitted while anything is left, and counted with what it really cost).
+    // Three fresh accounts, 200 tokens each: 600 spent, and a call's reservation on top of
+    // that no longer fits in the service's tokens (a call is admitted only while the most it
+    // can cost fits, and counted with what it really cost).
     for n in 0..3 {
         let (token, _) = app.driver(&format!("Sybil{n}")).await;
         let (status, res, _) = ask(&app, &token, "/v1/ai/insights", &question(n)).await;
@@ -460,11 +511,147 @@ async fn the_service_wide_token_cap_holds_across_drivers(backend: Backend) {
     assert_eq!(fake.received().len(), 4);
 }
 
+/// Ten coaching calls at once, 400 tokens each by the provider's count, race for a daily cap
+/// of 1,000 or 3,000 tokens: the service's (ten drivers) or one driver's. The tokens spent
+/// never pass the cap, by the counter or by the provider's figures, and every call turned
+/// away answers 429.
+async fn calls_made_at_once_never_spend_past_a_cap(backend: Backend) {
+    let fake = FakeLlm::start().await;
+    fake.set_usage(300, 100);
+    // Each answer takes a while, so the ten calls are in flight together.
+    fake.set_delay(Duration::from_millis(300));
+    let t = ports(backend).await;
+    secret(t.dir.path(), "anthropicApiKey", "test-key");
+    // A call reserves more than 1,000 tokens, and fewer than 3,000.
+    let reserved = insights_reservation().await;
+    assert!((1_000..3_000).contains(&reserved), "{reserved}");
+    for (service_wide, cap) in [(true, 1_000), (true, 3_000), (false, 1_000), (false, 3_000)] {
+        let mut settings = t.settings.clone();
+        configure(&mut settings, &fake, AiProvider::Anthropic);
+        if service_wide {
+            settings.ai.service_tokens_per_day = cap;
+        } else {
+            settings.ai.tokens_per_day = cap;
+        }
+        // One store, one app per cap (its own data directory; the secrets are the store's).
+        let app = spawn_with(settings, t.ports.clone(), tempfile::tempdir().unwrap()).await;
+        let mut drivers = Vec::new();
+        for n in 0..10 {
+            if service_wide || n == 0 {
+                drivers.push(app.driver(&format!("Racer{n}")).await);
+            } else {
+                drivers.push(drivers[0].clone());
+            }
+        }
+        let upstream_before = fake.received().len();
+        let calls = drivers.iter().enumerate().map(|(n, (token, _))| {
+            let mut body = insight_body();
+            body["CurLapMs"] = json!(160_000 + n);
+            let app = &app;
+            async move { ask(app, token, "/v1/ai/insights", &body).await }
+        });
+        let answers = futures::future::join_all(calls).await;
+
+        let answered = answers
+            .iter()
+            .filter(|(status, _, _)| *status == 200)
+            .count() as u64;
+        let by_provider: u64 = answers
+            .iter()
+            .filter(|(status, _, _)| *status == 200)
+            .map(|(_, body, _)| {
+                body["data"]["inputTokens"].as_u64().unwrap()
+                    + body["data"]["outputTokens"].as_u64().unwrap()
+            })
+            .sum();
+        assert_eq!(by_provider, 400 * answered);
+        assert_eq!(
+            fake.received().len() - upstream_before,
+            answered as usize,
+            "a refused call never reaches the model"
+        );
+        for (status, body, headers) in answers.iter().filter(|(status, _, _)| *status != 200) {
+            assert_eq!(*status, 429, "{body}");
+            assert!(headers.get("retry-after").is_some(), "{body}");
+        }
+        let subject = if service_wide {
+            "*"
+        } else {
+            drivers[0].1.as_str()
+        };
+        let counted = tokens_counted(&t, subject).await;
+        let scope = if service_wide { "service" } else { "driver" };
+        eprintln!(
+            "{backend:?}: {scope} cap {cap}, {reserved} reserved a call: {answered} of 10 answered, \
+             {by_provider} tokens by the provider, {counted} counted"
+        );
+        // A call whose most alone is past the cap is never made; one that fits is.
+        if cap < reserved {
+            assert_eq!(answered, 0, "{scope} cap {cap}");
+        } else {
+            assert!(answered >= 1, "{scope} cap {cap}");
+        }
+        assert!(
+            by_provider <= cap && counted <= cap,
+            "{scope} cap {cap}: {by_provider} tokens spent, {counted} counted"
+        );
+        // A fresh day, so the next race starts from empty counters.
+        t.clock.advance(time::Duration::days(1));
+    }
+}
+
+/// A call's reservation is settled whatever its outcome: replaced by the provider's figures
+/// when it answers, given back when the provider refuses with an error status, and kept whole
+/// when the provider may have counted tokens it never reported (a timeout).
+async fn reservations_are_settled_by_the_outcome(backend: Backend) {
+    let fake = FakeLlm::start().await;
+    fake.set_usage(300, 100);
+    let t = ports(backend).await;
+    let mut settings = t.settings.clone();
+    configure(&mut settings, &fake, AiProvider::Anthropic);
+    secret(t.dir.path(), "anthropicApiKey", "test-key");
+    let app = spawn_with(settings, t.ports.clone(), tempfile::tempdir().unwrap()).await;
+    let (token, user) = app.driver("Settled").await;
+    let question = |n: i64| {
+        let mut body = insight_body();
+        body["CurLapMs"] = json!(170_000 + n);
+        body
+    };
+    let (status, res, _) = ask(&app, &token, "/v1/ai/insights", &question(1)).await;
+    assert_eq!(status, 200, "{res}");
+    assert_eq!(tokens_counted(&t, &user).await, 400);
+    assert_eq!(tokens_counted(&t, "*").await, 400);
+
+    for (n, mode) in [Mode::Failing, Mode::RateLimited, Mode::Unauthorized]
+        .into_iter()
+        .enumerate()
+    {
+        fake.set_mode(mode);
+        let (status, _, _) = ask(&app, &token, "/v1/ai/insights", &question(2 + n as i64)).await;
+        assert!(status == 502 || status == 503, "{mode:?}: {status}");
+        assert_eq!(
+            tokens_counted(&t, &user).await,
+            400,
+            "{mode:?} gives it back"
+        );
+        assert_eq!(tokens_counted(&t, "*").await, 400, "{mode:?} gives it back");
+    }
+
+    fake.set_mode(Mode::Hang);
+    let (status, _, _) = ask(&app, &token, "/v1/ai/insights", &question(9)).await;
+    assert_eq!(status, 504);
+    let kept = reserved_for(&fake.received().last().unwrap().body);
+    assert_eq!(tokens_counted(&t, &user).await, 400 + kept);
+    assert_eq!(tokens_counted(&t, "*").await, 400 + kept);
+}
+
 paddock_tests::on_both_backends!(
     plain: [],
     ports: [
         limits_hold_across_instances,
-        the_service_wide_token_cap_holds_across_drivers
+        the_service_wide_token_cap_holds_across_drivers,
+        calls_made_at_once_never_spend_past_a_cap,
+        reservations_are_settled_by_the_outcome
     ]
 );
 

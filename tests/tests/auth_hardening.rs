@@ -386,3 +386,55 @@ paddock_tests::on_both_backends!(
         names_that_pose_as_someone_else_are_refused,
     ]
 );
+
+/// An OpenID Connect provider on loopback whose discovery names `token_endpoint`; answers its
+/// issuer.
+async fn discovery_naming(token_endpoint: &'static str) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", listener.local_addr().unwrap());
+    let document = json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/auth"),
+        "token_endpoint": token_endpoint.replace("{issuer}", &issuer),
+        "jwks_uri": format!("{issuer}/jwks"),
+        "id_token_signing_alg_values_supported": ["RS256", "HS256", "none"],
+    });
+    let routes = axum::Router::new().route(
+        "/.well-known/openid-configuration",
+        axum::routing::get(move || async move { axum::Json(document) }),
+    );
+    tokio::spawn(async move { axum::serve(listener, routes).await });
+    issuer
+}
+
+/// A provider's discovery naming an endpoint in plain http off loopback (where a code, the
+/// client secret or the tokens would travel in clear) is refused, and no driver is sent to it.
+#[tokio::test(flavor = "multi_thread")]
+async fn discovered_endpoints_in_clear_are_refused() {
+    for (token_endpoint, expected) in [("{issuer}/token", 303), ("http://idp.example/token", 400)] {
+        let issuer = discovery_naming(token_endpoint).await;
+        let (app, _) = spawn_configured(Backend::Embedded, |s| {
+            s.auth.providers = vec![paddock::config::ProviderConfig {
+                name: "corp".into(),
+                kind: paddock::config::ProviderKind::Oidc,
+                client_id: "paddock".into(),
+                client_secret: Some("client-secret".into()),
+                issuer: Some(issuer.clone()),
+                scopes: vec!["openid".into()],
+                trust_email_verified: false,
+            }];
+        })
+        .await;
+        let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+        let res = app
+            .get(&format!(
+                "/v1/auth/login/corp?redirect_uri=http://127.0.0.1:5000/callback&code_challenge={challenge}"
+            ))
+            .await;
+        assert_eq!(res.status().as_u16(), expected, "{token_endpoint}");
+        if expected == 303 {
+            let to = res.headers()["location"].to_str().unwrap();
+            assert!(to.starts_with(&format!("{issuer}/auth?")), "{to}");
+        }
+    }
+}

@@ -116,6 +116,10 @@ async fn a_store_outage_is_logged_once_with_its_cause_and_request_id() {
         .unwrap();
     let response = app.oneshot(request).await.unwrap();
     assert_eq!(response.status(), 503);
+    let id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let body = body_text(response).await;
     assert!(
         body.contains("storage is temporarily unavailable"),
@@ -128,7 +132,16 @@ async fn a_store_outage_is_logged_once_with_its_cause_and_request_id() {
 
     let errors = error_lines(&logs);
     assert_eq!(errors.len(), 1, "one line for one failure: {errors:#?}");
-    assert!(errors[0].contains("req-outage-1"), "{}", errors[0]);
+    assert!(
+        errors[0].contains(&format!("request_id=\"{id}\"")),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[0].contains("client_request_id=\"req-outage-1\""),
+        "{}",
+        errors[0]
+    );
     assert!(errors[0].contains("status=503"), "{}", errors[0]);
     assert!(
         errors[0].contains("item store unavailable: disk on fire at sector 7"),
@@ -157,11 +170,16 @@ async fn a_panic_is_logged_once_with_its_message_and_answered_500() {
         .unwrap();
     let response = app.oneshot(request).await.unwrap();
     assert_eq!(response.status(), 500);
+    let id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
     let body = body_text(response).await;
     assert!(!body.contains("cylinders"), "{body}");
 
     let errors = error_lines(&logs);
     assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert!(errors[0].contains(&id), "{}", errors[0]);
     assert!(errors[0].contains("req-panic-1"), "{}", errors[0]);
     assert!(
         errors[0].contains("handler panicked: engine has no cylinders"),

@@ -217,7 +217,7 @@ async fn framework_failures_use_the_envelope() {
 }
 
 #[tokio::test]
-async fn every_answer_has_a_request_id_and_plain_ids_are_kept() {
+async fn every_answer_has_a_request_id_of_the_services_own() {
     let (_, headers, _) = call(
         probe_router(),
         Request::get("/nope").body(Body::empty()).unwrap(),
@@ -225,22 +225,22 @@ async fn every_answer_has_a_request_id_and_plain_ids_are_kept() {
     .await;
     let id = headers["x-request-id"].to_str().unwrap();
     assert_eq!(uuid::Uuid::parse_str(id).unwrap().get_version_num(), 4);
-    let req = Request::get("/nope")
-        .header("x-request-id", "client-abc-123")
-        .body(Body::empty())
-        .unwrap();
-    assert_eq!(
-        call(probe_router(), req).await.1["x-request-id"],
-        "client-abc-123"
-    );
-    let req = Request::get("/nope")
-        .header("x-request-id", "bad id\twith junk")
-        .body(Body::empty())
-        .unwrap();
-    assert_ne!(
-        call(probe_router(), req).await.1["x-request-id"],
-        "bad id\twith junk"
-    );
+    // A client's id, plain or not, is never taken for the service's.
+    for sent in ["client-abc-123", "bad id\twith junk", id] {
+        let req = Request::get("/nope")
+            .header("x-request-id", sent)
+            .body(Body::empty())
+            .unwrap();
+        let answered = call(probe_router(), req).await.1["x-request-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert_ne!(answered, sent);
+        assert_eq!(
+            uuid::Uuid::parse_str(&answered).unwrap().get_version_num(),
+            4
+        );
+    }
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
-//! The coaching flow: limits first, then the stored answer, then the model, then the
-//! counters. No upstream call is made when the model is not configured or a limit is spent.
+//! The coaching flow: the request limit first, then the stored answer, then the call's most
+//! tokens reserved, then the model, then the reservation settled with what the call cost. No
+//! upstream call is made when the model is not configured, or a limit has no room for it.
 
 use serde::Serialize;
 use std::time::Instant;
@@ -117,8 +118,8 @@ impl Coach<'_> {
         Ok(CoachAnswer::from(completion, false))
     }
 
-    /// Checks the prompt's size, that a model is configured, and the limits (counting this
-    /// request); answers the model.
+    /// Checks the prompt's size, that a model is configured, and the hourly request limit
+    /// (counting this request); answers the model.
     async fn admit(&self, prompt: &super::llm::Prompt) -> Result<&dyn LanguageModel, CoachError> {
         let size = prompt::size(prompt);
         if size > MAX_PROMPT_BYTES {
@@ -127,21 +128,27 @@ impl Coach<'_> {
         let model = self.model.ok_or(LlmError::NotConfigured)?;
         model.ready().await?;
         budget::count_request(self.ports, self.user_id, self.settings).await?;
-        budget::check_tokens(self.ports, self.user_id, self.settings)
-            .await
-            .map_err(|e| match e {
-                budget::BudgetError::Driver(limit) => CoachError::Limit(limit),
-                budget::BudgetError::Service(limited) => CoachError::ServiceSpent(limited),
-            })?;
         Ok(model)
     }
 
-    /// Calls the model and counts its tokens.
+    /// Reserves the call's most tokens, calls the model, and settles the reservation with
+    /// what the provider counted.
     async fn call(
         &self,
         model: &dyn LanguageModel,
         prompt: &super::llm::Prompt,
     ) -> Result<Completion, CoachError> {
+        let reservation = budget::reserve(
+            self.ports,
+            self.user_id,
+            self.settings,
+            budget::most_tokens(prompt),
+        )
+        .await
+        .map_err(|e| match e {
+            budget::BudgetError::Driver(limit) => CoachError::Limit(limit),
+            budget::BudgetError::Service(limited) => CoachError::ServiceSpent(limited),
+        })?;
         let started = Instant::now();
         let outcome = model.complete(prompt).await;
         let metrics = crate::metrics::global();
@@ -151,10 +158,20 @@ impl Coach<'_> {
             Err(LlmError::NotConfigured) => "not_configured",
             Err(LlmError::Rejected { .. }) => "rejected",
             Err(LlmError::Busy { .. }) => "busy",
-            Err(LlmError::Upstream(_)) => "upstream_error",
+            Err(LlmError::Failed { .. } | LlmError::Upstream(_)) => "upstream_error",
             Err(LlmError::Timeout) => "timeout",
         };
         metrics.ai_calls.with_label_values(&[label]).inc();
+        let spent = match &outcome {
+            Ok(completion) => completion.input_tokens + completion.output_tokens,
+            // Counted as the provider may have counted it, all of it, or none.
+            Err(e) if e.may_have_counted_tokens() => reservation.tokens(),
+            Err(_) => 0,
+        };
+        if let Err(e) = reservation.settle(self.ports, spent).await {
+            // Left reserved until its day ends: fewer tokens spent, never more.
+            tracing::warn!(error = %e, "could not settle reserved coaching tokens");
+        }
         let completion = outcome?;
         metrics
             .ai_tokens
@@ -164,11 +181,6 @@ impl Coach<'_> {
             .ai_tokens
             .with_label_values(&["output"])
             .inc_by(completion.output_tokens);
-        let spent = completion.input_tokens + completion.output_tokens;
-        if let Err(e) = budget::spend_tokens(self.ports, self.user_id, spent).await {
-            // The answer is paid for already; losing one count is better than losing it.
-            tracing::warn!(error = %e, "could not count coaching tokens");
-        }
         Ok(completion)
     }
 }

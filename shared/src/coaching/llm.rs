@@ -67,12 +67,33 @@ pub enum LlmError {
         /// Seconds to wait, when the upstream said.
         retry_after_secs: Option<u64>,
     },
-    /// The API failed or answered something unreadable.
+    /// The API answered an error status (other than those above).
+    #[error("the AI provider failed: status {status}")]
+    Failed {
+        /// The upstream status.
+        status: u16,
+    },
+    /// The call failed on its way, or the API answered something unreadable.
     #[error("the AI provider failed: {0}")]
     Upstream(String),
     /// The API did not answer in time.
     #[error("the AI provider did not answer in time")]
     Timeout,
+}
+
+impl LlmError {
+    /// Whether the provider may have counted tokens for the failed call: a call that timed
+    /// out, broke off or was answered unreadably may have been generated in full, whereas an
+    /// error status (or no call at all) is not billed.
+    pub fn may_have_counted_tokens(&self) -> bool {
+        match self {
+            Self::NotConfigured
+            | Self::Rejected { .. }
+            | Self::Busy { .. }
+            | Self::Failed { .. } => false,
+            Self::Upstream(_) | Self::Timeout => true,
+        }
+    }
 }
 
 /// A chat-completion API.
@@ -94,7 +115,7 @@ fn status_error(status: u16, retry_after: Option<&str>) -> LlmError {
         429 | 503 | 529 => LlmError::Busy {
             retry_after_secs: retry_after.and_then(|v| v.trim().parse().ok()),
         },
-        other => LlmError::Upstream(format!("status {other}")),
+        status => LlmError::Failed { status },
     }
 }
 

@@ -1,6 +1,6 @@
-//! The outermost service layer: each request gets an id, runs as its [`RequestContext`], and
-//! its answer gets the id back, the security headers, the envelope when a framework layer
-//! answered in plain text, its metrics and one access line.
+//! The outermost service layer: each request gets an id of the service's own, runs as its
+//! [`RequestContext`], and its answer gets the id back, the security headers, the envelope
+//! when a framework layer answered in plain text, its metrics and one access line.
 //!
 //! A tower service rather than `axum::middleware::from_fn`: `from_fn` clones the inner service
 //! (a boxed route) and boxes two futures for every request; this layer calls the route
@@ -63,8 +63,9 @@ where
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         let started = Instant::now();
+        let client_request_id = client_request_id(&req);
         let context = RequestContext {
-            request_id: request_id(&req),
+            request_id: new_request_id(),
             method: req.method().clone(),
             // The matched route shares its text with the router (no copy per request). Taken
             // out of the request, not cloned: the context is where it is read from now on,
@@ -79,6 +80,7 @@ where
             inner: request_context::scope(context, self.inner.call(req)),
             started,
             authenticated,
+            client_request_id,
         }
     }
 }
@@ -90,6 +92,7 @@ pin_project! {
         inner: TaskLocalFuture<RequestContext, F>,
         started: Instant,
         authenticated: bool,
+        client_request_id: Option<String>,
     }
 }
 
@@ -111,23 +114,31 @@ where
         Poll::Ready(Ok(finish(
             response,
             &context,
+            this.client_request_id.as_deref(),
             *this.started,
             *this.authenticated,
         )))
     }
 }
 
-/// Keeps a caller's request id when it is short and plain; otherwise makes one.
-fn request_id(req: &Request) -> String {
+/// The longest client request id that is logged.
+const MAX_CLIENT_REQUEST_ID: usize = 64;
+
+/// The request id the client sent, when it is 1 to 64 of `A-Z a-z 0-9 . _ -`; anything else is
+/// dropped. It is only ever logged beside the service's own id (`client_request_id`), never
+/// taken for it: a client cannot make its requests' lines share an id with another's, or pass
+/// for a line of the service's.
+fn client_request_id(req: &Request) -> Option<String> {
     req.headers()
         .get(&REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .filter(|v| {
             !v.is_empty()
-                && v.len() <= 64
-                && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && v.len() <= MAX_CLIENT_REQUEST_ID
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
         })
-        .map_or_else(new_request_id, str::to_owned)
+        .map(str::to_owned)
 }
 
 /// A new request id: a random UUID, written straight into its text (no `Display` round).
@@ -143,6 +154,7 @@ fn new_request_id() -> String {
 fn finish(
     mut response: Response,
     context: &RequestContext,
+    client_request_id: Option<&str>,
     started: Instant,
     authenticated: bool,
 ) -> Response {
@@ -177,13 +189,30 @@ fn finish(
     // `message` as a field with a `str` value, not a format string: the same member of the
     // line (first, "request"), recorded as a string instead of formatted through `Debug`.
     let message = "request";
+    // Absent (not written at all) when the client sent none, or one that was dropped.
     match (&cause, status >= 500) {
         (Some(cause), _) => tracing::error!(
-            message, request_id, method, route, status, latency_ms,
+            message, request_id, method, route, status, latency_ms, client_request_id,
             error = %cause.chain()
         ),
-        (None, true) => tracing::error!(message, request_id, method, route, status, latency_ms),
-        (None, false) => tracing::info!(message, request_id, method, route, status, latency_ms),
+        (None, true) => tracing::error!(
+            message,
+            request_id,
+            method,
+            route,
+            status,
+            latency_ms,
+            client_request_id
+        ),
+        (None, false) => tracing::info!(
+            message,
+            request_id,
+            method,
+            route,
+            status,
+            latency_ms,
+            client_request_id
+        ),
     }
     response
 }

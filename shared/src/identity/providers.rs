@@ -3,7 +3,7 @@
 //! user-info). The provider's code is exchanged with the `oauth2` crate.
 
 use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use oauth2::basic::{
     BasicErrorResponse, BasicRevocationErrorResponse, BasicTokenIntrospectionResponse,
     BasicTokenType,
@@ -31,6 +31,8 @@ struct Endpoints {
     token: String,
     userinfo: Option<String>,
     jwks: Option<String>,
+    /// The algorithms an ID token of this provider may be signed with.
+    id_token_algorithms: Vec<Algorithm>,
 }
 
 #[derive(Deserialize)]
@@ -40,6 +42,66 @@ struct Discovery {
     token_endpoint: String,
     userinfo_endpoint: Option<String>,
     jwks_uri: Option<String>,
+    id_token_signing_alg_values_supported: Option<Vec<String>>,
+}
+
+/// The signature algorithms an ID token may have, whatever the provider lists: asymmetric
+/// ones only, so no `none`, and no HMAC, whose key would be the client secret (or a key the
+/// JWKS hands to anyone).
+const ASYMMETRIC_ALGORITHMS: [Algorithm; 9] = [
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::PS256,
+    Algorithm::PS384,
+    Algorithm::PS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+    Algorithm::EdDSA,
+];
+
+/// The algorithms to accept for a provider's ID tokens: those its discovery lists in
+/// `id_token_signing_alg_values_supported` that are asymmetric, or RS256 (the default OpenID
+/// Connect gives every provider) when it lists none.
+fn id_token_algorithms(listed: Option<&[String]>) -> Result<Vec<Algorithm>, ProviderError> {
+    let Some(listed) = listed.filter(|l| !l.is_empty()) else {
+        return Ok(vec![Algorithm::RS256]);
+    };
+    let accepted: Vec<Algorithm> = ASYMMETRIC_ALGORITHMS
+        .into_iter()
+        .filter(|alg| {
+            listed
+                .iter()
+                .any(|name| name.parse::<Algorithm>().ok() == Some(*alg))
+        })
+        .collect();
+    if accepted.is_empty() {
+        return Err(ProviderError::Rejected(format!(
+            "discovery's id_token_signing_alg_values_supported ({}) names no asymmetric algorithm",
+            listed.join(", ")
+        )));
+    }
+    Ok(accepted)
+}
+
+impl Discovery {
+    /// Refuses endpoints that are not `https` (plain `http` only on a loopback host).
+    fn check_endpoints(&self) -> Result<(), ProviderError> {
+        let endpoints = [
+            ("authorization_endpoint", Some(&self.authorization_endpoint)),
+            ("token_endpoint", Some(&self.token_endpoint)),
+            ("userinfo_endpoint", self.userinfo_endpoint.as_ref()),
+            ("jwks_uri", self.jwks_uri.as_ref()),
+        ];
+        for (name, url) in endpoints {
+            if let Some(url) = url {
+                crate::config::secure_provider_url(url).map_err(|rule| {
+                    ProviderError::Rejected(format!("discovery's {name} {url:?} {rule}"))
+                })?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// The `id_token` of an OIDC token response.
@@ -163,6 +225,7 @@ impl Provider {
                                 .into(),
                             userinfo: Some("https://graph.microsoft.com/oidc/userinfo".into()),
                             jwks: None,
+                            id_token_algorithms: Vec::new(),
                         });
                     }
                     ProviderKind::Discord => {
@@ -172,6 +235,7 @@ impl Provider {
                             token: "https://discord.com/api/oauth2/token".into(),
                             userinfo: Some("https://discord.com/api/users/@me".into()),
                             jwks: None,
+                            id_token_algorithms: Vec::new(),
                         });
                     }
                 };
@@ -188,12 +252,16 @@ impl Provider {
                         doc.issuer
                     )));
                 }
+                doc.check_endpoints()?;
+                let id_token_algorithms =
+                    id_token_algorithms(doc.id_token_signing_alg_values_supported.as_deref())?;
                 Ok(Endpoints {
                     issuer: Some(doc.issuer),
                     authorize: doc.authorization_endpoint,
                     token: doc.token_endpoint,
                     userinfo: doc.userinfo_endpoint,
                     jwks: doc.jwks_uri,
+                    id_token_algorithms,
                 })
             })
             .await
@@ -293,6 +361,14 @@ impl Provider {
     ) -> Result<ProviderIdentity, ProviderError> {
         let header = jsonwebtoken::decode_header(id_token)
             .map_err(|e| ProviderError::Rejected(format!("id_token: {e}")))?;
+        // Pinned before any key is looked up: the token's header never picks the algorithm.
+        let accepted = &self.endpoints().await?.id_token_algorithms;
+        if !accepted.contains(&header.alg) {
+            return Err(ProviderError::Rejected(format!(
+                "id_token signed with {:?}; this provider's ID tokens are accepted with {accepted:?}",
+                header.alg
+            )));
+        }
         let kid = header.kid.clone().unwrap_or_default();
         let key = match self.key_for(&kid, false).await? {
             Some(k) => k,
@@ -302,6 +378,7 @@ impl Provider {
             })?,
         };
         let issuer = self.endpoints().await?.issuer.clone().unwrap_or_default();
+        // One algorithm, the token's (checked above): the key must be of its family.
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[&self.config.client_id]);
@@ -466,7 +543,147 @@ pub fn from_configs(configs: &[ProviderConfig]) -> Providers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
     use serde_json::json;
+
+    /// An Ed25519 key made for these tests only, and its public half as a JWK's `x`.
+    const TEST_ED25519_PEM: &str = "-----BEGIN PRIVATE KEY-----
+MC4CAQAwBQYDK2VwBCIEIKVwkW/olVS9O9emRl9C+GaQFvMS8nWqzMiQfaWUW3Be
+-----END PRIVATE KEY-----";
+    const TEST_ED25519_X: &str = "NShRDnOELPaTvlUXCdwoKGRUBnvDfDqOeAOFjKWZaAc";
+
+    fn discovery(endpoint: &str) -> Discovery {
+        serde_json::from_value(json!({
+            "issuer": "https://idp.example",
+            "authorization_endpoint": "https://idp.example/authorize",
+            "token_endpoint": endpoint,
+            "userinfo_endpoint": "https://idp.example/me",
+            "jwks_uri": "https://idp.example/jwks",
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn discovered_endpoints_must_be_https_except_on_loopback() {
+        for fine in [
+            "https://idp.example/token",
+            "http://127.0.0.1:5556/token",
+            "http://localhost:5556/token",
+            "http://[::1]:5556/token",
+        ] {
+            assert!(discovery(fine).check_endpoints().is_ok(), "{fine}");
+        }
+        for refused in [
+            "http://idp.example/token",
+            "http://127.0.0.1.idp.example/token",
+            "ftp://idp.example/token",
+            "/token",
+        ] {
+            let err = discovery(refused)
+                .check_endpoints()
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("discovery's token_endpoint"),
+                "{refused}: {err}"
+            );
+        }
+        let mut insecure_keys = discovery("https://idp.example/token");
+        insecure_keys.jwks_uri = Some("http://idp.example/jwks".into());
+        let err = insecure_keys.check_endpoints().unwrap_err().to_string();
+        assert!(err.contains("jwks_uri") && err.contains("https"), "{err}");
+    }
+
+    #[test]
+    fn id_token_algorithms_are_the_listed_asymmetric_ones_or_rs256() {
+        let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(id_token_algorithms(None).unwrap(), vec![Algorithm::RS256]);
+        assert_eq!(
+            id_token_algorithms(Some(&[])).unwrap(),
+            vec![Algorithm::RS256]
+        );
+        assert_eq!(
+            id_token_algorithms(Some(&names(&["none", "HS256", "RS256", "EdDSA", "XX1"]))).unwrap(),
+            vec![Algorithm::RS256, Algorithm::EdDSA]
+        );
+        let err = id_token_algorithms(Some(&names(&["none", "HS256", "HS512"]))).unwrap_err();
+        assert!(err.to_string().contains("no asymmetric algorithm"), "{err}");
+    }
+
+    /// A provider whose discovery is already done: ID tokens of `algorithms`, and `keys`.
+    fn discovered(algorithms: Vec<Algorithm>, keys: Value) -> Provider {
+        let config = ProviderConfig {
+            name: "corp".into(),
+            kind: ProviderKind::Oidc,
+            client_id: "paddock".into(),
+            client_secret: Some("client-secret".into()),
+            issuer: Some("https://idp.example".into()),
+            scopes: vec![],
+            trust_email_verified: false,
+        };
+        let provider = Provider::new(config, http_client());
+        provider
+            .endpoints
+            .set(Endpoints {
+                issuer: Some("https://idp.example".into()),
+                authorize: "https://idp.example/authorize".into(),
+                token: "https://idp.example/token".into(),
+                userinfo: None,
+                jwks: Some("https://idp.example/jwks".into()),
+                id_token_algorithms: algorithms,
+            })
+            .unwrap();
+        *provider.jwks.try_lock().unwrap() = Some(serde_json::from_value(keys).unwrap());
+        provider
+    }
+
+    fn id_token(header: jsonwebtoken::Header, key: &jsonwebtoken::EncodingKey) -> String {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let claims = json!({"iss": "https://idp.example", "aud": "paddock", "sub": "driver-1",
+            "iat": now, "exp": now + 300, "nonce": "n-1"});
+        jsonwebtoken::encode(&header, &claims, key).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_id_token_is_checked_only_with_an_algorithm_of_the_provider() {
+        let ed_key = jsonwebtoken::EncodingKey::from_ed_pem(TEST_ED25519_PEM.as_bytes()).unwrap();
+        let mut ed_header = jsonwebtoken::Header::new(Algorithm::EdDSA);
+        ed_header.kid = Some("ed".into());
+        let signed = id_token(ed_header, &ed_key);
+        let keys = json!({"keys": [
+            {"kty": "OKP", "crv": "Ed25519", "x": TEST_ED25519_X, "kid": "ed", "use": "sig"},
+            // A symmetric key anyone may read from the JWKS.
+            {"kty": "oct", "k": "cHVibGljLWtleQ", "kid": "oct"},
+        ]});
+
+        // Listed: accepted.
+        let provider = discovered(vec![Algorithm::RS256, Algorithm::EdDSA], keys.clone());
+        let identity = provider.check_id_token(&signed, "n-1").await.unwrap();
+        assert_eq!(identity.subject, "driver-1");
+        // Not listed (RS256 only, the default): refused, though the signature is good.
+        let provider = discovered(vec![Algorithm::RS256], keys.clone());
+        let err = provider.check_id_token(&signed, "n-1").await.unwrap_err();
+        assert!(err.to_string().contains("signed with EdDSA"), "{err}");
+
+        // HS256 with the JWKS's own symmetric key: refused before any key is used.
+        let provider = discovered(vec![Algorithm::RS256, Algorithm::EdDSA], keys.clone());
+        let mut hs_header = jsonwebtoken::Header::new(Algorithm::HS256);
+        hs_header.kid = Some("oct".into());
+        let forged = id_token(
+            hs_header,
+            &jsonwebtoken::EncodingKey::from_secret(b"public-key"),
+        );
+        let err = provider.check_id_token(&forged, "n-1").await.unwrap_err();
+        assert!(err.to_string().contains("signed with HS256"), "{err}");
+        // `none`: not even a header this service reads.
+        let unsigned = format!(
+            "{}.{}.",
+            URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#),
+            signed.split('.').nth(1).unwrap()
+        );
+        assert!(provider.check_id_token(&unsigned, "n-1").await.is_err());
+    }
 
     fn claims(value: Value) -> BTreeMap<String, Value> {
         serde_json::from_value(value).unwrap()

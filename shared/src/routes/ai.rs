@@ -149,7 +149,7 @@ fn coach<'a>(state: &'a AppState, user: &'a AuthUser) -> Coach<'a> {
     responses((status = 200, description = "The coach's answer", body = inline(Envelope<CoachAnswer>)),
               (status = 400, description = "Every problem, by field; or a prompt over 32 KB"),
               (status = 401, description = "No valid token"),
-              (status = 429, description = "The caller's hourly requests or daily tokens, or the service's daily tokens, are spent (Retry-After)"),
+              (status = 429, description = "The caller's hourly requests are spent, or the caller's or the service's daily tokens have no room left for the call's most (Retry-After)"),
               (status = 502, description = "The AI provider failed or refused this server's credentials"),
               (status = 503, description = "AI coaching is not configured, or the provider is busy (Retry-After)"),
               (status = 504, description = "The AI provider did not answer in time")))]
@@ -169,7 +169,7 @@ pub(crate) async fn insights(
     responses((status = 200, description = "The coach's answer", body = inline(Envelope<CoachAnswer>)),
               (status = 400, description = "Every problem, by field; or a prompt over 32 KB"),
               (status = 401, description = "No valid token"),
-              (status = 429, description = "The caller's hourly requests or daily tokens, or the service's daily tokens, are spent (Retry-After)"),
+              (status = 429, description = "The caller's hourly requests are spent, or the caller's or the service's daily tokens have no room left for the call's most (Retry-After)"),
               (status = 502, description = "The AI provider failed or refused this server's credentials"),
               (status = 503, description = "AI coaching is not configured, or the provider is busy (Retry-After)"),
               (status = 504, description = "The AI provider did not answer in time")))]
@@ -214,7 +214,7 @@ impl From<LlmError> for ApiError {
                 message: "the AI provider is busy, please retry".into(),
                 retry_after_secs: retry_after_secs.unwrap_or(30).clamp(1, 3600),
             },
-            LlmError::Upstream(_) => Self::BadGateway {
+            LlmError::Failed { .. } | LlmError::Upstream(_) => Self::BadGateway {
                 message: "the AI provider failed to answer".into(),
                 cause: anyhow::Error::new(e),
             },
