@@ -6,6 +6,7 @@
 pub mod binaries;
 pub mod browser;
 pub mod captured_log;
+pub mod counting_items;
 pub mod fake_llm;
 pub mod lambda_events;
 pub mod lambda_runtime_api;

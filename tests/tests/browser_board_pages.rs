@@ -113,8 +113,10 @@ async fn board_pages_render_page_and_stay_inert_in_a_browser() {
     lap(&app, script, 90_500, "Ferrari 296 GT3").await;
     let (hidden, _) = lap(&app, "Hidden", 90_700, "Ferrari 296 GT3").await;
     rename_rows(&app, &track, &hidden, "evil\u{202E}gnp.exe\u{200B}").await;
+    // A third driver in the Ferrari: the car selector lists cars from three drivers on.
+    lap(&app, "Fay", 91_900, "Ferrari 296 GT3").await;
     // 27 drivers in all: two pages of 25.
-    futures::future::join_all((3..27).map(|i| {
+    futures::future::join_all((4..27).map(|i| {
         let app = &app;
         async move {
             lap(
@@ -170,10 +172,10 @@ async fn board_pages_render_page_and_stay_inert_in_a_browser() {
         url.query().unwrap().contains("car=Ferrari+296+GT3"),
         "{url}"
     );
-    assert_eq!(column(&client, 1).await, ["1", "2"]);
+    assert_eq!(column(&client, 1).await, ["1", "2", "3"]);
     assert_eq!(
         column(&client, 5).await,
-        ["Ferrari 296 GT3", "Ferrari 296 GT3"]
+        ["Ferrari 296 GT3", "Ferrari 296 GT3", "Ferrari 296 GT3"]
     );
     accessible(&client, "car board").await;
     photograph(&client, "car-board").await;

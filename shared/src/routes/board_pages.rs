@@ -23,6 +23,8 @@ const PAGE_SIZE: usize = 25;
 const TRACKS_PER_PAGE: usize = 50;
 /// Longest search or car name accepted.
 const MAX_TEXT: usize = 100;
+/// Longest car name accepted: as long as an upload's `vehicleName` may be.
+const MAX_CAR: usize = 128;
 /// Longest cursor accepted.
 const MAX_CURSOR: usize = 512;
 
@@ -52,7 +54,7 @@ pub(crate) struct BoardsQuery {
 #[into_params(parameter_in = Query)]
 pub(crate) struct BoardQuery {
     /// Only laps set in this car (case-insensitive): the car's own board.
-    #[param(max_length = 100)]
+    #[param(max_length = 128)]
     pub car: Option<String>,
     /// The next-page link's cursor.
     #[param(max_length = 512)]
@@ -144,7 +146,7 @@ pub(crate) async fn board(
         return Ok(page.not_found("No such board", "There is no board at this address."));
     }
     let BoardQuery { car, cursor } =
-        match parameters(raw.as_deref(), [("car", MAX_TEXT), ("cursor", MAX_CURSOR)]) {
+        match parameters(raw.as_deref(), [("car", MAX_CAR), ("cursor", MAX_CURSOR)]) {
             Ok([car, cursor]) => BoardQuery { car, cursor },
             Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
         };

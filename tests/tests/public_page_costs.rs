@@ -1,0 +1,229 @@
+//! What a public page costs as one driver grows it: the items read and bytes answered by a
+//! driver's page with 40 and 400 tracks, and by a track's page and car list with 40 and 400
+//! cars made up by one driver; and the daily limit on the boards a driver opens. The local
+//! server on both backends, its page cache off (each view is a miss). The figures are printed
+//! (`RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test public_page_costs`); asserted is that they do
+//! not grow.
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use futures::StreamExt;
+use http::Request;
+use http_body_util::BodyExt;
+use paddock::state::AppState;
+use paddock_tests::counting_items::{Counted, CountingItems};
+use paddock_tests::{Backend, TestApp, envelope, ports, session_body, spawn_with};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tower::ServiceExt;
+
+/// A server with room for many boards a day, and beside it the service's routes alone (no
+/// workers) over the same store wrapped in a counter, with the page cache off: a view through
+/// them is a miss whose every store call is the view's own.
+struct Viewed {
+    app: TestApp,
+    router: axum::Router,
+    counting: Arc<CountingItems>,
+}
+
+async fn counted_app(backend: Backend, new_boards_per_day: u32) -> Viewed {
+    let mut t = ports(backend).await;
+    t.settings.new_boards_per_day = new_boards_per_day;
+    t.settings.uploads_per_minute = 1_000_000;
+    let counting = CountingItems::new(t.ports.items.clone());
+    let mut viewing = t.settings.clone();
+    viewing.leaderboard_cache = Duration::ZERO;
+    let mut counted_ports = t.ports.clone();
+    counted_ports.items = counting.clone();
+    let router = paddock::routes::app_router(AppState::new(counted_ports, viewing));
+    let app = spawn_with(t.settings, t.ports, t.dir).await;
+    Viewed {
+        app,
+        router,
+        counting,
+    }
+}
+
+/// Uploads a one-lap session of `ms` on `track` in `car` and submits the lap; answers the
+/// submission's status and the track id.
+async fn race(app: &TestApp, token: &str, track: &str, car: &str, ms: i64) -> (u16, String) {
+    let mut body = session_body(
+        &paddock_tests::unique("s"),
+        "2026-11-01T10:00:00Z",
+        &[(ms, true, 0.95)],
+        0,
+    );
+    body["TrackName"] = json!(track);
+    body["VehicleName"] = json!(car);
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
+    assert!(status == 201 || status == 200, "{res}");
+    let session = res["data"]["sessionId"].as_str().unwrap().to_owned();
+    let track_id = res["data"]["trackId"].as_str().unwrap().to_owned();
+    let submit = json!({"sessionId": session, "lapTimeMs": ms, "qualityScore": 0.95});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/leaderboards/submit", &submit, token)
+            .await,
+    )
+    .await;
+    assert!(status == 200 || status == 429, "{res}");
+    (status, track_id)
+}
+
+/// Races every `(track, car)` of `boards`, eight at a time.
+async fn race_all(app: &TestApp, token: &str, boards: Vec<(String, String)>) {
+    futures::stream::iter(boards)
+        .map(|(track, car)| async move {
+            let (status, _) = race(app, token, &track, &car, 95_000).await;
+            assert_eq!(status, 200);
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<_>>()
+        .await;
+}
+
+/// A view of `path` through the counted routes: what it read and how many bytes it answered.
+async fn view(c: &Viewed, path: &str) -> (Counted, usize) {
+    let mut request = Request::builder().uri(path).body(Body::empty()).unwrap();
+    request
+        .extensions_mut()
+        .insert(ConnectInfo(SocketAddr::from(([192, 0, 2, 7], 50_000))));
+    let (response, counted) = c.counting.cost_of(c.router.clone().oneshot(request)).await;
+    let response = response.unwrap();
+    assert_eq!(response.status(), 200, "{path}");
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (counted, bytes.len())
+}
+
+async fn a_drivers_page_costs_a_page(backend: Backend) {
+    let c = counted_app(backend, 1_000).await;
+    let app = &c.app;
+    let (token, user) = app.driver("Collector").await;
+    let mut figures = Vec::new();
+    let mut raced = 0;
+    for tracks in [40, 400] {
+        let boards = (raced..tracks)
+            .map(|i| (format!("Track {i:04}"), "Porsche 992 GT3 R".to_owned()))
+            .collect();
+        race_all(app, &token, boards).await;
+        raced = tracks;
+        figures.push((tracks, view(&c, &format!("/drivers/{user}")).await));
+    }
+    for (tracks, (counted, bytes)) in &figures {
+        println!(
+            "{backend:?}: /drivers/{{id}} of a driver on {tracks} tracks: {} items read in {} calls, {bytes} bytes",
+            counted.items_read, counted.calls
+        );
+    }
+    let (a, b) = (&figures[0].1, &figures[1].1);
+    assert_eq!(
+        a.0.items_read, b.0.items_read,
+        "items read grew with the tracks"
+    );
+    assert!(b.1 <= a.1 + 64, "the page grew: {} -> {} bytes", a.1, b.1);
+    // The next page goes on where the first stopped.
+    let html = app
+        .get(&format!("/drivers/{user}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let next = html
+        .split("rel=\"next\"")
+        .next()
+        .and_then(|before| before.rsplit("href=\"").next())
+        .map(|href| href.split('"').next().unwrap().replace("&amp;", "&"))
+        .expect("a next-page link");
+    let second = app.get(&next).await;
+    assert_eq!(second.status(), 200);
+    let second = second.text().await.unwrap();
+    assert!(second.contains("Track 00"), "{second}");
+}
+
+async fn a_tracks_cars_cost_a_page(backend: Backend) {
+    let c = counted_app(backend, 1_000).await;
+    let app = &c.app;
+    // Three drivers in one car: the car is listed.
+    let mut track_id = String::new();
+    for name in ["Ana", "Ben", "Eve"] {
+        let (token, _) = app.driver(name).await;
+        track_id = race(app, &token, "Spa-Francorchamps", "Ferrari 296 GT3", 92_000)
+            .await
+            .1;
+    }
+    let (token, _) = app.driver("Inventor").await;
+    let mut figures = Vec::new();
+    let mut made_up = 0;
+    for cars in [40, 400] {
+        let boards = (made_up..cars)
+            .map(|i| {
+                (
+                    "Spa-Francorchamps".to_owned(),
+                    format!("{i:04}{}", "x".repeat(120)),
+                )
+            })
+            .collect();
+        race_all(app, &token, boards).await;
+        made_up = cars;
+        let page = view(&c, &format!("/boards/{track_id}")).await;
+        let list = view(&c, &format!("/v1/leaderboards/vehicles?trackId={track_id}")).await;
+        figures.push((cars, page, list));
+    }
+    for (cars, (page, page_bytes), (list, list_bytes)) in &figures {
+        println!(
+            "{backend:?}: a track with {cars} made-up cars: /boards/{{id}} {} items read, {page_bytes} bytes; \
+             /v1/leaderboards/vehicles {} items read, {list_bytes} bytes",
+            page.items_read, list.items_read
+        );
+    }
+    let (small, large) = (&figures[0], &figures[1]);
+    assert_eq!(
+        small.1.0.items_read, large.1.0.items_read,
+        "the page's reads grew"
+    );
+    assert_eq!(
+        small.2.0.items_read, large.2.0.items_read,
+        "the list's reads grew"
+    );
+    assert_eq!(small.1.1, large.1.1, "the page grew");
+    let (_, list) = envelope(
+        app.get(&format!("/v1/leaderboards/vehicles?trackId={track_id}"))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        list["data"]["items"],
+        json!([{"vehicleName": "Ferrari 296 GT3", "totalEntries": 3}])
+    );
+    // A made-up car still has its own board.
+    let car = format!("0007{}", "x".repeat(120));
+    let res = app.get(&format!("/boards/{track_id}?car={car}")).await;
+    assert_eq!(res.status(), 200);
+}
+
+async fn the_boards_a_driver_opens_are_limited_a_day(backend: Backend) {
+    let c = counted_app(backend, 3).await;
+    let app = &c.app;
+    let (token, _) = app.driver("Opener").await;
+    for i in 0..3 {
+        let (status, _) = race(app, &token, &format!("Track {i}"), "Car", 95_000).await;
+        assert_eq!(status, 200);
+    }
+    // A fourth new board is refused, with nothing written; a better lap on a board the driver
+    // is on still counts.
+    let (status, track) = race(app, &token, "Track 3", "Car", 95_000).await;
+    assert_eq!(status, 429);
+    let (_, board) = envelope(app.get(&format!("/v1/leaderboards?trackId={track}")).await).await;
+    assert_eq!(board["data"]["totalEntries"], 0, "{board}");
+    let (status, _) = race(app, &token, "Track 0", "Car", 94_000).await;
+    assert_eq!(status, 200);
+    let (status, _) = race(app, &token, "Track 0", "Another car", 93_000).await;
+    assert_eq!(status, 429, "a new car's board is a new board too");
+}
+
+paddock_tests::on_both_backends!(plain: [], ports: [
+    a_drivers_page_costs_a_page,
+    a_tracks_cars_cost_a_page,
+    the_boards_a_driver_opens_are_limited_a_day,
+]);
