@@ -118,6 +118,7 @@ python3 "$root/tests/fuzz/fake_llm.py" "$llm_port" >"$log_dir/fake-llm.log" 2>&1
 pids+=($!)
 Data__Dir="$fuzz_dir" Server__Address="127.0.0.1:$fuzz_port" Auth__AttemptsPerAddress=1000000 \
   Limits__UploadsPerMinute=1000000 Limits__FeedPostsPerMinute=1000000 Limits__ExportsPerHour=1000000 \
+  Limits__NewBoardsPerDay=1000000 \
   Log__Format=json RUST_LOG=warn \
   Ai__Provider=openai Ai__BaseUrl="http://127.0.0.1:$llm_port/v1" Ai__RequestsPerHour=1000000 \
   Ai__TokensPerDay=1000000000 Ai__ServiceTokensPerDay=1000000000000 \

@@ -13,11 +13,14 @@
 //! - `COUNT#...`: the counts that give a rank and the board's size without reading the board
 //!   (`rank_counts`).
 //! - `VEH#<car name, lower case>` (track boards only): the cars with a board on the track and
-//!   their entry counts (`vehicles`).
+//!   their drivers; `CARS#<band>#<car name, lower case>`: the cars with three drivers or more,
+//!   most-driven first (`vehicles`).
 //!
 //! Partition `USER#<user id>`, sort key `BOARD#<board>`: the boards a driver has an entry on
-//! (see `board::BOARD_INDEX_PREFIX`). Partition `LAYOUT`, sort key `COUNTS`: how far the
-//! backfill of boards written before the counts existed has come ([`backfill`]).
+//! (see `board::BOARD_INDEX_PREFIX`); sort key `TRACKBOARD#<track id>`: the track boards alone
+//! (`board::TRACK_INDEX_PREFIX`). Partition `LAYOUT`, sort keys `COUNTS` and `INDEXES`: how far
+//! the backfills of boards written before the counts and those indexes existed have come
+//! ([`backfill`]).
 
 pub(crate) mod backfill;
 pub mod board;

@@ -391,7 +391,9 @@ pub struct SubmitRequest {
               (status = 404, description = "No such session of the caller"),
               (status = 422, description = "Quality below 0.8, the session has no valid lap of that time and quality, \
                or the lap is implausible: faster than 400 km/h over the track's map, under 8 s, or with sector times \
-               that do not add up to it")))]
+               that do not add up to it"),
+              (status = 429, description = "The lap would open a board (a track or a car the caller has no entry on) \
+               past the day's `Limits__NewBoardsPerDay`; nothing is written")))]
 pub async fn submit_lap(
     State(state): State<AppState>,
     user: AuthUser,
