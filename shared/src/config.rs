@@ -642,7 +642,44 @@ impl Settings {
     }
 }
 
-/// Reads `Auth__Providers__<name>__<Field>` for every name present.
+/// Where a provider's settings were read: its own `Auth__Providers__<name>__*` variables, or
+/// its entry in the `Auth__ProvidersJson` object (one template parameter in AWS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProviderSource {
+    Variables,
+    Json,
+}
+
+impl ProviderSource {
+    /// The configuration key an error about `field` names.
+    fn key(self, field: &str) -> &'static str {
+        match (self, field) {
+            (Self::Json, _) => "Auth__ProvidersJson",
+            (Self::Variables, "Kind") => "Auth__Providers__<name>__Kind",
+            (Self::Variables, "ClientId") => "Auth__Providers__<name>__ClientId",
+            (Self::Variables, "Issuer") => "Auth__Providers__<name>__Issuer",
+            (Self::Variables, "TrustEmailVerified") => {
+                "Auth__Providers__<name>__TrustEmailVerified"
+            }
+            (Self::Variables, _) => "Auth__Providers",
+        }
+    }
+
+    /// How an error names the field: the JSON member, since that key holds every provider.
+    fn field(self, field: &str) -> String {
+        match self {
+            Self::Variables => String::new(),
+            Self::Json => {
+                let mut member = field.to_owned();
+                member[..1].make_ascii_lowercase();
+                format!("{member}: ")
+            }
+        }
+    }
+}
+
+/// Reads every provider: `Auth__Providers__<name>__<Field>` for every name present, and the
+/// members of `Auth__ProvidersJson`. A name may be set one way only.
 fn providers(
     vars: &std::collections::HashMap<String, String>,
 ) -> Result<Vec<ProviderConfig>, ConfigError> {
@@ -660,69 +697,189 @@ fn providers(
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let slot = name.to_ascii_lowercase();
-        if slot.is_empty() || !slot.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-            return Err(bad(
-                "Auth__Providers",
-                &format!("provider name {name:?} must be letters, digits and '-'"),
-            ));
+        out.push(provider(&name, ProviderSource::Variables, field)?);
+    }
+    let json = vars
+        .get("Auth__ProvidersJson")
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty());
+    if let Some(json) = json {
+        for (name, fields) in providers_json(json)? {
+            let set = provider(&name, ProviderSource::Json, |f| fields.get(f).cloned())?;
+            if out.iter().any(|p| p.name == set.name) {
+                return Err(bad(
+                    "Auth__ProvidersJson",
+                    &format!(
+                        "provider {} is also set by Auth__Providers__{name}__* (set it one way)",
+                        set.name
+                    ),
+                ));
+            }
+            out.push(set);
         }
-        let kind_text = field("Kind").unwrap_or_else(|| slot.clone());
-        let kind = ProviderKind::parse(&kind_text).ok_or_else(|| {
-            bad(
-                "Auth__Providers__<name>__Kind",
-                &format!("{kind_text:?} is not oidc, google, microsoft or discord"),
-            )
-        })?;
-        let client_id = field("ClientId").ok_or_else(|| {
-            bad(
-                "Auth__Providers__<name>__ClientId",
-                &format!("missing for provider {slot}"),
-            )
-        })?;
-        let issuer = field("Issuer");
-        if kind == ProviderKind::Oidc && issuer.is_none() {
-            return Err(bad(
-                "Auth__Providers__<name>__Issuer",
-                &format!("required for the oidc provider {slot}"),
-            ));
-        }
-        if let Some(issuer) = &issuer {
-            secure_provider_url(issuer).map_err(|reason| {
-                bad(
-                    "Auth__Providers__<name>__Issuer",
-                    &format!("{issuer:?} of provider {slot} {reason}"),
-                )
-            })?;
-        }
-        let default_scopes = match kind {
-            ProviderKind::Discord => "identify email",
-            _ => "openid email profile",
-        };
-        let scopes = field("Scopes")
-            .unwrap_or_else(|| default_scopes.to_owned())
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect();
-        let trust_email_verified = match field("TrustEmailVerified") {
-            None => kind.trusts_email_verified_by_default(),
-            Some(v) => parse(
-                "Auth__Providers__<name>__TrustEmailVerified",
-                &v,
-                "true or false",
-            )?,
-        };
-        out.push(ProviderConfig {
-            name: slot,
-            kind,
-            client_id,
-            client_secret: field("ClientSecret").map(Into::into),
-            issuer,
-            scopes,
-            trust_email_verified,
-        });
     }
     Ok(out)
+}
+
+/// The members of `Auth__ProvidersJson` as each provider's fields, spelled as the variables'
+/// (`Kind`, `ClientId`, `Issuer`, `Scopes`, `TrustEmailVerified`): an object of objects, e.g.
+/// `{"google":{"clientId":"..."},"corp":{"kind":"oidc","clientId":"...","issuer":"https://..."}}`.
+/// Client secrets are refused here: this value is a template parameter, shown in the stack.
+fn providers_json(
+    text: &str,
+) -> Result<Vec<(String, BTreeMap<&'static str, String>)>, ConfigError> {
+    use serde_json::Value;
+    let key = "Auth__ProvidersJson";
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
+        bad(
+            key,
+            &format!("is not JSON ({e}); expected {{\"<name>\": {{\"clientId\": ...}}}}"),
+        )
+    })?;
+    let Value::Object(providers) = doc else {
+        return Err(bad(key, "must be a JSON object of providers by name"));
+    };
+    let mut out = Vec::new();
+    for (name, settings) in providers {
+        let Value::Object(settings) = settings else {
+            return Err(bad(key, &format!("provider {name:?} must be an object")));
+        };
+        let mut fields = BTreeMap::new();
+        for (member, value) in settings {
+            let field = match member.as_str() {
+                "kind" => "Kind",
+                "clientId" => "ClientId",
+                "issuer" => "Issuer",
+                "scopes" => "Scopes",
+                "trustEmailVerified" => "TrustEmailVerified",
+                "clientSecret" => {
+                    return Err(bad(
+                        key,
+                        &format!(
+                            "provider {name}: clientSecret does not belong here (the value is \
+                             visible in the stack); put it in the app secret as {name}ClientSecret"
+                        ),
+                    ));
+                }
+                other => {
+                    return Err(bad(
+                        key,
+                        &format!(
+                            "provider {name}: unknown member {other:?} (kind, clientId, issuer, \
+                             scopes, trustEmailVerified)"
+                        ),
+                    ));
+                }
+            };
+            let text = match (field, value) {
+                (_, Value::String(s)) => s,
+                ("TrustEmailVerified", Value::Bool(b)) => b.to_string(),
+                ("Scopes", Value::Array(items)) => {
+                    let words: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+                    words
+                        .ok_or_else(|| {
+                            bad(key, &format!("provider {name}: scopes must be strings"))
+                        })?
+                        .join(" ")
+                }
+                (_, _) => {
+                    return Err(bad(
+                        key,
+                        &format!("provider {name}: {member} must be a string"),
+                    ));
+                }
+            };
+            let text = text.trim().to_owned();
+            if !text.is_empty() {
+                fields.insert(field, text);
+            }
+        }
+        out.push((name, fields));
+    }
+    Ok(out)
+}
+
+/// Checks one provider's fields, read by `field` (`Kind`, `ClientId`, ...), and applies the
+/// defaults of its kind.
+fn provider(
+    name: &str,
+    source: ProviderSource,
+    field: impl Fn(&str) -> Option<String>,
+) -> Result<ProviderConfig, ConfigError> {
+    let slot = name.to_ascii_lowercase();
+    if slot.is_empty() || !slot.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err(bad(
+            source.key("Name"),
+            &format!("provider name {name:?} must be letters, digits and '-'"),
+        ));
+    }
+    let kind_text = field("Kind").unwrap_or_else(|| slot.clone());
+    let kind = ProviderKind::parse(&kind_text).ok_or_else(|| {
+        bad(
+            source.key("Kind"),
+            &format!(
+                "{}{kind_text:?} is not oidc, google, microsoft or discord",
+                source.field("Kind")
+            ),
+        )
+    })?;
+    let client_id = field("ClientId").ok_or_else(|| {
+        bad(
+            source.key("ClientId"),
+            &format!("{}missing for provider {slot}", source.field("ClientId")),
+        )
+    })?;
+    let issuer = field("Issuer");
+    if kind == ProviderKind::Oidc && issuer.is_none() {
+        return Err(bad(
+            source.key("Issuer"),
+            &format!(
+                "{}required for the oidc provider {slot}",
+                source.field("Issuer")
+            ),
+        ));
+    }
+    if let Some(issuer) = &issuer {
+        secure_provider_url(issuer).map_err(|reason| {
+            bad(
+                source.key("Issuer"),
+                &format!(
+                    "{}{issuer:?} of provider {slot} {reason}",
+                    source.field("Issuer")
+                ),
+            )
+        })?;
+    }
+    let default_scopes = match kind {
+        ProviderKind::Discord => "identify email",
+        _ => "openid email profile",
+    };
+    let scopes = field("Scopes")
+        .unwrap_or_else(|| default_scopes.to_owned())
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let trust_email_verified = match field("TrustEmailVerified") {
+        None => kind.trusts_email_verified_by_default(),
+        Some(v) => v.parse().map_err(|_| {
+            bad(
+                source.key("TrustEmailVerified"),
+                &format!(
+                    "{}{v:?} of provider {slot} is not true or false",
+                    source.field("TrustEmailVerified")
+                ),
+            )
+        })?,
+    };
+    Ok(ProviderConfig {
+        name: slot,
+        kind,
+        client_id,
+        client_secret: field("ClientSecret").map(Into::into),
+        issuer,
+        scopes,
+        trust_email_verified,
+    })
 }
 
 /// Refuses a provider URL (an issuer, or an endpoint its discovery names) the client secret,
@@ -904,6 +1061,76 @@ mod tests {
         ] {
             assert!(with_issuer(fine).is_ok(), "{fine}");
         }
+    }
+
+    #[test]
+    fn providers_from_one_json_value_are_checked_as_the_variables_are() {
+        let s = settings(&[(
+            "Auth__ProvidersJson",
+            r#"{"google": {"clientId": "g-id"},
+                "corp": {"kind": "oidc", "clientId": "c-id", "issuer": "https://login.example.com",
+                         "scopes": ["openid", "email"], "trustEmailVerified": true}}"#,
+        )])
+        .unwrap();
+        let by_name = |n: &str| s.auth.providers.iter().find(|p| p.name == n).unwrap();
+        let google = by_name("google");
+        assert_eq!(google.kind, ProviderKind::Google);
+        assert_eq!(google.client_id, "g-id");
+        assert_eq!(google.scopes, ["openid", "email", "profile"]);
+        assert!(google.trust_email_verified);
+        let corp = by_name("corp");
+        assert_eq!(corp.kind, ProviderKind::Oidc);
+        assert_eq!(corp.issuer.as_deref(), Some("https://login.example.com"));
+        assert_eq!(corp.scopes, ["openid", "email"]);
+        assert!(corp.trust_email_verified);
+        // Empty (the template's default) means no providers.
+        assert!(
+            settings(&[("Auth__ProvidersJson", "")])
+                .unwrap()
+                .auth
+                .providers
+                .is_empty()
+        );
+
+        let refused = |json: &str| {
+            let err = settings(&[("Auth__ProvidersJson", json)]).unwrap_err();
+            assert_eq!(err.key, "Auth__ProvidersJson", "{err}");
+            err.reason
+        };
+        let reason = refused(r#"{"corp": {"kind": "oidc", "clientId": "id"}}"#);
+        assert_eq!(reason, "issuer: required for the oidc provider corp");
+        let reason = refused(
+            r#"{"corp": {"kind": "oidc", "clientId": "id", "issuer": "http://login.example.com"}}"#,
+        );
+        assert!(reason.contains("must be an https URL"), "{reason}");
+        assert_eq!(
+            refused(r#"{"google": {}}"#),
+            "clientId: missing for provider google"
+        );
+        assert_eq!(
+            refused(r#"{"x": {"kind": "saml", "clientId": "id"}}"#),
+            r#"kind: "saml" is not oidc, google, microsoft or discord"#
+        );
+        assert!(
+            refused(r#"{"google": {"clientId": "id", "clientSecret": "s"}}"#)
+                .contains("put it in the app secret as googleClientSecret")
+        );
+        assert!(refused(r#"{"google": {"clientID": "id"}}"#).contains("unknown member"));
+        assert!(refused(r#"{"go ogle": {"clientId": "id"}}"#).contains("letters, digits"));
+        assert!(refused(r#"["google"]"#).contains("JSON object"));
+        assert!(refused("{google").contains("is not JSON"));
+        assert!(
+            refused(r#"{"google": {"clientId": "id", "trustEmailVerified": "yes"}}"#)
+                .contains("not true or false")
+        );
+        // One provider set both ways is refused rather than one silently winning.
+        let err = settings(&[
+            ("Auth__Providers__google__ClientId", "a"),
+            ("Auth__ProvidersJson", r#"{"google": {"clientId": "b"}}"#),
+        ])
+        .unwrap_err();
+        assert_eq!(err.key, "Auth__ProvidersJson");
+        assert!(err.reason.contains("set it one way"), "{err}");
     }
 
     #[test]

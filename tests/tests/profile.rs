@@ -105,8 +105,8 @@ async fn profile_reads_changes_and_refusals(app: TestApp) {
     // Each problem named; nothing changed.
     for (change, expected) in [
         (
-            json!({"displayName": "x".repeat(41)}),
-            "displayName: must be 1 to 40 characters",
+            json!({"displayName": "x".repeat(65)}),
+            "displayName: must be 1 to 64 characters",
         ),
         (json!({"displayName": "   "}), "displayName: must be 1 to"),
         (
@@ -187,6 +187,52 @@ fn session(csid: &str, points: usize) -> Value {
 }
 
 /// Uploads a session and submits its best lap; answers (session id, track id).
+/// Registration and a profile change hold a display name to one rule: a name registration
+/// takes can be saved again, and the next character is refused by both with the same words.
+async fn one_display_name_rule_for_registration_and_profile(app: TestApp) {
+    let longest = format!(
+        "{} Ü",
+        "x".repeat(paddock::identity::profiles::DISPLAY_NAME_MAX - 2)
+    );
+    let email = format!("{}@example.com", unique("long"));
+    let signed_in = register(&app, &email, &longest).await;
+    assert_eq!(signed_in["user"]["displayName"], longest.as_str());
+    let token = signed_in["accessToken"].as_str().unwrap();
+    let (status, body) = patch(
+        &app,
+        "/v1/profile/me",
+        token,
+        json!({"displayName": longest}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["displayName"], longest.as_str());
+
+    let too_long = format!("{longest}x");
+    let (status, registered) = envelope(
+        app.post_json(
+            "/v1/auth/register",
+            &json!({"email": format!("{}@example.com", unique("longer")), "password": PASSWORD,
+                    "displayName": too_long}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 400, "{registered}");
+    let (status, patched) = patch(
+        &app,
+        "/v1/profile/me",
+        token,
+        json!({"displayName": too_long}),
+    )
+    .await;
+    assert_eq!(status, 400, "{patched}");
+    let rule = "displayName: must be 1 to 64 characters";
+    for error in [&registered["error"], &patched["error"]] {
+        assert!(error.as_str().unwrap().contains(rule), "{error}");
+    }
+}
+
 async fn ranked_session(app: &TestApp, token: &str, csid: &str) -> (String, String) {
     let (status, body) = send(
         app,
@@ -835,7 +881,7 @@ async fn an_interrupted_deletion_resumes(backend: Backend) {
 }
 
 on_both_backends!(
-    plain: [profile_reads_changes_and_refusals, a_new_name_reaches_the_board, racing_deletes_run_one_job],
+    plain: [profile_reads_changes_and_refusals, one_display_name_rule_for_registration_and_profile, a_new_name_reaches_the_board, racing_deletes_run_one_job],
     ports: [export_covers_every_kind_and_deletion_leaves_nothing, an_interrupted_deletion_resumes],
 );
 

@@ -130,8 +130,13 @@ pub(crate) fn free_text_pattern() -> String {
     format!("^[^{NAME_FORBIDDEN}]*$")
 }
 
-/// A display name: 1 to 64 characters as sent and after trimming, no control, invisible or
-/// text-direction characters.
+/// The longest display name, counted in characters as sent: the one rule of registration,
+/// profile changes and the name a provider's sign-in brings (the OpenAPI `maxLength` of both
+/// request bodies; a test checks they agree).
+pub const DISPLAY_NAME_MAX: usize = 64;
+
+/// A display name: 1 to [`DISPLAY_NAME_MAX`] characters as sent and after trimming, no control,
+/// invisible or text-direction characters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct DisplayName(String);
 
@@ -139,8 +144,8 @@ impl DisplayName {
     /// Parses `raw`, or says which rule it breaks.
     pub(crate) fn parse(raw: &str) -> Result<Self, String> {
         let name = raw.trim();
-        if name.is_empty() || raw.chars().count() > 64 {
-            return Err("must be 1 to 64 characters".into());
+        if name.is_empty() || raw.chars().count() > DISPLAY_NAME_MAX {
+            return Err(format!("must be 1 to {DISPLAY_NAME_MAX} characters"));
         }
         if name.chars().any(char::is_control) {
             return Err("must not contain control characters".into());

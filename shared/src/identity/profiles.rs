@@ -16,8 +16,7 @@ use crate::ports::items::{Condition, StoreError, TxOp, Update};
 use crate::problems::{FieldProblems, Problems};
 use crate::tables::Table;
 
-/// The longest display name a profile change accepts, after trimming.
-pub const DISPLAY_NAME_MAX: usize = 40;
+pub use super::fields::DISPLAY_NAME_MAX;
 /// Attempts before concurrent changes of one profile give up.
 const ROUNDS: usize = 5;
 
@@ -30,8 +29,8 @@ pub struct ProfileChange {
 }
 
 impl ProfileChange {
-    /// Parses a change: `displayName` trimmed, 1 to 40 characters, no control, invisible or
-    /// text-direction characters; `avatarUrl` an https URL of at most 2,048 characters, or
+    /// Parses a change: `displayName` as registration takes it (trimmed, 1 to
+    /// [`DISPLAY_NAME_MAX`] characters, no control, invisible or text-direction characters); `avatarUrl` an https URL of at most 2,048 characters, or
     /// null to clear it. At least one of them must be given.
     pub fn parse(
         display_name: Option<Value>,
@@ -69,11 +68,7 @@ impl ProfileChange {
 }
 
 fn parse_name(raw: &str) -> Result<String, String> {
-    let name = DisplayName::parse(raw)?;
-    if name.as_str().chars().count() > DISPLAY_NAME_MAX {
-        return Err(format!("must be 1 to {DISPLAY_NAME_MAX} characters"));
-    }
-    Ok(name.as_str().to_owned())
+    Ok(DisplayName::parse(raw)?.as_str().to_owned())
 }
 
 /// Why a profile could not be changed.
@@ -175,12 +170,17 @@ mod tests {
         let ok = ProfileChange::parse(Some(json!("  Max  ")), Some(Value::Null)).unwrap();
         assert_eq!(ok.display_name.as_deref(), Some("Max"));
         assert_eq!(ok.avatar_url, Some(None));
-        let err = ProfileChange::parse(Some(json!("x".repeat(41))), Some(json!("http://a.b/c")))
-            .unwrap_err()
-            .to_string();
+        let longest = "x".repeat(DISPLAY_NAME_MAX);
+        assert!(ProfileChange::parse(Some(json!(longest)), None).is_ok());
+        let err = ProfileChange::parse(
+            Some(json!("x".repeat(DISPLAY_NAME_MAX + 1))),
+            Some(json!("http://a.b/c")),
+        )
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             err,
-            "displayName: must be 1 to 40 characters; avatarUrl: must be an https URL"
+            "displayName: must be 1 to 64 characters; avatarUrl: must be an https URL"
         );
         assert!(ProfileChange::parse(None, None).is_err());
         assert!(ProfileChange::parse(Some(json!("a\u{202e}b")), None).is_err());

@@ -227,6 +227,26 @@ mod tests {
     }
 
     #[test]
+    fn registration_and_profile_changes_document_one_display_name_rule() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        for schema in ["RegisterRequest", "ProfileUpdate"] {
+            let name = &schemas[schema]["properties"]["displayName"];
+            assert_eq!(
+                name["maxLength"].as_u64(),
+                Some(crate::identity::fields::DISPLAY_NAME_MAX as u64),
+                "{schema}"
+            );
+            assert_eq!(name["minLength"].as_u64(), Some(1), "{schema}");
+            assert_eq!(
+                name["pattern"].as_str(),
+                Some(crate::identity::fields::display_name_pattern().as_str()),
+                "{schema}"
+            );
+        }
+    }
+
+    #[test]
     fn the_documented_feed_post_patterns_are_the_ones_the_code_defines() {
         let doc = serde_json::to_value(document()).unwrap();
         let post = &doc["components"]["schemas"]["FeedPostRequest"]["properties"];

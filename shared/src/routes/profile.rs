@@ -62,9 +62,10 @@ impl From<User> for Profile {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ProfileUpdate {
-    /// 1 to 40 characters after trimming; no control, invisible or text-direction characters.
+    /// 1 to 64 characters as sent and after trimming, as at registration; no control, invisible
+    /// or text-direction characters.
     #[serde(default, deserialize_with = "given")]
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 40,
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 64,
         pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
     pub display_name: Option<Value>,
     /// An https URL of at most 2,048 characters; null removes the avatar.

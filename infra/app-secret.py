@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Changes fields of the stack's app secret (the JSON object of AppSecret) one at a time.
+
+`aws secretsmanager put-secret-value` replaces the whole JSON: a value written with it that
+lacks `jwtSigningKey` breaks every sign-in. This script reads the secret, changes one field and
+writes the whole object back, so every other field survives.
+
+    infra/app-secret.py fields <secret-id>                  # the field names (never the values)
+    infra/app-secret.py set <secret-id> <field> < value     # e.g. anthropicApiKey, googleClientSecret
+    infra/app-secret.py unset <secret-id> <field>
+    infra/app-secret.py rotate-signing-key <secret-id>      # nobody is signed out
+    infra/app-secret.py drop-previous-keys <secret-id>      # once the old tokens have expired
+
+<secret-id> is the stack output AppSecretArn. `set` reads the value from standard input (one
+trailing newline is dropped), so it stays out of the shell's history and the process list.
+`rotate-signing-key` generates a new `jwtSigningKey` and moves the current one to the front of
+`jwtPreviousSigningKeys` (a JSON list, kept as a string): tokens signed with it stay valid until
+they expire, and every function reads the keys again within Secrets__RefreshSeconds (300 s).
+
+Needs Python 3 with boto3 (the SAM CLI's venv has it: ~/.cache/paddock-tools/lambda-venv/bin/python
+after infra/sam-build.sh) and the usual AWS settings (AWS_REGION or AWS_DEFAULT_REGION,
+credentials; AWS_ENDPOINT_URL_SECRETS_MANAGER for an emulator).
+"""
+
+import json
+import secrets
+import string
+import sys
+
+SIGNING_KEY = "jwtSigningKey"
+PREVIOUS_KEYS = "jwtPreviousSigningKeys"
+# As the template generates it: 64 letters and digits.
+KEY_ALPHABET = string.ascii_letters + string.digits
+KEY_LENGTH = 64
+
+
+def fail(message):
+    print(f"app-secret: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def client():
+    try:
+        import boto3
+    except ImportError:
+        fail("needs boto3: run it with ~/.cache/paddock-tools/lambda-venv/bin/python, or pip install boto3")
+    return boto3.client("secretsmanager")
+
+
+def read(sm, secret_id):
+    try:
+        text = sm.get_secret_value(SecretId=secret_id)["SecretString"]
+    except Exception as e:  # noqa: BLE001 - the SDK's errors all say what went wrong
+        fail(f"cannot read {secret_id}: {e}")
+    try:
+        fields = json.loads(text)
+    except ValueError:
+        fail(f"{secret_id} is not a JSON object; fix it by hand first")
+    if not isinstance(fields, dict):
+        fail(f"{secret_id} is not a JSON object; fix it by hand first")
+    if not isinstance(fields.get(SIGNING_KEY), str) or len(fields[SIGNING_KEY]) < 32:
+        fail(f"{secret_id} has no {SIGNING_KEY} of 32 characters or more; refusing to write it back")
+    return fields
+
+
+def write(sm, secret_id, fields):
+    sm.put_secret_value(SecretId=secret_id, SecretString=json.dumps(fields, separators=(",", ":")))
+
+
+def previous_keys(fields):
+    """The previous keys as the service reads them: a JSON list, or keys separated by commas or
+    white space."""
+    text = (fields.get(PREVIOUS_KEYS) or "").strip()
+    if text.startswith("["):
+        keys = json.loads(text)
+        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+            fail(f"{PREVIOUS_KEYS} is not a JSON list of strings")
+        return keys
+    return [k for k in text.replace(",", " ").split() if k]
+
+
+def new_key():
+    return "".join(secrets.choice(KEY_ALPHABET) for _ in range(KEY_LENGTH))
+
+
+def main(argv):
+    if len(argv) < 2 or argv[0] not in ("fields", "set", "unset", "rotate-signing-key", "drop-previous-keys"):
+        print(__doc__.split("\n\n")[2], file=sys.stderr)
+        return 2
+    command, secret_id, rest = argv[0], argv[1], argv[2:]
+    takes_field = command in ("set", "unset")
+    if len(rest) != (1 if takes_field else 0):
+        fail(f"{command} takes {'<secret-id> <field>' if takes_field else '<secret-id>'}")
+    sm = client()
+    fields = read(sm, secret_id)
+
+    if command == "fields":
+        for name in sorted(fields):
+            print(f"{name}{'' if fields[name] else ' (empty)'}")
+        return 0
+
+    if command in ("set", "unset"):
+        field = rest[0]
+        if field in (SIGNING_KEY, PREVIOUS_KEYS):
+            fail(f"{field} is changed by rotate-signing-key and drop-previous-keys only")
+        if command == "unset":
+            fields.pop(field, None)
+            write(sm, secret_id, fields)
+            print(f"{secret_id}: {field} removed; {len(fields)} fields kept")
+            return 0
+        value = sys.stdin.read()
+        if value.endswith("\n"):
+            value = value[:-1]
+        if not value:
+            fail(f"no value for {field} on standard input (to remove it: unset)")
+        fields[field] = value
+        write(sm, secret_id, fields)
+        print(f"{secret_id}: {field} set; {len(fields)} fields")
+        return 0
+
+    if command == "rotate-signing-key":
+        keys = [fields[SIGNING_KEY]] + [k for k in previous_keys(fields) if k != fields[SIGNING_KEY]]
+        fields[PREVIOUS_KEYS] = json.dumps(keys)
+        fields[SIGNING_KEY] = new_key()
+        write(sm, secret_id, fields)
+        print(f"{secret_id}: new {SIGNING_KEY}; {len(keys)} previous key(s) still accepted")
+        print("once the access-token lifetime (JwtExpiryMinutes) has passed: drop-previous-keys")
+        return 0
+
+    # drop-previous-keys
+    dropped = len(previous_keys(fields))
+    fields.pop(PREVIOUS_KEYS, None)
+    write(sm, secret_id, fields)
+    print(f"{secret_id}: {dropped} previous key(s) dropped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

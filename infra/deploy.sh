@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Builds and deploys one environment of infra/samconfig.toml, so that what `sam deploy` ships
+# is what infra/sam-build.sh built:
+#
+#   infra/deploy.sh dev             # build for dev's Architecture, check, deploy paddock-dev
+#   infra/deploy.sh prod            # the same for the drivers' stack (shows the change set first)
+#   infra/deploy.sh --plan dev      # print the build and deploy commands, run nothing
+#   infra/deploy.sh --check-config dev     # the env's parameter_overrides name every parameter
+#   infra/deploy.sh --check-build .aws-sam/build-arm64   # every function's CodeUri holds a bootstrap
+#
+# The environment's `Architecture` (in its deploy parameter_overrides) picks the build:
+# infra/sam-build.sh <arch> builds into .aws-sam/build-<arch>, and `sam deploy` is given that
+# build's template explicitly. Without --template-file, SAM CLI would deploy
+# .aws-sam/build/template.yaml when it exists, else the top-level template.yaml, whose CodeUri
+# folders are sources without a bootstrap: functions that cannot start.
+#
+# Every parameter comes from samconfig.toml; nothing is overridden on the command line (a
+# --parameter-overrides there replaces the file's whole list). PADDOCK_SAMCONFIG names another
+# settings file (default infra/samconfig.toml).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+config=${PADDOCK_SAMCONFIG:-infra/samconfig.toml}
+
+usage() {
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+# Checks that the env's deploy parameter_overrides set every parameter of template.yaml (and
+# no unknown one), then prints the env's Architecture.
+check_config() { # env
+  python3 - "$root/template.yaml" "$config" "$1" <<'PY'
+import re, sys, tomllib
+
+template, config, env = sys.argv[1:4]
+params, inside = [], False
+for line in open(template, encoding="utf-8"):
+    if re.match(r"^Parameters:\s*$", line):
+        inside = True
+        continue
+    if inside and re.match(r"^\S", line) and not line.startswith("#"):
+        break
+    m = re.match(r"^  ([A-Za-z0-9]+):\s*$", line)
+    if inside and m:
+        params.append(m.group(1))
+try:
+    with open(config, "rb") as f:
+        settings = tomllib.load(f)
+except OSError as e:
+    sys.exit(f"{config}: {e.strerror}")
+deploy = settings.get(env, {}).get("deploy", {}).get("parameters")
+if deploy is None:
+    sys.exit(f"{config}: no [{env}.deploy.parameters] (environments: {', '.join(k for k in settings if k != 'version')})")
+overrides = deploy.get("parameter_overrides", [])
+if isinstance(overrides, str):
+    overrides = overrides.split()
+given = {}
+for item in overrides:
+    name, eq, value = item.partition("=")
+    if not eq:
+        sys.exit(f"{config}: [{env}.deploy.parameters] parameter_overrides entry {item!r} is not Name=value")
+    given[name] = value
+missing = [p for p in params if p not in given]
+unknown = [g for g in given if g not in params]
+if missing:
+    sys.exit(f"{config}: [{env}.deploy.parameters] parameter_overrides lacks {', '.join(missing)} "
+             "(list every parameter of template.yaml, empty where unused)")
+if unknown:
+    sys.exit(f"{config}: [{env}.deploy.parameters] parameter_overrides names {', '.join(unknown)}, "
+             "not parameters of template.yaml")
+arch = given["Architecture"]
+if arch not in ("arm64", "x86_64"):
+    sys.exit(f"{config}: [{env}.deploy.parameters] Architecture={arch!r} is not arm64 or x86_64")
+print(arch)
+PY
+}
+
+# Refuses a built template any of whose functions points at a folder without a bootstrap.
+check_build() { # build dir
+  python3 - "$1" <<'PY'
+import os, re, sys
+
+build = sys.argv[1]
+template = os.path.join(build, "template.yaml")
+if not os.path.isfile(template):
+    sys.exit(f"{template}: not found (build first: infra/sam-build.sh <arch>)")
+# A line-based read of SAM's output (two-space indents), so that no YAML library is needed:
+# each resource's Type and CodeUri.
+resources, name, inside = {}, None, False
+for line in open(template, encoding="utf-8"):
+    if re.match(r"^Resources:\s*$", line):
+        inside = True
+        continue
+    if inside and re.match(r"^\S", line) and not line.startswith("#"):
+        inside = False
+    if not inside:
+        continue
+    m = re.match(r"^  ([A-Za-z0-9]+):\s*$", line)
+    if m:
+        name = m.group(1)
+        resources[name] = {}
+        continue
+    m = re.match(r"^    Type:\s*['\"]?([A-Za-z0-9:]+)", line)
+    if m and name:
+        resources[name]["type"] = m.group(1)
+    m = re.match(r"^      CodeUri:\s*['\"]?([^'\"#\s]+)", line)
+    if m and name:
+        resources[name]["code"] = m.group(1)
+functions = {n: r.get("code") for n, r in resources.items() if r.get("type") == "AWS::Serverless::Function"}
+if not functions:
+    sys.exit(f"{template}: no AWS::Serverless::Function found")
+bad = []
+for fn, code in sorted(functions.items()):
+    if code is None:
+        bad.append(f"{fn} has no CodeUri")
+        continue
+    folder = code if os.path.isabs(code) else os.path.join(build, code)
+    if not os.path.isfile(os.path.join(folder, "bootstrap")):
+        bad.append(f"{fn}: {folder} holds no bootstrap")
+if bad:
+    print(f"{template} cannot be deployed:", file=sys.stderr)
+    for b in bad:
+        print(f"  {b}", file=sys.stderr)
+    sys.exit(1)
+print(f"{template}: {len(functions)} functions, each with its bootstrap")
+PY
+}
+
+plan=false
+case "${1:-}" in
+  --check-config) [ $# -eq 2 ] || usage; cd "$root"; check_config "$2" >/dev/null; echo "$config [$2]: every parameter set"; exit 0 ;;
+  --check-build) [ $# -eq 2 ] || usage; check_build "$2"; exit 0 ;;
+  --plan) plan=true; shift ;;
+  ""|-*) usage ;;
+esac
+[ $# -eq 1 ] || usage
+env=$1
+
+cd "$root"
+arch=$(check_config "$env")
+build_dir=".aws-sam/build-$arch"
+deploy=(sam deploy --template-file "$build_dir/template.yaml" --config-file "$config" --config-env "$env")
+
+if $plan; then
+  echo "PADDOCK_SAM_ENV=$env infra/sam-build.sh $arch"
+  echo "${deploy[*]}"
+  exit 0
+fi
+
+echo "== $env: building for $arch"
+PADDOCK_SAM_ENV=$env "$root/infra/sam-build.sh" "$arch"
+echo "== checking $build_dir"
+check_build "$build_dir"
+echo "== ${deploy[*]}"
+export PATH="${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}/lambda-venv/bin:$PATH" SAM_CLI_TELEMETRY=0
+"${deploy[@]}"
+echo
+echo "== $env: the stack's outputs (ApiUrl, AppSecretArn, ...)"
+aws_region=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))[sys.argv[2]]["global"]["parameters"]["region"])' "$config" "$env")
+stack=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))[sys.argv[2]]["global"]["parameters"]["stack_name"])' "$config" "$env")
+sam list stack-outputs --stack-name "$stack" --region "$aws_region" --output table

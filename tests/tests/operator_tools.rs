@@ -1,0 +1,360 @@
+//! What an operator copies works: the deploy script refuses a built template whose functions
+//! have no `bootstrap` (the top-level template.yaml among them) and passes a complete build;
+//! every environment of infra/samconfig.toml sets every parameter; the documented deploy
+//! command is the script; the app-secret script changes one field of the secret on moto's
+//! Secrets Manager and keeps the others; and the numbers the docs state that the code has (the
+//! queues, the functions) are the code's.
+
+use paddock::queues::QueueName;
+use paddock_tests::{require_emulators, unique};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn read(relative: &str) -> String {
+    std::fs::read_to_string(root().join(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"))
+}
+
+fn run(command: &mut Command) -> Output {
+    command.current_dir(root()).output().expect("runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The functions of template.yaml with their `CodeUri`, read line by line.
+fn template_functions() -> Vec<(String, String)> {
+    let template = read("template.yaml");
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    let mut is_function = false;
+    for line in template.lines() {
+        if let Some(name) = line.strip_prefix("  ").and_then(|l| l.strip_suffix(':'))
+            && !name.starts_with(' ')
+            && !name.contains(' ')
+        {
+            current = Some(name.to_owned());
+            is_function = false;
+        }
+        if line == "    Type: AWS::Serverless::Function" {
+            is_function = true;
+        }
+        if let (true, Some(name), Some(uri)) =
+            (is_function, &current, line.strip_prefix("      CodeUri: "))
+        {
+            out.push((name.clone(), uri.trim().to_owned()));
+        }
+    }
+    out
+}
+
+/// A build folder as `sam build` leaves it: the template with each `CodeUri` turned into the
+/// function's own folder, and a `bootstrap` in each folder but `missing`'s.
+fn fabricated_build(missing: Option<&str>) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut template = read("template.yaml");
+    for (name, uri) in template_functions() {
+        template = template.replace(
+            &format!("      CodeUri: {uri}\n"),
+            &format!("      CodeUri: {name}\n"),
+        );
+        std::fs::create_dir(dir.path().join(&name)).unwrap();
+        if Some(name.as_str()) != missing {
+            std::fs::write(dir.path().join(&name).join("bootstrap"), b"\x7fELF").unwrap();
+        }
+    }
+    std::fs::write(dir.path().join("template.yaml"), template).unwrap();
+    dir
+}
+
+fn check_build(dir: &Path) -> Output {
+    run(Command::new("infra/deploy.sh")
+        .arg("--check-build")
+        .arg(dir))
+}
+
+#[test]
+fn the_deploy_script_ships_only_a_build_whose_functions_have_a_bootstrap() {
+    let functions = template_functions();
+    assert!(functions.len() > 10, "{functions:?}");
+
+    let complete = fabricated_build(None);
+    let out = check_build(complete.path());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(&format!(
+            "{} functions, each with its bootstrap",
+            functions.len()
+        )),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let one_missing = fabricated_build(Some("FeedFunction"));
+    let out = check_build(one_missing.path());
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("FeedFunction:") && err.contains("holds no bootstrap"),
+        "{err}"
+    );
+    assert_eq!(err.matches("holds no bootstrap").count(), 1, "{err}");
+
+    // What `sam deploy` without --template-file falls back to: sources, no bootstrap anywhere.
+    let out = check_build(&root());
+    assert!(!out.status.success());
+    assert_eq!(
+        text(&out.stderr).matches("holds no bootstrap").count(),
+        functions.len(),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn every_environment_sets_every_parameter_and_deploys_what_it_built() {
+    for env in ["dev", "prod"] {
+        let out = run(Command::new("infra/deploy.sh").args(["--check-config", env]));
+        assert!(out.status.success(), "{env}: {}", text(&out.stderr));
+        let out = run(Command::new("infra/deploy.sh").args(["--plan", env]));
+        assert!(out.status.success(), "{env}: {}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stdout),
+            format!(
+                "PADDOCK_SAM_ENV={env} infra/sam-build.sh arm64\n\
+                 sam deploy --template-file .aws-sam/build-arm64/template.yaml \
+                 --config-file infra/samconfig.toml --config-env {env}\n"
+            )
+        );
+    }
+
+    // An x86_64 environment builds and deploys x86_64; a list lacking a parameter is refused
+    // by name.
+    let dir = tempfile::tempdir().unwrap();
+    let x86 = dir.path().join("samconfig.toml");
+    let config =
+        read("infra/samconfig.toml").replace("\"Architecture=arm64\"", "\"Architecture=x86_64\"");
+    std::fs::write(&x86, &config).unwrap();
+    let out = run(Command::new("infra/deploy.sh")
+        .args(["--plan", "prod"])
+        .env("PADDOCK_SAMCONFIG", &x86));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = text(&out.stdout);
+    assert!(
+        plan.starts_with("PADDOCK_SAM_ENV=prod infra/sam-build.sh x86_64\n"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("--template-file .aws-sam/build-x86_64/template.yaml"),
+        "{plan}"
+    );
+
+    let lacking = dir.path().join("lacking.toml");
+    std::fs::write(&lacking, config.replace("  \"AlarmTopicArn=\",\n", "")).unwrap();
+    let out = run(Command::new("infra/deploy.sh")
+        .args(["--plan", "dev"])
+        .env("PADDOCK_SAMCONFIG", &lacking));
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("lacks AlarmTopicArn"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The README and the operator's page deploy with the script, and never name `sam deploy`
+/// with a config file but no template (which ships the sources).
+#[test]
+fn the_documented_deploy_command_is_the_script() {
+    for doc in ["README.md", "docs/operating.md"] {
+        let text = read(doc);
+        assert!(text.contains("infra/deploy.sh dev"), "{doc}");
+        assert!(text.contains("infra/deploy.sh prod"), "{doc}");
+        for line in text.lines().filter(|l| l.contains("sam deploy")) {
+            assert!(
+                !line.contains("--config-file") || line.contains("--template-file"),
+                "{doc}: {line}"
+            );
+        }
+        assert!(!text.contains("--parameter-overrides"), "{doc}");
+    }
+}
+
+/// The counts the docs state are the code's: queues (`QueueName::ALL`) and functions (the
+/// template's).
+#[test]
+fn the_documented_counts_are_the_code_s() {
+    let words = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+    ];
+    let queues = words[QueueName::ALL.len()];
+    let functions = template_functions().len();
+    let stated = [
+        (
+            "README.md",
+            format!("{queues} queues each with a dead-letter queue"),
+        ),
+        ("README.md", format!("each of the {functions} functions")),
+        ("docs/operating.md", format!("{functions} functions")),
+        ("docs/operating.md", format!("{queues} queues")),
+        ("infra/COSTS.md", format!("the {queues} queues")),
+    ];
+    for (doc, phrase) in stated {
+        assert!(read(doc).contains(&phrase), "{doc} does not say {phrase:?}");
+    }
+    for doc in [
+        "README.md",
+        "docs/operating.md",
+        "infra/COSTS.md",
+        "template.yaml",
+    ] {
+        let text = read(doc);
+        for (n, word) in words
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| *n != QueueName::ALL.len())
+        {
+            for wrong in [format!("{word} queues"), format!("{n} queues")] {
+                assert!(!text.contains(&wrong), "{doc} says {wrong:?}");
+            }
+        }
+    }
+}
+
+/// The fixed monthly costs the README and the operator's page state are the ones
+/// infra/COSTS.md works out.
+#[test]
+fn the_stated_costs_are_those_of_costs_md() {
+    let costs = read("infra/COSTS.md");
+    let summary = costs
+        .lines()
+        .find(|l| l.starts_with("In short:"))
+        .expect("infra/COSTS.md has an 'In short:' line");
+    for doc in ["README.md", "docs/operating.md"] {
+        assert!(
+            read(doc).contains(summary),
+            "{doc} does not repeat: {summary}"
+        );
+    }
+}
+
+fn python() -> PathBuf {
+    let tools = std::env::var_os("PADDOCK_TOOLS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/paddock-tools")
+        });
+    tools.join("venv/bin/python")
+}
+
+fn app_secret(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(python())
+        .arg("infra/app-secret.py")
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python with boto3 (infra/emulators.sh install)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn secret_fields(id: &str) -> serde_json::Map<String, serde_json::Value> {
+    let out = Command::new(python())
+        .args([
+            "-c",
+            "import boto3, sys; print(boto3.client('secretsmanager').get_secret_value(SecretId=sys.argv[1])['SecretString'])",
+            id,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_secret_script_changes_one_field_and_rotates_without_signing_anyone_out() {
+    require_emulators();
+    let id = unique("paddock/operator-");
+    let first_key = "k".repeat(64);
+    let created = Command::new(python())
+        .args([
+            "-c",
+            "import boto3, sys; boto3.client('secretsmanager').create_secret(Name=sys.argv[1], SecretString=sys.argv[2])",
+            &id,
+            &format!(r#"{{"jwtSigningKey":"{first_key}","anthropicApiKey":"","openaiApiKey":""}}"#),
+        ])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{}", text(&created.stderr));
+
+    let out = app_secret(&["set", &id, "googleClientSecret"], "g-secret\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = app_secret(&["set", &id, "anthropicApiKey"], "sk-ant-1");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let fields = secret_fields(&id);
+    assert_eq!(fields["jwtSigningKey"], first_key.as_str());
+    assert_eq!(fields["googleClientSecret"], "g-secret");
+    assert_eq!(fields["anthropicApiKey"], "sk-ant-1");
+    assert_eq!(fields["openaiApiKey"], "");
+
+    // The signing key is never set by hand (that would sign everyone out) nor emptied.
+    let out = app_secret(&["set", &id, "jwtSigningKey"], "short");
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("rotate-signing-key"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = app_secret(&["set", &id, "openaiApiKey"], "");
+    assert!(!out.status.success());
+
+    // Two rotations: each new key is 64 letters and digits, and the keys before it stay
+    // accepted (a JSON list in a string, newest first), the other fields untouched.
+    for round in 1..=2 {
+        let before = secret_fields(&id)["jwtSigningKey"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let out = app_secret(&["rotate-signing-key", &id], "");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let fields = secret_fields(&id);
+        let key = fields["jwtSigningKey"].as_str().unwrap();
+        assert_eq!(key.len(), 64);
+        assert!(key.bytes().all(|b| b.is_ascii_alphanumeric()), "{key}");
+        assert_ne!(key, before);
+        let previous: Vec<String> =
+            serde_json::from_str(fields["jwtPreviousSigningKeys"].as_str().unwrap()).unwrap();
+        assert_eq!(previous.len(), round);
+        assert_eq!(previous[0], before);
+        assert_eq!(previous.last().unwrap(), &first_key);
+        assert_eq!(fields["googleClientSecret"], "g-secret");
+    }
+    let out = app_secret(&["drop-previous-keys", &id], "");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let fields = secret_fields(&id);
+    assert!(!fields.contains_key("jwtPreviousSigningKeys"));
+    assert_eq!(fields["anthropicApiKey"], "sk-ant-1");
+
+    let out = app_secret(&["fields", &id], "");
+    assert_eq!(
+        text(&out.stdout),
+        "anthropicApiKey\ngoogleClientSecret\njwtSigningKey\nopenaiApiKey (empty)\n"
+    );
+    assert!(!text(&out.stdout).contains("sk-ant-1"));
+}
