@@ -55,12 +55,16 @@ if deploy is None:
 overrides = deploy.get("parameter_overrides", [])
 if isinstance(overrides, str):
     overrides = overrides.split()
+# Each entry as SAM CLI reads it: Name=value without spaces, Name="..." (\" inside) or
+# Name='...'. SAM CLI refuses a bare Name= (an empty value is Name="").
 given = {}
 for item in overrides:
-    name, eq, value = item.partition("=")
-    if not eq:
-        sys.exit(f"{config}: [{env}.deploy.parameters] parameter_overrides entry {item!r} is not Name=value")
-    given[name] = value
+    m = re.fullmatch(r'([A-Za-z0-9]+)=(?:"((?:\\"|[^"])*)"|\'([^\']*)\'|([^\s"\'][^\s]*))', item.strip())
+    if not m:
+        sys.exit(f"{config}: [{env}.deploy.parameters] parameter_overrides entry {item!r} is not "
+                 "Name=value, Name=\"...\" or Name='...' (an empty value is Name=\"\")")
+    name, double, single, plain = m.groups()
+    given[name] = (double.replace('\\"', '"') if double is not None else single if single is not None else plain)
 missing = [p for p in params if p not in given]
 unknown = [g for g in given if g not in params]
 if missing:
