@@ -721,13 +721,14 @@ fn providers(
     Ok(out)
 }
 
+/// One provider's settings by field name (`Kind`, `ClientId`, ...).
+type ProviderFields = BTreeMap<&'static str, String>;
+
 /// The members of `Auth__ProvidersJson` as each provider's fields, spelled as the variables'
 /// (`Kind`, `ClientId`, `Issuer`, `Scopes`, `TrustEmailVerified`): an object of objects, e.g.
 /// `{"google":{"clientId":"..."},"corp":{"kind":"oidc","clientId":"...","issuer":"https://..."}}`.
 /// Client secrets are refused here: this value is a template parameter, shown in the stack.
-fn providers_json(
-    text: &str,
-) -> Result<Vec<(String, BTreeMap<&'static str, String>)>, ConfigError> {
+fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigError> {
     use serde_json::Value;
     let key = "Auth__ProvidersJson";
     let doc: Value = serde_json::from_str(text).map_err(|e| {

@@ -256,11 +256,10 @@ fn the_stated_costs_are_those_of_costs_md() {
 }
 
 fn python() -> PathBuf {
-    let tools = std::env::var_os("PADDOCK_TOOLS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/paddock-tools")
-        });
+    let tools = std::env::var_os("PADDOCK_TOOLS_DIR").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/paddock-tools"),
+        PathBuf::from,
+    );
     tools.join("venv/bin/python")
 }
 
