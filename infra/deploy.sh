@@ -161,6 +161,5 @@ export PATH="${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}/lambda-venv/bin:$P
 "${deploy[@]}"
 echo
 echo "== $env: the stack's outputs (ApiUrl, AppSecretArn, ...)"
-aws_region=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))[sys.argv[2]]["global"]["parameters"]["region"])' "$config" "$env")
-stack=$(python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))[sys.argv[2]]["global"]["parameters"]["stack_name"])' "$config" "$env")
-sam list stack-outputs --stack-name "$stack" --region "$aws_region" --output table
+# The environment's stack_name and region come from its [<env>.global.parameters].
+sam list stack-outputs --config-file "$config" --config-env "$env" --output table

@@ -179,6 +179,74 @@ fn every_environment_sets_every_parameter_and_deploys_what_it_built() {
     );
 }
 
+/// The whole `infra/deploy.sh dev` in a copy of the repository's deploy files, with
+/// stand-ins for `infra/sam-build.sh` (writes a build as SAM does) and `sam` (records its
+/// arguments): it builds the environment's architecture, deploys that build's template with
+/// the environment's settings, then lists the outputs; with a bootstrap missing, it stops
+/// before `sam deploy`.
+#[test]
+fn a_deploy_builds_checks_then_deploys_the_built_template() {
+    use std::os::unix::fs::PermissionsExt;
+    let copy = tempfile::tempdir().unwrap();
+    let at = |p: &str| copy.path().join(p);
+    std::fs::create_dir_all(at("infra")).unwrap();
+    std::fs::create_dir_all(at("tools/lambda-venv/bin")).unwrap();
+    for file in ["template.yaml", "infra/deploy.sh", "infra/samconfig.toml"] {
+        std::fs::copy(root().join(file), at(file)).unwrap();
+    }
+    let build = fabricated_build(None);
+    let script = |path: PathBuf, body: String| {
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    // The stand-in build copies the fabricated build, leaving out $DROP's bootstrap.
+    script(
+        at("infra/sam-build.sh"),
+        format!(
+            "#!/bin/sh\necho \"build $PADDOCK_SAM_ENV $1\" >> calls\n\
+             mkdir -p .aws-sam && cp -r {} .aws-sam/build-$1\n\
+             [ -z \"$DROP\" ] || rm .aws-sam/build-$1/$DROP/bootstrap\n",
+            build.path().display()
+        ),
+    );
+    script(
+        at("tools/lambda-venv/bin/sam"),
+        "#!/bin/sh\necho \"sam $*\" >> calls\n".into(),
+    );
+    let deploy = |drop: &str| {
+        let _ = std::fs::remove_file(at("calls"));
+        let _ = std::fs::remove_dir_all(at(".aws-sam"));
+        let out = Command::new("infra/deploy.sh")
+            .arg("dev")
+            .current_dir(copy.path())
+            .env("PADDOCK_TOOLS_DIR", at("tools"))
+            .env("DROP", drop)
+            .output()
+            .unwrap();
+        let calls = std::fs::read_to_string(at("calls")).unwrap_or_default();
+        (out, calls)
+    };
+
+    let (out, calls) = deploy("");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        calls,
+        "build dev arm64\n\
+         sam deploy --template-file .aws-sam/build-arm64/template.yaml \
+         --config-file infra/samconfig.toml --config-env dev\n\
+         sam list stack-outputs --config-file infra/samconfig.toml --config-env dev --output table\n"
+    );
+
+    let (out, calls) = deploy("SessionsFunction");
+    assert!(!out.status.success());
+    assert_eq!(calls, "build dev arm64\n", "nothing deployed");
+    assert!(
+        text(&out.stderr).contains("SessionsFunction:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// The README and the operator's page deploy with the script, and never name `sam deploy`
 /// with a config file but no template (which ships the sources).
 #[test]
@@ -366,4 +434,46 @@ fn the_secret_script_changes_one_field_and_rotates_without_signing_anyone_out() 
         "anthropicApiKey\ngoogleClientSecret\njwtSigningKey\nopenaiApiKey (empty)\n"
     );
     assert!(!text(&out.stdout).contains("sk-ant-1"));
+}
+
+/// A provider set only through `Auth__ProvidersJson` (the template's `AuthProviders`) is
+/// offered at sign-in with its client id and scopes; Discord's endpoints need no discovery.
+#[tokio::test]
+async fn a_provider_from_the_json_setting_starts_its_sign_in() {
+    let vars = [(
+        "Auth__ProvidersJson".to_owned(),
+        r#"{"discord": {"clientId": "discord-client-7", "scopes": ["identify", "email"]}}"#
+            .to_owned(),
+    )]
+    .into_iter()
+    .collect();
+    let providers = paddock::config::Settings::from_vars(&vars)
+        .unwrap()
+        .auth
+        .providers;
+    let t = paddock_tests::ports(paddock_tests::Backend::Embedded).await;
+    let mut settings = t.settings;
+    settings.auth.providers = providers;
+    let app = paddock_tests::spawn_with(settings, t.ports, t.dir).await;
+    // A PKCE S256 challenge is 43 characters of base64url.
+    let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+    let answer = app
+        .get(&format!(
+            "/v1/auth/login/discord?redirect_uri=http://127.0.0.1:5000/callback&code_challenge={challenge}"
+        ))
+        .await;
+    assert!(answer.status().is_redirection(), "{}", answer.status());
+    let location = answer.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        location.starts_with("https://discord.com/oauth2/authorize?"),
+        "{location}"
+    );
+    assert!(
+        location.contains("client_id=discord-client-7"),
+        "{location}"
+    );
+    assert!(
+        location.contains("scope=identify+email") || location.contains("scope=identify%20email"),
+        "{location}"
+    );
 }
