@@ -6,6 +6,7 @@
 //! queues, the functions) are the code's.
 
 use paddock::queues::QueueName;
+use paddock::tables::Table;
 use paddock_tests::{require_emulators, unique};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -265,12 +266,12 @@ fn the_documented_deploy_command_is_the_script() {
     }
 }
 
-/// The counts the docs state are the code's: queues (`QueueName::ALL`) and functions (the
-/// template's).
+/// The counts the docs state are the code's: queues (`QueueName::ALL`), tables (`Table::ALL`)
+/// and functions (the template's).
 #[test]
 fn the_documented_counts_are_the_code_s() {
     let words = [
-        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight",
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
     ];
     let queues = words[QueueName::ALL.len()];
     let functions = template_functions().len();
@@ -283,6 +284,10 @@ fn the_documented_counts_are_the_code_s() {
         ("docs/operating.md", format!("{functions} functions")),
         ("docs/operating.md", format!("{queues} queues")),
         ("infra/COSTS.md", format!("the {queues} queues")),
+        (
+            "docs/operating.md",
+            format!("{} DynamoDB tables", words[Table::ALL.len()]),
+        ),
     ];
     for (doc, phrase) in stated {
         assert!(read(doc).contains(&phrase), "{doc} does not say {phrase:?}");
