@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::envelopes::envelope;
 use crate::coaching::coach::{Coach, CoachError};
 use crate::coaching::context::{ContextFields, MessageFields, SessionContext, parse_messages};
 use crate::coaching::llm::LlmError;
@@ -146,7 +147,7 @@ fn coach<'a>(state: &'a AppState, user: &'a AuthUser) -> Coach<'a> {
 /// answered from the stored answer (`cached: true`).
 #[utoipa::path(post, path = "/v1/ai/insights", operation_id = "getLapInsights", tag = "ai", security(("bearer" = [])),
     request_body(content = AiInsightRequest, description = "AiInsightRequestDto, camelCase or PascalCase; unknown fields are ignored"),
-    responses((status = 200, description = "The coach's answer", body = crate::routes::envelopes::CoachAnswerEnvelope),
+    responses((status = 200, description = "The coach's answer", body = CoachAnswerEnvelope),
               (status = 400, description = "Every problem, by field; or a prompt over 32 KB"),
               (status = 401, description = "No valid token"),
               (status = 429, description = "The caller's hourly requests are spent, or the caller's or the service's daily tokens have no room left for the call's most (Retry-After)"),
@@ -166,7 +167,7 @@ pub(crate) async fn insights(
 /// message.
 #[utoipa::path(post, path = "/v1/ai/chat", operation_id = "chatAboutLap", tag = "ai", security(("bearer" = [])),
     request_body(content = AiChatRequest, description = "AiChatRequestDto, camelCase or PascalCase; unknown fields are ignored"),
-    responses((status = 200, description = "The coach's answer", body = crate::routes::envelopes::CoachAnswerEnvelope),
+    responses((status = 200, description = "The coach's answer", body = CoachAnswerEnvelope),
               (status = 400, description = "Every problem, by field; or a prompt over 32 KB"),
               (status = 401, description = "No valid token"),
               (status = 429, description = "The caller's hourly requests are spent, or the caller's or the service's daily tokens have no room left for the call's most (Retry-After)"),
@@ -224,3 +225,8 @@ impl From<LlmError> for ApiError {
         }
     }
 }
+
+envelope!(
+    /// A coaching answer.
+    CoachAnswerEnvelope => crate::coaching::coach::CoachAnswer
+);

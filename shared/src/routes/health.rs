@@ -8,6 +8,7 @@ use http::{HeaderValue, header};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::envelopes::envelope;
 use crate::http::{ApiError, json_bytes, ok};
 use crate::metrics;
 use crate::state::AppState;
@@ -39,7 +40,7 @@ pub(crate) struct ReadyStatus {
 
 /// Liveness: the process answers.
 #[utoipa::path(get, path = "/health", operation_id = "getHealth", tag = "health",
-    responses((status = 200, description = "The service is up", body = crate::routes::envelopes::HealthEnvelope)))]
+    responses((status = 200, description = "The service is up", body = HealthEnvelope)))]
 pub(crate) async fn health() -> Response {
     healthy()
 }
@@ -54,7 +55,7 @@ fn healthy() -> Response {
 
 /// Liveness for orchestrators.
 #[utoipa::path(get, path = "/health/live", operation_id = "getLiveness", tag = "health",
-    responses((status = 200, description = "The process answers", body = crate::routes::envelopes::HealthEnvelope)))]
+    responses((status = 200, description = "The process answers", body = HealthEnvelope)))]
 pub(crate) async fn live() -> Response {
     healthy()
 }
@@ -62,7 +63,7 @@ pub(crate) async fn live() -> Response {
 /// Readiness: the item store answers a real read.
 #[utoipa::path(get, path = "/health/ready", operation_id = "getReadiness", tag = "health",
     responses(
-        (status = 200, description = "Ready", body = crate::routes::envelopes::ReadyEnvelope),
+        (status = 200, description = "Ready", body = ReadyEnvelope),
         (status = 503, description = "The item store cannot be reached (`Unhealthy`)")))]
 pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
     match state.ports.items.ping().await {
@@ -98,6 +99,16 @@ pub(crate) async fn prometheus_metrics() -> Result<Response, ApiError> {
     );
     Ok(response)
 }
+
+envelope!(
+    /// The service's health.
+    HealthEnvelope => HealthStatus
+);
+
+envelope!(
+    /// Readiness of the backing services.
+    ReadyEnvelope => ReadyStatus
+);
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::envelopes::envelope;
 use crate::http::auth_user::AuthUser;
 use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok, paging};
 use crate::identity::fields::Problems;
@@ -139,7 +140,7 @@ impl From<PageError> for ApiError {
 /// `around=me` (token required), the page centred on the caller, not cached.
 #[utoipa::path(get, path = "/v1/leaderboards", operation_id = "getLeaderboard", tag = "leaderboards", params(LeaderboardQuery),
     security((), ("bearer" = [])),
-    responses((status = 200, description = "One page of the board", body = crate::routes::envelopes::LeaderboardEnvelope),
+    responses((status = 200, description = "One page of the board", body = LeaderboardEnvelope),
               (status = 304, description = "The page matches `If-None-Match`"),
               (status = 400, description = "No track given, or a bad limit, cursor or around"),
               (status = 401, description = "`around=me` without a valid token"),
@@ -277,7 +278,7 @@ pub(crate) struct MyStanding {
 /// The caller's entry, rank and gaps on a track's board (or a car's).
 #[utoipa::path(get, path = "/v1/leaderboards/me", operation_id = "getMyStanding", tag = "leaderboards", params(StandingQuery),
     security(("bearer" = [])),
-    responses((status = 200, description = "The caller's place", body = crate::routes::envelopes::StandingEnvelope),
+    responses((status = 200, description = "The caller's place", body = StandingEnvelope),
               (status = 400, description = "No or a malformed trackId, or a bad vehicleName"),
               (status = 401, description = "No valid token"),
               (status = 404, description = "The caller has no entry on this board")))]
@@ -343,7 +344,7 @@ pub(crate) struct VehicleList {
 /// (a car fewer drivers raced has its board all the same: `vehicleName` on the board reads).
 /// Public.
 #[utoipa::path(get, path = "/v1/leaderboards/vehicles", operation_id = "listLeaderboardVehicles", tag = "leaderboards", params(VehiclesQuery),
-    responses((status = 200, description = "The cars", body = crate::routes::envelopes::VehicleListEnvelope),
+    responses((status = 200, description = "The cars", body = VehicleListEnvelope),
               (status = 400, description = "No or a malformed trackId, a bad limit or cursor")))]
 pub async fn vehicles(
     State(state): State<AppState>,
@@ -387,7 +388,7 @@ pub struct SubmitRequest {
 #[utoipa::path(post, path = "/v1/leaderboards/submit", operation_id = "submitLap", tag = "leaderboards", security(("bearer" = [])),
     request_body(content = SubmitRequest, example = json!({
         "sessionId": "3f2b8c1e-7d4a-4e6b-9c0d-5a1e2f3b4c5d", "lapTimeMs": 107345, "qualityScore": 0.93})),
-    responses((status = 200, description = "Submitted (see `improved`)", body = crate::routes::envelopes::SubmitOutcomeEnvelope),
+    responses((status = 200, description = "Submitted (see `improved`)", body = SubmitOutcomeEnvelope),
               (status = 400, description = "A field breaks a rule"), (status = 401, description = "No valid token"),
               (status = 404, description = "No such session of the caller"),
               (status = 422, description = "Quality below 0.8, the session has no valid lap of that time and quality, \
@@ -510,3 +511,23 @@ impl From<submit::SubmitError> for ApiError {
         }
     }
 }
+
+envelope!(
+    /// One page of a leaderboard.
+    LeaderboardEnvelope => crate::leaderboards::cache::LeaderboardPage
+);
+
+envelope!(
+    /// The caller's standing on a board.
+    StandingEnvelope => MyStanding
+);
+
+envelope!(
+    /// The cars of a track's boards.
+    VehicleListEnvelope => VehicleList
+);
+
+envelope!(
+    /// The outcome of a lap submission.
+    SubmitOutcomeEnvelope => crate::leaderboards::submit::SubmitOutcome
+);

@@ -10,6 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::envelopes::envelope;
 use crate::config::Backend;
 use crate::driver_data::deletion::{self, DeletionError};
 use crate::driver_data::export::ExportError;
@@ -80,7 +81,7 @@ fn given<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
 
 /// The caller's profile.
 #[utoipa::path(get, path = "/v1/profile", operation_id = "getProfile", tag = "profile", security(("bearer" = [])),
-    responses((status = 200, description = "The profile", body = crate::routes::envelopes::ProfileEnvelope),
+    responses((status = 200, description = "The profile", body = ProfileEnvelope),
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
@@ -91,7 +92,7 @@ pub(crate) async fn read(
 
 /// The caller's profile with its creation time.
 #[utoipa::path(get, path = "/v1/profile/me", operation_id = "getMyProfile", tag = "profile", security(("bearer" = [])),
-    responses((status = 200, description = "The profile with createdAt", body = crate::routes::envelopes::UserEnvelope),
+    responses((status = 200, description = "The profile with createdAt", body = UserEnvelope),
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read_me(
     State(state): State<AppState>,
@@ -103,7 +104,7 @@ pub(crate) async fn read_me(
 /// Changes the caller's display name and/or avatar.
 #[utoipa::path(patch, path = "/v1/profile", operation_id = "updateProfile", tag = "profile", security(("bearer" = [])),
     request_body(content = ProfileUpdate, description = "camelCase or PascalCase names; `avatarUrl: null` removes the avatar"),
-    responses((status = 200, description = "The changed profile", body = crate::routes::envelopes::ProfileEnvelope),
+    responses((status = 200, description = "The changed profile", body = ProfileEnvelope),
               (status = 400, description = "Every problem, by field"),
               (status = 401, description = "No valid token, or the account is deleted"),
               (status = 409, description = "Changed concurrently; retry")))]
@@ -118,7 +119,7 @@ pub(crate) async fn change(
 /// Changes the caller's display name and/or avatar; answers the profile with `createdAt`.
 #[utoipa::path(patch, path = "/v1/profile/me", operation_id = "updateMyProfile", tag = "profile", security(("bearer" = [])),
     request_body(content = ProfileUpdate, description = "camelCase or PascalCase names; `avatarUrl: null` removes the avatar"),
-    responses((status = 200, description = "The changed profile", body = crate::routes::envelopes::UserEnvelope),
+    responses((status = 200, description = "The changed profile", body = UserEnvelope),
               (status = 400, description = "Every problem, by field"),
               (status = 401, description = "No valid token, or the account is deleted"),
               (status = 409, description = "Changed concurrently; retry")))]
@@ -314,7 +315,7 @@ async fn export_through_blob_store(
 /// removed) and queues the deletion of the rest of their data.
 #[utoipa::path(delete, path = "/v1/profile/me", operation_id = "deleteMyAccount", tag = "profile", security(("bearer" = [])),
     responses((status = 202, description = "The account is deleted; the job removing the rest of the data is queued",
-               body = crate::routes::envelopes::DeletionTicketEnvelope),
+               body = DeletionTicketEnvelope),
               (status = 401, description = "No valid token, or the account is already deleted"),
               (status = 409, description = "The account changed concurrently; retry")))]
 pub(crate) async fn delete_me(
@@ -330,3 +331,18 @@ pub(crate) async fn delete_me(
         })?;
     Ok(with_status(StatusCode::ACCEPTED, ticket))
 }
+
+envelope!(
+    /// A driver's public profile.
+    ProfileEnvelope => Profile
+);
+
+envelope!(
+    /// The caller's own profile.
+    UserEnvelope => crate::identity::users::User
+);
+
+envelope!(
+    /// An account deletion under way.
+    DeletionTicketEnvelope => crate::driver_data::deletion::DeletionTicket
+);

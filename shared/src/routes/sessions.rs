@@ -6,6 +6,7 @@ use axum::response::Response;
 use axum::routing::get;
 use http::StatusCode;
 
+use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiQuery, JsonBody, PageParams, Paged, ok};
@@ -38,9 +39,9 @@ pub fn routes() -> Router<AppState> {
                 {"lapIndex": 1, "lapTimeMs": 107345, "isValid": true, "countsForSessionTiming": true,
                  "qualityCombined": 0.93, "qualityCoherence": 0.95, "qualityStability": 0.91, "qualityCompleteness": 0.94,
                  "numPenalties": 0, "numPitstops": 0, "inPitsAtLapEnd": false, "sectorTimesMs": [35012, 38101, 34232]}]})),
-    responses((status = 201, description = "Stored", body = crate::routes::envelopes::ReceiptEnvelope),
+    responses((status = 201, description = "Stored", body = ReceiptEnvelope),
               (status = 200, description = "This ClientSessionId was uploaded before: the same session, nothing written",
-               body = crate::routes::envelopes::ReceiptEnvelope),
+               body = ReceiptEnvelope),
               (status = 400, description = "Every problem, by field"), (status = 401, description = "No valid token"),
               (status = 429, description = "More than 30 uploads in a minute")))]
 pub async fn create(
@@ -72,7 +73,7 @@ pub async fn create(
 
 /// The caller's sessions, newest RecordedAt first.
 #[utoipa::path(get, path = "/v1/sessions", operation_id = "listSessions", tag = "sessions", security(("bearer" = [])), params(PageParams),
-    responses((status = 200, description = "One page", body = crate::routes::envelopes::SessionListEnvelope),
+    responses((status = 200, description = "One page", body = SessionListEnvelope),
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub async fn list(
     State(state): State<AppState>,
@@ -87,7 +88,7 @@ pub async fn list(
 /// One of the caller's sessions with its laps (another user's session is 404).
 #[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "getSession", tag = "sessions", security(("bearer" = [])),
     params(("id" = String, Path, description = "Session id")),
-    responses((status = 200, description = "The session", body = crate::routes::envelopes::SessionEnvelope),
+    responses((status = 200, description = "The session", body = SessionEnvelope),
               (status = 404, description = "No such session of the caller")))]
 pub async fn detail(
     State(state): State<AppState>,
@@ -111,3 +112,18 @@ impl From<sessions::CreateError> for ApiError {
         }
     }
 }
+
+envelope!(
+    /// A session upload's receipt.
+    ReceiptEnvelope => crate::sessions::Receipt
+);
+
+page_envelope!(
+    /// One page of the caller's sessions.
+    SessionListEnvelope => SessionList of crate::sessions::SessionSummary
+);
+
+envelope!(
+    /// One session with its laps.
+    SessionEnvelope => crate::sessions::SessionDetail
+);

@@ -14,6 +14,7 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
 
+use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
@@ -126,7 +127,7 @@ impl ToSchema for PackForm {}
 #[utoipa::path(post, path = "/v1/sharepacks", operation_id = "uploadSharePack", tag = "sharepacks", security(("bearer" = [])), params(PackLabels),
     request_body(content((inline(ZipBytes) = "application/zip"), (inline(PackForm) = "multipart/form-data")),
         description = "The ZIP (at most Sharepacks__MaxDirectBytes, 4 MiB by default), or a form with file, name, description"),
-    responses((status = 201, description = "Stored and checked", body = crate::routes::envelopes::SharePackEnvelope),
+    responses((status = 201, description = "Stored and checked", body = SharePackEnvelope),
               (status = 400, description = "A bad name or description, or a form without a file"),
               (status = 401, description = "No valid token"),
               (status = 413, description = "Larger than a direct upload may be (use the upload URL flow), or the driver's bytes are spent"),
@@ -223,7 +224,7 @@ pub(crate) struct UploadRequest {
 /// URL of this server locally), then call `complete`.
 #[utoipa::path(post, path = "/v1/sharepacks/uploads", operation_id = "startSharePackUpload", tag = "sharepacks", security(("bearer" = [])),
     request_body = UploadRequest,
-    responses((status = 201, description = "Where to PUT the bytes", body = crate::routes::envelopes::UploadTicketEnvelope),
+    responses((status = 201, description = "Where to PUT the bytes", body = UploadTicketEnvelope),
               (status = 400, description = "Every problem, by field"), (status = 401, description = "No valid token"),
               (status = 413, description = "The driver's bytes are spent"),
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
@@ -359,7 +360,7 @@ fn io_error(e: std::io::Error) -> ApiError {
 /// a pack that fails is removed and the answer says why.
 #[utoipa::path(post, path = "/v1/sharepacks/{id}/complete", operation_id = "completeSharePackUpload", tag = "sharepacks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Pack id")),
-    responses((status = 200, description = "Checked and visible", body = crate::routes::envelopes::SharePackEnvelope),
+    responses((status = 200, description = "Checked and visible", body = SharePackEnvelope),
               (status = 401, description = "No valid token"),
               (status = 404, description = "No such pending pack of the caller"),
               (status = 409, description = "The pack is already being completed"),
@@ -385,7 +386,7 @@ pub(crate) async fn complete(
 
 /// The caller's packs, newest first.
 #[utoipa::path(get, path = "/v1/sharepacks", operation_id = "listSharePacks", tag = "sharepacks", security(("bearer" = [])), params(PageParams),
-    responses((status = 200, description = "One page", body = crate::routes::envelopes::SharePackListEnvelope),
+    responses((status = 200, description = "One page", body = SharePackListEnvelope),
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -416,7 +417,7 @@ async fn visible(state: &AppState, id: &str) -> Result<(SharePack, UserId), ApiE
 /// Any signed-in driver with the id may read a pack's metadata.
 #[utoipa::path(get, path = "/v1/sharepacks/{id}", operation_id = "getSharePack", tag = "sharepacks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Pack id")),
-    responses((status = 200, description = "The pack", body = crate::routes::envelopes::PackDetailEnvelope),
+    responses((status = 200, description = "The pack", body = PackDetailEnvelope),
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn metadata(
     State(state): State<AppState>,
@@ -501,7 +502,7 @@ pub(crate) async fn download(
 /// Deletes the caller's pack; anyone else (and an unknown id) gets 404.
 #[utoipa::path(delete, path = "/v1/sharepacks/{id}", operation_id = "deleteSharePack", tag = "sharepacks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Pack id")),
-    responses((status = 200, description = "Deleted", body = crate::routes::envelopes::DeletedPackEnvelope),
+    responses((status = 200, description = "Deleted", body = DeletedPackEnvelope),
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack of the caller")))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
@@ -543,6 +544,31 @@ impl From<PackError> for ApiError {
         }
     }
 }
+
+envelope!(
+    /// A share pack.
+    SharePackEnvelope => SharePack
+);
+
+page_envelope!(
+    /// One page of the caller's share packs.
+    SharePackListEnvelope => SharePackList of SharePack
+);
+
+envelope!(
+    /// A share pack's details.
+    PackDetailEnvelope => PackDetail
+);
+
+envelope!(
+    /// Where to upload a pack's bytes.
+    UploadTicketEnvelope => crate::sharepacks::packs::UploadTicket
+);
+
+envelope!(
+    /// A share pack deleted.
+    DeletedPackEnvelope => DeletedPack
+);
 
 #[cfg(test)]
 mod tests {

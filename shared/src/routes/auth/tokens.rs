@@ -15,6 +15,7 @@ use crate::identity::refresh_tokens::{self, RefreshError};
 use crate::identity::users;
 use crate::ports::clock::rfc3339;
 use crate::problems::{FieldProblems, Problems};
+use crate::routes::envelopes::envelope;
 use crate::state::AppState;
 
 /// `POST /v1/auth/refresh` body.
@@ -94,7 +95,7 @@ pub struct ValidateResponse {
 
 /// Rotates a refresh token.
 #[utoipa::path(post, path = "/v1/auth/refresh", operation_id = "refreshTokens", tag = "auth", request_body = RefreshRequest,
-    responses((status = 200, description = "New tokens; the old refresh token is used up", body = crate::routes::envelopes::TokenEnvelope),
+    responses((status = 200, description = "New tokens; the old refresh token is used up", body = super::TokenEnvelope),
               (status = 401, description = "Invalid, expired, revoked or replayed (a replay revokes the whole family)")))]
 pub async fn refresh(
     State(state): State<AppState>,
@@ -118,7 +119,7 @@ pub async fn refresh(
 /// Signs out: revokes the refresh-token family (and with it its access tokens).
 #[utoipa::path(post, path = "/v1/auth/logout", operation_id = "logout", tag = "auth", request_body = Option<LogoutRequest>,
     security((), ("bearer" = [])),
-    responses((status = 200, description = "Signed out", body = crate::routes::envelopes::LogoutEnvelope),
+    responses((status = 200, description = "Signed out", body = LogoutEnvelope),
               (status = 401, description = "Neither a refresh token nor a valid bearer token")))]
 pub async fn logout(
     State(state): State<AppState>,
@@ -155,7 +156,7 @@ pub async fn logout(
 
 /// Checks the presented bearer token.
 #[utoipa::path(get, path = "/v1/auth/validate", operation_id = "validateToken", tag = "auth", security(("bearer" = [])),
-    responses((status = 200, description = "Valid", body = crate::routes::envelopes::ValidateEnvelope),
+    responses((status = 200, description = "Valid", body = ValidateEnvelope),
               (status = 401, description = "Missing, invalid, expired or revoked (e.g. after logout)")))]
 pub async fn validate(user: AuthUser) -> Result<Response, ApiError> {
     let expires_at = OffsetDateTime::from_unix_timestamp(user.claims.exp)
@@ -170,7 +171,7 @@ pub async fn validate(user: AuthUser) -> Result<Response, ApiError> {
 
 /// Exchanges a one-time code from the browser flow for tokens.
 #[utoipa::path(post, path = "/v1/auth/exchange", operation_id = "exchangeCode", tag = "auth", request_body = ExchangeRequest,
-    responses((status = 200, description = "Tokens issued", body = crate::routes::envelopes::TokenEnvelope),
+    responses((status = 200, description = "Tokens issued", body = super::TokenEnvelope),
               (status = 400, description = "Unknown, expired or used code, or a verifier that does not match")))]
 pub async fn exchange(
     State(state): State<AppState>,
@@ -188,3 +189,13 @@ pub async fn exchange(
         .ok_or_else(|| ApiError::BadRequest("code is invalid".into()))?;
     token_response(&state, user, StatusCode::OK).await
 }
+
+envelope!(
+    /// A sign-out.
+    LogoutEnvelope => LogoutResponse
+);
+
+envelope!(
+    /// A valid token's owner.
+    ValidateEnvelope => ValidateResponse
+);
