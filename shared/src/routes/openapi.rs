@@ -50,7 +50,8 @@ pub(crate) async fn openapi_json() -> Response {
         sharepacks::list, sharepacks::metadata, sharepacks::download, sharepacks::delete,
         profile::read, profile::change, profile::read_me, profile::change_me, profile::export_me, profile::delete_me,
     ),
-    components(schemas(super::envelopes::ErrorEnvelope)),
+    // The other schemas are those the operations name, collected from them: none unused.
+    components(schemas(ErrorEnvelope)),
     servers((url = "/", description = "This deployment (the document is served by the API it describes)")),
     modifiers(&BearerAuth, &CommonResponses, &PublicOperations),
     tags((name = "health", description = "Liveness, readiness and metrics"),
