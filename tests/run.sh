@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs every test of Paddock on a fresh machine:
 #   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
-#   missing; cfn-lint and schemathesis into a venv; the `oidc-provider` OpenID Connect provider
-#   and axe-core from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
+#   missing; cfn-lint, schemathesis and openapi-python-client into a venv; the `oidc-provider`
+#   OpenID Connect provider, axe-core, Redocly CLI, openapi-typescript and openapi-fetch from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
 #   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
 #   provider and chromedriver on loopback, lints the SAM template, runs schemathesis with every
-#   check against the local server's OpenAPI document, runs the Rust test suites (both adapter
+#   check against the local server's OpenAPI document, lints that document with Redocly's
+#   recommended rules and runs a short flow through a Python and a TypeScript client generated
+#   from it (tests/clients/), runs the Rust test suites (both adapter
 #   sets, the black-box scenarios again through the Lambda functions behind the local API, the
 #   browser sign-in and the board pages in the browser), and stops everything it started (by process id).
 # Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test auth`).
@@ -46,6 +48,9 @@ fi
 if [ ! -x "$tools/venv/bin/cfn-lint" ] || [ ! -x "$tools/venv/bin/st" ]; then
   "$tools/venv/bin/pip" install -q cfn-lint schemathesis
 fi
+if [ ! -x "$tools/venv/bin/openapi-python-client" ]; then
+  "$tools/venv/bin/pip" install -q openapi-python-client==0.29.1
+fi
 mkdir -p "$tools/oidc"
 cp "$root/tests/oidc/package.json" "$root/tests/oidc/provider.mjs" "$tools/oidc/"
 if [ ! -d "$tools/oidc/node_modules/oidc-provider" ]; then
@@ -58,6 +63,15 @@ if [ ! -f "$tools/axe/node_modules/axe-core/axe.min.js" ]; then
   npm install --prefix "$tools/axe" --no-audit --no-fund --silent
 fi
 export PADDOCK_TEST_AXE_JS="$tools/axe/node_modules/axe-core/axe.min.js"
+# Redocly CLI, openapi-typescript, openapi-fetch and tsc for the checks of the API description;
+# installed again when tests/clients/package.json changes.
+mkdir -p "$tools/clients"
+if ! cmp -s "$root/tests/clients/package.json" "$tools/clients/installed-package.json" \
+   || [ ! -x "$tools/clients/node_modules/.bin/redocly" ]; then
+  cp "$root/tests/clients/package.json" "$tools/clients/"
+  npm install --prefix "$tools/clients" --no-audit --no-fund --silent
+  cp "$root/tests/clients/package.json" "$tools/clients/installed-package.json"
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 wait_for() { # url, name, pid
@@ -138,6 +152,23 @@ fuzz_token() { # a registered driver's access token
   st --no-color --config-file "$root/tests/fuzz/schemathesis.toml" run "http://127.0.0.1:$fuzz_port/openapi.json" \
   --max-examples "${PADDOCK_FUZZ_EXAMPLES:-30}" --seed "${PADDOCK_FUZZ_SEED:-1}" \
   --report-dir "$log_dir/schemathesis" --warnings off)
+
+step "the API description: Redocly's recommended rules, then a flow through generated Python and TypeScript clients"
+api="http://127.0.0.1:$fuzz_port"
+# No usage reports or update checks from the linter.
+REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+  "$tools/clients/node_modules/.bin/redocly" lint --extends recommended --format stylish "$api/openapi.json"
+python_client="$log_dir/python-client"
+mkdir -p "$python_client"
+openapi-python-client generate --url "$api/openapi.json" --output-path "$python_client/paddock_client" \
+  --meta none --config "$root/tests/clients/python-client.yaml" --fail-on-warning
+PYTHONPATH="$python_client" "$tools/venv/bin/python" "$root/tests/clients/flow.py" "$api"
+cp "$root/tests/clients/tsconfig.json" "$root/tests/clients/flow.mjs" "$tools/clients/"
+"$tools/clients/node_modules/.bin/openapi-typescript" "$api/openapi.json" -o "$tools/clients/paddock-api.d.ts" \
+  2>&1 | tee "$log_dir/openapi-typescript.log"
+if grep -qi 'warn' "$log_dir/openapi-typescript.log"; then echo "openapi-typescript warned"; exit 1; fi
+"$tools/clients/node_modules/.bin/tsc" -p "$tools/clients"
+node "$tools/clients/flow.mjs" "$api"
 kill "$fuzz_pid" 2>/dev/null || true
 fi
 

@@ -8,11 +8,12 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::envelopes::{envelope, page_envelope};
 use crate::activity::achievements::{self, CatalogEntry, DriverAchievement};
-use crate::activity::feed::{self, FeedEntry, FeedPost, FeedReadError};
+use crate::activity::feed::{self, FeedPost, FeedReadError};
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
-use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, PageParams, Paged, ok};
+use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
 use crate::state::AppState;
 
@@ -25,8 +26,8 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 /// The caller's feed, newest first; entries older than 90 days are not returned.
-#[utoipa::path(get, path = "/v1/feed", tag = "activity", security(("bearer" = [])), params(PageParams),
-    responses((status = 200, description = "One page", body = inline(Envelope<Paged<FeedEntry>>)),
+#[utoipa::path(get, path = "/v1/feed", operation_id = "listFeed", tag = "activity", security(("bearer" = [])), params(PageParams),
+    responses((status = 200, description = "One page", body = FeedListEnvelope),
               (status = 400, description = "Bad limit, or a cursor that is not a nextCursor of the caller's feed"),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list_feed(
@@ -57,9 +58,10 @@ pub(crate) struct FeedPostRequest {
 }
 
 /// Adds the caller's own post to their feed.
-#[utoipa::path(post, path = "/v1/feed", tag = "activity", security(("bearer" = [])),
-    request_body(content = FeedPostRequest, description = "camelCase or PascalCase names"),
-    responses((status = 201, description = "Posted", body = inline(Envelope<FeedEntry>)),
+#[utoipa::path(post, path = "/v1/feed", operation_id = "postFeedEntry", tag = "activity", security(("bearer" = [])),
+    request_body(content = FeedPostRequest, description = "camelCase or PascalCase names", example = json!({
+        "title": "New best lap at Monza", "subtitle": "1:47.345 in the Ferrari 296 GT3"})),
+    responses((status = 201, description = "Posted", body = FeedEntryEnvelope),
               (status = 400, description = "Every problem, by field"),
               (status = 401, description = "No valid token"),
               (status = 429, description = "More than `Limits__FeedPostsPerMinute` posts in a minute (Retry-After)")))]
@@ -95,9 +97,9 @@ pub(crate) struct AchievementList {
 }
 
 /// The caller's achievements: unlocked ones with `unlockedAt`, locked ones with progress.
-#[utoipa::path(get, path = "/v1/achievements", tag = "activity", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/achievements", operation_id = "listMyAchievements", tag = "activity", security(("bearer" = [])),
     responses((status = 200, description = "Every achievement, as the caller stands",
-               body = inline(Envelope<AchievementList>)),
+               body = AchievementListEnvelope),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn mine(
     State(state): State<AppState>,
@@ -122,8 +124,8 @@ pub(crate) struct Catalog {
 }
 
 /// Every achievement; a hidden one shows its title only once the caller has unlocked it.
-#[utoipa::path(get, path = "/v1/achievements/catalog", tag = "activity", security(("bearer" = [])),
-    responses((status = 200, description = "The catalogue", body = inline(Envelope<Catalog>)),
+#[utoipa::path(get, path = "/v1/achievements/catalog", operation_id = "getAchievementCatalog", tag = "activity", security(("bearer" = [])),
+    responses((status = 200, description = "The catalogue", body = CatalogEnvelope),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn catalog(
     State(state): State<AppState>,
@@ -141,3 +143,23 @@ impl From<FeedReadError> for ApiError {
         }
     }
 }
+
+page_envelope!(
+    /// One page of the caller's feed.
+    FeedListEnvelope => FeedList of crate::activity::feed::FeedEntry
+);
+
+envelope!(
+    /// A feed entry posted.
+    FeedEntryEnvelope => crate::activity::feed::FeedEntry
+);
+
+envelope!(
+    /// The caller's achievements.
+    AchievementListEnvelope => AchievementList
+);
+
+envelope!(
+    /// The achievement catalog.
+    CatalogEnvelope => Catalog
+);

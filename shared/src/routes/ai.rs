@@ -9,11 +9,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::coaching::coach::{Coach, CoachAnswer, CoachError};
+use super::envelopes::envelope;
+use crate::coaching::coach::{Coach, CoachError};
 use crate::coaching::context::{ContextFields, MessageFields, SessionContext, parse_messages};
 use crate::coaching::llm::LlmError;
 use crate::http::auth_user::AuthUser;
-use crate::http::{ApiError, ApiJson, Envelope, ok};
+use crate::http::{ApiError, ApiJson, ok};
 use crate::problems::{FieldProblems, Problems};
 use crate::state::AppState;
 
@@ -144,9 +145,9 @@ fn coach<'a>(state: &'a AppState, user: &'a AuthUser) -> Coach<'a> {
 
 /// One-shot coaching on a lap against its reference. An identical request within 24 hours is
 /// answered from the stored answer (`cached: true`).
-#[utoipa::path(post, path = "/v1/ai/insights", tag = "ai", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/ai/insights", operation_id = "getLapInsights", tag = "ai", security(("bearer" = [])),
     request_body(content = AiInsightRequest, description = "AiInsightRequestDto, camelCase or PascalCase; unknown fields are ignored"),
-    responses((status = 200, description = "The coach's answer", body = inline(Envelope<CoachAnswer>)),
+    responses((status = 200, description = "The coach's answer", body = CoachAnswerEnvelope),
               (status = 400, description = "Every problem, by field; or a prompt over 32 KB"),
               (status = 401, description = "No valid token"),
               (status = 429, description = "The caller's hourly requests are spent, or the caller's or the service's daily tokens have no room left for the call's most (Retry-After)"),
@@ -164,9 +165,9 @@ pub(crate) async fn insights(
 
 /// A chat turn: the session context and the whole history; the answer is the coach's next
 /// message.
-#[utoipa::path(post, path = "/v1/ai/chat", tag = "ai", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/ai/chat", operation_id = "chatAboutLap", tag = "ai", security(("bearer" = [])),
     request_body(content = AiChatRequest, description = "AiChatRequestDto, camelCase or PascalCase; unknown fields are ignored"),
-    responses((status = 200, description = "The coach's answer", body = inline(Envelope<CoachAnswer>)),
+    responses((status = 200, description = "The coach's answer", body = CoachAnswerEnvelope),
               (status = 400, description = "Every problem, by field; or a prompt over 32 KB"),
               (status = 401, description = "No valid token"),
               (status = 429, description = "The caller's hourly requests are spent, or the caller's or the service's daily tokens have no room left for the call's most (Retry-After)"),
@@ -224,3 +225,8 @@ impl From<LlmError> for ApiError {
         }
     }
 }
+
+envelope!(
+    /// A coaching answer.
+    CoachAnswerEnvelope => crate::coaching::coach::CoachAnswer
+);

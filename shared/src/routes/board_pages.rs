@@ -90,7 +90,7 @@ fn parameters<const N: usize>(
 }
 
 /// The tracks with boards. Public; cached like the API's boards.
-#[utoipa::path(get, path = "/boards", tag = "pages", params(BoardsQuery),
+#[utoipa::path(get, path = "/boards", operation_id = "getBoardsPage", tag = "pages", params(BoardsQuery),
     responses((status = 200, description = "The tracks with boards (HTML)", content_type = "text/html", body = String),
               (status = 304, description = "The page matches `If-None-Match`"),
               (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String)))]
@@ -129,7 +129,7 @@ pub(crate) async fn boards(
 }
 
 /// One page of a track's board (25 rows), optionally one car's. Public; cached like the API.
-#[utoipa::path(get, path = "/boards/{trackId}", tag = "pages",
+#[utoipa::path(get, path = "/boards/{trackId}", operation_id = "getBoardPage", tag = "pages",
     params(("trackId" = String, Path, description = "The track id"), BoardQuery),
     responses((status = 200, description = "The board page (HTML)", content_type = "text/html", body = String),
               (status = 304, description = "The page matches `If-None-Match`"),
@@ -197,7 +197,7 @@ pub(crate) struct DriverQuery {
 
 /// A page of a driver's best laps, one per track (25 tracks). Public; cached like the boards;
 /// a deleted driver is gone (404).
-#[utoipa::path(get, path = "/drivers/{userId}", tag = "pages",
+#[utoipa::path(get, path = "/drivers/{userId}", operation_id = "getDriverPage", tag = "pages",
     params(("userId" = String, Path, description = "The driver's user id"), DriverQuery),
     responses((status = 200, description = "The driver's bests (HTML)", content_type = "text/html", body = String),
               (status = 304, description = "The page matches `If-None-Match`"),

@@ -8,6 +8,7 @@ use http::{HeaderValue, header};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::envelopes::envelope;
 use crate::http::{ApiError, json_bytes, ok};
 use crate::metrics;
 use crate::state::AppState;
@@ -38,8 +39,8 @@ pub(crate) struct ReadyStatus {
 }
 
 /// Liveness: the process answers.
-#[utoipa::path(get, path = "/health", tag = "health",
-    responses((status = 200, description = "The service is up", body = inline(crate::http::Envelope<HealthStatus>))))]
+#[utoipa::path(get, path = "/health", operation_id = "getHealth", tag = "health",
+    responses((status = 200, description = "The service is up", body = HealthEnvelope)))]
 pub(crate) async fn health() -> Response {
     healthy()
 }
@@ -53,16 +54,16 @@ fn healthy() -> Response {
 }
 
 /// Liveness for orchestrators.
-#[utoipa::path(get, path = "/health/live", tag = "health",
-    responses((status = 200, description = "The process answers", body = inline(crate::http::Envelope<HealthStatus>))))]
+#[utoipa::path(get, path = "/health/live", operation_id = "getLiveness", tag = "health",
+    responses((status = 200, description = "The process answers", body = HealthEnvelope)))]
 pub(crate) async fn live() -> Response {
     healthy()
 }
 
 /// Readiness: the item store answers a real read.
-#[utoipa::path(get, path = "/health/ready", tag = "health",
+#[utoipa::path(get, path = "/health/ready", operation_id = "getReadiness", tag = "health",
     responses(
-        (status = 200, description = "Ready", body = inline(crate::http::Envelope<ReadyStatus>)),
+        (status = 200, description = "Ready", body = ReadyEnvelope),
         (status = 503, description = "The item store cannot be reached (`Unhealthy`)")))]
 pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
     match state.ports.items.ping().await {
@@ -82,7 +83,7 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, Api
 /// Prometheus text exposition (not enveloped). In AWS a Lambda instance's registry holds
 /// only its own invocations' counts: the metrics are in CloudWatch, and this answers 404
 /// naming the namespace.
-#[utoipa::path(get, path = "/metrics", tag = "health",
+#[utoipa::path(get, path = "/metrics", operation_id = "getMetrics", tag = "health",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4"),
               (status = 404, description = "In AWS: the metrics are in CloudWatch; the message names the namespace")))]
 pub(crate) async fn prometheus_metrics() -> Result<Response, ApiError> {
@@ -98,6 +99,16 @@ pub(crate) async fn prometheus_metrics() -> Result<Response, ApiError> {
     );
     Ok(response)
 }
+
+envelope!(
+    /// The service's health.
+    HealthEnvelope => HealthStatus
+);
+
+envelope!(
+    /// Readiness of the backing services.
+    ReadyEnvelope => ReadyStatus
+);
 
 #[cfg(test)]
 mod tests {

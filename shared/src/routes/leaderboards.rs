@@ -10,8 +10,9 @@ use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::envelopes::envelope;
 use crate::http::auth_user::AuthUser;
-use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, conditional, json_bytes, ok, paging};
+use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok, paging};
 use crate::identity::fields::Problems;
 use crate::identity::rate_limits::LimitError;
 use crate::ids::{SessionId, TrackId};
@@ -21,7 +22,7 @@ use crate::leaderboards::cache::{
 };
 use crate::leaderboards::plausibility;
 use crate::leaderboards::reads;
-use crate::leaderboards::submit::{self, Driver, MIN_QUALITY, SubmitOutcome};
+use crate::leaderboards::submit::{self, Driver, MIN_QUALITY};
 use crate::leaderboards::vehicles::VehicleBoard;
 use crate::sessions::records;
 use crate::state::AppState;
@@ -137,9 +138,9 @@ impl From<PageError> for ApiError {
 /// Ranked best laps of a track, or of one car on it. Public; cached in the process for a
 /// few seconds, with `Cache-Control` and `ETag` (send `If-None-Match` for a 304). With
 /// `around=me` (token required), the page centred on the caller, not cached.
-#[utoipa::path(get, path = "/v1/leaderboards", tag = "leaderboards", params(LeaderboardQuery),
+#[utoipa::path(get, path = "/v1/leaderboards", operation_id = "getLeaderboard", tag = "leaderboards", params(LeaderboardQuery),
     security((), ("bearer" = [])),
-    responses((status = 200, description = "One page of the board", body = inline(Envelope<LeaderboardPage>)),
+    responses((status = 200, description = "One page of the board", body = LeaderboardEnvelope),
               (status = 304, description = "The page matches `If-None-Match`"),
               (status = 400, description = "No track given, or a bad limit, cursor or around"),
               (status = 401, description = "`around=me` without a valid token"),
@@ -275,9 +276,9 @@ pub(crate) struct MyStanding {
 }
 
 /// The caller's entry, rank and gaps on a track's board (or a car's).
-#[utoipa::path(get, path = "/v1/leaderboards/me", tag = "leaderboards", params(StandingQuery),
+#[utoipa::path(get, path = "/v1/leaderboards/me", operation_id = "getMyStanding", tag = "leaderboards", params(StandingQuery),
     security(("bearer" = [])),
-    responses((status = 200, description = "The caller's place", body = inline(Envelope<MyStanding>)),
+    responses((status = 200, description = "The caller's place", body = StandingEnvelope),
               (status = 400, description = "No or a malformed trackId, or a bad vehicleName"),
               (status = 401, description = "No valid token"),
               (status = 404, description = "The caller has no entry on this board")))]
@@ -342,8 +343,8 @@ pub(crate) struct VehicleList {
 /// The cars raced on a track by at least three drivers, most drivers first, a page at a time
 /// (a car fewer drivers raced has its board all the same: `vehicleName` on the board reads).
 /// Public.
-#[utoipa::path(get, path = "/v1/leaderboards/vehicles", tag = "leaderboards", params(VehiclesQuery),
-    responses((status = 200, description = "The cars", body = inline(Envelope<VehicleList>)),
+#[utoipa::path(get, path = "/v1/leaderboards/vehicles", operation_id = "listLeaderboardVehicles", tag = "leaderboards", params(VehiclesQuery),
+    responses((status = 200, description = "The cars", body = VehicleListEnvelope),
               (status = 400, description = "No or a malformed trackId, a bad limit or cursor")))]
 pub async fn vehicles(
     State(state): State<AppState>,
@@ -384,9 +385,10 @@ pub struct SubmitRequest {
 
 /// Submits a lap of one of the caller's sessions. A faster lap replaces the caller's entry
 /// on that track; a slower or equal one leaves it (200, `improved: false`).
-#[utoipa::path(post, path = "/v1/leaderboards/submit", tag = "leaderboards", security(("bearer" = [])),
-    request_body = SubmitRequest,
-    responses((status = 200, description = "Submitted (see `improved`)", body = inline(Envelope<SubmitOutcome>)),
+#[utoipa::path(post, path = "/v1/leaderboards/submit", operation_id = "submitLap", tag = "leaderboards", security(("bearer" = [])),
+    request_body(content = SubmitRequest, example = json!({
+        "sessionId": "3f2b8c1e-7d4a-4e6b-9c0d-5a1e2f3b4c5d", "lapTimeMs": 107345, "qualityScore": 0.93})),
+    responses((status = 200, description = "Submitted (see `improved`)", body = SubmitOutcomeEnvelope),
               (status = 400, description = "A field breaks a rule"), (status = 401, description = "No valid token"),
               (status = 404, description = "No such session of the caller"),
               (status = 422, description = "Quality below 0.8, the session has no valid lap of that time and quality, \
@@ -509,3 +511,23 @@ impl From<submit::SubmitError> for ApiError {
         }
     }
 }
+
+envelope!(
+    /// One page of a leaderboard.
+    LeaderboardEnvelope => crate::leaderboards::cache::LeaderboardPage
+);
+
+envelope!(
+    /// The caller's standing on a board.
+    StandingEnvelope => MyStanding
+);
+
+envelope!(
+    /// The cars of a track's boards.
+    VehicleListEnvelope => VehicleList
+);
+
+envelope!(
+    /// The outcome of a lap submission.
+    SubmitOutcomeEnvelope => crate::leaderboards::submit::SubmitOutcome
+);

@@ -7,6 +7,7 @@ pub(crate) mod activity;
 pub mod ai;
 pub mod auth;
 pub(crate) mod board_pages;
+pub(crate) mod envelopes;
 pub(crate) mod health;
 pub mod leaderboards;
 pub(crate) mod openapi;

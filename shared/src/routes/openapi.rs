@@ -4,15 +4,16 @@ use axum::Router;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::StatusCode;
-use utoipa::openapi::RefOr;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::response::{Response as ApiResponse, ResponseBuilder};
-use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::{Modify, OpenApi};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{Modify, OpenApi, ToSchema};
 
+use super::envelopes::ErrorEnvelope;
 use super::{
     activity, ai, auth, board_pages, health, leaderboards, profile, sessions, sharepacks, tracks,
 };
@@ -49,29 +50,10 @@ pub(crate) async fn openapi_json() -> Response {
         sharepacks::list, sharepacks::metadata, sharepacks::download, sharepacks::delete,
         profile::read, profile::change, profile::read_me, profile::change_me, profile::export_me, profile::delete_me,
     ),
-    components(schemas(
-        health::HealthStatus, health::ReadyStatus,
-        auth::email::RegisterRequest, auth::email::LoginRequest, auth::tokens::RefreshRequest, auth::tokens::LogoutRequest, auth::tokens::LogoutResponse,
-        auth::tokens::ExchangeRequest, auth::TokenResponse, auth::tokens::ValidateResponse,
-        auth::email::SetPasswordRequest, auth::email::SetPasswordResponse, crate::identity::users::User,
-        crate::sessions::Receipt, crate::sessions::SessionSummary, crate::sessions::SessionDetail,
-        crate::sessions::upload::Lap, crate::sessions::upload::SessionUploadDto,
-        crate::sessions::upload::LapSummaryDto, crate::sessions::upload::TrackPointDto,
-        crate::sessions::upload::SectorTimeMs, crate::tracks::Track, crate::tracks::maps::TrackMap,
-        crate::tracks::maps::MapPoint, leaderboards::SubmitRequest,
-        crate::leaderboards::submit::SubmitOutcome, crate::leaderboards::cache::LeaderboardPage,
-        crate::leaderboards::cache::LeaderboardEntry,
-        activity::FeedPostRequest, activity::AchievementList, activity::Catalog,
-        crate::activity::feed::FeedEntry, crate::activity::feed::FeedKind,
-        crate::activity::achievements::DriverAchievement, crate::activity::achievements::CatalogEntry,
-        crate::activity::achievements::Progress, crate::activity::catalog::Category,
-        ai::AiInsightRequest, ai::AiChatRequest, ai::AiChatMessage, crate::coaching::coach::CoachAnswer,
-        sharepacks::UploadRequest, sharepacks::PackDetail, crate::sharepacks::packs::SharePack,
-        crate::sharepacks::packs::UploadTicket,
-        profile::Profile, profile::ProfileUpdate, profile::ExportDocument,
-        crate::driver_data::deletion::DeletionTicket,
-    )),
-    modifiers(&BearerAuth, &CommonResponses),
+    // The other schemas are those the operations name, collected from them: none unused.
+    components(schemas(ErrorEnvelope)),
+    servers((url = "/", description = "This deployment (the document is served by the API it describes)")),
+    modifiers(&BearerAuth, &CommonResponses, &PublicOperations),
     tags((name = "health", description = "Liveness, readiness and metrics"),
          (name = "auth", description = "Sign-in, tokens and the desktop PKCE flow"),
          (name = "sessions", description = "Idempotent session uploads and the caller's sessions"),
@@ -106,22 +88,17 @@ impl Modify for BearerAuth {
 /// through, added where an operation does not describe them itself: 500 (a bug), 503 (a
 /// backing service is down), 504 (the request deadline); with a JSON body also 400 (malformed
 /// or a field breaks a rule), 413 (too large) and 415 (not JSON); with parameters 400; with a
-/// bearer token 401. Error answers are the envelope with `error` set.
+/// bearer token 401. Every error answer refers to the one `ErrorEnvelope` schema.
 struct CommonResponses;
 
 impl CommonResponses {
     fn error_response(status: &str, description: &str) -> RefOr<ApiResponse> {
-        let schema = ObjectBuilder::new()
-            .property("success", ObjectBuilder::new().schema_type(Type::Boolean))
-            .property("data", ObjectBuilder::new().schema_type(Type::Null))
-            .property("error", ObjectBuilder::new().schema_type(Type::String))
-            .required("success")
-            .required("data")
-            .required("error");
         let response = ResponseBuilder::new().description(description).content(
             "application/json",
             ContentBuilder::new()
-                .schema(Some(Schema::Object(schema.build())))
+                .schema(Some(RefOr::Ref(Ref::from_schema_name(
+                    ErrorEnvelope::name(),
+                ))))
                 .build(),
         );
         let response = match status {
@@ -189,19 +166,36 @@ impl CommonResponses {
 
 impl Modify for CommonResponses {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        for item in openapi.paths.paths.values_mut() {
-            for operation in [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                Self::add(operation);
-            }
+        for_each_operation(openapi, Self::add);
+    }
+}
+
+/// States `security: []` on the operations that take no token, so that each operation says
+/// how it is called rather than leaving a reader (or a client generator) to guess.
+struct PublicOperations;
+
+impl Modify for PublicOperations {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for_each_operation(openapi, |operation| {
+            operation.security.get_or_insert_with(Vec::new);
+        });
+    }
+}
+
+/// Calls `f` on every operation of the document.
+fn for_each_operation(openapi: &mut utoipa::openapi::OpenApi, mut f: impl FnMut(&mut Operation)) {
+    for item in openapi.paths.paths.values_mut() {
+        for operation in [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            f(operation);
         }
     }
 }
@@ -213,6 +207,10 @@ pub(crate) fn document() -> utoipa::openapi::OpenApi {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
+    use serde_json::Value;
+
     use super::document;
 
     #[test]
@@ -294,8 +292,110 @@ mod tests {
                     let page = response["content"].get("text/html").is_some();
                     if (status.starts_with('4') || status.starts_with('5')) && !page {
                         let schema = &response["content"]["application/json"]["schema"];
-                        assert_eq!(schema["required"][2], "error", "{method} {path} {status}");
+                        assert_eq!(
+                            schema["$ref"], "#/components/schemas/ErrorEnvelope",
+                            "{method} {path} {status}"
+                        );
                     }
+                }
+            }
+        }
+    }
+
+    /// Every operation of the document with its method and path.
+    fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+        let mut all = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                all.push((method.clone(), path.clone(), op.clone()));
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn operation_ids_are_unique_camel_case_names() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let mut seen = HashSet::new();
+        for (method, path, op) in operations(&doc) {
+            let id = op["operationId"].as_str().unwrap_or_default();
+            assert!(
+                id.starts_with(|c: char| c.is_ascii_lowercase())
+                    && id.chars().all(|c| c.is_ascii_alphanumeric()),
+                "{method} {path}: operationId {id:?} is not camelCase"
+            );
+            assert!(seen.insert(id.to_owned()), "{method} {path}: {id} repeats");
+        }
+    }
+
+    #[test]
+    fn every_operation_states_its_security() {
+        let doc = serde_json::to_value(document()).unwrap();
+        for (method, path, op) in operations(&doc) {
+            let security = op["security"].as_array();
+            assert!(security.is_some(), "{method} {path} states no security");
+            for requirement in security.unwrap() {
+                for scheme in requirement.as_object().unwrap().keys() {
+                    assert!(
+                        doc["components"]["securitySchemes"].get(scheme).is_some(),
+                        "{method} {path}: unknown scheme {scheme}"
+                    );
+                }
+            }
+        }
+        assert_eq!(doc["servers"][0]["url"], "/");
+    }
+
+    /// Every `$ref` in `value`, as the component name it points to.
+    fn references(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    out.push(r.trim_start_matches("#/components/schemas/").to_owned());
+                }
+                map.values().for_each(|v| references(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| references(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_component_is_used_and_every_reference_resolves() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        // The components reachable from the operations, following references.
+        let mut reached = HashSet::new();
+        let mut pending = Vec::new();
+        references(&doc["paths"], &mut pending);
+        while let Some(name) = pending.pop() {
+            let schema = schemas.get(&name);
+            assert!(schema.is_some(), "$ref to a missing component {name}");
+            if reached.insert(name) {
+                references(schema.unwrap(), &mut pending);
+            }
+        }
+        for name in schemas.keys() {
+            assert!(
+                reached.contains(name),
+                "component {name} is never referenced"
+            );
+        }
+    }
+
+    #[test]
+    fn json_answers_refer_to_named_envelopes() {
+        let doc = serde_json::to_value(document()).unwrap();
+        for (method, path, op) in operations(&doc) {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                if let Some(json) = response["content"].get("application/json") {
+                    let target = json["schema"]["$ref"].as_str().unwrap_or_default();
+                    // The export is a file to keep, not an answer: it is not enveloped.
+                    let export = target.ends_with("/ExportDocument");
+                    assert!(
+                        target.ends_with("Envelope") || export,
+                        "{method} {path} {status}: {target:?} is not an envelope schema"
+                    );
                 }
             }
         }

@@ -10,13 +10,14 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::envelopes::envelope;
 use crate::config::Backend;
-use crate::driver_data::deletion::{self, DeletionError, DeletionTicket};
+use crate::driver_data::deletion::{self, DeletionError};
 use crate::driver_data::export::ExportError;
 use crate::driver_data::{Driver, export};
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
-use crate::http::{ApiError, ApiJson, Envelope, ok};
+use crate::http::{ApiError, ApiJson, ok};
 use crate::identity::profiles::{self, ProfileChange, ProfileError};
 use crate::identity::rate_limits::{self, Limit};
 use crate::identity::users::{self, User};
@@ -80,8 +81,8 @@ fn given<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
 }
 
 /// The caller's profile.
-#[utoipa::path(get, path = "/v1/profile", tag = "profile", security(("bearer" = [])),
-    responses((status = 200, description = "The profile", body = inline(Envelope<Profile>)),
+#[utoipa::path(get, path = "/v1/profile", operation_id = "getProfile", tag = "profile", security(("bearer" = [])),
+    responses((status = 200, description = "The profile", body = ProfileEnvelope),
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
@@ -91,8 +92,8 @@ pub(crate) async fn read(
 }
 
 /// The caller's profile with its creation time.
-#[utoipa::path(get, path = "/v1/profile/me", tag = "profile", security(("bearer" = [])),
-    responses((status = 200, description = "The profile with createdAt", body = inline(Envelope<User>)),
+#[utoipa::path(get, path = "/v1/profile/me", operation_id = "getMyProfile", tag = "profile", security(("bearer" = [])),
+    responses((status = 200, description = "The profile with createdAt", body = UserEnvelope),
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read_me(
     State(state): State<AppState>,
@@ -102,9 +103,9 @@ pub(crate) async fn read_me(
 }
 
 /// Changes the caller's display name and/or avatar.
-#[utoipa::path(patch, path = "/v1/profile", tag = "profile", security(("bearer" = [])),
+#[utoipa::path(patch, path = "/v1/profile", operation_id = "updateProfile", tag = "profile", security(("bearer" = [])),
     request_body(content = ProfileUpdate, description = "camelCase or PascalCase names; `avatarUrl: null` removes the avatar"),
-    responses((status = 200, description = "The changed profile", body = inline(Envelope<Profile>)),
+    responses((status = 200, description = "The changed profile", body = ProfileEnvelope),
               (status = 400, description = "Every problem, by field"),
               (status = 401, description = "No valid token, or the account is deleted"),
               (status = 409, description = "Changed concurrently; retry")))]
@@ -117,9 +118,9 @@ pub(crate) async fn change(
 }
 
 /// Changes the caller's display name and/or avatar; answers the profile with `createdAt`.
-#[utoipa::path(patch, path = "/v1/profile/me", tag = "profile", security(("bearer" = [])),
+#[utoipa::path(patch, path = "/v1/profile/me", operation_id = "updateMyProfile", tag = "profile", security(("bearer" = [])),
     request_body(content = ProfileUpdate, description = "camelCase or PascalCase names; `avatarUrl: null` removes the avatar"),
-    responses((status = 200, description = "The changed profile", body = inline(Envelope<User>)),
+    responses((status = 200, description = "The changed profile", body = UserEnvelope),
               (status = 400, description = "Every problem, by field"),
               (status = 401, description = "No valid token, or the account is deleted"),
               (status = 409, description = "Changed concurrently; retry")))]
@@ -166,7 +167,7 @@ pub(crate) struct ExportDocument {
 }
 
 /// Everything the service holds about the caller, as a JSON file (not enveloped), streamed.
-#[utoipa::path(get, path = "/v1/profile/me/export", tag = "profile", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/profile/me/export", operation_id = "exportMyData", tag = "profile", security(("bearer" = [])),
     responses((status = 200, description = "The export, `Content-Disposition: attachment; filename=\"paddock-export-<date>.json\"`; \
                 besides the keys shown, one array per kind of data (sessions, feed, leaderboardEntries, ...)",
                content_type = "application/json", body = ExportDocument),
@@ -313,9 +314,9 @@ async fn export_through_blob_store(
 
 /// Deletes the caller's account at once (sign-ins revoked, email freed, provider links
 /// removed) and queues the deletion of the rest of their data.
-#[utoipa::path(delete, path = "/v1/profile/me", tag = "profile", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/v1/profile/me", operation_id = "deleteMyAccount", tag = "profile", security(("bearer" = [])),
     responses((status = 202, description = "The account is deleted; the job removing the rest of the data is queued",
-               body = inline(Envelope<DeletionTicket>)),
+               body = DeletionTicketEnvelope),
               (status = 401, description = "No valid token, or the account is already deleted"),
               (status = 409, description = "The account changed concurrently; retry")))]
 pub(crate) async fn delete_me(
@@ -331,3 +332,18 @@ pub(crate) async fn delete_me(
         })?;
     Ok(with_status(StatusCode::ACCEPTED, ticket))
 }
+
+envelope!(
+    /// A driver's public profile.
+    ProfileEnvelope => Profile
+);
+
+envelope!(
+    /// The caller's own profile.
+    UserEnvelope => crate::identity::users::User
+);
+
+envelope!(
+    /// An account deletion under way.
+    DeletionTicketEnvelope => crate::driver_data::deletion::DeletionTicket
+);

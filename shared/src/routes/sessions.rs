@@ -6,13 +6,14 @@ use axum::response::Response;
 use axum::routing::get;
 use http::StatusCode;
 
+use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
-use crate::http::{ApiError, ApiQuery, Envelope, JsonBody, PageParams, Paged, ok};
+use crate::http::{ApiError, ApiQuery, JsonBody, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
 use crate::ids::SessionId;
 use crate::sessions::upload::SessionUploadDto;
-use crate::sessions::{self, Receipt, SessionDetail, SessionSummary, records, upload};
+use crate::sessions::{self, records, upload};
 use crate::state::AppState;
 
 /// The sessions routes.
@@ -23,13 +24,24 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// Uploads a session summary (idempotent on the caller and `ClientSessionId`).
-#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/sessions", operation_id = "uploadSession", tag = "sessions", security(("bearer" = [])),
     request_body(content = SessionUploadDto, description = "SessionUploadDto, in camelCase or PascalCase (camelCase \
         wins when a field is given in both). Rules beyond the schema: lapIndex unique within the session; recordedAt \
-        after 2000-01-01 and at most a day ahead; text trimmed."),
-    responses((status = 201, description = "Stored", body = inline(Envelope<Receipt>)),
+        after 2000-01-01 and at most a day ahead; text trimmed.",
+        example = json!({
+            "clientSessionId": "9b7e3c2a-1f4d-4a8b-b6c5-0d2e4f6a8c1e", "gameId": "acc", "trackName": "Monza",
+            "trackLayout": "", "vehicleName": "Ferrari 296 GT3", "recordedAt": "2026-05-01T18:30:00Z",
+            "bestLapMs": 107345, "weatherSummary": "Dry, 24 C", "sessionPhase": "Practice",
+            "laps": [
+                {"lapIndex": 0, "lapTimeMs": 109012, "isValid": true, "countsForSessionTiming": true,
+                 "qualityCombined": 0.9, "qualityCoherence": 0.92, "qualityStability": 0.88, "qualityCompleteness": 0.9,
+                 "numPenalties": 0, "numPitstops": 0, "inPitsAtLapEnd": false},
+                {"lapIndex": 1, "lapTimeMs": 107345, "isValid": true, "countsForSessionTiming": true,
+                 "qualityCombined": 0.93, "qualityCoherence": 0.95, "qualityStability": 0.91, "qualityCompleteness": 0.94,
+                 "numPenalties": 0, "numPitstops": 0, "inPitsAtLapEnd": false, "sectorTimesMs": [35012, 38101, 34232]}]})),
+    responses((status = 201, description = "Stored", body = ReceiptEnvelope),
               (status = 200, description = "This ClientSessionId was uploaded before: the same session, nothing written",
-               body = inline(Envelope<Receipt>)),
+               body = ReceiptEnvelope),
               (status = 400, description = "Every problem, by field"), (status = 401, description = "No valid token"),
               (status = 429, description = "More than 30 uploads in a minute")))]
 pub async fn create(
@@ -60,8 +72,8 @@ pub async fn create(
 }
 
 /// The caller's sessions, newest RecordedAt first.
-#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", security(("bearer" = [])), params(PageParams),
-    responses((status = 200, description = "One page", body = inline(Envelope<Paged<SessionSummary>>)),
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "listSessions", tag = "sessions", security(("bearer" = [])), params(PageParams),
+    responses((status = 200, description = "One page", body = SessionListEnvelope),
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub async fn list(
     State(state): State<AppState>,
@@ -74,9 +86,9 @@ pub async fn list(
 }
 
 /// One of the caller's sessions with its laps (another user's session is 404).
-#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "getSession", tag = "sessions", security(("bearer" = [])),
     params(("id" = String, Path, description = "Session id")),
-    responses((status = 200, description = "The session", body = inline(Envelope<SessionDetail>)),
+    responses((status = 200, description = "The session", body = SessionEnvelope),
               (status = 404, description = "No such session of the caller")))]
 pub async fn detail(
     State(state): State<AppState>,
@@ -100,3 +112,18 @@ impl From<sessions::CreateError> for ApiError {
         }
     }
 }
+
+envelope!(
+    /// A session upload's receipt.
+    ReceiptEnvelope => crate::sessions::Receipt
+);
+
+page_envelope!(
+    /// One page of the caller's sessions.
+    SessionListEnvelope => SessionList of crate::sessions::SessionSummary
+);
+
+envelope!(
+    /// One session with its laps.
+    SessionEnvelope => crate::sessions::SessionDetail
+);

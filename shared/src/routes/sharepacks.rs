@@ -10,14 +10,17 @@ use futures::StreamExt;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
 
+use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::AuthUser;
 use crate::http::envelope::with_status;
-use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, PageParams, Paged, ok};
+use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::ids::UserId;
 use crate::problems::{FieldProblems, Problems};
-use crate::sharepacks::packs::{self, Declared, Labels, PackError, SharePack, UploadTicket};
+use crate::sharepacks::packs::{self, Declared, Labels, PackError, SharePack};
 use crate::sharepacks::{blob_key, upload_key, upload_urls};
 use crate::state::AppState;
 
@@ -74,12 +77,57 @@ async fn read_capped(body: Body, max: u64) -> Result<Bytes, ApiError> {
     Ok(Bytes::from(out))
 }
 
+/// A ZIP's bytes as a body of their own (not JSON).
+pub(crate) struct ZipBytes;
+
+/// `{"type": "string", "format": "binary"}`: what client generators read as a file.
+fn binary() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+}
+
+impl PartialSchema for ZipBytes {
+    fn schema() -> RefOr<Schema> {
+        binary().description(Some("The ZIP's bytes.")).into()
+    }
+}
+
+impl ToSchema for ZipBytes {}
+
+/// The `multipart/form-data` form of a direct upload: `file`, `name` and `description`.
+pub(crate) struct PackForm;
+
+impl PartialSchema for PackForm {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .property("file", binary().description(Some("The ZIP.")))
+            .property(
+                "name",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("1 to 100 characters; the download's file name.")),
+            )
+            .property(
+                "description",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("At most 1,000 characters.")),
+            )
+            .required("file")
+            .required("name")
+            .into()
+    }
+}
+
+impl ToSchema for PackForm {}
+
 /// Uploads a pack of at most 4 MiB: `application/zip` with `?name=&description=`, or
 /// `multipart/form-data` with `file`, `name` and `description`.
-#[utoipa::path(post, path = "/v1/sharepacks", tag = "sharepacks", security(("bearer" = [])), params(PackLabels),
-    request_body(content((Vec<u8> = "application/zip"), (Vec<u8> = "multipart/form-data")),
+#[utoipa::path(post, path = "/v1/sharepacks", operation_id = "uploadSharePack", tag = "sharepacks", security(("bearer" = [])), params(PackLabels),
+    request_body(content((inline(ZipBytes) = "application/zip"), (inline(PackForm) = "multipart/form-data")),
         description = "The ZIP (at most Sharepacks__MaxDirectBytes, 4 MiB by default), or a form with file, name, description"),
-    responses((status = 201, description = "Stored and checked", body = inline(Envelope<SharePack>)),
+    responses((status = 201, description = "Stored and checked", body = SharePackEnvelope),
               (status = 400, description = "A bad name or description, or a form without a file"),
               (status = 401, description = "No valid token"),
               (status = 413, description = "Larger than a direct upload may be (use the upload URL flow), or the driver's bytes are spent"),
@@ -174,9 +222,9 @@ pub(crate) struct UploadRequest {
 
 /// Starts a large upload: PUT the bytes to `uploadUrl` (an S3 presigned URL in AWS, a signed
 /// URL of this server locally), then call `complete`.
-#[utoipa::path(post, path = "/v1/sharepacks/uploads", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/sharepacks/uploads", operation_id = "startSharePackUpload", tag = "sharepacks", security(("bearer" = [])),
     request_body = UploadRequest,
-    responses((status = 201, description = "Where to PUT the bytes", body = inline(Envelope<UploadTicket>)),
+    responses((status = 201, description = "Where to PUT the bytes", body = UploadTicketEnvelope),
               (status = 400, description = "Every problem, by field"), (status = 401, description = "No valid token"),
               (status = 413, description = "The driver's bytes are spent"),
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
@@ -227,9 +275,9 @@ pub(crate) struct SignedUpload {
 
 /// The local mode's upload URL: takes exactly the declared bytes, streamed to disk (the URL's
 /// signature authorises it; no token).
-#[utoipa::path(put, path = "/v1/sharepacks/uploads/{id}/content", tag = "sharepacks",
+#[utoipa::path(put, path = "/v1/sharepacks/uploads/{id}/content", operation_id = "putSharePackContent", tag = "sharepacks",
     params(("id" = String, Path, description = "Pack id"), SignedUpload),
-    request_body(content((Vec<u8> = "application/zip"), (Vec<u8> = "application/octet-stream")), description = "Exactly the declared bytes (any content type)"),
+    request_body(content((inline(ZipBytes) = "application/zip"), (inline(ZipBytes) = "application/octet-stream")), description = "Exactly the declared bytes (any content type)"),
     responses((status = 200, description = "Stored; now call complete"),
               (status = 400, description = "Not the declared length"),
               (status = 403, description = "A wrong, tampered or expired signature"),
@@ -310,9 +358,9 @@ fn io_error(e: std::io::Error) -> ApiError {
 
 /// Checks what arrived at the upload URL (size, sha256, the ZIP) and makes the pack visible;
 /// a pack that fails is removed and the answer says why.
-#[utoipa::path(post, path = "/v1/sharepacks/{id}/complete", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/sharepacks/{id}/complete", operation_id = "completeSharePackUpload", tag = "sharepacks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Pack id")),
-    responses((status = 200, description = "Checked and visible", body = inline(Envelope<SharePack>)),
+    responses((status = 200, description = "Checked and visible", body = SharePackEnvelope),
               (status = 401, description = "No valid token"),
               (status = 404, description = "No such pending pack of the caller"),
               (status = 409, description = "The pack is already being completed"),
@@ -337,8 +385,8 @@ pub(crate) async fn complete(
 }
 
 /// The caller's packs, newest first.
-#[utoipa::path(get, path = "/v1/sharepacks", tag = "sharepacks", security(("bearer" = [])), params(PageParams),
-    responses((status = 200, description = "One page", body = inline(Envelope<Paged<SharePack>>)),
+#[utoipa::path(get, path = "/v1/sharepacks", operation_id = "listSharePacks", tag = "sharepacks", security(("bearer" = [])), params(PageParams),
+    responses((status = 200, description = "One page", body = SharePackListEnvelope),
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -367,9 +415,9 @@ async fn visible(state: &AppState, id: &str) -> Result<(SharePack, UserId), ApiE
 }
 
 /// Any signed-in driver with the id may read a pack's metadata.
-#[utoipa::path(get, path = "/v1/sharepacks/{id}", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/sharepacks/{id}", operation_id = "getSharePack", tag = "sharepacks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Pack id")),
-    responses((status = 200, description = "The pack", body = inline(Envelope<PackDetail>)),
+    responses((status = 200, description = "The pack", body = PackDetailEnvelope),
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn metadata(
     State(state): State<AppState>,
@@ -403,9 +451,9 @@ fn file_name(name: &str) -> String {
 }
 
 /// The byte-identical ZIP, streamed (locally) or through a 5-minute presigned URL (AWS).
-#[utoipa::path(get, path = "/v1/sharepacks/{id}/download", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/sharepacks/{id}/download", operation_id = "downloadSharePack", tag = "sharepacks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Pack id")),
-    responses((status = 200, description = "The ZIP", content_type = "application/zip", body = Vec<u8>),
+    responses((status = 200, description = "The ZIP", content_type = "application/zip", body = inline(ZipBytes)),
               (status = 302, description = "AWS: the ZIP at a presigned S3 URL"),
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn download(
@@ -452,9 +500,9 @@ pub(crate) async fn download(
 }
 
 /// Deletes the caller's pack; anyone else (and an unknown id) gets 404.
-#[utoipa::path(delete, path = "/v1/sharepacks/{id}", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/v1/sharepacks/{id}", operation_id = "deleteSharePack", tag = "sharepacks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Pack id")),
-    responses((status = 200, description = "Deleted", body = inline(Envelope<serde_json::Value>)),
+    responses((status = 200, description = "Deleted", body = DeletedPackEnvelope),
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack of the caller")))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
@@ -462,7 +510,16 @@ pub(crate) async fn delete(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     packs::delete(&state.ports, user.user_id(), &id).await?;
-    Ok(ok(serde_json::json!({"id": id, "deleted": true})))
+    Ok(ok(DeletedPack { id, deleted: true }))
+}
+
+/// What `DELETE /v1/sharepacks/{id}` answers.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DeletedPack {
+    /// The deleted pack's id.
+    pub id: String,
+    /// Always true: the pack is gone.
+    pub deleted: bool,
 }
 
 impl From<PackError> for ApiError {
@@ -487,6 +544,31 @@ impl From<PackError> for ApiError {
         }
     }
 }
+
+envelope!(
+    /// A share pack.
+    SharePackEnvelope => SharePack
+);
+
+page_envelope!(
+    /// One page of the caller's share packs.
+    SharePackListEnvelope => SharePackList of SharePack
+);
+
+envelope!(
+    /// A share pack's details.
+    PackDetailEnvelope => PackDetail
+);
+
+envelope!(
+    /// Where to upload a pack's bytes.
+    UploadTicketEnvelope => crate::sharepacks::packs::UploadTicket
+);
+
+envelope!(
+    /// A share pack deleted.
+    DeletedPackEnvelope => DeletedPack
+);
 
 #[cfg(test)]
 mod tests {

@@ -8,13 +8,14 @@ use http::{HeaderValue, header};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::AuthUser;
 use crate::http::security_headers::SVG_CONTENT_SECURITY_POLICY;
-use crate::http::{ApiError, ApiQuery, Envelope, PageParams, Paged, ok};
+use crate::http::{ApiError, ApiQuery, PageParams, Paged, ok};
 use crate::ids::TrackId;
 use crate::state::AppState;
-use crate::tracks::maps::{self, TrackMap};
-use crate::tracks::{self, Track};
+use crate::tracks;
+use crate::tracks::maps;
 
 /// The tracks routes.
 pub(crate) fn routes() -> Router<AppState> {
@@ -24,8 +25,8 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 /// Tracks that have uploaded sessions, with session counts and whether a map exists.
-#[utoipa::path(get, path = "/v1/tracks", tag = "tracks", security(("bearer" = [])), params(PageParams),
-    responses((status = 200, description = "One page", body = inline(Envelope<Paged<Track>>)),
+#[utoipa::path(get, path = "/v1/tracks", operation_id = "listTracks", tag = "tracks", security(("bearer" = [])), params(PageParams),
+    responses((status = 200, description = "One page", body = TrackListEnvelope),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
@@ -46,10 +47,10 @@ pub(crate) struct MapQuery {
 }
 
 /// A track's centreline: JSON points, or an SVG picture with `?format=svg`.
-#[utoipa::path(get, path = "/v1/tracks/{id}/map", tag = "tracks", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/tracks/{id}/map", operation_id = "getTrackMap", tag = "tracks", security(("bearer" = [])),
     params(("id" = String, Path, description = "Track id"), MapQuery),
     responses((status = 200, description = "The map: JSON in the envelope, or an SVG picture with `?format=svg`",
-               content((inline(Envelope<TrackMap>) = "application/json"), (String = "image/svg+xml"))),
+               content((TrackMapEnvelope = "application/json"), (String = "image/svg+xml"))),
               (status = 400, description = "Unknown format"),
               (status = 404, description = "Unknown track, or no map built yet")))]
 pub(crate) async fn map(
@@ -99,3 +100,13 @@ impl From<maps::MapReadError> for ApiError {
         }
     }
 }
+
+page_envelope!(
+    /// One page of tracks.
+    TrackListEnvelope => TrackList of crate::tracks::Track
+);
+
+envelope!(
+    /// A track's centreline map.
+    TrackMapEnvelope => crate::tracks::maps::TrackMap
+);

@@ -8,15 +8,16 @@ use http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{TokenResponse, token_response};
+use super::token_response;
 use crate::http::auth_user::{AuthUser, ClientAddr};
 use crate::http::extract::json_body;
-use crate::http::{ApiError, ApiJson, Envelope, ok};
+use crate::http::{ApiError, ApiJson, ok};
 use crate::identity::fields::{DisplayName, Email, Password, login_password};
 use crate::identity::password_changes::{self, PasswordChangeError};
 use crate::identity::rate_limits::{self, Limit, LimitError};
 use crate::identity::users::{self, RegisterError, User};
 use crate::problems::{FieldProblems, Problems};
+use crate::routes::envelopes::envelope;
 use crate::state::AppState;
 
 /// `POST /v1/auth/register` body.
@@ -121,8 +122,10 @@ fn address_limit(state: &AppState) -> Limit {
 }
 
 /// Creates an account and signs it in.
-#[utoipa::path(post, path = "/v1/auth/register", tag = "auth", request_body = RegisterRequest,
-    responses((status = 201, description = "Account created; tokens issued", body = inline(Envelope<TokenResponse>)),
+#[utoipa::path(post, path = "/v1/auth/register", operation_id = "registerWithEmail", tag = "auth",
+    request_body(content = RegisterRequest, example = json!({
+        "email": "alex@example.com", "password": "correct horse battery staple", "displayName": "Alex Driver"})),
+    responses((status = 201, description = "Account created; tokens issued", body = super::TokenEnvelope),
               (status = 400, description = "A field breaks a rule"), (status = 409, description = "Email already registered"),
               (status = 415, description = "Not a JSON body"),
               (status = 429, description = "Too many attempts from this address"),
@@ -180,8 +183,10 @@ async fn count_failure(state: &AppState, scope: &str, subject: &str) -> Result<(
 }
 
 /// Signs in with email and password.
-#[utoipa::path(post, path = "/v1/auth/login/email", tag = "auth", request_body = LoginRequest,
-    responses((status = 200, description = "Tokens issued", body = inline(Envelope<TokenResponse>)),
+#[utoipa::path(post, path = "/v1/auth/login/email", operation_id = "loginWithEmail", tag = "auth",
+    request_body(content = LoginRequest, example = json!({
+        "email": "alex@example.com", "password": "correct horse battery staple"})),
+    responses((status = 200, description = "Tokens issued", body = super::TokenEnvelope),
               (status = 400, description = "A field breaks a rule (the password is at most 256 characters)"),
               (status = 401, description = "Wrong email or password (one message for both)"),
               (status = 415, description = "Not a JSON body"),
@@ -297,9 +302,9 @@ pub struct SetPasswordResponse {
 }
 
 /// Sets or changes the signed-in driver's password.
-#[utoipa::path(post, path = "/v1/auth/password", tag = "auth", request_body = SetPasswordRequest,
+#[utoipa::path(post, path = "/v1/auth/password", operation_id = "setPassword", tag = "auth", request_body = SetPasswordRequest,
     security(("bearer" = [])),
-    responses((status = 200, description = "Password set; every other sign-in of the account is revoked", body = inline(Envelope<SetPasswordResponse>)),
+    responses((status = 200, description = "Password set; every other sign-in of the account is revoked", body = SetPasswordEnvelope),
               (status = 400, description = "A field breaks a rule"),
               (status = 401, description = "Missing, invalid or revoked token"),
               (status = 403, description = "currentPassword is missing or does not match (the account has a password)"),
@@ -351,3 +356,8 @@ pub async fn set_password(
         }),
     }
 }
+
+envelope!(
+    /// A password set.
+    SetPasswordEnvelope => SetPasswordResponse
+);

@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 use crate::http::{ApiError, Envelope};
 use crate::identity::refresh_tokens;
 use crate::identity::users::User;
+use crate::routes::envelopes::envelope;
 use crate::state::AppState;
 
 /// The auth routes.
@@ -105,3 +106,8 @@ async fn tokens_for(
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     Ok(response)
 }
+
+envelope!(
+    /// Tokens issued by a sign-in, a refresh or an exchange.
+    TokenEnvelope => TokenResponse
+);

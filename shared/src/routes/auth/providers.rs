@@ -102,7 +102,7 @@ impl TryFrom<LoginStart> for LoginStartForm {
 }
 
 /// Starts the desktop sign-in with a provider.
-#[utoipa::path(get, path = "/v1/auth/login/{provider}", tag = "auth",
+#[utoipa::path(get, path = "/v1/auth/login/{provider}", operation_id = "startProviderLogin", tag = "auth",
     params(("provider" = String, Path, description = "A configured provider, e.g. google"), LoginStart),
     responses((status = 303, description = "To the provider, with a sign-in cookie"),
               (status = 400, description = "redirect_uri or code_challenge not permitted"),
@@ -212,7 +212,7 @@ fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
 
 /// The provider's redirect target: signs the user in and sends the browser to the desktop
 /// listener with a one-time code (never a token).
-#[utoipa::path(get, path = "/v1/auth/callback/{provider}", tag = "auth",
+#[utoipa::path(get, path = "/v1/auth/callback/{provider}", operation_id = "completeProviderLogin", tag = "auth",
     params(("provider" = String, Path, description = "The provider the flow started with"), CallbackQuery,
            ("paddock_signin" = Option<String>, Cookie, description = "The sign-in cookie set at the start; must equal `state`")),
     responses((status = 303, description = "To redirect_uri?code=... (or ?error=... when the driver declined)"),

@@ -7,14 +7,15 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use super::{TokenResponse, token_response, tokens_for};
+use super::{token_response, tokens_for};
 use crate::http::auth_user::{AuthUser, bearer};
-use crate::http::{ApiError, ApiJson, Envelope, ok};
+use crate::http::{ApiError, ApiJson, ok};
 use crate::identity::exchange_codes::{self, ExchangeError};
 use crate::identity::refresh_tokens::{self, RefreshError};
 use crate::identity::users;
 use crate::ports::clock::rfc3339;
 use crate::problems::{FieldProblems, Problems};
+use crate::routes::envelopes::envelope;
 use crate::state::AppState;
 
 /// `POST /v1/auth/refresh` body.
@@ -93,8 +94,8 @@ pub struct ValidateResponse {
 }
 
 /// Rotates a refresh token.
-#[utoipa::path(post, path = "/v1/auth/refresh", tag = "auth", request_body = RefreshRequest,
-    responses((status = 200, description = "New tokens; the old refresh token is used up", body = inline(Envelope<TokenResponse>)),
+#[utoipa::path(post, path = "/v1/auth/refresh", operation_id = "refreshTokens", tag = "auth", request_body = RefreshRequest,
+    responses((status = 200, description = "New tokens; the old refresh token is used up", body = super::TokenEnvelope),
               (status = 401, description = "Invalid, expired, revoked or replayed (a replay revokes the whole family)")))]
 pub async fn refresh(
     State(state): State<AppState>,
@@ -116,9 +117,9 @@ pub async fn refresh(
 }
 
 /// Signs out: revokes the refresh-token family (and with it its access tokens).
-#[utoipa::path(post, path = "/v1/auth/logout", tag = "auth", request_body = Option<LogoutRequest>,
+#[utoipa::path(post, path = "/v1/auth/logout", operation_id = "logout", tag = "auth", request_body = Option<LogoutRequest>,
     security((), ("bearer" = [])),
-    responses((status = 200, description = "Signed out", body = inline(Envelope<LogoutResponse>)),
+    responses((status = 200, description = "Signed out", body = LogoutEnvelope),
               (status = 401, description = "Neither a refresh token nor a valid bearer token")))]
 pub async fn logout(
     State(state): State<AppState>,
@@ -154,8 +155,8 @@ pub async fn logout(
 }
 
 /// Checks the presented bearer token.
-#[utoipa::path(get, path = "/v1/auth/validate", tag = "auth", security(("bearer" = [])),
-    responses((status = 200, description = "Valid", body = inline(Envelope<ValidateResponse>)),
+#[utoipa::path(get, path = "/v1/auth/validate", operation_id = "validateToken", tag = "auth", security(("bearer" = [])),
+    responses((status = 200, description = "Valid", body = ValidateEnvelope),
               (status = 401, description = "Missing, invalid, expired or revoked (e.g. after logout)")))]
 pub async fn validate(user: AuthUser) -> Result<Response, ApiError> {
     let expires_at = OffsetDateTime::from_unix_timestamp(user.claims.exp)
@@ -169,8 +170,8 @@ pub async fn validate(user: AuthUser) -> Result<Response, ApiError> {
 }
 
 /// Exchanges a one-time code from the browser flow for tokens.
-#[utoipa::path(post, path = "/v1/auth/exchange", tag = "auth", request_body = ExchangeRequest,
-    responses((status = 200, description = "Tokens issued", body = inline(Envelope<TokenResponse>)),
+#[utoipa::path(post, path = "/v1/auth/exchange", operation_id = "exchangeCode", tag = "auth", request_body = ExchangeRequest,
+    responses((status = 200, description = "Tokens issued", body = super::TokenEnvelope),
               (status = 400, description = "Unknown, expired or used code, or a verifier that does not match")))]
 pub async fn exchange(
     State(state): State<AppState>,
@@ -188,3 +189,13 @@ pub async fn exchange(
         .ok_or_else(|| ApiError::BadRequest("code is invalid".into()))?;
     token_response(&state, user, StatusCode::OK).await
 }
+
+envelope!(
+    /// A sign-out.
+    LogoutEnvelope => LogoutResponse
+);
+
+envelope!(
+    /// A valid token's owner.
+    ValidateEnvelope => ValidateResponse
+);
