@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use crate::activity::achievements::{self, CatalogEntry, DriverAchievement};
 use crate::activity::feed::{self, FeedEntry, FeedPost, FeedReadError};
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{AuthUser, Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
@@ -31,7 +31,7 @@ pub(crate) fn routes() -> Router<AppState> {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list_feed(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ActivityRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let limit = page.limit()?;
@@ -101,7 +101,7 @@ pub(crate) struct AchievementList {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn mine(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ActivityRead>,
 ) -> Result<Response, ApiError> {
     let items = achievements::for_driver(&state.ports, user.user_id()).await?;
     let unlocked = items.iter().filter(|a| a.unlocked_at.is_some()).count();
@@ -127,7 +127,7 @@ pub(crate) struct Catalog {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn catalog(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ActivityRead>,
 ) -> Result<Response, ApiError> {
     let items = achievements::catalog_for(&state.ports, user.user_id()).await?;
     Ok(ok(Catalog { items }))

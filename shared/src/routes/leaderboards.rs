@@ -10,7 +10,7 @@ use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Authorized, RateLimitSlot, scope};
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, conditional, json_bytes, ok, paging};
 use crate::identity::fields::Problems;
 use crate::identity::rate_limits::LimitError;
@@ -168,7 +168,12 @@ pub async fn leaderboard(
             ));
         }
         Some("me") => {
-            let user = AuthUser::from_authorization(headers.authorization.as_ref(), &state).await?;
+            let user = Authorized::<scope::BoardsRead>::from_authorization(
+                headers.authorization.as_ref(),
+                headers.rate_limit.as_ref(),
+                &state,
+            )
+            .await?;
             let track = track_for(&state, &track_id, &named).await?;
             let slice = reads::around(&state.ports, &board, user.user_id(), limit)
                 .await?
@@ -211,6 +216,8 @@ pub struct BoardReadHeaders {
     if_none_match: Option<HeaderValue>,
     /// `Authorization`, for `around=me`.
     authorization: Option<HeaderValue>,
+    /// Where a personal access token's rate-limit usage goes, for `around=me`.
+    rate_limit: Option<RateLimitSlot>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
@@ -220,6 +227,7 @@ impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
         Ok(Self {
             if_none_match: parts.headers.get(header::IF_NONE_MATCH).cloned(),
             authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
+            rate_limit: parts.extensions.get::<RateLimitSlot>().cloned(),
         })
     }
 }
@@ -283,7 +291,7 @@ pub(crate) struct MyStanding {
               (status = 404, description = "The caller has no entry on this board")))]
 pub async fn my_standing(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::BoardsRead>,
     ApiQuery(q): ApiQuery<StandingQuery>,
 ) -> Result<Response, ApiError> {
     let track_id = match nonempty(&q.track_id) {
@@ -396,7 +404,7 @@ pub struct SubmitRequest {
                past the day's `Limits__NewBoardsPerDay`; nothing is written")))]
 pub async fn submit_lap(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::BoardsSubmit>,
     ApiJson(body): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
     let mut p = Problems::default();

@@ -48,6 +48,7 @@ pub(crate) async fn openapi_json() -> Response {
         sharepacks::upload, sharepacks::start_upload, sharepacks::upload_content, sharepacks::complete,
         sharepacks::list, sharepacks::metadata, sharepacks::download, sharepacks::delete,
         profile::read, profile::change, profile::read_me, profile::change_me, profile::export_me, profile::delete_me,
+        auth::personal_tokens::create, auth::personal_tokens::list, auth::personal_tokens::revoke,
     ),
     components(schemas(
         health::HealthStatus, health::ReadyStatus,
@@ -70,6 +71,8 @@ pub(crate) async fn openapi_json() -> Response {
         crate::sharepacks::packs::UploadTicket,
         profile::Profile, profile::ProfileUpdate, profile::ExportDocument,
         crate::driver_data::deletion::DeletionTicket,
+        auth::personal_tokens::CreateTokenRequest, crate::identity::personal_tokens::TokenInfo,
+        crate::identity::personal_tokens::CreatedToken,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags((name = "health", description = "Liveness, readiness and metrics"),
@@ -81,7 +84,8 @@ pub(crate) async fn openapi_json() -> Response {
          (name = "activity", description = "The caller's feed (90 days) and achievements"),
          (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"),
          (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"),
-         (name = "profile", description = "The driver's profile, the export of all their data, account deletion"))
+         (name = "profile", description = "The driver's profile, the export of all their data, account deletion"),
+         (name = "tokens", description = "Personal access tokens for a driver's own tools (see docs/tokens.md)"))
 )]
 struct ApiDoc;
 

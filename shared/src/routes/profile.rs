@@ -14,7 +14,7 @@ use crate::config::Backend;
 use crate::driver_data::deletion::{self, DeletionError, DeletionTicket};
 use crate::driver_data::export::ExportError;
 use crate::driver_data::{Driver, export};
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{AuthUser, Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, Envelope, ok};
 use crate::identity::profiles::{self, ProfileChange, ProfileError};
@@ -84,7 +84,7 @@ fn given<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ProfileRead>,
 ) -> Result<Response, ApiError> {
     Ok(ok(Profile::from(current(&state, &user).await?)))
 }
@@ -95,7 +95,7 @@ pub(crate) async fn read(
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read_me(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ProfileRead>,
 ) -> Result<Response, ApiError> {
     Ok(ok(current(&state, &user).await?))
 }
@@ -130,7 +130,10 @@ pub(crate) async fn change_me(
     Ok(ok(apply(&state, &user, body).await?))
 }
 
-async fn current(state: &AppState, user: &AuthUser) -> Result<User, ApiError> {
+async fn current(
+    state: &AppState,
+    user: &Authorized<scope::ProfileRead>,
+) -> Result<User, ApiError> {
     profiles::get(&state.ports, user.user_id())
         .await?
         .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))

@@ -6,7 +6,7 @@ use axum::response::Response;
 use axum::routing::get;
 use http::StatusCode;
 
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiQuery, Envelope, JsonBody, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
@@ -34,7 +34,7 @@ pub fn routes() -> Router<AppState> {
               (status = 429, description = "More than 30 uploads in a minute")))]
 pub async fn create(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::SessionsWrite>,
     // Read as sent: the upload parser accepts camelCase and PascalCase names itself.
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
@@ -65,7 +65,7 @@ pub async fn create(
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub async fn list(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::SessionsRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) =
@@ -80,7 +80,7 @@ pub async fn list(
               (status = 404, description = "No such session of the caller")))]
 pub async fn detail(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::SessionsRead>,
     Path(id): Path<SessionId>,
 ) -> Result<Response, ApiError> {
     let session = match uuid::Uuid::parse_str(id.as_str()) {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, Envelope, PageParams, Paged, ok};
 use crate::ids::UserId;
@@ -88,7 +88,7 @@ async fn read_capped(body: Body, max: u64) -> Result<Bytes, ApiError> {
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn upload(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     request: Request,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -182,7 +182,7 @@ pub(crate) struct UploadRequest {
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn start_upload(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     ApiJson(body): ApiJson<UploadRequest>,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -321,7 +321,7 @@ fn io_error(e: std::io::Error) -> ApiError {
               (status = 429, description = "Too many packs")))]
 pub(crate) async fn complete(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -342,7 +342,7 @@ pub(crate) async fn complete(
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) =
@@ -373,7 +373,7 @@ async fn visible(state: &AppState, id: &str) -> Result<(SharePack, UserId), ApiE
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn metadata(
     State(state): State<AppState>,
-    _user: AuthUser,
+    _user: Authorized<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (pack, owner) = visible(&state, &id).await?;
@@ -410,7 +410,7 @@ fn file_name(name: &str) -> String {
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn download(
     State(state): State<AppState>,
-    _user: AuthUser,
+    _user: Authorized<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (pack, _) = visible(&state, &id).await?;
@@ -458,7 +458,7 @@ pub(crate) async fn download(
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack of the caller")))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     packs::delete(&state.ports, user.user_id(), &id).await?;

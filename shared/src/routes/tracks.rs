@@ -8,7 +8,7 @@ use http::{HeaderValue, header};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Authorized, scope};
 use crate::http::security_headers::SVG_CONTENT_SECURITY_POLICY;
 use crate::http::{ApiError, ApiQuery, Envelope, PageParams, Paged, ok};
 use crate::ids::TrackId;
@@ -29,7 +29,7 @@ pub(crate) fn routes() -> Router<AppState> {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    _user: AuthUser,
+    _user: Authorized<scope::SessionsRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) = tracks::list(&state.ports, page.limit()?, page.cursor()).await?;
@@ -54,7 +54,7 @@ pub(crate) struct MapQuery {
               (status = 404, description = "Unknown track, or no map built yet")))]
 pub(crate) async fn map(
     State(state): State<AppState>,
-    _user: AuthUser,
+    _user: Authorized<scope::SessionsRead>,
     Path(id): Path<TrackId>,
     ApiQuery(query): ApiQuery<MapQuery>,
 ) -> Result<Response, ApiError> {
