@@ -362,15 +362,14 @@ async fn bad_requests_name_the_rule_and_make_nothing(app: TestApp) {
     assert_eq!(status, 409, "{answer}");
     assert!(error(&answer).contains("at most 20"), "{answer}");
     let first = first.unwrap();
-    let (status, _) = send(
-        &app,
-        reqwest::Method::DELETE,
-        &format!("/v1/tokens/{first}"),
-        &jwt,
-        None,
-    )
-    .await;
-    assert_eq!(status, 204);
+    let response = app
+        .client
+        .delete(format!("{}/v1/tokens/{first}", app.address))
+        .bearer_auth(&jwt)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
     make_token(&app, &jwt, "one more", &["profile:read"]).await;
 }
 
@@ -526,7 +525,7 @@ async fn tokens_expire_and_record_their_last_use(
     app: TestApp,
     clock: Arc<paddock::ports::ManualClock>,
 ) {
-    let (_, jwt, _) = driver(&app, "Ivy").await;
+    let (email, jwt, _) = driver(&app, "Ivy").await;
     let (status, made) = send(
         &app,
         reqwest::Method::POST,
@@ -565,11 +564,22 @@ async fn tokens_expire_and_record_their_last_use(
     }
     assert!(last_used.is_string(), "lastUsedAt was not recorded");
 
-    clock.advance(Duration::from_secs(24 * 3600 + 1));
+    clock.advance(time::Duration::seconds(24 * 3600 + 1));
     let (status, answer) = send(&app, reqwest::Method::GET, "/v1/profile", token, None).await;
     assert_eq!(status, 401, "{answer}");
     assert_eq!(error(&answer), "personal access token expired");
-    let list = listed(&app, &jwt).await;
+    // The sign-in's access token expired too: sign in again to list.
+    let (status, login) = envelope(
+        app.post_json(
+            "/v1/auth/login/email",
+            &json!({"email": email, "password": PASSWORD}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{login}");
+    let jwt = login["data"]["accessToken"].as_str().unwrap();
+    let list = listed(&app, jwt).await;
     assert_eq!(list.len(), 1, "an expired token is no longer listed");
     assert_eq!(list[0]["id"], default["id"]);
 }
