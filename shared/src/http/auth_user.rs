@@ -3,7 +3,8 @@
 //! Two kinds of credential reach the API as `Authorization: Bearer`: the access token (a JWT)
 //! of a sign-in, and a driver's personal access token (`pdk_...`, recognised by its prefix
 //! before any JWT work). [`AuthUser`] accepts only a sign-in: routes that manage the account
-//! (tokens, password, export, deletion, sign-out) and every route not opened to tokens use it,
+//! (tokens, password, profile changes, export, deletion) and every route not opened to tokens
+//! use it,
 //! and a personal access token there is refused with 403. [`Authorized<S>`] accepts a sign-in
 //! or a token granted scope `S`: the route states its scope by its type.
 
@@ -25,7 +26,8 @@ use crate::state::AppState;
 /// The rate-limit scope of requests made with a personal access token (subject: its id).
 pub(crate) const TOKEN_REQUESTS_SCOPE: &str = "token-requests";
 
-/// The caller of a protected endpoint: a valid access token of a family that is not revoked.
+/// The caller of a route only a sign-in may use: a valid access token of a family that is not
+/// revoked. A personal access token is refused (403) before any other check.
 #[derive(Debug, Clone)]
 pub struct AuthUser {
     /// The verified claims of the presented token.
