@@ -146,7 +146,7 @@ pub mod scope {
 }
 
 /// Where a request made with a personal access token leaves the usage of its rate limit, for
-/// the `RateLimit-*` headers of its answer (see `middleware::rate_limit_headers`).
+/// the `RateLimit-*` headers of its answer (see `super::rate_limit_headers`).
 #[derive(Debug, Clone, Default)]
 pub struct RateLimitSlot(pub(crate) Arc<OnceLock<Usage>>);
 

@@ -1,25 +1,24 @@
 //! The layers every router gets: request id, one log line and metrics per request, the
 //! envelope on framework-level failures, security headers ([`super::observe`]), panic capture,
 //! request deadline, body limit, and the rate-limit headers of requests made with a personal
-//! access token.
+//! access token ([`super::rate_limit_headers`]).
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
-use axum::middleware::Next;
+use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderName, HeaderValue, StatusCode};
+use http::StatusCode;
 use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use super::auth_user::{RateLimitSlot, carries_personal_token};
 use super::deadline::DeadlineLayer;
 use super::envelope::Envelope;
 use super::error::ApiError;
 use super::error_cause::ErrorCause;
 use super::observe::ObserveLayer;
+use super::rate_limit_headers::RateLimitHeadersLayer;
 
 /// Wraps `router` with the service layers, 404/405 envelopes and the body limit.
 pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Duration) -> Router {
@@ -32,31 +31,8 @@ pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Durat
                 .layer(CatchPanicLayer::custom(on_panic))
                 .layer(DeadlineLayer::new(timeout))
                 .layer(DefaultBodyLimit::max(max_body_bytes))
-                .layer(axum::middleware::from_fn(rate_limit_headers)),
+                .layer(RateLimitHeadersLayer),
         )
-}
-
-/// Gives a request made with a personal access token a slot for its rate-limit usage, and
-/// its answer the `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers
-/// from it. Other requests pass untouched (one header look-up).
-async fn rate_limit_headers(mut request: Request, next: Next) -> Response {
-    if !carries_personal_token(request.headers()) {
-        return next.run(request).await;
-    }
-    let slot = RateLimitSlot::default();
-    request.extensions_mut().insert(slot.clone());
-    let mut response = next.run(request).await;
-    if let Some(usage) = slot.0.get() {
-        let headers = response.headers_mut();
-        for (name, value) in [
-            ("ratelimit-limit", u64::from(usage.limit)),
-            ("ratelimit-remaining", u64::from(usage.remaining)),
-            ("ratelimit-reset", usage.reset_secs),
-        ] {
-            headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
-        }
-    }
-    response
 }
 
 async fn not_found() -> ApiError {
