@@ -170,8 +170,20 @@ async fn tokens_are_shown_once_and_revoked_at_once(app: TestApp) {
 
 async fn a_token_opens_its_scopes_only(app: TestApp) {
     let (_, jwt, _) = driver(&app, "Cleo").await;
-    let writer = make_token(&app, &jwt, "uploader", &["sessions:write", "sessions:read"]).await;
+    let writer = make_token(
+        &app,
+        &jwt,
+        "uploader",
+        &[
+            "sessions:write",
+            "sessions:read",
+            "boards:submit",
+            "boards:read",
+        ],
+    )
+    .await;
     let writer = writer["token"].as_str().unwrap();
+    let laps: Vec<(i64, bool, f64)> = (0..30).map(|i| (92_000 + i * 37, true, 0.9)).collect();
     let (status, body) = send(
         &app,
         reqwest::Method::POST,
@@ -180,13 +192,44 @@ async fn a_token_opens_its_scopes_only(app: TestApp) {
         Some(session_body(
             &unique("csid"),
             "2026-01-05T10:00:00Z",
-            &[(92_000, true, 0.9)],
+            &laps,
             0,
         )),
     )
     .await;
     assert_eq!(status, 201, "{body}");
     let session_id = body["data"]["sessionId"].as_str().unwrap().to_owned();
+    let track_id = body["data"]["trackId"].as_str().unwrap().to_owned();
+    let submit = json!({"SessionId": session_id, "LapTimeMs": 92_000, "QualityScore": 0.9});
+    let (status, body) = send(
+        &app,
+        reqwest::Method::POST,
+        "/v1/leaderboards/submit",
+        writer,
+        Some(submit),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, standing) = send(
+        &app,
+        reqwest::Method::GET,
+        &format!("/v1/leaderboards/me?trackId={track_id}"),
+        writer,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{standing}");
+    assert_eq!(standing["data"]["rank"], 1, "{standing}");
+    let (status, around, headers) = send_with_headers(
+        &app,
+        reqwest::Method::GET,
+        &format!("/v1/leaderboards?trackId={track_id}&around=me"),
+        writer,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{around}");
+    assert!(headers.contains_key("ratelimit-remaining"), "{headers:?}");
     let (status, listed_sessions) =
         send(&app, reqwest::Method::GET, "/v1/sessions", writer, None).await;
     assert_eq!(status, 200);
