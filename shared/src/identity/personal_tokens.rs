@@ -52,21 +52,28 @@ pub(crate) const TOKEN_INDEX_PREFIX: &str = "PAT#";
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// What a token may do: each route that accepts tokens names the one it needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, ToSchema)]
 pub enum Scope {
     /// List and read sessions (`GET /v1/sessions`, `GET /v1/sessions/{id}`) and tracks.
+    #[serde(rename = "sessions:read")]
     SessionsRead,
     /// Upload sessions (`POST /v1/sessions`).
+    #[serde(rename = "sessions:write")]
     SessionsWrite,
     /// Leaderboard reads that need a caller (`around=me`, `/v1/leaderboards/me`).
+    #[serde(rename = "boards:read")]
     BoardsRead,
     /// Submit laps to leaderboards (`POST /v1/leaderboards/submit`).
+    #[serde(rename = "boards:submit")]
     BoardsSubmit,
     /// Read the profile (`GET /v1/profile`, `GET /v1/profile/me`).
+    #[serde(rename = "profile:read")]
     ProfileRead,
     /// Read the feed and achievements.
+    #[serde(rename = "activity:read")]
     ActivityRead,
     /// List, upload, read, download and delete share packs.
+    #[serde(rename = "sharepacks")]
     Sharepacks,
 }
 
@@ -98,12 +105,6 @@ impl Scope {
     /// The scope named `name`, if there is one.
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
-
-impl Serialize for Scope {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
     }
 }
 
@@ -214,7 +215,6 @@ pub struct TokenInfo {
     /// The driver's label.
     pub name: String,
     /// What it may do.
-    #[schema(value_type = Vec<String>)]
     pub scopes: Vec<Scope>,
     /// The first characters of the value (`pdk_` and four more), to recognise it by.
     pub prefix: String,
@@ -690,6 +690,7 @@ mod tests {
         ));
         for scope in Scope::ALL {
             assert_eq!(Scope::parse(scope.name()), Some(scope));
+            assert_eq!(serde_json::to_value(scope).unwrap(), scope.name());
         }
     }
 }

@@ -72,7 +72,7 @@ pub(crate) async fn openapi_json() -> Response {
         profile::Profile, profile::ProfileUpdate, profile::ExportDocument,
         crate::driver_data::deletion::DeletionTicket,
         auth::personal_tokens::CreateTokenRequest, crate::identity::personal_tokens::TokenInfo,
-        crate::identity::personal_tokens::CreatedToken,
+        crate::identity::personal_tokens::CreatedToken, crate::identity::personal_tokens::Scope,
     )),
     modifiers(&BearerAuth, &CommonResponses),
     tags((name = "health", description = "Liveness, readiness and metrics"),

@@ -18,12 +18,13 @@ use crate::state::AppState;
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateTokenRequest {
-    /// The token's label, 1 to 64 characters.
-    #[schema(required = true, value_type = String, min_length = 1, max_length = 64)]
+    /// The token's label: 1 to 64 characters, not only spaces, no control characters.
+    #[schema(required = true, value_type = String, min_length = 1, max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub name: Option<String>,
     /// One or more of `sessions:read`, `sessions:write`, `boards:read`, `boards:submit`,
     /// `profile:read`, `activity:read`, `sharepacks`.
-    #[schema(required = true, value_type = Vec<String>)]
+    #[schema(required = true, value_type = Vec<personal_tokens::Scope>, min_items = 1)]
     pub scopes: Option<Vec<String>>,
     /// Days until the token expires: 1 to 365 (default 90).
     #[schema(value_type = Option<i64>, minimum = 1, maximum = 365)]
