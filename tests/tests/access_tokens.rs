@@ -474,6 +474,15 @@ async fn deletion_revokes_tokens_and_the_export_lists_them(app: TestApp) {
     let (_, jwt, _) = driver(&app, "Gil").await;
     let made = make_token(&app, &jwt, "league page", &["boards:read"]).await;
     let token = made["token"].as_str().unwrap();
+    let (status, _) = send(
+        &app,
+        reqwest::Method::GET,
+        "/v1/leaderboards/me?trackId=0190aaaa-0000-7000-8000-0000000000aa",
+        token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "used once: no entry on that board");
     let response = app
         .client
         .get(format!("{}/v1/profile/me/export", app.address))
@@ -494,6 +503,7 @@ async fn deletion_revokes_tokens_and_the_export_lists_them(app: TestApp) {
     assert_eq!(tokens[0]["id"], made["id"]);
     assert_eq!(tokens[0]["name"], "league page");
     assert_eq!(tokens[0]["scopes"], json!(["boards:read"]));
+    assert!(tokens[0].get("lastUsedAt").is_some(), "{}", tokens[0]);
     let text = export.to_string();
     assert!(!text.contains(token));
     assert!(!text.contains(&paddock::identity::sha256_hex(token)));

@@ -454,35 +454,42 @@ pub async fn list(ports: &Ports, user_id: &UserId) -> Result<Vec<TokenInfo>, Tok
     let now = ports.clock.unix();
     let mut shown = Vec::new();
     for row in rows_of(ports, user_id).await? {
-        if !is_live(&row, now) {
-            continue;
-        }
-        let Some(mut info) = info_of(&row) else {
-            continue;
-        };
-        if let Some(lookup) = ports
-            .items
-            .get(Table::Tokens, &lookup_key(text(&row, "hash")))
-            .await?
+        if is_live(&row, now)
+            && let Some(info) = with_last_use(ports, &row).await?
         {
-            info.last_used_at = number(&lookup, "lastUsedAt").map(rfc3339);
+            shown.push(info);
         }
-        shown.push(info);
     }
     shown.reverse();
     Ok(shown)
 }
 
-/// What the export shows of every token row of `user_id`: metadata only.
+/// What the list shows of an index row, with the last use its lookup row records.
+async fn with_last_use(ports: &Ports, row: &Item) -> Result<Option<TokenInfo>, StoreError> {
+    let Some(mut info) = info_of(row) else {
+        return Ok(None);
+    };
+    if let Some(lookup) = ports
+        .items
+        .get(Table::Tokens, &lookup_key(text(row, "hash")))
+        .await?
+    {
+        info.last_used_at = number(&lookup, "lastUsedAt").map(rfc3339);
+    }
+    Ok(Some(info))
+}
+
+/// What the export shows of every token row of `user_id` (live, revoked and recently
+/// expired): metadata only, oldest first.
 pub(crate) async fn exported(
     ports: &Ports,
     user_id: &UserId,
 ) -> Result<Vec<TokenInfo>, StoreError> {
-    Ok(rows_of(ports, user_id)
-        .await?
-        .iter()
-        .filter_map(info_of)
-        .collect())
+    let mut shown = Vec::new();
+    for row in rows_of(ports, user_id).await? {
+        shown.extend(with_last_use(ports, &row).await?);
+    }
+    Ok(shown)
 }
 
 /// The operations that mark a token row and its lookup row revoked at `now`.
