@@ -385,7 +385,9 @@ fn is_live(row: &Item, now: i64) -> bool {
 }
 
 /// Makes a token for `user_id`. Each call makes a new token (a retried request makes a
-/// second one, which its driver can revoke).
+/// second one, which its driver can revoke). The live-token limit counts the rows read
+/// first: a driver's own creations sent at the same instant can each pass it, which costs
+/// nothing but their own list's length.
 pub async fn create(
     ports: &Ports,
     user_id: &UserId,
