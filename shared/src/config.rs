@@ -290,6 +290,9 @@ pub struct Settings {
     /// `Limits__NewBoardsPerDay`: leaderboard submissions per driver a day that put the driver
     /// on a board they were not on (a track's or a car's; default 50).
     pub new_boards_per_day: u32,
+    /// `Limits__TokenRequestsPerMinute`: requests a minute of one personal access token
+    /// (default 120), counted on requests made with the token.
+    pub token_requests_per_minute: u32,
     /// `Leaderboards__CacheSeconds`: how long a process serves a leaderboard from memory
     /// (default 5; 0 turns the cache off). Also the `Cache-Control` max-age.
     pub leaderboard_cache: Duration,
@@ -414,6 +417,7 @@ impl Settings {
             feed_posts_per_minute: 10,
             exports_per_hour: 6,
             new_boards_per_day: 50,
+            token_requests_per_minute: 120,
             leaderboard_cache: Duration::from_secs(5),
             leaderboard_cache_bytes: 32 << 20,
             retention_first_run: Duration::from_secs(120),
@@ -621,6 +625,10 @@ impl Settings {
         }
         if let Some(v) = get("Limits__NewBoardsPerDay") {
             s.new_boards_per_day = bounded("Limits__NewBoardsPerDay", &v, 1, 1_000_000)? as u32;
+        }
+        if let Some(v) = get("Limits__TokenRequestsPerMinute") {
+            s.token_requests_per_minute =
+                bounded("Limits__TokenRequestsPerMinute", &v, 1, 1_000_000)? as u32;
         }
         if let Some(v) = get("Leaderboards__CacheSeconds") {
             s.leaderboard_cache =

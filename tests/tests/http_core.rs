@@ -407,6 +407,8 @@ async fn openapi_document_describes_the_api() {
         "/v1/tracks/{id}/map",
         "/v1/leaderboards",
         "/v1/leaderboards/submit",
+        "/v1/tokens",
+        "/v1/tokens/{id}",
     ] {
         assert!(
             doc["paths"].get(path).is_some(),

@@ -332,6 +332,8 @@ struct Seeded {
     session_id: String,
     track_id: String,
     pack_id: String,
+    /// A personal access token of the driver (`sessions:read`), used once.
+    personal_token: String,
 }
 
 /// Writes one of every kind of driver data through the API (and an exchange code, whose
@@ -437,6 +439,25 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     app.wait_for_map(&token, &track_id, 1).await;
+    let (status, made) = send(
+        app,
+        reqwest::Method::POST,
+        "/v1/tokens",
+        &token,
+        Some(json!({"name": "spreadsheet", "scopes": ["sessions:read"]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    let personal_token = made["data"]["token"].as_str().unwrap().to_owned();
+    let (status, _) = send(
+        app,
+        reqwest::Method::GET,
+        "/v1/sessions",
+        &personal_token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
     Seeded {
         user_id,
         email,
@@ -445,6 +466,7 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         session_id,
         track_id,
         pack_id,
+        personal_token,
     }
 }
 
@@ -601,7 +623,15 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     assert_eq!(export["userId"], cleo.user_id);
     assert_eq!(export["profile"]["displayName"], "Cleo");
     let text = export.to_string();
-    for secret in ["passwordHash", "$argon2", &cleo.refresh, "codeChallenge"] {
+    let token_hash = paddock::identity::sha256_hex(&cleo.personal_token);
+    for secret in [
+        "passwordHash",
+        "$argon2",
+        &cleo.refresh,
+        "codeChallenge",
+        &cleo.personal_token,
+        &token_hash,
+    ] {
         assert!(!text.contains(secret), "the export holds {secret}");
     }
     for kind in DriverData::ALL {
@@ -631,6 +661,11 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     assert_eq!(export["sharePacks"][0]["id"], cleo.pack_id);
     assert_eq!(export["emailSignIn"][0]["hasPassword"], true);
     assert_eq!(export["signIns"].as_array().unwrap().len(), 2);
+    assert_eq!(export["accessTokens"][0]["name"], "spreadsheet");
+    assert_eq!(
+        export["accessTokens"][0]["scopes"],
+        json!(["sessions:read"])
+    );
     assert!(
         export["feed"]
             .as_array()
@@ -683,6 +718,18 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
             "{method} {path} with the deleted driver's token"
         );
     }
+    let (status, body) = send(
+        &app,
+        reqwest::Method::GET,
+        "/v1/sessions",
+        &cleo.personal_token,
+        None,
+    )
+    .await;
+    assert_eq!(
+        status, 401,
+        "the deleted driver's personal access token: {body}"
+    );
     let (status, _) = envelope(
         app.post_json("/v1/auth/refresh", &json!({"refreshToken": cleo.refresh}))
             .await,

@@ -5,7 +5,8 @@
 //! freed for a new registration, the provider links are removed, every token family is
 //! revoked (every access token answers 401 on its next request, refresh and login fail) and
 //! an `account.deleted` event is put in the outbox. A driver with more sign-ins than one
-//! transaction holds has the rest revoked right after, before the answer.
+//! transaction holds has the rest revoked right after, and every personal access token is
+//! revoked too, before the answer.
 //!
 //! The event's consumer runs the deletion job, [`run`]: it walks the registry in
 //! [`ORDER`], deleting each kind in batches (a transaction holds at most 100 items; each
@@ -40,7 +41,7 @@ use crate::tables::Table;
 /// The order the job deletes in: what is found through another kind goes before it (entries
 /// through the board index, jobs and points through sessions, tokens through their family),
 /// and the profile, which the job resumes from, goes last.
-pub const ORDER: [DriverData; 20] = [
+pub const ORDER: [DriverData; 21] = [
     DriverData::LeaderboardEntries,
     DriverData::TrackPoints,
     DriverData::TrackJobs,
@@ -55,6 +56,7 @@ pub const ORDER: [DriverData; 20] = [
     DriverData::UsageCounters,
     DriverData::SignInAddresses,
     DriverData::ExchangeCodes,
+    DriverData::AccessTokens,
     DriverData::RefreshTokens,
     DriverData::SignIns,
     DriverData::ProviderLinks,
@@ -189,6 +191,8 @@ pub async fn start(ports: &Ports, user_id: &UserId) -> Result<DeletionTicket, De
                 for family in later {
                     crate::identity::refresh_tokens::revoke_family(ports, &family).await?;
                 }
+                // Personal access tokens stop working before the answer too.
+                crate::identity::personal_tokens::revoke_all(ports, user_id).await?;
                 forget_driver_in_process(user_id);
                 crate::metrics::global()
                     .account_deletions
@@ -419,6 +423,18 @@ async fn delete_batch(kind: DriverData, ports: &Ports, driver: &Driver) -> Resul
                     ));
                 }
                 keys.extend(Key::of(row).map(|k| (k, true)));
+            }
+            delete_keys(ports, Table::Tokens, keys).await
+        }
+        DriverData::AccessTokens => {
+            let prefix = crate::identity::personal_tokens::TOKEN_INDEX_PREFIX;
+            let rows = first_page(ports, Table::Tokens, user_pk, Some(prefix), 50).await?;
+            let mut keys = Vec::new();
+            for row in &rows {
+                // The lookup row may have gone with the table's expiry: not known to exist.
+                let (lookup, index) = crate::identity::personal_tokens::keys_of_row(row);
+                keys.extend(lookup.map(|k| (k, false)));
+                keys.extend(index.map(|k| (k, true)));
             }
             delete_keys(ports, Table::Tokens, keys).await
         }

@@ -106,6 +106,7 @@ pub fn exported(kind: DriverData) -> bool {
         | DriverData::EmailSignIn
         | DriverData::ProviderLinks
         | DriverData::SignIns
+        | DriverData::AccessTokens
         | DriverData::Sessions
         | DriverData::UploadRecords
         | DriverData::TrackJobs
@@ -217,6 +218,11 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
                     });
                     array.push(&sign_in).await?;
                 }
+            }
+        }
+        DriverData::AccessTokens => {
+            for token in crate::identity::personal_tokens::exported(ports, user).await? {
+                array.push(&token).await?;
             }
         }
         DriverData::Sessions => {

@@ -14,6 +14,7 @@ pub mod export;
 
 use serde_json::Value;
 
+use crate::identity::personal_tokens::TOKEN_INDEX_PREFIX;
 use crate::identity::users::User;
 use crate::ids::UserId;
 use crate::ports::Ports;
@@ -40,6 +41,10 @@ pub enum DriverData {
     /// One-time exchange codes (`tokens`: `CODE#<hash>` / `CODE`) and their index
     /// (`USER#<id>` / `CODE#<hash>`). Never exported (credentials of 5 minutes).
     ExchangeCodes,
+    /// Personal access tokens (`tokens`: `PAT#<hash>` / `TOKEN`, and the driver's list
+    /// `USER#<id>` / `PAT#<token id>`). Revoked at once on deletion; exported as metadata
+    /// (name, scopes, dates), never their hashes.
+    AccessTokens,
     /// Sessions with their laps (`sessions`: `USER#<id>` / `SESSION#<id>`).
     Sessions,
     /// Upload idempotency records (`sessions`: `USER#<id>` / `CLIENT#<ClientSessionId>`).
@@ -85,13 +90,14 @@ pub enum DriverData {
 
 impl DriverData {
     /// Every kind, in export order.
-    pub const ALL: [DriverData; 20] = [
+    pub const ALL: [DriverData; 21] = [
         Self::Profile,
         Self::EmailSignIn,
         Self::ProviderLinks,
         Self::SignIns,
         Self::RefreshTokens,
         Self::ExchangeCodes,
+        Self::AccessTokens,
         Self::Sessions,
         Self::UploadRecords,
         Self::TrackJobs,
@@ -117,6 +123,7 @@ impl DriverData {
             Self::SignIns => "signIns",
             Self::RefreshTokens => "refreshTokens",
             Self::ExchangeCodes => "exchangeCodes",
+            Self::AccessTokens => "accessTokens",
             Self::Sessions => "sessions",
             Self::UploadRecords => "uploadRecords",
             Self::TrackJobs => "trackJobs",
@@ -151,6 +158,10 @@ impl DriverData {
             Table::Tokens if pk.starts_with("REFRESH#") && mine("userId") => Self::RefreshTokens,
             Table::Tokens if pk.starts_with("CODE#") && mine("userId") => Self::ExchangeCodes,
             Table::Tokens if pk == user_pk && sk.starts_with("CODE#") => Self::ExchangeCodes,
+            Table::Tokens if pk.starts_with("PAT#") && mine("userId") => Self::AccessTokens,
+            Table::Tokens if pk == user_pk && sk.starts_with(TOKEN_INDEX_PREFIX) => {
+                Self::AccessTokens
+            }
             Table::Sessions if pk == user_pk && sk.starts_with("SESSION#") => Self::Sessions,
             Table::Sessions if pk == user_pk && sk.starts_with("CLIENT#") => Self::UploadRecords,
             Table::Tracks if pk == "JOBS" && mine("userId") => Self::TrackJobs,

@@ -1,6 +1,7 @@
 //! The layers every router gets: request id, one log line and metrics per request, the
 //! envelope on framework-level failures, security headers ([`super::observe`]), panic capture,
-//! request deadline and body limit.
+//! request deadline, body limit, and the rate-limit headers of requests made with a personal
+//! access token ([`super::rate_limit_headers`]).
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -17,6 +18,7 @@ use super::envelope::Envelope;
 use super::error::ApiError;
 use super::error_cause::ErrorCause;
 use super::observe::ObserveLayer;
+use super::rate_limit_headers::RateLimitHeadersLayer;
 
 /// Wraps `router` with the service layers, 404/405 envelopes and the body limit.
 pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Duration) -> Router {
@@ -28,7 +30,8 @@ pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Durat
                 .layer(ObserveLayer)
                 .layer(CatchPanicLayer::custom(on_panic))
                 .layer(DeadlineLayer::new(timeout))
-                .layer(DefaultBodyLimit::max(max_body_bytes)),
+                .layer(DefaultBodyLimit::max(max_body_bytes))
+                .layer(RateLimitHeadersLayer),
         )
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod header_deadline;
 pub(crate) mod middleware;
 pub(crate) mod observe;
 pub(crate) mod paging;
+pub(crate) mod rate_limit_headers;
 pub mod security_headers;
 pub mod serve;
 

@@ -7,6 +7,7 @@ pub mod exchange_codes;
 pub(crate) mod fields;
 pub(crate) mod password_changes;
 pub(crate) mod passwords;
+pub mod personal_tokens;
 pub mod profiles;
 pub(crate) mod provider_accounts;
 pub mod providers;

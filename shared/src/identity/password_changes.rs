@@ -3,10 +3,12 @@
 //! An account that has a password needs it to set a new one (a stolen access token alone
 //! must not be enough to lock the owner out); an account without one (provider sign-in, or
 //! taken over by the verified owner of its email) sets its first password. Every other
-//! sign-in of the account is revoked afterwards, so whoever knew the old password is out.
+//! sign-in of the account is revoked afterwards, so whoever knew the old password is out, and
+//! so is every personal access token (made by whoever held the account before).
 
 use crate::identity::fields::{Email, Password};
 use crate::identity::passwords::{PasswordError, PasswordHasher};
+use crate::identity::personal_tokens;
 use crate::identity::refresh_tokens;
 use crate::identity::users;
 use crate::ids::UserId;
@@ -45,6 +47,8 @@ pub(crate) enum PasswordChangeError {
 pub(crate) struct PasswordChanged {
     /// Other sign-ins of the account that were revoked.
     pub revoked_sessions: usize,
+    /// Personal access tokens of the account that were revoked.
+    pub revoked_tokens: usize,
 }
 
 /// Sets `new` as the password of `user_id`, checking `current` when the account has one;
@@ -100,5 +104,9 @@ pub(crate) async fn set_password(
     }
     let revoked_sessions =
         refresh_tokens::revoke_all_families(ports, user_id, Some(keep_family)).await?;
-    Ok(PasswordChanged { revoked_sessions })
+    let revoked_tokens = personal_tokens::revoke_all(ports, user_id).await?;
+    Ok(PasswordChanged {
+        revoked_sessions,
+        revoked_tokens,
+    })
 }

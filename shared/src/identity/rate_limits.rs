@@ -211,6 +211,63 @@ pub async fn hit_log(
     window_secs: i64,
     limits: &[Limit],
 ) -> Result<(), LimitError> {
+    counted_hit(ports, scope, subject, log, window_secs, limits)
+        .await
+        .map(drop)
+}
+
+/// What is left of a limit after an admitted hit, for the `RateLimit-*` headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// Hits allowed in any window.
+    pub limit: u32,
+    /// Hits still allowed in the window ending now.
+    pub remaining: u32,
+    /// Seconds until the oldest hit in the window leaves it (and one more is allowed).
+    pub reset_secs: u64,
+}
+
+/// Like [`hit`] with a single limit, answering what is left of it.
+pub async fn hit_with_usage(
+    ports: &Ports,
+    scope: &str,
+    subject: &str,
+    window_secs: i64,
+    limit: &Limit,
+) -> Result<Usage, LimitError> {
+    let limits = std::slice::from_ref(limit);
+    counted_hit(ports, scope, subject, MAIN_LOG, window_secs, limits).await
+}
+
+/// The usage of the first of `limits` in the log `written` at `now`.
+fn usage_of(written: &Item, limits: &[Limit], now: i64, window_secs: i64) -> Usage {
+    let Some(limit) = limits.first() else {
+        return Usage {
+            limit: 0,
+            remaining: 0,
+            reset_secs: 0,
+        };
+    };
+    let window_ms = window_secs * 1000;
+    let hits = recent(Some(written), &limit.counter, now, window_ms);
+    let used = u32::try_from(hits.len()).unwrap_or(u32::MAX);
+    let oldest = hits.first().copied().unwrap_or(now);
+    let reset_ms = u64::try_from(oldest + window_ms - now).unwrap_or(0);
+    Usage {
+        limit: limit.max,
+        remaining: limit.max.saturating_sub(used),
+        reset_secs: reset_ms.div_ceil(1000),
+    }
+}
+
+async fn counted_hit(
+    ports: &Ports,
+    scope: &str,
+    subject: &str,
+    log: &str,
+    window_secs: i64,
+    limits: &[Limit],
+) -> Result<Usage, LimitError> {
     let key = log_key(scope, subject, log);
     let window_secs = window_secs.max(1);
     for race in 0..MAX_RACES {
@@ -224,8 +281,9 @@ pub async fn hit_log(
             None => Condition::NotExists,
         };
         let next = with_hit(&key, current.as_ref(), limits, now, window_secs);
+        let usage = usage_of(&next, limits, now, window_secs);
         match ports.items.put(Table::Limits, next, Some(condition)).await {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(usage),
             // Another hit of the same subject was written first: read again.
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
                 let pause = rand::random_range(0..=u64::from(race.min(20)) + 1);

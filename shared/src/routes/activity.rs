@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use super::envelopes::{envelope, page_envelope};
 use crate::activity::achievements::{self, CatalogEntry, DriverAchievement};
 use crate::activity::feed::{self, FeedPost, FeedReadError};
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{AuthUser, Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
@@ -26,13 +26,13 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 /// The caller's feed, newest first; entries older than 90 days are not returned.
-#[utoipa::path(get, path = "/v1/feed", operation_id = "listFeed", tag = "activity", security(("bearer" = [])), params(PageParams),
+#[utoipa::path(get, path = "/v1/feed", operation_id = "listFeed", tag = "activity", security(("bearer" = ["activity:read"])), params(PageParams),
     responses((status = 200, description = "One page", body = FeedListEnvelope),
               (status = 400, description = "Bad limit, or a cursor that is not a nextCursor of the caller's feed"),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list_feed(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ActivityRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let limit = page.limit()?;
@@ -97,13 +97,13 @@ pub(crate) struct AchievementList {
 }
 
 /// The caller's achievements: unlocked ones with `unlockedAt`, locked ones with progress.
-#[utoipa::path(get, path = "/v1/achievements", operation_id = "listMyAchievements", tag = "activity", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/achievements", operation_id = "listMyAchievements", tag = "activity", security(("bearer" = ["activity:read"])),
     responses((status = 200, description = "Every achievement, as the caller stands",
                body = AchievementListEnvelope),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn mine(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ActivityRead>,
 ) -> Result<Response, ApiError> {
     let items = achievements::for_driver(&state.ports, user.user_id()).await?;
     let unlocked = items.iter().filter(|a| a.unlocked_at.is_some()).count();
@@ -124,12 +124,12 @@ pub(crate) struct Catalog {
 }
 
 /// Every achievement; a hidden one shows its title only once the caller has unlocked it.
-#[utoipa::path(get, path = "/v1/achievements/catalog", operation_id = "getAchievementCatalog", tag = "activity", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/achievements/catalog", operation_id = "getAchievementCatalog", tag = "activity", security(("bearer" = ["activity:read"])),
     responses((status = 200, description = "The catalogue", body = CatalogEnvelope),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn catalog(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ActivityRead>,
 ) -> Result<Response, ApiError> {
     let items = achievements::catalog_for(&state.ports, user.user_id()).await?;
     Ok(ok(Catalog { items }))

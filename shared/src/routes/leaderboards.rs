@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::envelopes::envelope;
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Authorized, RateLimitSlot, scope};
 use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok, paging};
 use crate::identity::fields::Problems;
 use crate::identity::rate_limits::LimitError;
@@ -169,7 +169,12 @@ pub async fn leaderboard(
             ));
         }
         Some("me") => {
-            let user = AuthUser::from_authorization(headers.authorization.as_ref(), &state).await?;
+            let user = Authorized::<scope::BoardsRead>::from_authorization(
+                headers.authorization.as_ref(),
+                headers.rate_limit.as_ref(),
+                &state,
+            )
+            .await?;
             let track = track_for(&state, &track_id, &named).await?;
             let slice = reads::around(&state.ports, &board, user.user_id(), limit)
                 .await?
@@ -212,6 +217,8 @@ pub struct BoardReadHeaders {
     if_none_match: Option<HeaderValue>,
     /// `Authorization`, for `around=me`.
     authorization: Option<HeaderValue>,
+    /// Where a personal access token's rate-limit usage goes, for `around=me`.
+    rate_limit: Option<RateLimitSlot>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
@@ -221,6 +228,7 @@ impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
         Ok(Self {
             if_none_match: parts.headers.get(header::IF_NONE_MATCH).cloned(),
             authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
+            rate_limit: parts.extensions.get::<RateLimitSlot>().cloned(),
         })
     }
 }
@@ -277,14 +285,14 @@ pub(crate) struct MyStanding {
 
 /// The caller's entry, rank and gaps on a track's board (or a car's).
 #[utoipa::path(get, path = "/v1/leaderboards/me", operation_id = "getMyStanding", tag = "leaderboards", params(StandingQuery),
-    security(("bearer" = [])),
+    security(("bearer" = ["boards:read"])),
     responses((status = 200, description = "The caller's place", body = StandingEnvelope),
               (status = 400, description = "No or a malformed trackId, or a bad vehicleName"),
               (status = 401, description = "No valid token"),
               (status = 404, description = "The caller has no entry on this board")))]
 pub async fn my_standing(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::BoardsRead>,
     ApiQuery(q): ApiQuery<StandingQuery>,
 ) -> Result<Response, ApiError> {
     let track_id = match nonempty(&q.track_id) {
@@ -385,7 +393,7 @@ pub struct SubmitRequest {
 
 /// Submits a lap of one of the caller's sessions. A faster lap replaces the caller's entry
 /// on that track; a slower or equal one leaves it (200, `improved: false`).
-#[utoipa::path(post, path = "/v1/leaderboards/submit", operation_id = "submitLap", tag = "leaderboards", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/leaderboards/submit", operation_id = "submitLap", tag = "leaderboards", security(("bearer" = ["boards:submit"])),
     request_body(content = SubmitRequest, example = json!({
         "sessionId": "3f2b8c1e-7d4a-4e6b-9c0d-5a1e2f3b4c5d", "lapTimeMs": 107345, "qualityScore": 0.93})),
     responses((status = 200, description = "Submitted (see `improved`)", body = SubmitOutcomeEnvelope),
@@ -398,7 +406,7 @@ pub struct SubmitRequest {
                past the day's `Limits__NewBoardsPerDay`; nothing is written")))]
 pub async fn submit_lap(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::BoardsSubmit>,
     ApiJson(body): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
     let mut p = Problems::default();

@@ -49,6 +49,7 @@ pub(crate) async fn openapi_json() -> Response {
         sharepacks::upload, sharepacks::start_upload, sharepacks::upload_content, sharepacks::complete,
         sharepacks::list, sharepacks::metadata, sharepacks::download, sharepacks::delete,
         profile::read, profile::change, profile::read_me, profile::change_me, profile::export_me, profile::delete_me,
+        auth::personal_tokens::create, auth::personal_tokens::list, auth::personal_tokens::revoke,
     ),
     // The other schemas are those the operations name, collected from them: none unused.
     components(schemas(ErrorEnvelope)),
@@ -63,7 +64,8 @@ pub(crate) async fn openapi_json() -> Response {
          (name = "activity", description = "The caller's feed (90 days) and achievements"),
          (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"),
          (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"),
-         (name = "profile", description = "The driver's profile, the export of all their data, account deletion"))
+         (name = "profile", description = "The driver's profile, the export of all their data, account deletion"),
+         (name = "tokens", description = "Personal access tokens for a driver's own tools (see docs/tokens.md)"))
 )]
 struct ApiDoc;
 
@@ -335,15 +337,32 @@ mod tests {
             let security = op["security"].as_array();
             assert!(security.is_some(), "{method} {path} states no security");
             for requirement in security.unwrap() {
-                for scheme in requirement.as_object().unwrap().keys() {
+                for (scheme, scopes) in requirement.as_object().unwrap() {
                     assert!(
                         doc["components"]["securitySchemes"].get(scheme).is_some(),
                         "{method} {path}: unknown scheme {scheme}"
                     );
+                    // The scope a personal access token needs, where one may be used.
+                    for scope in scopes.as_array().unwrap() {
+                        assert!(
+                            crate::identity::personal_tokens::Scope::ALL
+                                .iter()
+                                .any(|s| scope == s.name()),
+                            "{method} {path}: unknown scope {scope}"
+                        );
+                    }
                 }
             }
         }
         assert_eq!(doc["servers"][0]["url"], "/");
+        let scoped = operations(&doc)
+            .into_iter()
+            .filter(|(_, _, op)| op["security"].to_string().contains(':'))
+            .count();
+        assert!(
+            scoped >= 15,
+            "the operations tokens may use name their scope"
+        );
     }
 
     /// Every `$ref` in `value`, as the component name it points to.

@@ -15,7 +15,7 @@ use crate::config::Backend;
 use crate::driver_data::deletion::{self, DeletionError};
 use crate::driver_data::export::ExportError;
 use crate::driver_data::{Driver, export};
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{AuthUser, Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::identity::profiles::{self, ProfileChange, ProfileError};
@@ -81,23 +81,23 @@ fn given<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
 }
 
 /// The caller's profile.
-#[utoipa::path(get, path = "/v1/profile", operation_id = "getProfile", tag = "profile", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/profile", operation_id = "getProfile", tag = "profile", security(("bearer" = ["profile:read"])),
     responses((status = 200, description = "The profile", body = ProfileEnvelope),
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ProfileRead>,
 ) -> Result<Response, ApiError> {
     Ok(ok(Profile::from(current(&state, &user).await?)))
 }
 
 /// The caller's profile with its creation time.
-#[utoipa::path(get, path = "/v1/profile/me", operation_id = "getMyProfile", tag = "profile", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/profile/me", operation_id = "getMyProfile", tag = "profile", security(("bearer" = ["profile:read"])),
     responses((status = 200, description = "The profile with createdAt", body = UserEnvelope),
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read_me(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::ProfileRead>,
 ) -> Result<Response, ApiError> {
     Ok(ok(current(&state, &user).await?))
 }
@@ -132,7 +132,10 @@ pub(crate) async fn change_me(
     Ok(ok(apply(&state, &user, body).await?))
 }
 
-async fn current(state: &AppState, user: &AuthUser) -> Result<User, ApiError> {
+async fn current(
+    state: &AppState,
+    user: &Authorized<scope::ProfileRead>,
+) -> Result<User, ApiError> {
     profiles::get(&state.ports, user.user_id())
         .await?
         .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))

@@ -7,7 +7,7 @@ use axum::routing::get;
 use http::StatusCode;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiQuery, JsonBody, PageParams, Paged, ok};
 use crate::identity::rate_limits::{self, Limit};
@@ -24,7 +24,7 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// Uploads a session summary (idempotent on the caller and `ClientSessionId`).
-#[utoipa::path(post, path = "/v1/sessions", operation_id = "uploadSession", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/sessions", operation_id = "uploadSession", tag = "sessions", security(("bearer" = ["sessions:write"])),
     request_body(content = SessionUploadDto, description = "SessionUploadDto, in camelCase or PascalCase (camelCase \
         wins when a field is given in both). Rules beyond the schema: lapIndex unique within the session; recordedAt \
         after 2000-01-01 and at most a day ahead; text trimmed.",
@@ -46,7 +46,7 @@ pub fn routes() -> Router<AppState> {
               (status = 429, description = "More than 30 uploads in a minute")))]
 pub async fn create(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::SessionsWrite>,
     // Read as sent: the upload parser accepts camelCase and PascalCase names itself.
     JsonBody(body): JsonBody,
 ) -> Result<Response, ApiError> {
@@ -72,12 +72,12 @@ pub async fn create(
 }
 
 /// The caller's sessions, newest RecordedAt first.
-#[utoipa::path(get, path = "/v1/sessions", operation_id = "listSessions", tag = "sessions", security(("bearer" = [])), params(PageParams),
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "listSessions", tag = "sessions", security(("bearer" = ["sessions:read"])), params(PageParams),
     responses((status = 200, description = "One page", body = SessionListEnvelope),
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub async fn list(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::SessionsRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) =
@@ -86,13 +86,13 @@ pub async fn list(
 }
 
 /// One of the caller's sessions with its laps (another user's session is 404).
-#[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "getSession", tag = "sessions", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "getSession", tag = "sessions", security(("bearer" = ["sessions:read"])),
     params(("id" = String, Path, description = "Session id")),
     responses((status = 200, description = "The session", body = SessionEnvelope),
               (status = 404, description = "No such session of the caller")))]
 pub async fn detail(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::SessionsRead>,
     Path(id): Path<SessionId>,
 ) -> Result<Response, ApiError> {
     let session = match uuid::Uuid::parse_str(id.as_str()) {

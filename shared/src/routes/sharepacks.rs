@@ -15,7 +15,7 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, 
 use utoipa::{IntoParams, PartialSchema, ToSchema};
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::ids::UserId;
@@ -124,7 +124,7 @@ impl ToSchema for PackForm {}
 
 /// Uploads a pack of at most 4 MiB: `application/zip` with `?name=&description=`, or
 /// `multipart/form-data` with `file`, `name` and `description`.
-#[utoipa::path(post, path = "/v1/sharepacks", operation_id = "uploadSharePack", tag = "sharepacks", security(("bearer" = [])), params(PackLabels),
+#[utoipa::path(post, path = "/v1/sharepacks", operation_id = "uploadSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])), params(PackLabels),
     request_body(content((inline(ZipBytes) = "application/zip"), (inline(PackForm) = "multipart/form-data")),
         description = "The ZIP (at most Sharepacks__MaxDirectBytes, 4 MiB by default), or a form with file, name, description"),
     responses((status = 201, description = "Stored and checked", body = SharePackEnvelope),
@@ -136,7 +136,7 @@ impl ToSchema for PackForm {}
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn upload(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     request: Request,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -222,7 +222,7 @@ pub(crate) struct UploadRequest {
 
 /// Starts a large upload: PUT the bytes to `uploadUrl` (an S3 presigned URL in AWS, a signed
 /// URL of this server locally), then call `complete`.
-#[utoipa::path(post, path = "/v1/sharepacks/uploads", operation_id = "startSharePackUpload", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/sharepacks/uploads", operation_id = "startSharePackUpload", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
     request_body = UploadRequest,
     responses((status = 201, description = "Where to PUT the bytes", body = UploadTicketEnvelope),
               (status = 400, description = "Every problem, by field"), (status = 401, description = "No valid token"),
@@ -230,7 +230,7 @@ pub(crate) struct UploadRequest {
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn start_upload(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     ApiJson(body): ApiJson<UploadRequest>,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -358,7 +358,7 @@ fn io_error(e: std::io::Error) -> ApiError {
 
 /// Checks what arrived at the upload URL (size, sha256, the ZIP) and makes the pack visible;
 /// a pack that fails is removed and the answer says why.
-#[utoipa::path(post, path = "/v1/sharepacks/{id}/complete", operation_id = "completeSharePackUpload", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(post, path = "/v1/sharepacks/{id}/complete", operation_id = "completeSharePackUpload", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
     params(("id" = String, Path, description = "Pack id")),
     responses((status = 200, description = "Checked and visible", body = SharePackEnvelope),
               (status = 401, description = "No valid token"),
@@ -369,7 +369,7 @@ fn io_error(e: std::io::Error) -> ApiError {
               (status = 429, description = "Too many packs")))]
 pub(crate) async fn complete(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -385,12 +385,12 @@ pub(crate) async fn complete(
 }
 
 /// The caller's packs, newest first.
-#[utoipa::path(get, path = "/v1/sharepacks", operation_id = "listSharePacks", tag = "sharepacks", security(("bearer" = [])), params(PageParams),
+#[utoipa::path(get, path = "/v1/sharepacks", operation_id = "listSharePacks", tag = "sharepacks", security(("bearer" = ["sharepacks"])), params(PageParams),
     responses((status = 200, description = "One page", body = SharePackListEnvelope),
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) =
@@ -415,13 +415,13 @@ async fn visible(state: &AppState, id: &str) -> Result<(SharePack, UserId), ApiE
 }
 
 /// Any signed-in driver with the id may read a pack's metadata.
-#[utoipa::path(get, path = "/v1/sharepacks/{id}", operation_id = "getSharePack", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/sharepacks/{id}", operation_id = "getSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
     params(("id" = String, Path, description = "Pack id")),
     responses((status = 200, description = "The pack", body = PackDetailEnvelope),
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn metadata(
     State(state): State<AppState>,
-    _user: AuthUser,
+    _user: Authorized<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (pack, owner) = visible(&state, &id).await?;
@@ -451,14 +451,14 @@ fn file_name(name: &str) -> String {
 }
 
 /// The byte-identical ZIP, streamed (locally) or through a 5-minute presigned URL (AWS).
-#[utoipa::path(get, path = "/v1/sharepacks/{id}/download", operation_id = "downloadSharePack", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/sharepacks/{id}/download", operation_id = "downloadSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
     params(("id" = String, Path, description = "Pack id")),
     responses((status = 200, description = "The ZIP", content_type = "application/zip", body = inline(ZipBytes)),
               (status = 302, description = "AWS: the ZIP at a presigned S3 URL"),
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn download(
     State(state): State<AppState>,
-    _user: AuthUser,
+    _user: Authorized<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (pack, _) = visible(&state, &id).await?;
@@ -500,13 +500,13 @@ pub(crate) async fn download(
 }
 
 /// Deletes the caller's pack; anyone else (and an unknown id) gets 404.
-#[utoipa::path(delete, path = "/v1/sharepacks/{id}", operation_id = "deleteSharePack", tag = "sharepacks", security(("bearer" = [])),
+#[utoipa::path(delete, path = "/v1/sharepacks/{id}", operation_id = "deleteSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
     params(("id" = String, Path, description = "Pack id")),
     responses((status = 200, description = "Deleted", body = DeletedPackEnvelope),
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack of the caller")))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Authorized<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     packs::delete(&state.ports, user.user_id(), &id).await?;

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Authorized, scope};
 use crate::http::security_headers::SVG_CONTENT_SECURITY_POLICY;
 use crate::http::{ApiError, ApiQuery, PageParams, Paged, ok};
 use crate::ids::TrackId;
@@ -25,12 +25,12 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 /// Tracks that have uploaded sessions, with session counts and whether a map exists.
-#[utoipa::path(get, path = "/v1/tracks", operation_id = "listTracks", tag = "tracks", security(("bearer" = [])), params(PageParams),
+#[utoipa::path(get, path = "/v1/tracks", operation_id = "listTracks", tag = "tracks", security(("bearer" = ["sessions:read"])), params(PageParams),
     responses((status = 200, description = "One page", body = TrackListEnvelope),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    _user: AuthUser,
+    _user: Authorized<scope::SessionsRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) = tracks::list(&state.ports, page.limit()?, page.cursor()).await?;
@@ -47,7 +47,7 @@ pub(crate) struct MapQuery {
 }
 
 /// A track's centreline: JSON points, or an SVG picture with `?format=svg`.
-#[utoipa::path(get, path = "/v1/tracks/{id}/map", operation_id = "getTrackMap", tag = "tracks", security(("bearer" = [])),
+#[utoipa::path(get, path = "/v1/tracks/{id}/map", operation_id = "getTrackMap", tag = "tracks", security(("bearer" = ["sessions:read"])),
     params(("id" = String, Path, description = "Track id"), MapQuery),
     responses((status = 200, description = "The map: JSON in the envelope, or an SVG picture with `?format=svg`",
                content((TrackMapEnvelope = "application/json"), (String = "image/svg+xml"))),
@@ -55,7 +55,7 @@ pub(crate) struct MapQuery {
               (status = 404, description = "Unknown track, or no map built yet")))]
 pub(crate) async fn map(
     State(state): State<AppState>,
-    _user: AuthUser,
+    _user: Authorized<scope::SessionsRead>,
     Path(id): Path<TrackId>,
     ApiQuery(query): ApiQuery<MapQuery>,
 ) -> Result<Response, ApiError> {

@@ -1,13 +1,14 @@
 //! `/v1/auth`: email and password, tokens, and the desktop sign-in flow with providers, one
-//! module per flow.
+//! module per flow; and `/v1/tokens`, the driver's personal access tokens.
 
 pub mod email;
+pub mod personal_tokens;
 pub mod providers;
 pub mod tokens;
 
 use axum::Router;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -31,6 +32,11 @@ pub fn routes() -> Router<AppState> {
         .route("/v1/auth/login/{provider}", get(providers::login_provider))
         .route("/v1/auth/callback/{provider}", get(providers::callback))
         .route("/v1/auth/{provider}", get(providers::login_provider))
+        .route(
+            "/v1/tokens",
+            get(personal_tokens::list).post(personal_tokens::create),
+        )
+        .route("/v1/tokens/{id}", delete(personal_tokens::revoke))
 }
 
 /// Counts one sign-in by `method` (`email`, `provider`) and its outcome: `ok`, `failed`
