@@ -1,9 +1,11 @@
 // @ts-check
 // A driver's short flow through openapi-fetch, typed by the types openapi-typescript generated
 // from the server's /openapi.json (paddock-api.d.ts beside this file; `tsc -p .` checks this
-// file against them). Usage: node flow.mjs BASE_URL. Registers, uploads the example session
-// of the document, submits its best lap, reads the board and the driver's standing, and checks
-// that a request with a bad token is refused with 401 and read as the error envelope.
+// file against them). Usage: node flow.mjs BASE_URL. Registers, makes a personal access token
+// for a tool (upload, submit, read boards) and with it uploads the example session of the
+// document, submits its best lap, reads the board and the driver's standing; checks that the
+// token is refused (403) where its scopes do not reach and that a bad token is refused (401),
+// each read as the error envelope.
 import createClient from "openapi-fetch";
 
 /** @typedef {import("./paddock-api.d.ts").paths} Paths */
@@ -44,7 +46,18 @@ const document = await (await fetch(`${baseUrl}/openapi.json`)).json();
 const register = example(document, "/v1/auth/register");
 register.email = `node-${crypto.randomUUID().slice(0, 12)}@example.com`;
 const tokens = expectData("register", await api.POST("/v1/auth/register", { body: register }), 201);
-const auth = { headers: { Authorization: `Bearer ${tokens.accessToken}` } };
+const signedIn = { headers: { Authorization: `Bearer ${tokens.accessToken}` } };
+const created = expectData(
+  "token",
+  await api.POST("/v1/tokens", {
+    body: { name: "lap tool", scopes: ["sessions:write", "boards:submit", "boards:read"], expiresInDays: 7 },
+    ...signedIn,
+  }),
+  201,
+);
+if (!created.token.startsWith("pdk_")) throw new Error(`token: ${JSON.stringify(created)}`);
+// From here on the tool's own token, not the driver's sign-in.
+const auth = { headers: { Authorization: `Bearer ${created.token}` } };
 
 /** @type {Schemas["SessionUploadDto"]} */
 const upload = example(document, "/v1/sessions");
@@ -81,6 +94,12 @@ if (standing.rank !== outcome.rank || standing.entry.lapTimeMs !== best.lapTimeM
   throw new Error(`standing: ${JSON.stringify(standing)}`);
 }
 
+// The token was not given sessions:read.
+const beyond = await api.GET("/v1/sessions", { ...auth });
+if (beyond.response.status !== 403 || beyond.error?.success !== false || !beyond.error.error.includes("sessions:read")) {
+  throw new Error(`403: ${beyond.response.status} ${JSON.stringify(beyond.error)}`);
+}
+
 const refused = await api.GET("/v1/leaderboards/me", {
   params: { query: { trackId: receipt.trackId } },
   headers: { Authorization: "Bearer not-a-token" },
@@ -91,4 +110,4 @@ if (refused.response.status !== 401 || envelope?.success !== false || typeof env
   throw new Error(`401: ${refused.response.status} ${JSON.stringify(refused.error)}`);
 }
 
-console.log("typescript client: register, upload, submit, board, standing and a 401 envelope: ok");
+console.log("typescript client: register, a token, upload, submit, board, standing, a 403 and a 401 envelope: ok");

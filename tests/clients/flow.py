@@ -1,10 +1,11 @@
 """A driver's short flow through the Python client generated from the server's /openapi.json.
 
 Usage: flow.py BASE_URL, with the generated package `paddock_client` on PYTHONPATH
-(tests/run.sh generates it). Registers, uploads the example session of the document, submits
-its best lap, reads the board and the driver's standing, and checks that a request with a bad
-token is refused with 401 and parsed as the error envelope. Exits non-zero on the first
-surprise.
+(tests/run.sh generates it). Registers, makes a personal access token for a tool (upload,
+submit and read boards), and with that token uploads the example session of the document,
+submits its best lap and reads the board and the driver's standing; checks that the token is
+refused (403) where its scopes do not reach and that a bad token is refused (401), each parsed
+as the error envelope. Exits non-zero on the first surprise.
 """
 
 import sys
@@ -15,8 +16,11 @@ import httpx
 from paddock_client import AuthenticatedClient, Client
 from paddock_client.api.auth import register_with_email
 from paddock_client.api.leaderboards import get_leaderboard, get_my_standing, submit_lap
-from paddock_client.api.sessions import upload_session
+from paddock_client.api.sessions import list_sessions, upload_session
+from paddock_client.api.tokens import create_access_token
 from paddock_client.models import (
+    CreatedTokenEnvelope,
+    CreateTokenRequest,
     ErrorEnvelope,
     LeaderboardEnvelope,
     ReceiptEnvelope,
@@ -54,7 +58,14 @@ def main(base_url: str) -> None:
         201,
         TokenEnvelope,
     )
-    driver = AuthenticatedClient(base_url=base_url, token=tokens.data.access_token)
+    signed_in = AuthenticatedClient(base_url=base_url, token=tokens.data.access_token)
+    request = CreateTokenRequest.from_dict(
+        {"name": "lap tool", "scopes": ["sessions:write", "boards:submit", "boards:read"], "expiresInDays": 7}
+    )
+    created = expect(create_access_token.sync_detailed(client=signed_in, body=request), 201, CreatedTokenEnvelope)
+    assert created.data.token.startswith("pdk_"), created
+    # From here on the tool's own token, not the driver's sign-in.
+    driver = AuthenticatedClient(base_url=base_url, token=created.data.token)
 
     upload = SessionUploadDto.from_dict(example(document, "/v1/sessions"))
     upload.client_session_id = str(uuid.uuid4())
@@ -79,13 +90,17 @@ def main(base_url: str) -> None:
     )
     assert standing.data.rank == outcome.data.rank and standing.data.entry.lap_time_ms == best.lap_time_ms, standing
 
+    # The token was not given sessions:read.
+    beyond = expect(list_sessions.sync_detailed(client=driver), 403, ErrorEnvelope)
+    assert beyond.success is False and "sessions:read" in beyond.error, beyond
+
     stranger = AuthenticatedClient(base_url=base_url, token="not-a-token")
     refused = expect(
         get_my_standing.sync_detailed(client=stranger, track_id=uuid.UUID(track_id)), 401, ErrorEnvelope
     )
     assert refused.success is False and refused.error, refused
 
-    print("python client: register, upload, submit, board, standing and a 401 envelope: ok")
+    print("python client: register, a token, upload, submit, board, standing, a 403 and a 401 envelope: ok")
 
 
 if __name__ == "__main__":

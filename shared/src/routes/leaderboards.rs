@@ -139,7 +139,7 @@ impl From<PageError> for ApiError {
 /// few seconds, with `Cache-Control` and `ETag` (send `If-None-Match` for a 304). With
 /// `around=me` (token required), the page centred on the caller, not cached.
 #[utoipa::path(get, path = "/v1/leaderboards", operation_id = "getLeaderboard", tag = "leaderboards", params(LeaderboardQuery),
-    security((), ("bearer" = [])),
+    security((), ("bearer" = ["boards:read"])),
     responses((status = 200, description = "One page of the board", body = LeaderboardEnvelope),
               (status = 304, description = "The page matches `If-None-Match`"),
               (status = 400, description = "No track given, or a bad limit, cursor or around"),

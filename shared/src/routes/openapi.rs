@@ -144,8 +144,31 @@ impl CommonResponses {
         if has_params {
             common.push(("400", "A parameter breaks a rule (the message names it)"));
         }
+        // An operation a personal access token may use names the token's scope.
+        let scoped = operation
+            .security
+            .iter()
+            .flatten()
+            .any(|r| serde_json::to_string(r).is_ok_and(|s| s.contains("[\"")));
         if secured {
             common.push(("401", "Missing, invalid, expired or revoked token"));
+        }
+        if scoped {
+            common.extend([
+                (
+                    "403",
+                    "A personal access token without the scope this operation needs (the message names it)",
+                ),
+                (
+                    "429",
+                    "Too many requests with this personal access token a minute (with Retry-After)",
+                ),
+            ]);
+        } else if secured {
+            common.push((
+                "403",
+                "A personal access token: this operation takes a signed-in driver's access token",
+            ));
         }
         let responses = &mut operation.responses.responses;
         for (status, description) in common {
