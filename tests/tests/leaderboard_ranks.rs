@@ -552,7 +552,9 @@ async fn downgrade(app: &TestApp) {
             || pk.contains("#CAR#")
             || sk.contains("#CAR#")
             || sk.starts_with("COUNT#")
-            || sk.starts_with("VEH#");
+            || sk.starts_with("VEH#")
+            || sk.starts_with("CARS#")
+            || sk.starts_with("TRACKBOARD#");
         if newer {
             app.ports.items.delete(table, &key, None).await.unwrap();
             changed += 1;
@@ -666,7 +668,34 @@ async fn boards_of_the_older_layout_are_counted_by_the_backfill(
                 Some(r) => assert_eq!((status, me["data"]["rank"].as_u64()), (200, Some(r.0))),
                 None => assert_eq!(status, 404),
             }
+            // The driver's page finds the track through the track index the backfill wrote.
+            let page = app
+                .get(&format!("/drivers/{}", d.user_id))
+                .await
+                .text()
+                .await
+                .unwrap();
+            let on_board = rows.iter().any(|r| r.1 == d.user_id);
+            assert_eq!(
+                page.contains(&format!("/boards/{track}")),
+                on_board,
+                "{page}"
+            );
         }
+        // Every car three drivers or more raced is listed again.
+        let (_, cars) = get(
+            &app,
+            &format!("/v1/leaderboards/vehicles?trackId={track}"),
+            None,
+        )
+        .await;
+        let listed = cars["data"]["items"].as_array().unwrap().len();
+        let raced = CARS
+            .iter()
+            .filter(|car| rows.iter().filter(|r| r.3 == **car).count() >= 3)
+            .count();
+        assert_eq!(listed, raced, "{cars}");
+        assert!(listed > 0);
     }
 }
 

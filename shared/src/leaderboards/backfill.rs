@@ -71,56 +71,22 @@ pub struct BackfillReport {
 pub async fn backfill(ports: &Ports, budget: Duration) -> Result<BackfillReport, StoreError> {
     let started = Instant::now();
     let mut report = BackfillReport::default();
-    let mut progress: Progress = match ports
-        .items
-        .get(Table::Leaderboards, &progress_key())
-        .await?
-    {
-        Some(i) => decode(i, "backfill progress")?,
-        None => Progress::default(),
-    };
-    while !progress.done {
-        let (tracks, next_track) =
-            crate::tracks::list(ports, 1, progress.tracks_cursor.clone()).await?;
-        let Some(track) = tracks.into_iter().next() else {
-            progress.done = true;
-            save(ports, &progress).await?;
-            break;
-        };
-        let board = BoardId::track(&track.id);
-        let page = ports
-            .items
-            .query(
-                Query::partition(Table::Leaderboards, board.partition())
-                    .begins_with("ENTRY#")
-                    .limit(PAGE)
-                    .after(progress.entries_cursor.clone()),
-            )
-            .await?;
-        for entry in page.items {
-            let entry = StoredRow::from_item(entry)?;
-            if !entry.counted && count_entry(ports, &board, entry).await? {
+    let mut pass = Pass::load(ports, progress_key()).await?;
+    while let Some(page) = pass.page(ports).await? {
+        let board = BoardId::track(&page.track.id);
+        for entry in &page.entries {
+            if !entry.counted && count_entry(ports, &board, entry.clone()).await? {
                 report.counted += 1;
             }
         }
-        if let Some(next) = page.next_cursor {
-            crate::ports::items::check_advances(progress.entries_cursor.as_deref(), &next)?;
-            progress.entries_cursor = Some(next);
-        } else {
+        if pass.advance(ports, page).await? {
             report.boards += 1;
-            super::cache::invalidate_in_process(&track.id);
-            progress.entries_cursor = None;
-            match next_track {
-                Some(next) => progress.tracks_cursor = Some(next),
-                None => progress.done = true,
-            }
         }
-        save(ports, &progress).await?;
         if started.elapsed() >= budget {
             break;
         }
     }
-    if progress.done {
+    if pass.progress.done {
         report.done = index(ports, started, budget).await?;
     }
     if report.counted > 0 || report.boards > 0 {
@@ -134,40 +100,108 @@ pub async fn backfill(ports: &Ports, budget: Duration) -> Result<BackfillReport,
     Ok(report)
 }
 
-async fn save(ports: &Ports, progress: &Progress) -> Result<(), StoreError> {
-    save_as(ports, &progress_key(), progress).await
+/// A walk over every track's board entries, a page at a time, whose progress is kept in one
+/// item so that a run cut short resumes where it stopped.
+struct Pass {
+    key: Key,
+    progress: Progress,
 }
 
-async fn save_as(ports: &Ports, key: &Key, progress: &Progress) -> Result<(), StoreError> {
-    let value = serde_json::to_value(progress).expect("progress serialises");
-    ports
-        .items
-        .put(Table::Leaderboards, item(key, value), None)
-        .await
+/// One page of a track's entries, and where the walk goes after it.
+struct PassPage {
+    track: crate::tracks::Track,
+    entries: Vec<StoredRow>,
+    next_entries: Option<String>,
+    next_track: Option<String>,
+}
+
+impl Pass {
+    /// Whether the page being walked is the first of its track.
+    fn at_track_start(&self) -> bool {
+        self.progress.entries_cursor.is_none()
+    }
+
+    /// The pass whose progress is the item `key`.
+    async fn load(ports: &Ports, key: Key) -> Result<Self, StoreError> {
+        let progress = match ports.items.get(Table::Leaderboards, &key).await? {
+            Some(i) => decode(i, "backfill progress")?,
+            None => Progress::default(),
+        };
+        Ok(Self { key, progress })
+    }
+
+    /// The next page of entries; `None` once every track is walked (then saved as done).
+    async fn page(&mut self, ports: &Ports) -> Result<Option<PassPage>, StoreError> {
+        if self.progress.done {
+            return Ok(None);
+        }
+        let (tracks, next_track) =
+            crate::tracks::list(ports, 1, self.progress.tracks_cursor.clone()).await?;
+        let Some(track) = tracks.into_iter().next() else {
+            self.progress.done = true;
+            self.save(ports).await?;
+            return Ok(None);
+        };
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Leaderboards, BoardId::track(&track.id).partition())
+                    .begins_with("ENTRY#")
+                    .limit(PAGE)
+                    .after(self.progress.entries_cursor.clone()),
+            )
+            .await?;
+        let entries = page
+            .items
+            .into_iter()
+            .map(StoredRow::from_item)
+            .collect::<Result<_, _>>()?;
+        Ok(Some(PassPage {
+            track,
+            entries,
+            next_entries: page.next_cursor,
+            next_track,
+        }))
+    }
+
+    /// Records `page` as walked and saves the progress; answers whether its track is done
+    /// (then its cached pages are dropped in this process).
+    async fn advance(&mut self, ports: &Ports, page: PassPage) -> Result<bool, StoreError> {
+        let progress = &mut self.progress;
+        let track_done = if let Some(next) = page.next_entries {
+            crate::ports::items::check_advances(progress.entries_cursor.as_deref(), &next)?;
+            progress.entries_cursor = Some(next);
+            false
+        } else {
+            super::cache::invalidate_in_process(&page.track.id);
+            progress.entries_cursor = None;
+            match page.next_track {
+                Some(next) => progress.tracks_cursor = Some(next),
+                None => progress.done = true,
+            }
+            true
+        };
+        self.save(ports).await?;
+        Ok(track_done)
+    }
+
+    async fn save(&self, ports: &Ports) -> Result<(), StoreError> {
+        let value = serde_json::to_value(&self.progress).expect("progress serialises");
+        ports
+            .items
+            .put(Table::Leaderboards, item(&self.key, value), None)
+            .await
+    }
 }
 
 /// The index pass: every track's entries and cars, a page at a time, until `budget` is spent
 /// (at least one page); answers whether every track is done.
 async fn index(ports: &Ports, started: Instant, budget: Duration) -> Result<bool, StoreError> {
-    let mut progress: Progress = match ports
-        .items
-        .get(Table::Leaderboards, &index_progress_key())
-        .await?
-    {
-        Some(i) => decode(i, "index backfill progress")?,
-        None => Progress::default(),
-    };
-    while !progress.done {
-        let (tracks, next_track) =
-            crate::tracks::list(ports, 1, progress.tracks_cursor.clone()).await?;
-        let Some(track) = tracks.into_iter().next() else {
-            progress.done = true;
-            save_as(ports, &index_progress_key(), &progress).await?;
-            break;
-        };
-        let board = BoardId::track(&track.id);
-        if progress.entries_cursor.is_none() {
-            for ops in vehicles::unlisted(ports, &track.id).await? {
+    let mut pass = Pass::load(ports, index_progress_key()).await?;
+    while let Some(page) = pass.page(ports).await? {
+        let board = BoardId::track(&page.track.id);
+        if pass.at_track_start() {
+            for ops in vehicles::unlisted(ports, &page.track.id).await? {
                 // A count changed meanwhile moved the listing itself.
                 match ports.items.transact(ops).await {
                     Ok(()) | Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {}
@@ -175,17 +209,7 @@ async fn index(ports: &Ports, started: Instant, budget: Duration) -> Result<bool
                 }
             }
         }
-        let page = ports
-            .items
-            .query(
-                Query::partition(Table::Leaderboards, board.partition())
-                    .begins_with("ENTRY#")
-                    .limit(PAGE)
-                    .after(progress.entries_cursor.clone()),
-            )
-            .await?;
-        for entry in page.items {
-            let entry = StoredRow::from_item(entry)?;
+        for entry in &page.entries {
             let user_id = &entry.row.user_id;
             let Some(key) = board.track_index_key(user_id) else {
                 continue;
@@ -209,22 +233,12 @@ async fn index(ports: &Ports, started: Instant, budget: Duration) -> Result<bool
                 Err(e) => return Err(e),
             }
         }
-        if let Some(next) = page.next_cursor {
-            crate::ports::items::check_advances(progress.entries_cursor.as_deref(), &next)?;
-            progress.entries_cursor = Some(next);
-        } else {
-            progress.entries_cursor = None;
-            match next_track {
-                Some(next) => progress.tracks_cursor = Some(next),
-                None => progress.done = true,
-            }
-        }
-        save_as(ports, &index_progress_key(), &progress).await?;
+        pass.advance(ports, page).await?;
         if started.elapsed() >= budget {
             break;
         }
     }
-    Ok(progress.done)
+    Ok(pass.progress.done)
 }
 
 /// Rounds of counting one entry before it is left to the next run.
