@@ -10,10 +10,10 @@ use super::board::{BoardId, Position, RANK_KEY, Row, StoredRow, rank_sk, submitt
 use super::rank_counts::{self, Change, Tally, Through};
 use super::vehicles;
 use crate::events::{Event, EventKind, LeaderboardSubmitted};
-use crate::identity::rate_limits::{self, Limit, LimitError, RateLimited};
+use crate::identity::rate_limits::RateLimited;
 use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
-use crate::ports::items::{Condition, StoreError, TxOp};
+use crate::ports::items::{Condition, Key, StoreError, TTL, TxOp, Update};
 use crate::sessions::records::StoredSession;
 use crate::sessions::upload::Lap;
 use crate::tables::Table;
@@ -23,7 +23,7 @@ pub(crate) const MIN_QUALITY: f64 = 0.8;
 /// A day, the window of the new-board limit.
 const DAY: i64 = 24 * 3600;
 /// Rounds of read-and-replace before giving up under heavy contention on one entry.
-const ROUNDS: u32 = 12;
+const ROUNDS: u32 = 20;
 
 /// The answer of a submission.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -93,12 +93,28 @@ pub enum SubmitError {
     Store(#[from] StoreError),
 }
 
-impl From<LimitError> for SubmitError {
-    fn from(e: LimitError) -> Self {
-        match e {
-            LimitError::Limited(limited) => Self::NewBoards(limited),
-            LimitError::Store(e) => Self::Store(e),
-        }
+/// The driver's count of boards opened today (table `limits`, `RL#new-board#<user>` / the
+/// day's start, expiring with the day) raised by one, conditional on staying within `max`.
+fn new_board_op(user_id: &UserId, now: i64, max: u32) -> TxOp {
+    let start = now - now.rem_euclid(DAY);
+    TxOp::Update {
+        table: Table::Limits,
+        key: Key::new(format!("RL#new-board#{user_id}"), start.to_string()),
+        update: Update::set(TTL, start + DAY + 60).and_add("n", 1),
+        condition: Some(Condition::Or(vec![
+            Condition::AttrNotExists("n".into()),
+            Condition::Lt("n".into(), serde_json::json!(max)),
+        ])),
+    }
+}
+
+/// The refusal of a lap that would open a board past today's `max`.
+fn new_boards_spent(now: i64, max: u32) -> RateLimited {
+    let end = now - now.rem_euclid(DAY) + DAY;
+    RateLimited {
+        max,
+        window_secs: DAY,
+        retry_after_secs: u64::try_from(end - now).unwrap_or(1).max(1),
     }
 }
 
@@ -206,7 +222,6 @@ pub(crate) async fn submit(
     let track_id = summary.track_id.clone();
     let track_board = BoardId::track(&track_id);
     let car_board = BoardId::car(&track_id, &summary.vehicle_name);
-    let mut opening_counted = false;
     for round in 0..ROUNDS {
         // The car's count is read beside the entries (one step): a new driver on the car's
         // board changes it, conditional on it.
@@ -215,13 +230,6 @@ pub(crate) async fn submit(
             read_entry(ports, &car_board, &driver.user_id),
             vehicles::read_count(ports, &track_id, &summary.vehicle_name)
         )?;
-        if (on_track.is_none() || in_car.is_none()) && !opening_counted {
-            // Boards a driver opens are bounded a day: each one is read by every view of its
-            // track's car list or the driver's page.
-            let limit = [Limit::new("n", new_boards_per_day)];
-            rate_limits::hit(ports, "new-board", driver.user_id.as_str(), DAY, &limit).await?;
-            opening_counted = true;
-        }
         let now = ports.clock.now();
         let faster = |entry: &Option<StoredRow>| {
             entry
@@ -290,6 +298,16 @@ pub(crate) async fn submit(
                 ops.extend(vehicles::count_ops(&track_id, &car, 1));
             }
         }
+        // A lap that opens a board counts against the driver's day in the same transaction,
+        // so only the submission that opens it counts (not a concurrent or retried one).
+        let opening = (on_track.is_none() || (faster_in_car && in_car.is_none())).then(|| {
+            ops.push(new_board_op(
+                &driver.user_id,
+                now.unix_timestamp(),
+                new_boards_per_day,
+            ));
+            ops.len() - 1
+        });
         match ports.items.transact(ops).await {
             Ok(()) => {
                 let outcome = SubmitOutcome {
@@ -309,6 +327,12 @@ pub(crate) async fn submit(
                     .with_label_values(&[result])
                     .inc();
                 return Ok(outcome);
+            }
+            Err(StoreError::ConditionFailed { index }) if Some(index) == opening => {
+                return Err(SubmitError::NewBoards(new_boards_spent(
+                    now.unix_timestamp(),
+                    new_boards_per_day,
+                )));
             }
             // Another submission changed an entry or the counts meanwhile: read again.
             Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
