@@ -15,8 +15,20 @@ use std::sync::{Arc, RwLock};
 use crate::ports::items::{Item, Key, is_expired};
 use crate::tables::Table;
 
-/// Entries kept at most; the cache starts over beyond (bounded memory).
-const MAX_ENTRIES: usize = 100_000;
+/// About the memory the entries may hold; the cache starts over beyond. Bounded in bytes, not
+/// entries: a count bound let a backfill of a large board fill it with large items.
+const MAX_BYTES: usize = 16 << 20;
+/// What an entry costs besides its keys and item: the maps' slots and the shared pointer.
+const ENTRY_BYTES: usize = 96;
+
+/// About the memory an entry of `key` holding `item` takes: its keys, its slots and the item
+/// (twice the item's JSON text: a parsed value takes more room than its text).
+fn weight(key: &Key, item: Option<&Item>) -> usize {
+    let item = item.map_or(0, |i| {
+        serde_json::to_vec(i).map_or(0, |text| 2 * text.len())
+    });
+    ENTRY_BYTES + key.pk.len() + key.sk.len() + item
+}
 
 /// What a lookup found.
 pub enum Lookup {
@@ -31,13 +43,19 @@ pub enum Lookup {
 /// keys are hashed with `foldhash` (randomly seeded per process, as `hashbrown`'s own
 /// default): a hit hashes two keys, and SipHash was a third of its time.
 type Entries = HashMap<Table, HashMap<String, Partition, Hasher>, Hasher>;
-type Partition = HashMap<String, Option<Arc<Item>>, Hasher>;
+type Partition = HashMap<String, Entry, Hasher>;
 type Hasher = foldhash::fast::RandomState;
+
+/// A cached read: the item (or its absence) and its [`weight`].
+struct Entry {
+    item: Option<Arc<Item>>,
+    bytes: usize,
+}
 
 #[derive(Default)]
 struct Inner {
     generation: u64,
-    len: usize,
+    bytes: usize,
     entries: Entries,
 }
 
@@ -58,7 +76,7 @@ impl ReadCache {
             .get(&table)
             .and_then(|t| t.get(key.pk.as_str()))
             .and_then(|p| p.get(key.sk.as_str()));
-        match found {
+        match found.map(|e| &e.item) {
             Some(Some(item)) if is_expired(item, now) => Lookup::Hit(None),
             Some(found) => Lookup::Hit(found.clone()),
             None => Lookup::Miss(inner.generation),
@@ -74,9 +92,10 @@ impl ReadCache {
         if inner.generation != generation {
             return;
         }
-        if inner.len >= MAX_ENTRIES {
+        let bytes = weight(key, value.as_deref());
+        if inner.bytes + bytes > MAX_BYTES {
             inner.entries.clear();
-            inner.len = 0;
+            inner.bytes = 0;
         }
         let partition = inner
             .entries
@@ -84,9 +103,8 @@ impl ReadCache {
             .or_default()
             .entry(key.pk.clone())
             .or_default();
-        if partition.insert(key.sk.clone(), value).is_none() {
-            inner.len += 1;
-        }
+        let replaced = partition.insert(key.sk.clone(), Entry { item: value, bytes });
+        inner.bytes = inner.bytes + bytes - replaced.map_or(0, |e| e.bytes);
     }
 
     /// Forgets `keys` after a write (committed or not) and starts a new generation.
@@ -101,13 +119,11 @@ impl ReadCache {
             let Some(partition) = partitions.get_mut(key.pk.as_str()) else {
                 continue;
             };
-            let removed = partition.remove(key.sk.as_str()).is_some();
+            let removed = partition.remove(key.sk.as_str()).map_or(0, |e| e.bytes);
             if partition.is_empty() {
                 partitions.remove(key.pk.as_str());
             }
-            if removed {
-                inner.len -= 1;
-            }
+            inner.bytes -= removed;
         }
         inner.generation += 1;
     }
@@ -123,6 +139,33 @@ mod tests {
             .as_object()
             .cloned()
             .unwrap()
+    }
+
+    #[test]
+    fn the_entries_stay_within_their_bytes() {
+        let cache = ReadCache::default();
+        let large = Arc::new(
+            json!({"pk": "p", "sk": "s", "blob": "x".repeat(64 * 1024)})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        for n in 0..1_000 {
+            let key = Key::new("p", format!("s{n}"));
+            let Lookup::Miss(generation) = cache.lookup(Table::Leaderboards, &key, 0) else {
+                panic!("a hit before its fill");
+            };
+            cache.fill(Table::Leaderboards, &key, Some(large.clone()), generation);
+            let bytes = cache.inner.read().unwrap().bytes;
+            assert!(bytes <= MAX_BYTES, "{bytes}");
+        }
+        // Forgetting what is cached gives its bytes back.
+        let inner_bytes = |c: &ReadCache| c.inner.read().unwrap().bytes;
+        let key = Key::new("p", "s999");
+        assert!(inner_bytes(&cache) > 0);
+        let before = inner_bytes(&cache);
+        cache.forget([(Table::Leaderboards, &key)]);
+        assert!(inner_bytes(&cache) < before);
     }
 
     #[test]
