@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use http::HeaderValue;
+
 use crate::coaching::llm::LanguageModel;
 use crate::config::Settings;
 use crate::identity::access_tokens::{AccessTokens, Claims};
@@ -37,6 +39,9 @@ pub struct SharedState {
     pub providers: Providers,
     /// Leaderboard boards and rendered pages, kept for a few seconds.
     pub leaderboards: Arc<BoardCache>,
+    /// The `Cache-Control` of leaderboard answers and board pages: public, for the cache's
+    /// lifetime (built once, sent with every board read).
+    pub board_cache_control: HeaderValue,
     /// The password hashing threads; started by [`AppState::with_identity_providers`] (only
     /// the auth group hashes passwords).
     passwords: Option<Arc<PasswordHasher>>,
@@ -55,9 +60,15 @@ impl AppState {
             settings.leaderboard_cache_bytes,
         ));
         BoardCache::register(&leaderboards);
+        let board_cache_control = HeaderValue::from_str(&format!(
+            "public, max-age={}",
+            settings.leaderboard_cache.as_secs()
+        ))
+        .unwrap_or(HeaderValue::from_static("no-cache"));
         Self(Arc::new(SharedState {
             ports,
             leaderboards,
+            board_cache_control,
             settings: Arc::new(settings),
             providers: Providers::default(),
             passwords: None,

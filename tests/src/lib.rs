@@ -282,6 +282,28 @@ pub async fn spawn_with(settings: Settings, ports: Ports, dir: TempDir) -> TestA
 }
 
 impl TestApp {
+    /// `method` on `path` with `token` as the bearer and `body` as JSON, if any: the answer's
+    /// status, envelope and headers.
+    pub async fn send_auth(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value, reqwest::header::HeaderMap) {
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.address))
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let headers = response.headers().clone();
+        let (status, body) = envelope(response).await;
+        (status, body, headers)
+    }
+
     /// GET `path`.
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client

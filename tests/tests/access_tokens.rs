@@ -32,17 +32,7 @@ async fn send_with_headers(
     token: &str,
     body: Option<Value>,
 ) -> (u16, Value, reqwest::header::HeaderMap) {
-    let mut request = app
-        .client
-        .request(method, format!("{}{path}", app.address))
-        .bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.expect("request");
-    let headers = response.headers().clone();
-    let (status, body) = envelope(response).await;
-    (status, body, headers)
+    app.send_auth(method, path, token, body).await
 }
 
 /// A registered driver: (email, access token, user id).

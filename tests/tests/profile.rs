@@ -34,14 +34,8 @@ async fn send(
     token: &str,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let mut request = app
-        .client
-        .request(method, format!("{}{path}", app.address))
-        .bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    envelope(request.send().await.expect("request")).await
+    let (status, body, _) = app.send_auth(method, path, token, body).await;
+    (status, body)
 }
 
 async fn patch(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {

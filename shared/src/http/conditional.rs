@@ -1,4 +1,6 @@
 //! Conditional GETs: whether a request's `If-None-Match` holds the answer's entity tag.
+//! Hand-written rather than the `headers` crate's `IfNoneMatch`: one comparison, and our ETags
+//! are already strings, so a typed-header crate would add a parse and a dependency for it.
 
 use http::HeaderValue;
 

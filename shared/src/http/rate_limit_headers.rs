@@ -4,7 +4,8 @@
 //! A request whose bearer token has the personal-token prefix gets a [`RateLimitSlot`] in its
 //! extensions; the token's check leaves the usage of its limit there, and this layer copies
 //! it onto the answer (a 429 too). Every other request passes with one header look-up: no
-//! slot, no allocation, the inner future as it is.
+//! slot, no allocation, the inner future as it is. (Rate-limit crates such as `tower_governor`
+//! count in memory per process; our limits are counted in the item store, across instances.)
 
 use axum::extract::Request;
 use axum::response::Response;

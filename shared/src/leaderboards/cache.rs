@@ -12,7 +12,6 @@
 //! Lambda instances) see a new best lap within the lifetime.
 
 use bytes::Bytes;
-use http::HeaderValue;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::future::Future;
@@ -116,8 +115,8 @@ pub struct PageKey {
 pub struct RenderedPage {
     /// The whole enveloped JSON body.
     pub body: Bytes,
-    /// Strong ETag of the body, ready to send.
-    pub etag: HeaderValue,
+    /// Strong ETag of the body, quoted (`"<hex>"`).
+    pub etag: String,
 }
 
 impl RenderedPage {
@@ -130,8 +129,7 @@ impl RenderedPage {
     pub(crate) fn with_etag(body: Vec<u8>) -> Self {
         let digest = Sha256::digest(&body);
         let hex = crate::identity::hex(&digest[..16]);
-        let etag = HeaderValue::from_str(&format!("\"{hex}\""))
-            .unwrap_or(HeaderValue::from_static("\"\""));
+        let etag = format!("\"{hex}\"");
         Self {
             body: Bytes::from(body),
             etag,
@@ -214,7 +212,6 @@ fn pages_of<K: KeyBytes + Eq + std::hash::Hash + Clone>(max_bytes: u64) -> Pages
 /// Rendered pages by board and position, and the public driver pages.
 pub struct BoardCache {
     lifetime: Duration,
-    cache_control: HeaderValue,
     pages: Option<Pages<PageKey>>,
     drivers: Option<Pages<DriverPageKey>>,
     /// When expired pages were last dropped (milliseconds since `started`).
@@ -226,16 +223,12 @@ impl BoardCache {
     /// A cache keeping pages for `lifetime` (zero: every read goes to the store), holding
     /// about `max_bytes` of page bodies at most.
     pub fn new(lifetime: Duration, max_bytes: u64) -> Self {
-        let cache_control =
-            HeaderValue::from_str(&format!("public, max-age={}", lifetime.as_secs()))
-                .unwrap_or(HeaderValue::from_static("no-cache"));
         // A typical page is a few kilobytes: the entry table is sized for that. Driver pages
         // get a quarter of the bytes of board pages (fewer links, shared less).
         let pages = (!lifetime.is_zero()).then(|| pages_of(max_bytes));
         let drivers = (!lifetime.is_zero()).then(|| pages_of(max_bytes / 4));
         Self {
             lifetime,
-            cache_control,
             pages,
             drivers,
             purged_ms: AtomicU64::new(0),
@@ -246,11 +239,6 @@ impl BoardCache {
     /// The cache lifetime.
     pub fn lifetime(&self) -> Duration {
         self.lifetime
-    }
-
-    /// The `Cache-Control` value of leaderboard answers (max-age = the lifetime).
-    pub fn cache_control(&self) -> HeaderValue {
-        self.cache_control.clone()
     }
 
     /// The page `key`, from the cache or from `load` (called with the key on a miss only, and
@@ -417,7 +405,7 @@ mod tests {
     fn page(n: usize, bytes: usize) -> RenderedPage {
         RenderedPage {
             body: Bytes::from(vec![b'x'; bytes]),
-            etag: HeaderValue::from_str(&format!("\"{n}\"")).unwrap(),
+            etag: format!("\"{n}\""),
         }
     }
 

@@ -284,10 +284,7 @@ impl<'a> Page<'a> {
 
     /// 200 with a rendered page, or 304 when the client holds it (`If-None-Match`).
     fn rendered(&self, page: RenderedPage) -> Response {
-        let held = page
-            .etag
-            .to_str()
-            .is_ok_and(|etag| conditional::holds(self.request.get(header::IF_NONE_MATCH), etag));
+        let held = conditional::holds(self.request.get(header::IF_NONE_MATCH), &page.etag);
         let mut response = if held {
             StatusCode::NOT_MODIFIED.into_response()
         } else {
@@ -296,9 +293,11 @@ impl<'a> Page<'a> {
         let h = response.headers_mut();
         h.insert(
             header::CACHE_CONTROL,
-            self.state.leaderboards.cache_control(),
+            self.state.board_cache_control.clone(),
         );
-        h.insert(header::ETAG, page.etag);
+        if let Ok(etag) = HeaderValue::from_str(&page.etag) {
+            h.insert(header::ETAG, etag);
+        }
         response
     }
 

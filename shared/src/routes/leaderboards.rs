@@ -238,18 +238,17 @@ fn page_response(
     if_none_match: Option<&HeaderValue>,
     page: RenderedPage,
 ) -> Response {
-    let etag = page.etag;
-    let fresh = etag
-        .to_str()
-        .is_ok_and(|tag| conditional::holds(if_none_match, tag));
+    let fresh = conditional::holds(if_none_match, &page.etag);
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         json_bytes(page.body)
     };
     let h = response.headers_mut();
-    h.insert(header::CACHE_CONTROL, state.leaderboards.cache_control());
-    h.insert(header::ETAG, etag);
+    h.insert(header::CACHE_CONTROL, state.board_cache_control.clone());
+    if let Ok(etag) = HeaderValue::from_str(&page.etag) {
+        h.insert(header::ETAG, etag);
+    }
     response
 }
 
@@ -372,7 +371,7 @@ pub async fn vehicles(
     });
     response
         .headers_mut()
-        .insert(header::CACHE_CONTROL, state.leaderboards.cache_control());
+        .insert(header::CACHE_CONTROL, state.board_cache_control.clone());
     Ok(response)
 }
 
