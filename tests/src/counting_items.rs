@@ -3,10 +3,10 @@
 //! request costs in the units DynamoDB bills reads by, on either backend.
 
 use async_trait::async_trait;
-use paddock::ports::items::{
+use paddock_core::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, Page, Query, StoreError, TxOp, Update,
 };
-use paddock::tables::Table;
+use paddock_core::tables::Table;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -12,12 +12,11 @@ pub mod lambda_events;
 pub mod lambda_runtime_api;
 pub mod local_api;
 
-use paddock::app::Application;
-use paddock::aws;
-use paddock::config::{QueueUrls, Settings};
-use paddock::ports::{Clock, ManualClock, Ports, SystemClock};
-use paddock::queues::QueueName;
-use paddock::wiring;
+use paddock_core::config::{QueueUrls, Settings};
+use paddock_core::ports::{Clock, ManualClock, Ports, SystemClock};
+use paddock_core::queues::QueueName;
+use paddock_runtime::app::Application;
+use paddock_runtime::wiring;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,17 +79,18 @@ pub async fn ports(backend: Backend) -> TestPorts {
         }
         Backend::Aws => {
             require_emulators();
-            settings.backend = paddock::config::Backend::Aws;
+            settings.backend = paddock_core::config::Backend::Aws;
             settings.create_resources = true;
             settings.table_prefix = unique("t");
             settings.bucket = Some(unique("b"));
-            let sdk = aws::sdk_config().await;
+            let sdk = paddock_aws::sdk_config().await;
             let sqs = aws_sdk_sqs_client(&sdk);
             // Fresh queues per test, so tests running at once never see each other's events.
             for queue in QueueName::ALL {
-                let (url, dlq) = aws::provision::create_queues(&sqs, &unique(&format!("{queue}-")))
-                    .await
-                    .expect("queues");
+                let (url, dlq) =
+                    paddock_aws::provision::create_queues(&sqs, &unique(&format!("{queue}-")))
+                        .await
+                        .expect("queues");
                 settings.queue_urls.insert(
                     queue,
                     QueueUrls {
@@ -166,7 +166,7 @@ pub async fn spawn_functions() -> TestApp {
 /// As [`spawn_functions`], with `settings` (`Section__Key`, value) given to every function.
 pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
     let mut t = ports(Backend::Aws).await;
-    let sdk = aws::sdk_config().await;
+    let sdk = paddock_aws::sdk_config().await;
     let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
     let secret_id = unique("paddock-secrets-");
     let key = || {
@@ -177,14 +177,17 @@ pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
         ];
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes.concat())
     };
-    aws::provision::put_secret(
+    paddock_aws::provision::put_secret(
         &secrets,
         &secret_id,
         &serde_json::json!({"jwtSigningKey": key(), "uploadUrlKey": key()}),
     )
     .await
     .expect("a secret");
-    t.ports.secrets = Arc::new(aws::SecretsManagerSecrets::new(secrets, secret_id.clone()));
+    t.ports.secrets = Arc::new(paddock_aws::SecretsManagerSecrets::new(
+        secrets,
+        secret_id.clone(),
+    ));
     t.settings.secret_id = Some(secret_id.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -532,11 +535,14 @@ macro_rules! on_both_backends {
 /// embedded store's SQLite file, or a scan of each DynamoDB table.
 pub async fn every_item(
     settings: &Settings,
-) -> Vec<(paddock::tables::Table, paddock::ports::items::Item)> {
-    use paddock::tables::Table;
+) -> Vec<(
+    paddock_core::tables::Table,
+    paddock_core::ports::items::Item,
+)> {
+    use paddock_core::tables::Table;
     let mut all = Vec::new();
     match settings.backend {
-        paddock::config::Backend::Embedded => {
+        paddock_core::config::Backend::Embedded => {
             let path = settings.data_dir.join("paddock.db");
             let conn = rusqlite::Connection::open_with_flags(
                 &path,
@@ -553,8 +559,8 @@ pub async fn every_item(
                 all.push((table, serde_json::from_str(&body).expect("an item")));
             }
         }
-        paddock::config::Backend::Aws => {
-            let client = aws_sdk_dynamodb::Client::new(&aws::sdk_config().await);
+        paddock_core::config::Backend::Aws => {
+            let client = aws_sdk_dynamodb::Client::new(&paddock_aws::sdk_config().await);
             for table in Table::ALL {
                 let mut start = None;
                 loop {

@@ -6,7 +6,7 @@
 //! the `RateLimit-*` headers and a 429 past the per-token limit; a retried creation making two
 //! tokens and a retried revocation doing no harm.
 
-use paddock::identity::personal_tokens;
+use paddock_core::identity::personal_tokens;
 use paddock_tests::{TestApp, envelope, on_both_backends, session_body, unique};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -98,7 +98,7 @@ async fn tokens_are_shown_once_and_revoked_at_once(app: TestApp) {
     assert!(list[0].get("token").is_none(), "{}", list[0]);
     let text = Value::Array(list.clone()).to_string();
     assert!(!text.contains(&token));
-    assert!(!text.contains(&paddock::identity::sha256_hex(&token)));
+    assert!(!text.contains(&paddock_core::identity::sha256_hex(&token)));
 
     // A lost answer retried makes a second token, shown once too.
     let again = make_token(&app, &jwt, "spreadsheet", &["sessions:read"]).await;
@@ -496,7 +496,7 @@ async fn deletion_revokes_tokens_and_the_export_lists_them(app: TestApp) {
     assert!(tokens[0].get("lastUsedAt").is_some(), "{}", tokens[0]);
     let text = export.to_string();
     assert!(!text.contains(token));
-    assert!(!text.contains(&paddock::identity::sha256_hex(token)));
+    assert!(!text.contains(&paddock_core::identity::sha256_hex(token)));
 
     let (status, body) = send(&app, reqwest::Method::DELETE, "/v1/profile/me", &jwt, None).await;
     assert_eq!(status, 202, "{body}");
@@ -566,7 +566,7 @@ async fn answers_carry_rate_limit_headers_and_429_past_the_limit(app: TestApp) {
 
 async fn tokens_expire_and_record_their_last_use(
     app: TestApp,
-    clock: Arc<paddock::ports::ManualClock>,
+    clock: Arc<paddock_core::ports::ManualClock>,
 ) {
     let (email, jwt, _) = driver(&app, "Ivy").await;
     let (status, made) = send(

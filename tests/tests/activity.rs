@@ -2,15 +2,15 @@
 //! feed's rules; exactly-once processing under redelivery and concurrent delivery; poison and
 //! failing events; the consumers' Lambda handlers.
 
-use paddock::activity::{achievements, feed};
-use paddock::events::{Event, EventKind, LeaderboardSubmitted, SessionUploaded};
-use paddock::ids::UserId;
-use paddock::outbox;
-use paddock::ports::items::{Key, Query, item};
-use paddock::ports::{Clock, ManualClock};
-use paddock::queues::QueueName;
-use paddock::tables::Table;
-use paddock::workers::{self, RetryPolicy};
+use paddock_core::activity::{achievements, feed};
+use paddock_core::events::{Event, EventKind, LeaderboardSubmitted, SessionUploaded};
+use paddock_core::ids::UserId;
+use paddock_core::outbox;
+use paddock_core::ports::items::{Key, Query, item};
+use paddock_core::ports::{Clock, ManualClock};
+use paddock_core::queues::QueueName;
+use paddock_core::tables::Table;
+use paddock_core::workers::{self, RetryPolicy};
 use paddock_tests::{Backend, TestApp, TestPorts, envelope, ports, session_body};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -584,7 +584,7 @@ async fn consumer_lambda_handlers_report_only_failed_records() {
         (QueueName::Feed, &too_big),
     ] {
         let processor = workers::processor(queue);
-        let answer = paddock::lambda::handle_worker_event(
+        let answer = paddock_runtime::lambda::handle_worker_event(
             queue,
             batch(&[("good", &good), ("bad", failing)]),
             &t.ports,

@@ -3,10 +3,10 @@
 //! instances over one store (both backends), stored answers, chat validation, and the Lambda
 //! function's answers through `lambda_http`.
 
-use paddock::config::{AiProvider, Settings};
-use paddock::ports::Clock;
-use paddock::ports::items::Key;
-use paddock::tables::Table;
+use paddock_core::config::{AiProvider, Settings};
+use paddock_core::ports::Clock;
+use paddock_core::ports::items::Key;
+use paddock_core::tables::Table;
 use paddock_tests::fake_llm::{ANSWER, FakeLlm, Mode};
 use paddock_tests::{Backend, TestApp, envelope, ports, spawn_with};
 use serde_json::{Value, json};
@@ -663,8 +663,8 @@ async fn the_lambda_function_answers_as_the_local_server_does() {
     let mut t = ports(Backend::Embedded).await;
     configure(&mut t.settings, &fake, AiProvider::Anthropic);
     secret(t.dir.path(), "anthropicApiKey", "test-key");
-    let state = paddock::state::AppState::new(t.ports.clone(), t.settings.clone()).with_coach();
-    let router = paddock::routes::group_router(paddock::routes::ai::routes(), state);
+    let state = paddock_api::state::AppState::new(t.ports.clone(), t.settings.clone()).with_coach();
+    let router = paddock_api::routes::group_router(paddock_api::routes::ai::routes(), state);
     let local = spawn_with(t.settings.clone(), t.ports.clone(), t.dir).await;
     let (token, _) = local.driver("Lambda").await;
     let (status, local_answer, _) = ask(&local, &token, "/v1/ai/insights", &insight_body()).await;

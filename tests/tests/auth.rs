@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use paddock::identity::{exchange_codes, s256};
+use paddock_core::identity::{exchange_codes, s256};
 use paddock_tests::{Backend, TestApp, envelope};
 use serde_json::{Value, json};
 use time::Duration;
@@ -291,7 +291,7 @@ fn forge(header: Value, claims: Value, key: &[u8]) -> String {
 
 async fn access_tokens_are_checked_strictly(
     app: TestApp,
-    clock: std::sync::Arc<paddock::ports::ManualClock>,
+    clock: std::sync::Arc<paddock_core::ports::ManualClock>,
 ) {
     let data = app
         .register("jwt@example.com", "correct horse battery")
@@ -409,12 +409,12 @@ async fn access_tokens_are_checked_strictly(
 
 async fn exchange_codes_are_single_use(
     app: TestApp,
-    clock: std::sync::Arc<paddock::ports::ManualClock>,
+    clock: std::sync::Arc<paddock_core::ports::ManualClock>,
 ) {
     let data = app
         .register("code@example.com", "correct horse battery")
         .await;
-    let user_id = &paddock::ids::UserId::from(data["user"]["id"].as_str().unwrap());
+    let user_id = &paddock_core::ids::UserId::from(data["user"]["id"].as_str().unwrap());
     let verifier = "v".repeat(43) + "-._~abc";
     let code = exchange_codes::issue(&app.ports, user_id, &s256(&verifier))
         .await
@@ -494,7 +494,7 @@ async fn no_raw_secret_is_readable_from_storage(app: TestApp, dump: impl AsyncFn
     let data = app
         .register("secret@example.com", "correct horse battery")
         .await;
-    let user_id = &paddock::ids::UserId::from(data["user"]["id"].as_str().unwrap());
+    let user_id = &paddock_core::ids::UserId::from(data["user"]["id"].as_str().unwrap());
     let (_, rotated) = refresh(&app, data["refreshToken"].as_str().unwrap()).await;
     let code = exchange_codes::issue(&app.ports, user_id, &s256(&"q".repeat(43)))
         .await
@@ -538,9 +538,9 @@ mod no_raw_secret_is_readable_from_storage {
         let prefix = t.settings.table_prefix.clone();
         let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
         super::no_raw_secret_is_readable_from_storage(app, async move || {
-            let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
+            let client = aws_sdk_dynamodb::Client::new(&paddock_aws::sdk_config().await);
             let mut all = String::new();
-            for table in paddock::tables::Table::ALL {
+            for table in paddock_core::tables::Table::ALL {
                 let mut pages = client
                     .scan()
                     .table_name(table.physical(&prefix))

@@ -414,9 +414,9 @@ async fn discovered_endpoints_in_clear_are_refused() {
     for (token_endpoint, expected) in [("{issuer}/token", 303), ("http://idp.example/token", 400)] {
         let issuer = discovery_naming(token_endpoint).await;
         let (app, _) = spawn_configured(Backend::Embedded, |s| {
-            s.auth.providers = vec![paddock::config::ProviderConfig {
+            s.auth.providers = vec![paddock_core::config::ProviderConfig {
                 name: "corp".into(),
-                kind: paddock::config::ProviderKind::Oidc,
+                kind: paddock_core::config::ProviderKind::Oidc,
                 client_id: "paddock".into(),
                 client_secret: Some("client-secret".into()),
                 issuer: Some(issuer.clone()),

@@ -103,7 +103,7 @@ async fn presigned_urls_where_the_backend_has_them(t: TestPorts, expect_url: boo
             url.contains("X-Amz-Signature") && url.contains("X-Amz-Expires=300"),
             "{url}"
         );
-        let fetched = paddock::identity::providers::http_client()
+        let fetched = paddock_clients::identity_providers::http_client()
             .get(&url)
             .send()
             .await

@@ -6,8 +6,8 @@
 //! and phone widths under the test's output directory (`target/tmp/board_pages/`).
 
 use fantoccini::{Client, Locator};
-use paddock::ports::items::Query;
-use paddock::tables::Table;
+use paddock_core::ports::items::Query;
+use paddock_core::tables::Table;
 use paddock_tests::browser::{click_through, env, open_browser};
 use paddock_tests::{TestApp, envelope, session_body, spawn_app};
 use serde_json::{Value, json};

@@ -4,9 +4,9 @@
 //! random port, the code exchange and `/v1/auth/validate`.
 
 use fantoccini::Locator;
-use paddock::config::Settings;
-use paddock::identity::providers::{ProviderConfig, ProviderKind};
-use paddock::identity::{random_token, s256};
+use paddock_clients::identity_providers::{ProviderConfig, ProviderKind};
+use paddock_core::config::Settings;
+use paddock_core::identity::{random_token, s256};
 use paddock_tests::browser::{env, open_browser};
 use paddock_tests::{TestApp, envelope, spawn_with};
 use serde_json::json;
@@ -36,8 +36,11 @@ async fn app_with_provider(registered_port: bool) -> TestApp {
         // The test provider verifies nothing, but it stands in for one that does.
         trust_email_verified: true,
     }];
-    let ports =
-        paddock::wiring::embedded_ports(&settings, Arc::new(paddock::ports::SystemClock)).unwrap();
+    let ports = paddock_runtime::wiring::embedded_ports(
+        &settings,
+        Arc::new(paddock_core::ports::SystemClock),
+    )
+    .unwrap();
     spawn_with(settings, ports, dir).await
 }
 
@@ -185,7 +188,7 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
 /// (never a token), the registry covers the link and its index, deletion removes them, and
 /// the same identity signing in again gets a new account.
 async fn a_provider_account_is_exported_and_deleted_with_its_link(app: &TestApp) {
-    use paddock::driver_data::{Driver, DriverData};
+    use paddock_core::driver_data::{Driver, DriverData};
     let (target, verifier, _) = sign_in_in_browser(app, "nora@paddock.example").await;
     let (status, body) = app
         .exchange(&query_param(&target, "code").unwrap(), &verifier)
@@ -210,12 +213,15 @@ async fn a_provider_account_is_exported_and_deleted_with_its_link(app: &TestApp)
     assert_eq!(links[0]["provider"], "oidc");
     assert!(links[0]["subject"].is_string());
 
-    let profile = paddock::identity::users::get_stored(&app.ports, &id.as_str().into())
+    let profile = paddock_core::identity::users::get_stored(&app.ports, &id.as_str().into())
         .await
         .unwrap()
         .unwrap();
     let driver = Driver::of(&profile.user);
-    let mine = |items: Vec<(paddock::tables::Table, paddock::ports::items::Item)>| {
+    let mine = |items: Vec<(
+        paddock_core::tables::Table,
+        paddock_core::ports::items::Item,
+    )>| {
         items
             .into_iter()
             .filter(|(_, i)| {

@@ -6,11 +6,11 @@
 //! data_control_costs`), not asserted: these machines are noisy. What is asserted: the export
 //! is whole and the deletion leaves nothing.
 
-use paddock::driver_data::deletion::{self, JobOutcome};
-use paddock::driver_data::{Driver, export};
-use paddock::identity::users;
-use paddock::ids::UserId;
-use paddock::ports::Clock;
+use paddock_core::driver_data::deletion::{self, JobOutcome};
+use paddock_core::driver_data::{Driver, export};
+use paddock_core::identity::users;
+use paddock_core::ids::UserId;
+use paddock_core::ports::Clock;
 use paddock_tests::{Backend, TestPorts, every_item, ports, session_body};
 use std::sync::Arc;
 use std::time::Instant;
@@ -77,15 +77,16 @@ async fn seed(t: &TestPorts, user: &UserId, count: usize) {
     let laps: Vec<(i64, bool, f64)> = (0..30).map(|i| (92_000 + i * 37, true, 0.9)).collect();
     let uploads = futures::stream::iter(0..count).map(|i| {
         let body = session_body(&format!("c-{i}"), "2026-11-01T10:00:00Z", &laps, 0);
-        let upload = paddock::sessions::upload::parse(body, t.clock.now()).unwrap();
+        let upload = paddock_core::sessions::upload::parse(body, t.clock.now()).unwrap();
         let (ports, user) = (t.ports.clone(), user.clone());
         async move {
-            paddock::sessions::create(&ports, &user, upload)
+            paddock_core::sessions::create(&ports, &user, upload)
                 .await
                 .unwrap();
             let post =
-                paddock::activity::feed::FeedPost::parse(Some(format!("post {i}")), None).unwrap();
-            paddock::activity::feed::post(&ports, &user, post)
+                paddock_core::activity::feed::FeedPost::parse(Some(format!("post {i}")), None)
+                    .unwrap();
+            paddock_core::activity::feed::post(&ports, &user, post)
                 .await
                 .unwrap();
         }
@@ -98,8 +99,8 @@ async fn export_and_delete(backend: Backend) {
     let mut t = ports(backend).await;
     let store = match backend {
         Backend::Aws => {
-            let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
-            let store = Arc::new(paddock::aws::DynamoItemStore::new(
+            let client = aws_sdk_dynamodb::Client::new(&paddock_aws::sdk_config().await);
+            let store = Arc::new(paddock_aws::DynamoItemStore::new(
                 client,
                 t.settings.table_prefix.clone(),
                 t.clock.clone(),
@@ -146,7 +147,7 @@ async fn export_and_delete(backend: Backend) {
         panic!("{outcome:?}")
     };
     // The uploads' and the deletion's events leave the outbox when relayed.
-    paddock::outbox::relay_pending(&t.ports).await.unwrap();
+    paddock_core::outbox::relay_pending(&t.ports).await.unwrap();
     // Sessions, their idempotency records, posts, the profile.
     assert_eq!(items, 3 * count as u64 + 1);
     let left = every_item(&t.settings)

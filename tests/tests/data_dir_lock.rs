@@ -1,8 +1,8 @@
 //! One data directory, one process: the embedded store caches point reads of what it wrote,
 //! which is exact only while nothing else writes its file.
 
-use paddock::ports::SystemClock;
-use paddock::wiring::embedded_ports;
+use paddock_core::ports::SystemClock;
+use paddock_runtime::wiring::embedded_ports;
 use std::sync::Arc;
 
 #[test]

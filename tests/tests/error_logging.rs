@@ -7,10 +7,10 @@ use axum::body::Body;
 use axum::routing::get;
 use http::Request;
 use http_body_util::BodyExt;
-use paddock::ports::items::{
+use paddock_core::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, Page, Query, StoreError, TxOp, Update,
 };
-use paddock::tables::Table;
+use paddock_core::tables::Table;
 use paddock_tests::captured_log::CapturedLog;
 use std::sync::Arc;
 use std::time::Duration;
@@ -108,8 +108,8 @@ async fn a_store_outage_is_logged_once_with_its_cause_and_request_id() {
     let (logs, _guard) = capture();
     let mut t = paddock_tests::ports(paddock_tests::Backend::Embedded).await;
     t.ports.items = Arc::new(BrokenStore);
-    let state = paddock::state::AppState::new(t.ports.clone(), t.settings.clone());
-    let app = paddock::routes::app_router(state);
+    let state = paddock_api::state::AppState::new(t.ports.clone(), t.settings.clone());
+    let app = paddock_api::routes::app_router(state);
     let request = Request::get("/v1/leaderboards?gameId=acc&trackName=Spa&trackLayout=GP")
         .header("x-request-id", "req-outage-1")
         .body(Body::empty())
@@ -163,7 +163,7 @@ async fn a_panic_is_logged_once_with_its_message_and_answered_500() {
             "unreachable"
         }),
     );
-    let app = paddock::http::with_service_layers(routes, 1024, Duration::from_secs(5));
+    let app = paddock_api::http::with_service_layers(routes, 1024, Duration::from_secs(5));
     let request = Request::get("/boom")
         .header("x-request-id", "req-panic-1")
         .body(Body::empty())

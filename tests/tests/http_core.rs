@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::routing::{get, post};
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use paddock::http::{ApiJson, ok, with_service_layers};
+use paddock_api::http::{ApiJson, ok, with_service_layers};
 use paddock_tests::{envelope, spawn_app, spawn_with};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -270,10 +270,13 @@ async fn health_endpoints_answer_on_a_real_port() {
 async fn readiness_reports_an_unreachable_database_with_503() {
     let dir = tempfile::tempdir().unwrap();
     let settings = paddock_tests::test_settings(&dir);
-    let mut ports =
-        paddock::wiring::embedded_ports(&settings, Arc::new(paddock::ports::SystemClock)).unwrap();
+    let mut ports = paddock_runtime::wiring::embedded_ports(
+        &settings,
+        Arc::new(paddock_core::ports::SystemClock),
+    )
+    .unwrap();
     // A DynamoDB adapter pointed at a closed loopback port stands for a database that is down.
-    let sdk = paddock::aws::sdk_config().await;
+    let sdk = paddock_aws::sdk_config().await;
     let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
         .endpoint_url("http://127.0.0.1:9")
         .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
@@ -282,10 +285,10 @@ async fn readiness_reports_an_unreachable_database_with_503() {
         ))
         .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
         .build();
-    ports.items = Arc::new(paddock::aws::DynamoItemStore::new(
+    ports.items = Arc::new(paddock_aws::DynamoItemStore::new(
         aws_sdk_dynamodb::Client::from_conf(config),
         "down-",
-        Arc::new(paddock::ports::SystemClock),
+        Arc::new(paddock_core::ports::SystemClock),
     ));
     let app = spawn_with(settings, ports, dir).await;
     let (status, body) = envelope(app.get("/health/ready").await).await;

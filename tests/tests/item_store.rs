@@ -1,8 +1,8 @@
 //! Conformance suite of the item store port, run against SQLite and DynamoDB Local.
 
-use paddock::ports::Clock;
-use paddock::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, item};
-use paddock::tables::Table;
+use paddock_core::ports::Clock;
+use paddock_core::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, item};
+use paddock_core::tables::Table;
 use paddock_tests::{Backend, TestPorts, ports};
 use serde_json::json;
 use std::collections::HashSet;

@@ -7,14 +7,14 @@
 //! `every_function_is_in_a_table` fails until it is there.
 
 use base64::Engine;
-use paddock::activity::feed;
-use paddock::aws::SecretsManagerSecrets;
-use paddock::ids::UserId;
-use paddock::ports::items::{Key, TxOp, item};
-use paddock::ports::{Clock, ManualClock};
-use paddock::queues::QueueName;
-use paddock::tables::Table;
-use paddock::tracks::jobs;
+use paddock_aws::SecretsManagerSecrets;
+use paddock_core::activity::feed;
+use paddock_core::ids::UserId;
+use paddock_core::ports::items::{Key, TxOp, item};
+use paddock_core::ports::{Clock, ManualClock};
+use paddock_core::queues::QueueName;
+use paddock_core::tables::Table;
+use paddock_core::tracks::jobs;
 use paddock_tests::lambda_events::{
     EventBody, HttpAnswer, HttpRequest, dynamodb_inserts, dynamodb_ttl_removals, scheduled_event,
     sqs_batch,
@@ -101,7 +101,7 @@ struct Deployment {
 
 async fn deployment() -> Deployment {
     let mut t = paddock_tests::ports(Backend::Aws).await;
-    let sdk = paddock::aws::sdk_config().await;
+    let sdk = paddock_aws::sdk_config().await;
     let secrets = aws_sdk_secretsmanager::Client::new(&sdk);
     let secret_id = unique("paddock-secrets-");
     let key = || {
@@ -629,7 +629,7 @@ async fn functions_register_sign_in_upload_and_store_packs() {
 
 /// The outbox rows in DynamoDB as the table's stream carries them (DynamoDB JSON).
 async fn outbox_images(t: &TestPorts) -> Vec<Value> {
-    let sdk = paddock::aws::sdk_config().await;
+    let sdk = paddock_aws::sdk_config().await;
     let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
     let rows = dynamo
         .scan()
@@ -916,7 +916,7 @@ async fn relay_and_consumers_carry_an_upload_through_the_queues() {
         .await
         .expect("the feed");
     assert_eq!(entries.len(), 1, "one feed entry for the upload");
-    let mine = paddock::activity::achievements::for_driver(&t.ports, &driver)
+    let mine = paddock_core::activity::achievements::for_driver(&t.ports, &driver)
         .await
         .expect("achievements");
     let mine = serde_json::to_value(mine).expect("JSON");
@@ -949,11 +949,11 @@ async fn schedules_run_maintenance_and_retention() {
     let an_hour_ago = Arc::new(ManualClock::new(
         OffsetDateTime::now_utc() - time::Duration::hours(1),
     ));
-    let earlier = paddock::ports::Ports {
+    let earlier = paddock_core::ports::Ports {
         clock: an_hour_ago.clone(),
         ..t.ports.clone()
     };
-    let job_id = paddock::ids::JobId::from(unique("stuck-job-").as_str());
+    let job_id = paddock_core::ids::JobId::from(unique("stuck-job-").as_str());
     let create: TxOp = jobs::create_op(
         &job_id,
         &"track-1".into(),
@@ -984,8 +984,8 @@ async fn schedules_run_maintenance_and_retention() {
         json!({"state": "pending", "ttl": OffsetDateTime::now_utc().unix_timestamp() - 60}),
     );
     for object in [
-        paddock::sharepacks::blob_key(&id),
-        paddock::sharepacks::upload_key(&id),
+        paddock_core::sharepacks::blob_key(&id),
+        paddock_core::sharepacks::upload_key(&id),
     ] {
         t.ports
             .blobs
@@ -1006,8 +1006,8 @@ async fn schedules_run_maintenance_and_retention() {
     let answer = retention.answer(&event).await;
     assert_eq!(answer, json!({"batchItemFailures": []}));
     for object in [
-        paddock::sharepacks::blob_key(&id),
-        paddock::sharepacks::upload_key(&id),
+        paddock_core::sharepacks::blob_key(&id),
+        paddock_core::sharepacks::upload_key(&id),
     ] {
         assert!(t.ports.blobs.get(&object).await.expect("a read").is_none());
     }
@@ -1024,9 +1024,9 @@ async fn the_accounts_function_runs_deletion_jobs() {
     let accounts = start("accounts", &env).await;
 
     let user = UserId::from(uuid::Uuid::new_v4().to_string().as_str());
-    let profile = paddock::identity::users::User {
+    let profile = paddock_core::identity::users::User {
         id: user.clone(),
-        ..paddock::identity::users::User::new(None, "Ada".into(), None, t.clock.now())
+        ..paddock_core::identity::users::User::new(None, "Ada".into(), None, t.clock.now())
     };
     t.ports
         .items
@@ -1035,10 +1035,10 @@ async fn the_accounts_function_runs_deletion_jobs() {
         .expect("a profile");
     let post = feed::FeedPost::parse(Some("Last lap".into()), None).expect("a post");
     feed::post(&t.ports, &user, post).await.expect("a post");
-    paddock::driver_data::deletion::start(&t.ports, &user)
+    paddock_core::driver_data::deletion::start(&t.ports, &user)
         .await
         .expect("deleted");
-    paddock::outbox::relay_pending(&t.ports)
+    paddock_core::outbox::relay_pending(&t.ports)
         .await
         .expect("relayed");
     let bodies = drain(t, QueueName::Accounts).await;
@@ -1079,7 +1079,7 @@ async fn the_accounts_function_runs_deletion_jobs() {
         sqs.dead_letters(10).await.expect("dead letters"),
         vec![poison]
     );
-    let left = paddock::identity::users::get_stored(&t.ports, &user)
+    let left = paddock_core::identity::users::get_stored(&t.ports, &user)
         .await
         .expect("a read");
     assert!(left.is_none(), "the job ran to its end");

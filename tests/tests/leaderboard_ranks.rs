@@ -5,7 +5,7 @@
 //! the board, slower and equal submissions, account deletion, and a 50-way race.
 
 use futures::future::join_all;
-use paddock::ports::ManualClock;
+use paddock_core::ports::ManualClock;
 use paddock_tests::{TestApp, envelope, session_body};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -516,7 +516,7 @@ async fn the_callers_place_needs_a_token_and_an_entry(app: TestApp, clock: Arc<M
         }
     }
     // A cursor is a position in the rank order: one made of anything else is refused.
-    let forged = paddock::ports::items::encode_cursor("rank:5");
+    let forged = paddock_core::ports::items::encode_cursor("rank:5");
     let (status, res) = get(
         &app,
         &format!("/v1/leaderboards?trackId={track}&cursor={forged}"),
@@ -536,8 +536,8 @@ async fn the_callers_place_needs_a_token_and_an_entry(app: TestApp, clock: Arc<M
 /// Turns the store back into the layout of boards before the counts: no counts, no car
 /// boards, no progress item, no `counted` flag on entries and rank rows.
 async fn downgrade(app: &TestApp) {
-    use paddock::ports::items::{Key, PK, SK};
-    use paddock::tables::Table;
+    use paddock_core::ports::items::{Key, PK, SK};
+    use paddock_core::tables::Table;
     let mut changed = 0;
     for (table, mut item) in paddock_tests::every_item(&app.settings).await {
         if table != Table::Leaderboards {
@@ -619,7 +619,7 @@ async fn boards_of_the_older_layout_are_counted_by_the_backfill(
     let mut counted = 0;
     loop {
         runs += 1;
-        let report = paddock::leaderboards::backfill(&app.ports, Duration::ZERO)
+        let report = paddock_core::leaderboards::backfill(&app.ports, Duration::ZERO)
             .await
             .unwrap();
         counted += report.counted;
@@ -630,7 +630,7 @@ async fn boards_of_the_older_layout_are_counted_by_the_backfill(
     }
     assert!(runs >= 2, "resumed at least once");
     assert_eq!(counted, 12 + 9, "each entry counted once");
-    let again = paddock::leaderboards::backfill(&app.ports, Duration::from_secs(5))
+    let again = paddock_core::leaderboards::backfill(&app.ports, Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!((again.counted, again.done), (0, true));

@@ -2,7 +2,7 @@
 //! and its HTTP validators, in local mode and against DynamoDB Local.
 
 use futures::future::join_all;
-use paddock::ports::ManualClock;
+use paddock_core::ports::ManualClock;
 use paddock_tests::{TestApp, envelope, session_body};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -305,7 +305,7 @@ async fn forged_cursors_are_refused_naming_the_cursor(app: TestApp) {
     let (sid, track) = session(&app, &token, "f1", &[(90_000, true, 0.9)]).await;
     let (status, res) = submit(&app, &token, &sid, 90_000, 0.9).await;
     assert_eq!(status, 200, "{res}");
-    let cursor = |key: &str| paddock::ports::items::encode_cursor(&format!("after:{key}"));
+    let cursor = |key: &str| paddock_core::ports::items::encode_cursor(&format!("after:{key}"));
     let micros = "1700000000000001";
     for key in [
         // A signed lap time parses as a number, but sorts before the day it names.

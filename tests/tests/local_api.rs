@@ -6,7 +6,7 @@
 //! The black-box scenarios run through it as well: `on_both_backends!` runs each `plain`
 //! scenario in a module `functions`.
 
-use paddock::queues::QueueName;
+use paddock_core::queues::QueueName;
 use paddock_tests::local_api::routes::RouteTable;
 use paddock_tests::local_api::template::Template;
 use paddock_tests::{require_emulators, spawn_functions};
@@ -97,7 +97,7 @@ async fn a_message_that_keeps_failing_is_redriven_to_the_dead_letter_queue() {
         urls.url.clone().unwrap(),
         urls.dead_letter_url.clone().unwrap(),
     );
-    let sqs = aws_sdk_sqs::Client::new(&paddock::aws::sdk_config().await);
+    let sqs = aws_sdk_sqs::Client::new(&paddock_aws::sdk_config().await);
     let sample: Value = serde_json::from_str(
         &std::fs::read_to_string(
             paddock_tests::binaries::workspace_root()

@@ -2,7 +2,7 @@
 //! trickles its request headers to hold a connection open, and other accounts of the machine
 //! reading the data directory.
 
-use paddock::ports::{Clock, SystemClock};
+use paddock_core::ports::{Clock, SystemClock};
 use paddock_tests::{envelope, session_body, spawn_with, test_settings};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ async fn a_connection_trickling_its_headers_is_closed_at_the_deadline() {
     let mut settings = test_settings(&dir);
     settings.header_read_timeout = Duration::from_secs(1);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let ports = paddock::wiring::embedded_ports(&settings, clock).unwrap();
+    let ports = paddock_runtime::wiring::embedded_ports(&settings, clock).unwrap();
     let app = spawn_with(settings, ports, dir).await;
     let address = app.address.trim_start_matches("http://").to_owned();
 
@@ -86,7 +86,7 @@ async fn the_data_directory_is_private_to_the_servers_user() {
     settings.data_dir = parent.path().join("data").join("paddock");
     let data = settings.data_dir.clone();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let ports = paddock::wiring::embedded_ports(&settings, clock).unwrap();
+    let ports = paddock_runtime::wiring::embedded_ports(&settings, clock).unwrap();
     let app = spawn_with(settings, ports, parent).await;
     // Data in every place: items (and the WAL), a blob of track points in nested
     // directories, the generated signing key.
@@ -172,7 +172,7 @@ async fn an_earlier_readable_data_directory_is_narrowed_at_start() {
         open(&data.join(file), 0o644);
     }
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let ports = paddock::wiring::embedded_ports(&settings, clock).unwrap();
+    let ports = paddock_runtime::wiring::embedded_ports(&settings, clock).unwrap();
     let app = spawn_with(settings, ports, parent).await;
     let (status, _) = envelope(app.get("/health/ready").await).await;
     assert_eq!(status, 200);

@@ -1,15 +1,15 @@
 //! The JSON log line: one object per line, the event's fields at the top, the innermost span's
 //! fields under `span`, strings escaped, whatever the values hold.
 
-use paddock::config::LogFormat;
+use paddock_core::config::LogFormat;
 use paddock_tests::captured_log::CapturedLog;
 use serde_json::Value;
 
 #[test]
 fn each_line_is_one_json_object_with_its_fields_and_span() {
     let out = CapturedLog::default();
-    let guard =
-        paddock::telemetry::init_to(LogFormat::Json, out.clone()).expect("the log writer starts");
+    let guard = paddock_runtime::telemetry::init_to(LogFormat::Json, out.clone())
+        .expect("the log writer starts");
     let awkward = "quote \" backslash \\ newline \n tab \t bell \u{7} accent é";
     tracing::info!(
         request_id = "r-1",
@@ -65,7 +65,7 @@ async fn lines_of_a_request(format: LogFormat, client_id: &str) -> (String, Stri
     use tower::ServiceExt;
 
     let out = CapturedLog::default();
-    let _default = tracing::dispatcher::set_default(&paddock::telemetry::subscriber(
+    let _default = tracing::dispatcher::set_default(&paddock_runtime::telemetry::subscriber(
         format,
         std::sync::Mutex::new(out.clone()),
     ));
@@ -76,7 +76,8 @@ async fn lines_of_a_request(format: LogFormat, client_id: &str) -> (String, Stri
             "ok"
         }),
     );
-    let app = paddock::http::with_service_layers(routes, 1024, std::time::Duration::from_secs(5));
+    let app =
+        paddock_api::http::with_service_layers(routes, 1024, std::time::Duration::from_secs(5));
     let request = http::Request::get("/laps/abc")
         .header("x-request-id", client_id)
         .body(axum::body::Body::empty())
@@ -204,8 +205,10 @@ async fn a_clients_request_id_is_logged_only_when_short_and_plain() {
 #[test]
 fn no_value_starts_a_line_of_its_own_in_the_text_format() {
     let out = CapturedLog::default();
-    let dispatch =
-        paddock::telemetry::subscriber(LogFormat::Pretty, std::sync::Mutex::new(out.clone()));
+    let dispatch = paddock_runtime::telemetry::subscriber(
+        LogFormat::Pretty,
+        std::sync::Mutex::new(out.clone()),
+    );
     let forged = "no\n2026-01-01T00:00:00.000000Z  INFO request status=200\r\u{1b}[2K\u{85}\u{2028}\u{202e}\u{7}";
     let error = std::io::Error::other(forged);
     tracing::dispatcher::with_default(&dispatch, || {

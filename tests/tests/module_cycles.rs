@@ -1,6 +1,6 @@
-//! The shared crate's modules form no import cycles.
+//! The modules of each crate under `shared/` form no import cycles.
 //!
-//! Every `use` and every `crate::`, `super::` or `self::` path of the crate's non-test code is
+//! Every `use` and every `crate::`, `super::` or `self::` path of a crate's non-test code is
 //! an edge from the module it appears in to the module it names. At every level of the module
 //! tree, the edges between sibling modules (each sibling standing for itself and everything
 //! under it) must form no cycle: `sessions` may use `tracks`, but then nothing under `tracks`
@@ -196,8 +196,21 @@ fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
 }
 
 #[test]
-fn sibling_modules_of_the_shared_crate_form_no_cycle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src");
+fn sibling_modules_of_each_shared_crate_form_no_cycle() {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared");
+    let mut failures = Vec::new();
+    for entry in std::fs::read_dir(&shared).expect("readable shared dir") {
+        let src = entry.expect("entry").path().join("src");
+        if src.is_dir() {
+            failures.extend(cycles_in(&src));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The cycles between sibling modules of the crate whose sources are under `src`.
+fn cycles_in(src: &Path) -> Vec<String> {
+    let src = src.to_path_buf();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let mut modules: BTreeSet<ModPath> = files.iter().map(|f| module_of(&src, f)).collect();
@@ -244,7 +257,8 @@ fn sibling_modules_of_the_shared_crate_form_no_cycle() {
                 .map(|w| examples[&(parent.clone(), w[0].clone(), w[1].clone())].clone())
                 .collect();
             failures.push(format!(
-                "cycle under `crate{}{}`: {}\n    {}",
+                "cycle in {} under `crate{}{}`: {}\n    {}",
+                src.display(),
                 if parent.is_empty() { "" } else { "::" },
                 parent.join("::"),
                 cycle.join(" → "),
@@ -252,5 +266,5 @@ fn sibling_modules_of_the_shared_crate_form_no_cycle() {
             ));
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    failures
 }

@@ -5,8 +5,8 @@
 //! Secrets Manager and keeps the others; and the numbers the docs state that the code has (the
 //! queues, the functions) are the code's.
 
-use paddock::queues::QueueName;
-use paddock::tables::Table;
+use paddock_core::queues::QueueName;
+use paddock_core::tables::Table;
 use paddock_tests::{require_emulators, unique};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -452,7 +452,7 @@ async fn a_provider_from_the_json_setting_starts_its_sign_in() {
     )]
     .into_iter()
     .collect();
-    let providers = paddock::config::Settings::from_vars(&vars)
+    let providers = paddock_core::config::Settings::from_vars(&vars)
         .unwrap()
         .auth
         .providers;

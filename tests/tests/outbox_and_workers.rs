@@ -1,14 +1,14 @@
 //! Transactional outbox, relay and worker runner, on both adapter sets; and the Lambda
 //! handlers' event shapes.
 
-use paddock::events::{EventKind, TrackProcessRequested};
-use paddock::ids::UserId;
-use paddock::outbox::{self, Event};
-use paddock::ports::Clock;
-use paddock::ports::items::{Condition, Key, Query, TxOp, item};
-use paddock::queues::QueueName;
-use paddock::tables::Table;
-use paddock::workers::{self, ProcessError, Processor, RetryPolicy};
+use paddock_core::events::{EventKind, TrackProcessRequested};
+use paddock_core::ids::UserId;
+use paddock_core::outbox::{self, Event};
+use paddock_core::ports::Clock;
+use paddock_core::ports::items::{Condition, Key, Query, TxOp, item};
+use paddock_core::queues::QueueName;
+use paddock_core::tables::Table;
+use paddock_core::workers::{self, ProcessError, Processor, RetryPolicy};
 use paddock_tests::{Backend, TestPorts, ports};
 use serde_json::json;
 use std::collections::HashMap;
@@ -240,9 +240,13 @@ async fn sqs_lambda_handler_reports_only_failed_records() {
         {"messageId": "m2", "receiptHandle": "r2", "body": body("flaky"), "attributes": {"ApproximateReceiveCount": "1"}},
     ]});
     let event = serde_json::from_value(event).expect("an SQS batch");
-    let answer =
-        paddock::lambda::handle_worker_event(QueueName::TrackMaps, event, &t.ports, &processor)
-            .await;
+    let answer = paddock_runtime::lambda::handle_worker_event(
+        QueueName::TrackMaps,
+        event,
+        &t.ports,
+        &processor,
+    )
+    .await;
     assert_eq!(
         serde_json::to_value(answer).unwrap(),
         json!({"batchItemFailures": [{"itemIdentifier": "m2"}]})
@@ -253,9 +257,13 @@ async fn sqs_lambda_handler_reports_only_failed_records() {
         "resources": ["arn:aws:events:us-east-1:123456789012:rule/maintenance"], "detail": {}
     });
     let schedule = serde_json::from_value(schedule).expect("a schedule event");
-    let tick =
-        paddock::lambda::handle_worker_event(QueueName::TrackMaps, schedule, &t.ports, &processor)
-            .await;
+    let tick = paddock_runtime::lambda::handle_worker_event(
+        QueueName::TrackMaps,
+        schedule,
+        &t.ports,
+        &processor,
+    )
+    .await;
     assert_eq!(
         serde_json::to_value(tick).unwrap(),
         json!({"batchItemFailures": []})
@@ -266,7 +274,7 @@ async fn sqs_lambda_handler_reports_only_failed_records() {
 async fn stream_lambda_handler_relays_inserts() {
     let t = ports(Backend::Embedded).await;
     let event = Event::new(
-        EventKind::LeaderboardSubmitted(paddock::events::LeaderboardSubmitted {
+        EventKind::LeaderboardSubmitted(paddock_core::events::LeaderboardSubmitted {
             track_id: "t1".into(),
             session_id: "s1".into(),
             lap_time_ms: 90_000,
@@ -293,7 +301,7 @@ async fn stream_lambda_handler_relays_inserts() {
          "dynamodb": {"SequenceNumber": "2", "SizeBytes": 300, "StreamViewType": "NEW_IMAGE", "Keys": {}, "NewImage": serde_json::to_value(&image).unwrap()}},
     ]});
     let stream = serde_json::from_value(stream).expect("a DynamoDB stream batch");
-    let answer = paddock::lambda::handle_stream_event(stream, &t.ports).await;
+    let answer = paddock_runtime::lambda::handle_stream_event(stream, &t.ports).await;
     assert_eq!(
         serde_json::to_value(answer).unwrap(),
         json!({"batchItemFailures": []})

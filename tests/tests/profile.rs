@@ -5,16 +5,16 @@
 //! table or the blob store), racing deletes, and a job interrupted and resumed.
 
 use base64::Engine;
-use paddock::config::AiProvider;
-use paddock::driver_data::DriverData;
-use paddock::driver_data::deletion::{self, JobOutcome};
-use paddock::identity::users;
-use paddock::ids::UserId;
-use paddock::outbox;
-use paddock::ports::{Clock, Ports};
-use paddock::queues::QueueName;
-use paddock::tables::Table;
-use paddock::workers;
+use paddock_core::config::AiProvider;
+use paddock_core::driver_data::DriverData;
+use paddock_core::driver_data::deletion::{self, JobOutcome};
+use paddock_core::identity::users;
+use paddock_core::ids::UserId;
+use paddock_core::outbox;
+use paddock_core::ports::{Clock, Ports};
+use paddock_core::queues::QueueName;
+use paddock_core::tables::Table;
+use paddock_core::workers;
 use paddock_tests::fake_llm::FakeLlm;
 use paddock_tests::{
     Backend, TestApp, envelope, every_blob, every_item, on_both_backends, ports, session_body,
@@ -186,7 +186,7 @@ fn session(csid: &str, points: usize) -> Value {
 async fn one_display_name_rule_for_registration_and_profile(app: TestApp) {
     let longest = format!(
         "{} Ü",
-        "x".repeat(paddock::identity::profiles::DISPLAY_NAME_MAX - 2)
+        "x".repeat(paddock_core::identity::profiles::DISPLAY_NAME_MAX - 2)
     );
     let email = format!("{}@example.com", unique("long"));
     let signed_in = register(&app, &email, &longest).await;
@@ -400,7 +400,7 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    paddock::identity::exchange_codes::issue(
+    paddock_core::identity::exchange_codes::issue(
         &app.ports,
         &UserId::from(user_id.as_str()),
         "challenge",
@@ -469,7 +469,7 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
 async fn traces(
     app: &TestApp,
     needles: &[&str],
-) -> (Vec<(Table, paddock::ports::items::Item)>, Vec<String>) {
+) -> (Vec<(Table, paddock_core::ports::items::Item)>, Vec<String>) {
     let items = every_item(&app.settings)
         .await
         .into_iter()
@@ -495,7 +495,7 @@ async fn traces(
 async fn left_behind(
     app: &TestApp,
     needles: &[&str],
-) -> (Vec<(Table, paddock::ports::items::Item)>, Vec<String>) {
+) -> (Vec<(Table, paddock_core::ports::items::Item)>, Vec<String>) {
     for _ in 0..50 {
         let (items, blobs) = traces(app, needles).await;
         if items.is_empty() && blobs.is_empty() {
@@ -525,10 +525,12 @@ async fn export_covers_every_kind_and_deletion_leaves_nothing(backend: Backend) 
 /// `app` runs on (AWS hands the export out by a presigned URL).
 async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     let cleo = seed(&app, fake).await;
-    let driver = paddock::driver_data::Driver {
+    let driver = paddock_core::driver_data::Driver {
         id: UserId::from(cleo.user_id.as_str()),
         email: Some(cleo.email.to_lowercase()),
-        account: Some(paddock::identity::sha256_hex(&cleo.email.to_lowercase())[..32].to_owned()),
+        account: Some(
+            paddock_core::identity::sha256_hex(&cleo.email.to_lowercase())[..32].to_owned(),
+        ),
     };
 
     // The registry covers everything stored about the driver, and each kind was written.
@@ -617,7 +619,7 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     assert_eq!(export["userId"], cleo.user_id);
     assert_eq!(export["profile"]["displayName"], "Cleo");
     let text = export.to_string();
-    let token_hash = paddock::identity::sha256_hex(&cleo.personal_token);
+    let token_hash = paddock_core::identity::sha256_hex(&cleo.personal_token);
     for secret in [
         "passwordHash",
         "$argon2",
@@ -632,7 +634,7 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
         if kind == DriverData::Profile {
             continue;
         }
-        if !paddock::driver_data::export::exported(kind) {
+        if !paddock_core::driver_data::export::exported(kind) {
             assert!(
                 export.get(kind.name()).is_none(),
                 "{} is not exported",
@@ -861,16 +863,16 @@ async fn an_interrupted_deletion_resumes(backend: Backend) {
     let sessions = 70;
     for i in 0..sessions {
         let upload =
-            paddock::sessions::upload::parse(session(&format!("eve-{i}"), 0), t.clock.now())
+            paddock_core::sessions::upload::parse(session(&format!("eve-{i}"), 0), t.clock.now())
                 .unwrap();
-        paddock::sessions::create(&t.ports, &user, upload)
+        paddock_core::sessions::create(&t.ports, &user, upload)
             .await
             .unwrap();
     }
     for i in 0..120 {
         let post =
-            paddock::activity::feed::FeedPost::parse(Some(format!("post {i}")), None).unwrap();
-        paddock::activity::feed::post(&t.ports, &user, post)
+            paddock_core::activity::feed::FeedPost::parse(Some(format!("post {i}")), None).unwrap();
+        paddock_core::activity::feed::post(&t.ports, &user, post)
             .await
             .unwrap();
     }
@@ -890,8 +892,11 @@ async fn an_interrupted_deletion_resumes(backend: Backend) {
     let queue = t.ports.queues.get(QueueName::Accounts);
     let mut after = 0;
     for message in queue.receive(10, Duration::from_secs(2)).await.unwrap() {
-        let event: paddock::events::Event = serde_json::from_str(&message.body).unwrap();
-        if !matches!(event.kind, paddock::events::EventKind::AccountDeleted(_)) {
+        let event: paddock_core::events::Event = serde_json::from_str(&message.body).unwrap();
+        if !matches!(
+            event.kind,
+            paddock_core::events::EventKind::AccountDeleted(_)
+        ) {
             continue;
         }
         match deletion::run(&t.ports, &user, None).await.unwrap() {

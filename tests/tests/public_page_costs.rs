@@ -10,7 +10,7 @@ use axum::extract::ConnectInfo;
 use futures::StreamExt;
 use http::Request;
 use http_body_util::BodyExt;
-use paddock::state::AppState;
+use paddock_api::state::AppState;
 use paddock_tests::counting_items::{Counted, CountingItems};
 use paddock_tests::{Backend, TestApp, envelope, ports, session_body, spawn_with};
 use serde_json::json;
@@ -37,7 +37,7 @@ async fn counted_app(backend: Backend, new_boards_per_day: u32) -> Viewed {
     viewing.leaderboard_cache = Duration::ZERO;
     let mut counted_ports = t.ports.clone();
     counted_ports.items = counting.clone();
-    let router = paddock::routes::app_router(AppState::new(counted_ports, viewing));
+    let router = paddock_api::routes::app_router(AppState::new(counted_ports, viewing));
     let app = spawn_with(t.settings, t.ports, t.dir).await;
     Viewed {
         app,

@@ -1,9 +1,8 @@
 //! Conformance suites of the event queue and secrets ports (SQLite queue / moto SQS,
 //! local secrets / moto Secrets Manager).
 
-use paddock::aws;
-use paddock::ports::SecretSource;
-use paddock::queues::QueueName;
+use paddock_core::ports::SecretSource;
+use paddock_core::queues::QueueName;
 use paddock_tests::{Backend, TestPorts, ports, require_emulators, unique};
 use std::collections::HashSet;
 use std::time::Duration;
@@ -96,7 +95,7 @@ async fn local_secrets_are_generated_once_and_kept(t: TestPorts) {
         "kept"
     );
     let again =
-        paddock::embedded::LocalSecrets::new(t.settings.data_dir.clone(), &["jwtSigningKey"]);
+        paddock_embedded::LocalSecrets::new(t.settings.data_dir.clone(), &["jwtSigningKey"]);
     assert_eq!(
         again.get("jwtSigningKey").await.unwrap().unwrap(),
         first,
@@ -138,17 +137,17 @@ mod moto {
     #[tokio::test]
     async fn secrets_manager_reads_named_values_of_a_json_secret() {
         require_emulators();
-        let sdk = aws::sdk_config().await;
+        let sdk = paddock_aws::sdk_config().await;
         let client = aws_sdk_secretsmanager::Client::new(&sdk);
         let name = unique("paddock/app-");
-        let arn = aws::provision::put_secret(
+        let arn = paddock_aws::provision::put_secret(
             &client,
             &name,
             &serde_json::json!({"jwtSigningKey": "k1", "llmApiKey": ""}),
         )
         .await
         .unwrap();
-        let secrets = aws::SecretsManagerSecrets::new(client.clone(), arn);
+        let secrets = paddock_aws::SecretsManagerSecrets::new(client.clone(), arn);
         assert_eq!(
             secrets.get("jwtSigningKey").await.unwrap().as_deref(),
             Some("k1")
@@ -168,12 +167,12 @@ mod moto {
             .send()
             .await
             .unwrap();
-        let err = aws::SecretsManagerSecrets::new(client.clone(), broken)
+        let err = paddock_aws::SecretsManagerSecrets::new(client.clone(), broken)
             .get("x")
             .await
             .unwrap_err();
         assert!(err.to_string().contains("not a JSON object"), "{err}");
-        let missing = aws::SecretsManagerSecrets::new(client, unique("paddock/missing-"))
+        let missing = paddock_aws::SecretsManagerSecrets::new(client, unique("paddock/missing-"))
             .get("x")
             .await;
         assert!(

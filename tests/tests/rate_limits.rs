@@ -3,8 +3,8 @@
 //! account locked on purpose by failures from elsewhere, and floods of feed posts and data
 //! exports — on both backends.
 
-use paddock::identity::rate_limits::{self, Limit, LimitError};
-use paddock::ports::ManualClock;
+use paddock_core::identity::rate_limits::{self, Limit, LimitError};
+use paddock_core::ports::ManualClock;
 use paddock_tests::lambda_events::HttpRequest;
 use paddock_tests::{Backend, TestApp, envelope, ports, session_body, spawn_configured};
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ const LAPS: &[(i64, bool, f64)] = &[(92_000, true, 0.9), (91_500, true, 0.95)];
 
 /// Moves `clock` to the next instant whose seconds within the minute are `second`.
 fn move_to_second(clock: &ManualClock, second: i64) {
-    use paddock::ports::Clock;
+    use paddock_core::ports::Clock;
     let now = clock.now();
     let into_minute = i64::from(now.second()) * 1000 + i64::from(now.millisecond());
     let target = second * 1000;
@@ -136,9 +136,9 @@ async fn from_address(router: &axum::Router, source_ip: &str, request: &HttpRequ
 async fn two_addresses_of_one_64_share_a_budget(backend: Backend) {
     let mut t = ports(backend).await;
     t.settings.auth.attempts_per_address = 3;
-    let state = paddock::state::AppState::new(t.ports.clone(), t.settings.clone())
+    let state = paddock_api::state::AppState::new(t.ports.clone(), t.settings.clone())
         .with_identity_providers();
-    let router = paddock::routes::group_router(paddock::routes::auth::routes(), state);
+    let router = paddock_api::routes::group_router(paddock_api::routes::auth::routes(), state);
     let login = |n: usize| {
         HttpRequest::new("POST", "/v1/auth/login/email").json(
             &json!({"email": format!("someone{n}@example.com"), "password": "wrong password"}),

@@ -13,13 +13,13 @@ use axum::extract::ConnectInfo;
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
-use paddock::aws::DynamoItemStore;
-use paddock::ports::blobs::{BlobStream, Taken};
-use paddock::ports::items::Query;
-use paddock::ports::{BlobError, BlobStore};
-use paddock::queues::QueueName;
-use paddock::state::AppState;
-use paddock::tables::Table;
+use paddock_api::state::AppState;
+use paddock_aws::DynamoItemStore;
+use paddock_core::ports::blobs::{BlobStream, Taken};
+use paddock_core::ports::items::Query;
+use paddock_core::ports::{BlobError, BlobStore};
+use paddock_core::queues::QueueName;
+use paddock_core::tables::Table;
 use paddock_tests::{Backend, ports, session_body};
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -216,9 +216,9 @@ fn small_pack() -> Vec<u8> {
 }
 
 /// The events an upload left in the outbox, oldest first.
-async fn pending_events(ports: &paddock::ports::Ports) -> Vec<paddock::ports::Item> {
+async fn pending_events(ports: &paddock_core::ports::Ports) -> Vec<paddock_core::ports::Item> {
     let mut items = Vec::new();
-    for shard in 0..paddock::outbox::SHARDS {
+    for shard in 0..paddock_core::outbox::SHARDS {
         let page = ports
             .items
             .query(Query::partition(Table::Outbox, format!("OUTBOX#{shard:02}")).limit(100))
@@ -233,18 +233,18 @@ async fn pending_events(ports: &paddock::ports::Ports) -> Vec<paddock::ports::It
 /// Relays each pending event as the stream relay does (one record at a time) and hands it
 /// to each subscribing consumer, measuring each step; repeats for the events the consumers
 /// emit (achievement unlocks).
-async fn run_pipeline(meter: &mut Meter, ports: &paddock::ports::Ports, label: &str) {
+async fn run_pipeline(meter: &mut Meter, ports: &paddock_core::ports::Ports, label: &str) {
     loop {
         let items = pending_events(ports).await;
         if items.is_empty() {
             break;
         }
         for item in items {
-            let event = paddock::outbox::Event::from_item(&item).expect("an event");
+            let event = paddock_core::outbox::Event::from_item(&item).expect("an event");
             let kind = event.kind.name();
             let relayed = meter
                 .measure(&format!("{label}: relay {kind}"), async {
-                    paddock::outbox::relay_items(ports, std::slice::from_ref(&item)).await
+                    paddock_core::outbox::relay_items(ports, std::slice::from_ref(&item)).await
                 })
                 .await;
             assert_eq!(relayed.unwrap(), 1);
@@ -260,10 +260,10 @@ async fn run_pipeline(meter: &mut Meter, ports: &paddock::ports::Ports, label: &
                     .receive(10, Duration::from_millis(500))
                     .await
                     .unwrap();
-                let processor = paddock::workers::processor(queue);
+                let processor = paddock_core::workers::processor(queue);
                 meter
                     .measure(&format!("{label}: {queue} consumer, {kind}"), async {
-                        paddock::workers::handle_body(&body, ports, &processor)
+                        paddock_core::workers::handle_body(&body, ports, &processor)
                             .await
                             .unwrap();
                     })
@@ -278,7 +278,7 @@ async fn run_pipeline(meter: &mut Meter, ports: &paddock::ports::Ports, label: &
 #[tokio::test(flavor = "multi_thread")]
 async fn units_per_request_of_the_main_endpoints() {
     let mut t = ports(Backend::Aws).await;
-    let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
+    let client = aws_sdk_dynamodb::Client::new(&paddock_aws::sdk_config().await);
     let items = Arc::new(DynamoItemStore::new(
         client,
         t.settings.table_prefix.clone(),
@@ -295,7 +295,7 @@ async fn units_per_request_of_the_main_endpoints() {
     // As the functions wire it: the auth function starts password hashing, the ai function
     // its model (no key here: coaching is not measured, its cost is the model's).
     let state = AppState::new(t.ports.clone(), t.settings.clone()).with_identity_providers();
-    let router = paddock::routes::app_router(state);
+    let router = paddock_api::routes::app_router(state);
     let mut meter = Meter {
         items,
         blobs,
@@ -408,7 +408,7 @@ async fn units_per_request_of_the_main_endpoints() {
     assert_eq!(status, 200, "{body}");
     run_pipeline(&mut meter, &ports, "after the typical submission").await;
     // Another instance of the function: its page cache is empty.
-    let other = paddock::routes::app_router(AppState::new(t.ports.clone(), t.settings.clone()));
+    let other = paddock_api::routes::app_router(AppState::new(t.ports.clone(), t.settings.clone()));
     let board = format!("/v1/leaderboards?trackId={track_id}");
     let (status, _) = meter
         .measure(

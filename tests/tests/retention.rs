@@ -7,15 +7,15 @@
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use paddock::ports::blobs::BlobStream;
-use paddock::ports::blobs::Taken;
-use paddock::ports::items::{
+use paddock_core::ports::blobs::BlobStream;
+use paddock_core::ports::blobs::Taken;
+use paddock_core::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, Page, Query, StoreError, TTL, TxOp, Update, item,
 };
-use paddock::ports::{BlobError, BlobStore, Clock};
-use paddock::retention::{self, SweepReport, TtlRemoval};
-use paddock::sharepacks::object_keys;
-use paddock::tables::Table;
+use paddock_core::ports::{BlobError, BlobStore, Clock};
+use paddock_core::retention::{self, SweepReport, TtlRemoval};
+use paddock_core::sharepacks::object_keys;
+use paddock_core::tables::Table;
 use paddock_tests::lambda_events::dynamodb_ttl_removals;
 use paddock_tests::{Backend, TestPorts, ports, spawn_configured};
 use serde_json::{Value, json};
@@ -241,7 +241,8 @@ async fn hand_to_the_function(t: &TestPorts, removals: &[TtlRemoval]) -> Result<
     let event = dynamodb_ttl_removals(&arn, &images, 1);
     let event = serde_json::from_value(event).unwrap();
     let answer =
-        paddock::lambda::handle_ttl_removals(event, &t.ports, &t.settings.table_prefix).await;
+        paddock_runtime::lambda::handle_ttl_removals(event, &t.ports, &t.settings.table_prefix)
+            .await;
     match answer.batch_item_failures.first() {
         None => Ok(removals.len() as u64),
         Some(failure) => {

@@ -16,11 +16,11 @@
 
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
 use bytes::Bytes;
-use paddock::aws::DynamoItemStore;
-use paddock::ports::Clock;
-use paddock::ports::items::{Item, Key, TTL, item};
-use paddock::retention::TtlRemoval;
-use paddock::tables::Table;
+use paddock_aws::DynamoItemStore;
+use paddock_core::ports::Clock;
+use paddock_core::ports::items::{Item, Key, TTL, item};
+use paddock_core::retention::TtlRemoval;
+use paddock_core::tables::Table;
 use paddock_tests::{Backend, TestPorts, ports};
 use serde_json::json;
 use std::sync::Arc;
@@ -79,7 +79,7 @@ const LIVE: [(Table, &str); 6] = [
 /// Read units of the retention work and its duration, after writing `live` live items.
 async fn one_run(live: usize) -> (f64, f64, f64) {
     let t = ports(Backend::Aws).await;
-    let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
+    let client = aws_sdk_dynamodb::Client::new(&paddock_aws::sdk_config().await);
     let now = t.clock.unix();
     let padding = "x".repeat(300);
     for (n, (table, kind)) in LIVE.iter().enumerate() {
@@ -105,8 +105,8 @@ async fn one_run(live: usize) -> (f64, f64, f64) {
         let (table, it) = if i < PACKS {
             let id = format!("unfinished{i}");
             for object in [
-                paddock::sharepacks::blob_key(&id),
-                paddock::sharepacks::upload_key(&id),
+                paddock_core::sharepacks::blob_key(&id),
+                paddock_core::sharepacks::upload_key(&id),
             ] {
                 t.ports
                     .blobs
@@ -189,7 +189,7 @@ async fn one_run(live: usize) -> (f64, f64, f64) {
         Table::Sharepacks.physical(&t.settings.table_prefix)
     );
     let event = paddock_tests::lambda_events::dynamodb_ttl_removals(&arn, &images, 1);
-    let answer = paddock::lambda::handle_ttl_removals(
+    let answer = paddock_runtime::lambda::handle_ttl_removals(
         serde_json::from_value(event).unwrap(),
         &function_ports,
         &t.settings.table_prefix,
@@ -207,8 +207,8 @@ async fn one_run(live: usize) -> (f64, f64, f64) {
     for i in 0..PACKS {
         let id = format!("unfinished{i}");
         for object in [
-            paddock::sharepacks::blob_key(&id),
-            paddock::sharepacks::upload_key(&id),
+            paddock_core::sharepacks::blob_key(&id),
+            paddock_core::sharepacks::upload_key(&id),
         ] {
             assert!(
                 t.ports.blobs.get(&object).await.unwrap().is_none(),

@@ -2,9 +2,9 @@
 //! processing jobs, in local mode and against DynamoDB Local (S3 on moto_server).
 
 use futures::future::join_all;
-use paddock::ids::{JobId, SessionId, TrackId, UserId};
-use paddock::ports::{Clock, ManualClock};
-use paddock::tracks::jobs::{self, Stuck};
+use paddock_core::ids::{JobId, SessionId, TrackId, UserId};
+use paddock_core::ports::{Clock, ManualClock};
+use paddock_core::tracks::jobs::{self, Stuck};
 use paddock_tests::{Backend, TestApp, envelope, session_body};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -593,7 +593,7 @@ async fn track_job_transitions(backend: Backend) {
     );
 
     // The worker step: points that are missing fail the job with a reason, at once.
-    paddock::tracks::maps::process_job(ports, &job_b)
+    paddock_core::tracks::maps::process_job(ports, &job_b)
         .await
         .unwrap();
     let status = jobs::status(ports, &job_b).await.unwrap().unwrap();
@@ -605,20 +605,20 @@ async fn track_job_transitions(backend: Backend) {
 async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
     let t = paddock_tests::ports(backend).await;
     let points: Vec<_> = (0..100)
-        .map(|i| paddock::sessions::upload::TrackPoint {
+        .map(|i| paddock_core::sessions::upload::TrackPoint {
             x: f64::from(i),
             y: 0.0,
             distance: f64::from(i),
         })
         .collect();
-    let track = paddock::tracks::TrackKey::new("acc", "Imola", "");
+    let track = paddock_core::tracks::TrackKey::new("acc", "Imola", "");
     let (job_s, session) = (JobId::from("job-s"), SessionId::from("s1"));
-    let key = paddock::tracks::maps::points_key(&track.id(), &session);
+    let key = paddock_core::tracks::maps::points_key(&track.id(), &session);
     t.ports
         .blobs
         .put(
             &key,
-            paddock::tracks::maps::encode_points(&points),
+            paddock_core::tracks::maps::encode_points(&points),
             "application/json",
         )
         .await
@@ -627,7 +627,7 @@ async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
     t.ports
         .items
         .transact(vec![
-            paddock::tracks::count_session_op(&track),
+            paddock_core::tracks::count_session_op(&track),
             jobs::create_op(
                 &job_s,
                 &track.id(),
@@ -648,7 +648,7 @@ async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
     let _app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
     for _ in 0..100 {
         if jobs::status(&ports, &job_s).await.unwrap().unwrap().status == "done" {
-            let track = paddock::tracks::get(&ports, &track.id())
+            let track = paddock_core::tracks::get(&ports, &track.id())
                 .await
                 .unwrap()
                 .unwrap();

@@ -4,8 +4,8 @@
 //! were never completed; and the attacks: a pack swapped while `complete` checks it, and ZIPs
 //! built to escape an extraction folder on another driver's machine.
 
-use paddock::ports::blobs::{BlobError, BlobStream, Taken};
-use paddock::ports::{Clock, ManualClock};
+use paddock_core::ports::blobs::{BlobError, BlobStream, Taken};
+use paddock_core::ports::{Clock, ManualClock};
 use paddock_tests::{Backend, TestApp, envelope, spawn_configured};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -32,7 +32,7 @@ fn stored_zip(name: &str, data: &[u8]) -> Vec<u8> {
 }
 
 fn sha(bytes: &[u8]) -> String {
-    paddock::identity::hex(&Sha256::digest(bytes))
+    paddock_core::identity::hex(&Sha256::digest(bytes))
 }
 
 fn a_pack() -> Vec<u8> {
@@ -665,7 +665,10 @@ async fn published_as_checked(
 /// always what was checked, or the pack is refused; locally the URL refuses every PUT once
 /// `complete` started (S3's presigned URL takes it, and it is never read).
 async fn a_pack_swapped_during_complete_is_never_published(app: TestApp) {
-    let local = matches!(app.settings.backend, paddock::config::Backend::Embedded);
+    let local = matches!(
+        app.settings.backend,
+        paddock_core::config::Backend::Embedded
+    );
     let (owner, _) = app.driver("Racer").await;
     let (mate, _) = app.driver("Mate").await;
     let (benign, evil) = benign_and_evil();
@@ -722,10 +725,10 @@ async fn a_pack_swapped_during_complete_is_never_published(app: TestApp) {
     };
     let started = std::time::Instant::now();
     loop {
-        let state = paddock::sharepacks::packs::upload_state(&app.ports, &id)
+        let state = paddock_core::sharepacks::packs::upload_state(&app.ports, &id)
             .await
             .unwrap();
-        if state != paddock::sharepacks::packs::Upload::Open {
+        if state != paddock_core::sharepacks::packs::Upload::Open {
             break;
         }
         assert!(started.elapsed().as_secs() < 30, "complete never started");
@@ -758,12 +761,12 @@ async fn a_pack_swapped_during_complete_is_never_published(app: TestApp) {
 /// A blob store that looks at where `complete` stages a pack before handing over to the real
 /// one: every staging path seen, with its directory's mode and whether the file existed.
 struct StagingWitness {
-    inner: Arc<dyn paddock::ports::BlobStore>,
+    inner: Arc<dyn paddock_core::ports::BlobStore>,
     seen: std::sync::Mutex<Vec<(std::path::PathBuf, u32, bool)>>,
 }
 
 #[async_trait::async_trait]
-impl paddock::ports::BlobStore for StagingWitness {
+impl paddock_core::ports::BlobStore for StagingWitness {
     async fn put(&self, key: &str, bytes: bytes::Bytes, ct: &str) -> Result<(), BlobError> {
         self.inner.put(key, bytes, ct).await
     }
@@ -1058,13 +1061,13 @@ async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock
     );
     // ... and so is its item: the store knows the pack no more.
     assert!(
-        paddock::sharepacks::packs::pending(&app.ports, &bad_id)
+        paddock_core::sharepacks::packs::pending(&app.ports, &bad_id)
             .await
             .unwrap()
             .is_none()
     );
     assert!(
-        paddock::sharepacks::packs::get(&app.ports, &bad_id)
+        paddock_core::sharepacks::packs::get(&app.ports, &bad_id)
             .await
             .unwrap()
             .is_none()
@@ -1098,7 +1101,7 @@ async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock
         "waiting for complete"
     );
     clock.advance(time::Duration::hours(2));
-    let report = paddock::retention::sweep(&app.ports).await.unwrap();
+    let report = paddock_core::retention::sweep(&app.ports).await.unwrap();
     assert_eq!(report.of("sharepack_uploads"), 1, "{report:?}");
     assert_eq!(
         app.ports.blobs.list("packs/").await.unwrap(),
@@ -1109,7 +1112,7 @@ async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock
         "{orphan} swept"
     );
     assert!(
-        paddock::sharepacks::packs::pending(&app.ports, &orphan)
+        paddock_core::sharepacks::packs::pending(&app.ports, &orphan)
             .await
             .unwrap()
             .is_none()
@@ -1117,23 +1120,23 @@ async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<ManualClock
 
     // A delete cut short after its transaction (object and item left behind): the pack is
     // already invisible, and the sweep finishes the job.
-    let item = paddock::ports::items::Key::new(format!("PACK#{id}"), "META");
-    let update = paddock::ports::items::Update::set("state", "deleting")
-        .and_set(paddock::ports::items::TTL, clock.unix() + 60);
+    let item = paddock_core::ports::items::Key::new(format!("PACK#{id}"), "META");
+    let update = paddock_core::ports::items::Update::set("state", "deleting")
+        .and_set(paddock_core::ports::items::TTL, clock.unix() + 60);
     app.ports
         .items
-        .update(paddock::tables::Table::Sharepacks, &item, update, None)
+        .update(paddock_core::tables::Table::Sharepacks, &item, update, None)
         .await
         .unwrap();
     assert!(
-        paddock::sharepacks::packs::get(&app.ports, &id)
+        paddock_core::sharepacks::packs::get(&app.ports, &id)
             .await
             .unwrap()
             .is_none(),
         "hidden at once"
     );
     clock.advance(time::Duration::minutes(2));
-    let report = paddock::retention::sweep(&app.ports).await.unwrap();
+    let report = paddock_core::retention::sweep(&app.ports).await.unwrap();
     assert_eq!(report.of("sharepack_uploads"), 1, "{report:?}");
     assert!(app.ports.blobs.list("packs/").await.unwrap().is_empty());
 }
@@ -1287,7 +1290,7 @@ async fn quotas_hold(app: TestApp) {
     assert_eq!(app.ports.blobs.list("packs/").await.unwrap().len(), 2);
 }
 
-fn limits(s: &mut paddock::config::Settings) {
+fn limits(s: &mut paddock_core::config::Settings) {
     s.sharepacks.max_direct_bytes = 512 * 1024;
     s.sharepacks.max_entries = 10;
     s.sharepacks.max_uncompressed_bytes = 16 * 1024 * 1024;
@@ -1296,7 +1299,7 @@ fn limits(s: &mut paddock::config::Settings) {
 }
 
 /// Limits that the attack tests do not test.
-fn open_limits(s: &mut paddock::config::Settings) {
+fn open_limits(s: &mut paddock_core::config::Settings) {
     s.sharepacks.uploads_per_minute = 1000;
     s.sharepacks.max_per_user = 1000;
 }

@@ -2,13 +2,13 @@
 //! DynamoDB write units it costs against the minimum its item layout needs.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use paddock::identity::rate_limits::{self, Limit};
-use paddock::ids::{JobId, UserId};
-use paddock::outbox;
-use paddock::ports::Clock;
-use paddock::ports::items::Query;
-use paddock::sessions::{self, records, upload};
-use paddock::tables::Table;
+use paddock_core::identity::rate_limits::{self, Limit};
+use paddock_core::ids::{JobId, UserId};
+use paddock_core::outbox;
+use paddock_core::ports::Clock;
+use paddock_core::ports::items::Query;
+use paddock_core::sessions::{self, records, upload};
+use paddock_core::tables::Table;
 use paddock_tests::{Backend, TestPorts, ports, session_body};
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,7 +59,7 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
         .unwrap()
         .unwrap();
     let job_id = JobId::from(stored["trackJobId"].as_str().expect("a job for the points"));
-    let job = paddock::tracks::jobs::status(&t.ports, &job_id)
+    let job = paddock_core::tracks::jobs::status(&t.ports, &job_id)
         .await
         .unwrap()
         .unwrap();
@@ -72,7 +72,7 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
         .unwrap()
         .unwrap();
     assert_eq!(record["sessionId"], receipt.session_id.as_str());
-    let track = paddock::tracks::get(&t.ports, &receipt.track_id)
+    let track = paddock_core::tracks::get(&t.ports, &receipt.track_id)
         .await
         .unwrap()
         .unwrap();
@@ -81,7 +81,7 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind.name(), "session.uploaded");
     assert_eq!(events[0].user_id.as_ref().map(UserId::as_str), Some("u1"));
-    let paddock::events::EventKind::SessionUploaded(uploaded) = &events[0].kind else {
+    let paddock_core::events::EventKind::SessionUploaded(uploaded) = &events[0].kind else {
         panic!("a session.uploaded event");
     };
     assert_eq!(uploaded.session_id, receipt.session_id);
@@ -98,7 +98,7 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
     assert_eq!(again.session_id, receipt.session_id);
     assert_eq!(outbox_events(&t).await.len(), 1);
     assert_eq!(
-        paddock::tracks::get(&t.ports, &receipt.track_id)
+        paddock_core::tracks::get(&t.ports, &receipt.track_id)
             .await
             .unwrap()
             .unwrap()
@@ -110,7 +110,7 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
     // The relay delivers the event to each queue that subscribes to it: an upload with
     // track points concerns the track-map, achievement and feed consumers, not accounts.
     assert_eq!(outbox::relay_pending(&t.ports).await.unwrap(), 1);
-    for queue in paddock::queues::QueueName::ALL {
+    for queue in paddock_core::queues::QueueName::ALL {
         let delivered = t
             .ports
             .queues
@@ -118,7 +118,7 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
             .receive(10, Duration::from_millis(500))
             .await
             .unwrap();
-        let expected = usize::from(queue != paddock::queues::QueueName::Accounts);
+        let expected = usize::from(queue != paddock_core::queues::QueueName::Accounts);
         assert_eq!(delivered.len(), expected, "{queue}");
         assert!(
             delivered
@@ -184,9 +184,9 @@ mod dynamodb_local {
     #[tokio::test(flavor = "multi_thread")]
     async fn write_units_of_a_30_lap_upload_with_5000_points() {
         let mut t = ports(Backend::Aws).await;
-        let client = aws_sdk_dynamodb::Client::new(&paddock::aws::sdk_config().await);
+        let client = aws_sdk_dynamodb::Client::new(&paddock_aws::sdk_config().await);
         let prefix = t.settings.table_prefix.clone();
-        let store = Arc::new(paddock::aws::DynamoItemStore::new(
+        let store = Arc::new(paddock_aws::DynamoItemStore::new(
             client.clone(),
             prefix.clone(),
             t.clock.clone(),

@@ -1,8 +1,8 @@
 //! Lambda function consuming the accounts queue (SQS trigger): renamed drivers on the
 //! leaderboards, and account deletion jobs.
 
-use paddock::lambda::{self, serve_consumer, start};
-use paddock::queues::QueueName;
+use paddock_core::queues::QueueName;
+use paddock_runtime::lambda::{self, serve_consumer, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

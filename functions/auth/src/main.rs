@@ -1,8 +1,8 @@
 //! Lambda function serving the auth endpoint group.
 
-use paddock::lambda::{self, serve_state, start};
-use paddock::routes::auth;
-use paddock::state::AppState;
+use paddock_api::routes::auth;
+use paddock_api::state::AppState;
+use paddock_runtime::lambda::{self, serve_state, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

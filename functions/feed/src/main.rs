@@ -1,7 +1,7 @@
 //! Lambda function consuming the feed queue (SQS trigger).
 
-use paddock::lambda::{self, serve_consumer, start};
-use paddock::queues::QueueName;
+use paddock_core::queues::QueueName;
+use paddock_runtime::lambda::{self, serve_consumer, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -1,7 +1,7 @@
 //! Lambda function serving health, readiness, metrics and the OpenAPI document.
 
-use paddock::lambda::{self, serve_group, start};
-use paddock::routes::health_routes;
+use paddock_api::routes::health_routes;
+use paddock_runtime::lambda::{self, serve_group, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

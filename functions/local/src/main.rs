@@ -1,15 +1,16 @@
 //! The local server: every endpoint group and the workers in one process (`cargo run`).
 
 use anyhow::Context;
-use paddock::app::Application;
-use paddock::config::Settings;
+use paddock_core::config::Settings;
+use paddock_runtime::app::Application;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let _ = dotenvy::dotenv();
     let settings = Settings::from_env()?;
     // Held until the server stops, so the last lines are written.
-    let _log = paddock::telemetry::init(settings.log_format).context("starting the log writer")?;
+    let _log =
+        paddock_runtime::telemetry::init(settings.log_format).context("starting the log writer")?;
     let app = Application::build(settings)
         .await
         .context("starting Paddock")?;

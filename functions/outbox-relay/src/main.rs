@@ -1,8 +1,8 @@
 //! Lambda function relaying outbox events from the table's stream to the queues that
 //! subscribe to them.
 
-use paddock::lambda::{self, serve_outbox_relay, start};
-use paddock::queues::QueueName;
+use paddock_core::queues::QueueName;
+use paddock_runtime::lambda::{self, serve_outbox_relay, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

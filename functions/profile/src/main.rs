@@ -1,7 +1,7 @@
 //! Lambda function serving the profile endpoint group (profile, export, account deletion).
 
-use paddock::lambda::{self, serve_group, start};
-use paddock::routes;
+use paddock_api::routes;
+use paddock_runtime::lambda::{self, serve_group, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

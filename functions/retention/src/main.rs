@@ -1,7 +1,7 @@
 //! Lambda function on the share-pack table's stream: removes the objects of packs DynamoDB's
 //! TTL removed.
 
-use paddock::lambda::{self, serve_retention, start};
+use paddock_runtime::lambda::{self, serve_retention, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -1,7 +1,7 @@
 //! Lambda function serving the share-pack endpoint group.
 
-use paddock::lambda::{self, serve_group, start};
-use paddock::routes::sharepacks;
+use paddock_api::routes::sharepacks;
+use paddock_runtime::lambda::{self, serve_group, start};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

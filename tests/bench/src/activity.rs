@@ -3,11 +3,11 @@
 //! upload's answer to its feed entry while uploads run at full load.
 
 use anyhow::Context;
-use paddock::config::Settings;
-use paddock::events::{Event, EventKind, LeaderboardSubmitted, SessionUploaded};
-use paddock::ports::{Ports, SystemClock};
-use paddock::queues::QueueName;
-use paddock::workers::{self, Processor, RetryPolicy};
+use paddock_core::config::Settings;
+use paddock_core::events::{Event, EventKind, LeaderboardSubmitted, SessionUploaded};
+use paddock_core::ports::{Ports, SystemClock};
+use paddock_core::queues::QueueName;
+use paddock_core::workers::{self, Processor, RetryPolicy};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -106,7 +106,7 @@ async fn drain(ports: &Ports, queue: QueueName, processor: Processor) -> anyhow:
 /// Each consumer against the bare queue, on fresh embedded ports in `dir`.
 pub(crate) async fn consumers(dir: &std::path::Path) -> anyhow::Result<()> {
     let settings = Settings::embedded(dir, SocketAddr::from(([127, 0, 0, 1], 0)));
-    let ports = paddock::wiring::embedded_ports(&settings, Arc::new(SystemClock))?;
+    let ports = paddock_runtime::wiring::embedded_ports(&settings, Arc::new(SystemClock))?;
     let nothing: Processor = Arc::new(|_, _| Box::pin(async { Ok(()) }));
     let bare = drain(&ports, QueueName::TrackMaps, nothing).await?;
     println!(

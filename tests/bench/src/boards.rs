@@ -2,7 +2,7 @@
 //! 1,000,000 drivers (embedded store) and 1,000 and 100,000 drivers (DynamoDB Local, when the
 //! emulators run: `eval "$(infra/emulators.sh up)"`).
 //!
-//! Each board is written in bulk (`paddock::leaderboards::bulk`), lap times drawn around a
+//! Each board is written in bulk (`paddock_core::leaderboards::bulk`), lap times drawn around a
 //! median of 90 s with a standard deviation of 1.5 % (most drivers within a few percent of
 //! each other, so equal times to the millisecond are common on large boards), submissions
 //! spread over a year, ten cars. Then the local server binary is started over that store with
@@ -17,9 +17,9 @@
 //! [--dynamodb-sizes 1000,100000]`
 
 use anyhow::{Context, bail};
-use paddock::config::{Backend, Settings};
-use paddock::ids::{SessionId, TrackId, UserId};
-use paddock::leaderboards::bulk::{BulkBoard, BulkEntry};
+use paddock_core::config::{Backend, Settings};
+use paddock_core::ids::{SessionId, TrackId, UserId};
+use paddock_core::leaderboards::bulk::{BulkBoard, BulkEntry};
 use paddock_tests::binaries;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -137,10 +137,10 @@ async fn one_board(server: &Path, backend: Backend, n: usize) -> anyhow::Result<
         settings.create_resources = true;
         settings.bucket = Some(format!("bench-{}-{n}", std::process::id()));
     }
-    let track = paddock::tracks::TrackKey::new("acc", "Spa-Francorchamps", "GP").id();
+    let track = paddock_core::tracks::TrackKey::new("acc", "Spa-Francorchamps", "GP").id();
     let started = Instant::now();
     let middle_key = {
-        let ports = paddock::wiring::ports(&mut settings).await?;
+        let ports = paddock_runtime::wiring::ports(&mut settings).await?;
         let key = write_board(&ports, &track, n).await?;
         // The store is closed before the server opens it.
         drop(ports);
@@ -188,7 +188,7 @@ async fn one_board(server: &Path, backend: Backend, n: usize) -> anyhow::Result<
 
 /// Writes the board; answers the rank key of the row in its middle.
 async fn write_board(
-    ports: &paddock::ports::Ports,
+    ports: &paddock_core::ports::Ports,
     track: &TrackId,
     n: usize,
 ) -> anyhow::Result<String> {
@@ -348,7 +348,7 @@ async fn measure(
         .as_str()
         .with_context(|| format!("upload failed: {uploaded}"))?
         .to_owned();
-    let cursor = paddock::ports::items::encode_cursor(&format!("after:{middle_key}"));
+    let cursor = paddock_core::ports::items::encode_cursor(&format!("after:{middle_key}"));
     let reads: [(&'static str, String, bool); 5] = [
         (
             "GET first page (100)",

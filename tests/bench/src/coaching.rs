@@ -64,7 +64,7 @@ pub(crate) async fn chat(
     // What the service sends upstream for this conversation: the same size of request.
     let upstream = json!({
         "model": "bench-model", "max_tokens": 1024,
-        "system": paddock::coaching::prompt::SYSTEM_PROMPT,
+        "system": paddock_core::coaching::prompt::SYSTEM_PROMPT,
         "messages": [{"role": "user", "content": format!("<session>{}</session>\n\nWhere do I lose the most time?", chat_body())}],
     });
     let direct = Load::post_json("/v1/messages", &upstream).header("x-api-key", "bench-key");

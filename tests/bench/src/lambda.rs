@@ -78,7 +78,7 @@ fn settings() -> Vec<(String, String)> {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect();
-    for queue in paddock::queues::QueueName::ALL {
+    for queue in paddock_core::queues::QueueName::ALL {
         let section = queue.config_section();
         env.push((
             format!("Queue__{section}__Url"),

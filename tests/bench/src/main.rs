@@ -14,8 +14,8 @@ mod packs;
 
 use anyhow::Context;
 use axum::Router;
-use paddock::app::Application;
-use paddock::config::Settings;
+use paddock_core::config::Settings;
+use paddock_runtime::app::Application;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -174,12 +174,15 @@ async fn main() -> anyhow::Result<()> {
     let log_path = log_dir.path().join("paddock.log");
     let log_file = std::fs::File::create(&log_path)?;
     let _log = match o.log.as_str() {
-        "queued" => Some(paddock::telemetry::init_to(
-            paddock::config::LogFormat::Json,
+        "queued" => Some(paddock_runtime::telemetry::init_to(
+            paddock_core::config::LogFormat::Json,
             log_file,
         )?),
         "blocking" => {
-            paddock::telemetry::init_blocking_to(paddock::config::LogFormat::Json, log_file);
+            paddock_runtime::telemetry::init_blocking_to(
+                paddock_core::config::LogFormat::Json,
+                log_file,
+            );
             None
         }
         _ => None,

@@ -7,8 +7,8 @@
 //! takes, the time added, and the bytes of metric lines each invocation writes to its log.
 //! Installing the outlet is for the whole process, so this scenario runs only when named.
 
-use paddock::metrics::global;
-use paddock::metrics_cloudwatch::{self, Invocation};
+use paddock_core::metrics::global;
+use paddock_core::metrics_cloudwatch::{self, Invocation};
 use std::time::{Duration, Instant};
 
 /// One invocation's metric updates.

@@ -14,9 +14,8 @@
 //! - `PADDOCK_API_PROFILE` (`dev`): the cargo profile the functions are built with.
 
 use anyhow::Context;
-use paddock::aws;
-use paddock::config::{Backend, Settings};
-use paddock::ports::SystemClock;
+use paddock_core::config::{Backend, Settings};
+use paddock_core::ports::SystemClock;
 use paddock_tests::binaries;
 use paddock_tests::local_api::{Config, LocalApi, template::Template};
 use std::collections::HashMap;
@@ -65,10 +64,10 @@ async fn main() -> anyhow::Result<()> {
     let mut settings = Settings::from_env().map_err(|e| anyhow::anyhow!("{e}"))?;
     settings.backend = Backend::Aws;
     settings.create_resources = true;
-    paddock::wiring::aws_ports(&mut settings, Arc::new(SystemClock))
+    paddock_runtime::wiring::aws_ports(&mut settings, Arc::new(SystemClock))
         .await
         .context("creating the tables, bucket and queues (are the emulators up?)")?;
-    let sdk = aws::sdk_config().await;
+    let sdk = paddock_aws::sdk_config().await;
     let secret_id = settings
         .secret_id
         .clone()
@@ -87,7 +86,7 @@ async fn main() -> anyhow::Result<()> {
             *uuid::Uuid::new_v4().as_bytes(),
         ];
         let key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes.concat());
-        aws::provision::put_secret(
+        paddock_aws::provision::put_secret(
             &secrets,
             &secret_id,
             &serde_json::json!({"jwtSigningKey": key, "anthropicApiKey": "", "openaiApiKey": ""}),

@@ -1,0 +1,203 @@
+//! What the pages show, read through the same board reads as `GET /v1/leaderboards`.
+//!
+//! Each function answers one page's worth of data: a board page is the API's page of the
+//! same board (same ranks, same cursor) with the track's most-driven listed cars, a driver's
+//! page reads a page of the driver's track index and one entry per track, and the tracks page
+//! reads a page of tracks.
+
+use paddock_core::ids::TrackId;
+use paddock_core::ids::UserId;
+use paddock_core::leaderboards::board::{BoardId, Row, TRACK_INDEX_PREFIX};
+use paddock_core::leaderboards::reads as board_reads;
+use paddock_core::leaderboards::{rank_counts, vehicles};
+use paddock_core::ports::Ports;
+use paddock_core::ports::items::{Query, SK, StoreError, decode_cursor, encode_cursor};
+use paddock_core::tables::Table;
+use paddock_core::tracks::{self, Track};
+
+/// The cars a board page offers in its selector: the most-driven listed ones.
+const CARS_SHOWN: usize = 30;
+
+pub(crate) use paddock_core::leaderboards::reads::Ranked;
+
+/// A page of a board (the track board, or one car's).
+#[derive(Debug, Clone)]
+pub(crate) struct BoardPage {
+    /// The board's track.
+    pub track: Track,
+    /// The rows of this page, in rank order.
+    pub rows: Vec<Ranked>,
+    /// The fastest lap of the board (for gaps), if it has entries.
+    pub first_ms: Option<i64>,
+    /// Entries on the board.
+    pub total: u64,
+    /// The cursor of the next page, if any.
+    pub next_cursor: Option<String>,
+    /// The track's most-driven listed cars, with their drivers (for the car selector).
+    pub vehicles: Vec<(String, u64)>,
+    /// For a car's board, the car's name as stored (`None`: nobody raced it).
+    pub car_name: Option<String>,
+}
+
+/// A track that has a board, with its number of drivers.
+#[derive(Debug, Clone)]
+pub(crate) struct TrackBoard {
+    /// The track.
+    pub track: Track,
+    /// Drivers on its board.
+    pub drivers: u64,
+}
+
+/// A driver's best on one board.
+#[derive(Debug, Clone)]
+pub(crate) struct DriverBest {
+    /// The board's track.
+    pub track: Track,
+    /// The driver's entry.
+    pub row: Row,
+    /// Its rank.
+    pub rank: u64,
+    /// Entries on the board.
+    pub total: u64,
+}
+
+/// The page of `board` after position `after` (`limit` rows); `None` for a track nobody
+/// raced. Reads what `GET /v1/leaderboards` reads for the page, the board's fastest row and
+/// the track's cars.
+pub(crate) async fn board_page(
+    ports: &Ports,
+    board: &BoardId,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Option<BoardPage>, StoreError> {
+    let Some(track) = tracks::get(ports, &board.track).await? else {
+        return Ok(None);
+    };
+    let slice = board_reads::page(ports, board, after, limit).await?;
+    let first_ms = match slice.rows.first() {
+        Some(r) if r.rank == 1 => Some(r.row.lap_time_ms),
+        _ => board_reads::fastest(ports, board)
+            .await?
+            .map(|r| r.lap_time_ms),
+    };
+    let (listed, car) = futures::try_join!(
+        vehicles::list(ports, &board.track, CARS_SHOWN, None),
+        async {
+            match &board.vehicle {
+                Some(car) => vehicles::read_count(ports, &board.track, car)
+                    .await
+                    .map(|c| (c.drivers > 0).then_some(c.vehicle_name)),
+                None => Ok(None),
+            }
+        }
+    )?;
+    let vehicles = listed
+        .items
+        .into_iter()
+        .map(|v| (v.vehicle_name, v.total_entries))
+        .collect();
+    Ok(Some(BoardPage {
+        track,
+        first_ms,
+        total: slice.total,
+        next_cursor: slice.next_after.as_deref().map(board_reads::encode_cursor),
+        rows: slice.rows,
+        vehicles,
+        car_name: car,
+    }))
+}
+
+/// Tracks with a board, a page of the tracks list at a time, with the ones whose name, layout
+/// or game holds `search` (case-insensitive) only.
+pub(crate) async fn boards(
+    ports: &Ports,
+    search: Option<&str>,
+    limit: usize,
+    cursor: Option<String>,
+) -> Result<(Vec<TrackBoard>, Option<String>), StoreError> {
+    let (listed, next) = tracks::list(ports, limit, cursor).await?;
+    let needle = search.map(str::to_lowercase);
+    let mut out = Vec::new();
+    for track in listed {
+        let found = needle.as_deref().is_none_or(|n| {
+            [&track.name, &track.layout, &track.game_id]
+                .iter()
+                .any(|s| s.to_lowercase().contains(n))
+        });
+        if !found {
+            continue;
+        }
+        let drivers = rank_counts::total(ports, &BoardId::track(&track.id)).await?;
+        if drivers > 0 {
+            out.push(TrackBoard { track, drivers });
+        }
+    }
+    Ok((out, next))
+}
+
+/// A page of a driver's bests.
+#[derive(Debug, Clone)]
+pub(crate) struct DriverPage {
+    /// The driver.
+    pub user: paddock_core::identity::users::User,
+    /// The driver's best on each track of this page.
+    pub bests: Vec<DriverBest>,
+    /// The cursor of the next page, if any.
+    pub next_cursor: Option<String>,
+}
+
+/// A page of `user_id`'s bests on track boards (`limit` tracks at most, after `cursor`), in
+/// the order of the driver's track index; `None` when the driver does not exist or deleted the
+/// account. Reads the profile, a page of the track index, then each track's entry, rank
+/// and track at once: the same items however many boards the driver is on.
+pub(crate) async fn driver_bests(
+    ports: &Ports,
+    user_id: &UserId,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<Option<DriverPage>, StoreError> {
+    let after = match cursor {
+        Some(c) => {
+            let sk = decode_cursor(c)?;
+            if !sk.starts_with(TRACK_INDEX_PREFIX) {
+                return Err(StoreError::InvalidCursor);
+            }
+            Some(encode_cursor(&sk))
+        }
+        None => None,
+    };
+    let index = Query::partition(Table::Leaderboards, format!("USER#{user_id}"))
+        .begins_with(TRACK_INDEX_PREFIX)
+        .limit(limit)
+        .after(after);
+    let (user, page) = futures::try_join!(
+        paddock_core::identity::users::get(ports, user_id),
+        ports.items.query(index)
+    )?;
+    let Some(user) = user else {
+        return Ok(None);
+    };
+    let tracks = page.items.iter().filter_map(|item| {
+        let sk = item.get(SK)?.as_str()?;
+        Some(TrackId::from(sk.strip_prefix(TRACK_INDEX_PREFIX)?))
+    });
+    let bests = futures::future::try_join_all(tracks.map(|track_id| async move {
+        let board = BoardId::track(&track_id);
+        let (entry, track) = futures::try_join!(
+            board_reads::entry(ports, &board, user_id),
+            tracks::get(ports, &track_id)
+        )?;
+        Ok::<_, StoreError>(entry.zip(track).map(|((entry, total), track)| DriverBest {
+            track,
+            rank: entry.rank,
+            total: total.max(entry.rank),
+            row: entry.row,
+        }))
+    }))
+    .await?;
+    Ok(Some(DriverPage {
+        user,
+        bests: bests.into_iter().flatten().collect(),
+        next_cursor: page.next_cursor.filter(|_| page.items.len() == limit),
+    }))
+}

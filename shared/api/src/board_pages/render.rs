@@ -1,0 +1,572 @@
+//! The HTML of the pages (maud: every interpolated value is escaped).
+//!
+//! No script at all: the car selector and the search are plain `GET` forms, so every page
+//! works without JavaScript. The one style sheet is inline and allowed by its hash in the
+//! Content-Security-Policy, so the policy needs no `'unsafe-inline'`.
+
+use base64::Engine;
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use sha2::{Digest, Sha256};
+use std::sync::LazyLock;
+
+use super::reads::{BoardPage, DriverPage, TrackBoard};
+use paddock_core::hidden_characters::is_invisible_or_bidi;
+use paddock_core::ids::{TrackId, UserId};
+use paddock_core::leaderboards::format_lap_time;
+use paddock_core::tracks::Track;
+
+/// The pages' style sheet (small, phone first: the board table scrolls sideways on narrow
+/// screens rather than squeezing the names).
+const STYLE: &str = "\
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1a1a1a;background:#fff;line-height:1.45}\
+header,main,footer{max-width:60rem;margin:0 auto;padding:0 1rem}\
+header{padding-top:1rem}header a{color:#1a1a1a;font-weight:700;text-decoration:none}\
+h1{font-size:1.5rem;margin:.75rem 0 .25rem}\
+a{color:#0b57d0}a:focus,button:focus,select:focus,input:focus{outline:3px solid #f2a900;outline-offset:2px}\
+.meta{color:#4a4a4a;margin:0 0 1rem}\
+.scroll{overflow-x:auto}\
+table{border-collapse:collapse;width:100%;font-variant-numeric:tabular-nums}\
+caption{text-align:left;color:#4a4a4a;padding:.25rem 0}\
+th,td{padding:.4rem .5rem;border-bottom:1px solid #ddd;text-align:left;white-space:nowrap}\
+th{background:#f3f3f3}td.num,th.num{text-align:right}\
+.avatar{width:24px;height:24px;border-radius:50%;vertical-align:middle;margin-right:.4rem;object-fit:cover}\
+.initial{display:inline-block;width:24px;height:24px;border-radius:50%;background:#5a5a5a;color:#fff;text-align:center;line-height:24px;font-size:.8rem;margin-right:.4rem;vertical-align:middle}\
+form{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;margin:0 0 1rem}\
+select,input,button{font:inherit;padding:.35rem .5rem;border:1px solid #767676;border-radius:4px;background:#fff;color:#1a1a1a}\
+button{background:#0b57d0;color:#fff;border-color:#0b57d0;cursor:pointer}\
+nav.pages{display:flex;gap:1rem;margin:1rem 0}\
+footer{color:#4a4a4a;font-size:.85rem;padding:2rem 1rem}\
+";
+
+/// `'sha256-…'` of [`STYLE`], as the Content-Security-Policy names it.
+static STYLE_SOURCE: LazyLock<String> = LazyLock::new(|| {
+    let digest = Sha256::digest(STYLE.as_bytes());
+    format!(
+        "'sha256-{}'",
+        base64::engine::general_purpose::STANDARD.encode(digest)
+    )
+});
+
+/// The pages' Content-Security-Policy: nothing runs, nothing is framed, forms post only
+/// here, images only from `img_sources` (the allowed avatar hosts, see
+/// [`super::avatars::image_sources`]), styles only the inline sheet above.
+pub(crate) fn content_security_policy(img_sources: &str) -> String {
+    format!(
+        "default-src 'none'; style-src {}; img-src {img_sources}; form-action 'self'; \
+         base-uri 'none'; frame-ancestors 'none'",
+        *STYLE_SOURCE
+    )
+}
+
+/// What a page says about itself to browsers and to link previews.
+pub(crate) struct Head<'a> {
+    /// The `<title>` and `og:title`.
+    pub title: String,
+    /// The `og:description`.
+    pub description: String,
+    /// The page's path (made absolute with the public URL for `og:url`).
+    pub path: String,
+    /// `Auth__PublicUrl`, when configured.
+    pub public_url: Option<&'a str>,
+}
+
+/// Control characters and the characters that reorder or hide text (bidi controls,
+/// zero-width characters: the rule input refuses, [`is_invisible_or_bidi`]) shown as U+FFFD,
+/// so a name a record kept from before the rule cannot disguise itself or the text around
+/// it, and two names that differ only by such a character do not look the same.
+fn visible(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() || is_invisible_or_bidi(c) {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// A driver's name, isolated from the text around it.
+fn name(display_name: &str) -> Markup {
+    let shown = visible(display_name);
+    html! { bdi { (shown) } }
+}
+
+/// The avatar (https only, as the profile requires), or the name's first letter.
+fn avatar(display_name: &str, avatar_url: Option<&str>) -> Markup {
+    if let Some(url) = avatar_url.filter(|u| u.starts_with("https://")) {
+        return html! {
+            img.avatar src=(url) alt="" width="24" height="24" loading="lazy" referrerpolicy="no-referrer";
+        };
+    }
+    let initial = visible(display_name)
+        .chars()
+        .next()
+        .map(|c| c.to_uppercase().collect::<String>())
+        .unwrap_or_default();
+    html! { span.initial aria-hidden="true" { (initial) } }
+}
+
+/// `Track name (layout) · GAME`.
+fn track_title(track: &Track) -> String {
+    let layout = if track.layout.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", track.layout)
+    };
+    visible(&format!(
+        "{}{} · {}",
+        track.name,
+        layout,
+        track.game_id.to_uppercase()
+    ))
+}
+
+/// The gap to the fastest lap: `+0.417`, `+1:02.003`; empty for the fastest itself.
+pub(crate) fn gap(lap_ms: i64, first_ms: i64) -> String {
+    let gap = lap_ms - first_ms;
+    if gap <= 0 {
+        return "—".to_owned();
+    }
+    if gap < 60_000 {
+        format!("+{}.{:03}", gap / 1000, gap % 1000)
+    } else {
+        format!("+{}", format_lap_time(gap))
+    }
+}
+
+/// The date part of an RFC 3339 time.
+fn date(rfc3339: &str) -> &str {
+    rfc3339.get(..10).unwrap_or(rfc3339)
+}
+
+/// A path with its query (values form-encoded).
+fn with_query(path: &str, pairs: &[(&str, &str)]) -> String {
+    let query = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs.iter().filter(|(_, v)| !v.is_empty()))
+        .finish();
+    if query.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{query}")
+    }
+}
+
+/// The path of a board page.
+pub(crate) fn board_path(track_id: &TrackId) -> String {
+    format!("/boards/{track_id}")
+}
+
+/// The path of a driver's page.
+pub(crate) fn driver_path(user_id: &UserId) -> String {
+    format!("/drivers/{user_id}")
+}
+
+/// A page with an address of its own: `og:url` and the canonical link name it.
+fn layout(head: &Head<'_>, body: Markup) -> String {
+    let url = head.public_url.map(|base| format!("{base}{}", head.path));
+    document(head, url.as_deref(), body)
+}
+
+/// The HTML document: `url` is the page's absolute address, given to link previews and
+/// search engines as its own (`og:url`, canonical), or `None` for an error page, which names
+/// no address: a 404's address would be whatever the request asked for.
+fn document(head: &Head<'_>, url: Option<&str>, body: Markup) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (head.title) }
+                meta name="description" content=(head.description);
+                meta property="og:type" content="website";
+                meta property="og:site_name" content="Paddock";
+                meta property="og:title" content=(head.title);
+                meta property="og:description" content=(head.description);
+                @if let Some(url) = url {
+                    meta property="og:url" content=(url);
+                    link rel="canonical" href=(url);
+                }
+                meta name="twitter:card" content="summary";
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header { a href="/boards" { "Paddock leaderboards" } }
+                main { (body) }
+                footer { "Lap times from the Paddock desktop telemetry analyser." }
+            }
+        }
+    }
+    .into_string()
+}
+
+/// `/boards`: the tracks with boards.
+pub(crate) fn boards(
+    public_url: Option<&str>,
+    tracks: &[TrackBoard],
+    search: Option<&str>,
+    next: Option<&str>,
+) -> String {
+    let head = Head {
+        title: "Leaderboards · Paddock".to_owned(),
+        description: "Best laps of Paddock drivers, track by track.".to_owned(),
+        path: "/boards".to_owned(),
+        public_url,
+    };
+    let body = html! {
+        h1 { "Leaderboards" }
+        form method="get" action="/boards" role="search" {
+            label for="q" { "Track" }
+            input #q type="search" name="q" value=(search.unwrap_or_default()) maxlength="100";
+            button type="submit" { "Search" }
+        }
+        @if tracks.is_empty() {
+            p { "No boards here." }
+        } @else {
+            div.scroll {
+                table {
+                    caption { "Tracks with laps on the board" }
+                    thead { tr {
+                        th scope="col" { "Track" } th scope="col" { "Layout" }
+                        th scope="col" { "Game" } th.num scope="col" { "Drivers" }
+                    } }
+                    tbody {
+                        @for t in tracks {
+                            tr {
+                                td { a href=(board_path(&t.track.id)) { (visible(&t.track.name)) } }
+                                td { (visible(&t.track.layout)) }
+                                td { (visible(&t.track.game_id.to_uppercase())) }
+                                td.num { (t.drivers) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(next) = next {
+            nav.pages aria-label="Pages" {
+                a href="/boards" { "First page" }
+                a href=(with_query("/boards", &[("q", search.unwrap_or_default()), ("cursor", next)])) rel="next" { "Next page" }
+            }
+        }
+    };
+    layout(&head, body)
+}
+
+/// `/boards/{trackId}`: one page of a board.
+pub(crate) fn board(
+    public_url: Option<&str>,
+    page: &BoardPage,
+    car: Option<&str>,
+    first_page: bool,
+) -> String {
+    let title = track_title(&page.track);
+    // The car as stored, never the query's text.
+    let car_shown = page.car_name.as_deref().map(visible);
+    let car = page.car_name.as_deref().or(car);
+    let unlisted = car.filter(|c| {
+        !page
+            .vehicles
+            .iter()
+            .any(|(v, _)| v.to_lowercase() == c.to_lowercase())
+    });
+    let top: Vec<String> = page
+        .rows
+        .iter()
+        .take(3)
+        .map(|r| {
+            format!(
+                "{}. {} {}",
+                r.rank,
+                visible(&r.row.display_name),
+                format_lap_time(r.row.lap_time_ms)
+            )
+        })
+        .collect();
+    let scope = match &car_shown {
+        Some(car) => format!(" in the {car}"),
+        None => String::new(),
+    };
+    let description = if top.is_empty() {
+        format!("No laps yet{scope}.")
+    } else {
+        format!(
+            "{} · {} driver{}{scope}",
+            top.join(" · "),
+            page.total,
+            if page.total == 1 { "" } else { "s" }
+        )
+    };
+    let path = board_path(&page.track.id);
+    let head = Head {
+        title: match &car_shown {
+            Some(car) => format!("{title} · {car} · Paddock leaderboard"),
+            None => format!("{title} · Paddock leaderboard"),
+        },
+        description,
+        path: with_query(&path, &[("car", car.unwrap_or_default())]),
+        public_url,
+    };
+    let body = html! {
+        h1 { (title) }
+        p.meta {
+            (page.total) " driver" @if page.total != 1 { "s" }
+            @if let Some(car) = &car_shown { " in the " (car) }
+        }
+        form method="get" action=(path) {
+            label for="car" { "Car" }
+            select #car name="car" {
+                option value="" selected[car.is_none()] { "All cars" }
+                @if let Some(c) = unlisted {
+                    option value=(c) selected { (visible(c)) }
+                }
+                @for (vehicle, count) in &page.vehicles {
+                    option value=(vehicle) selected[car.is_some_and(|c| c.to_lowercase() == vehicle.to_lowercase())] {
+                        (visible(vehicle)) " (" (count) ")"
+                    }
+                }
+            }
+            button type="submit" { "Show" }
+        }
+        @if page.rows.is_empty() {
+            p { "No laps on this board yet." }
+        } @else {
+            div.scroll {
+                table {
+                    caption { "Best lap of each driver, fastest first" }
+                    thead { tr {
+                        th.num scope="col" { "Rank" } th scope="col" { "Driver" }
+                        th.num scope="col" { "Lap" } th.num scope="col" { "Gap" }
+                        th scope="col" { "Car" } th scope="col" { "Date" }
+                    } }
+                    tbody {
+                        @for r in &page.rows {
+                            tr {
+                                td.num { (r.rank) }
+                                td {
+                                    (avatar(&r.row.display_name, r.row.avatar_url.as_deref()))
+                                    a href=(driver_path(&r.row.user_id)) { (name(&r.row.display_name)) }
+                                }
+                                td.num { (format_lap_time(r.row.lap_time_ms)) }
+                                td.num { (page.first_ms.map(|f| gap(r.row.lap_time_ms, f)).unwrap_or_default()) }
+                                td { (visible(&r.row.vehicle_name)) }
+                                td { time datetime=(r.row.submitted_at) { (date(&r.row.submitted_at)) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if !first_page || page.next_cursor.is_some() {
+            nav.pages aria-label="Pages" {
+                @if !first_page {
+                    a href=(with_query(&path, &[("car", car.unwrap_or_default())])) { "First page" }
+                }
+                @if let Some(next) = &page.next_cursor {
+                    a href=(with_query(&path, &[("car", car.unwrap_or_default()), ("cursor", next)])) rel="next" { "Next page" }
+                }
+            }
+        }
+    };
+    layout(&head, body)
+}
+
+/// `/drivers/{userId}`: a driver's bests.
+pub(crate) fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bool) -> String {
+    let (user, bests) = (&page.user, &page.bests);
+    let shown = visible(&user.display_name);
+    let description = match bests.first() {
+        Some(_) => format!("{shown}'s best laps on the Paddock leaderboards."),
+        None => format!("{shown} has no laps on the boards yet."),
+    };
+    let path = driver_path(&user.id);
+    let head = Head {
+        title: format!("{shown} · Paddock driver"),
+        description,
+        path: path.clone(),
+        public_url,
+    };
+    let body = html! {
+        h1 { (avatar(&user.display_name, user.avatar_url.as_deref())) (name(&user.display_name)) }
+        @if bests.is_empty() && first_page {
+            p { "No laps on the boards yet." }
+        } @else {
+            div.scroll {
+                table {
+                    caption { "Best lap on each track" }
+                    thead { tr {
+                        th scope="col" { "Track" } th.num scope="col" { "Rank" }
+                        th.num scope="col" { "Lap" } th scope="col" { "Car" } th scope="col" { "Date" }
+                    } }
+                    tbody {
+                        @for b in bests {
+                            tr {
+                                td { a href=(board_path(&b.track.id)) { (track_title(&b.track)) } }
+                                td.num { (b.rank) " of " (b.total) }
+                                td.num { (format_lap_time(b.row.lap_time_ms)) }
+                                td { (visible(&b.row.vehicle_name)) }
+                                td { time datetime=(b.row.submitted_at) { (date(&b.row.submitted_at)) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @if !first_page || page.next_cursor.is_some() {
+            nav.pages aria-label="Pages" {
+                @if !first_page {
+                    a href=(path) { "First page" }
+                }
+                @if let Some(next) = &page.next_cursor {
+                    a href=(with_query(&path, &[("cursor", next)])) rel="next" { "Next page" }
+                }
+            }
+        }
+    };
+    layout(&head, body)
+}
+
+/// An error page (400, 404): what went wrong, and the way back. It names no address of its
+/// own (no canonical link, no `og:url`).
+pub(crate) fn problem(title: &str, message: &str) -> String {
+    let head = Head {
+        title: format!("{title} · Paddock"),
+        description: message.to_owned(),
+        path: String::new(),
+        public_url: None,
+    };
+    let body = html! {
+        h1 { (title) }
+        p { (message) }
+        p { a href="/boards" { "All leaderboards" } }
+    };
+    document(&head, None, body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaps_read_as_seconds_then_minutes() {
+        assert_eq!(gap(90_000, 90_000), "—");
+        assert_eq!(gap(90_417, 90_000), "+0.417");
+        assert_eq!(gap(102_003, 90_000), "+12.003");
+        assert_eq!(gap(152_003, 90_000), "+1:02.003");
+    }
+
+    #[test]
+    fn hidden_characters_show() {
+        assert_eq!(
+            visible("a\u{202E}b\u{200B}c\u{0007}"),
+            "a\u{FFFD}b\u{FFFD}c\u{FFFD}"
+        );
+        assert_eq!(
+            visible("Zoë 🏁 \u{2764}\u{FE0F}"),
+            "Zoë 🏁 \u{2764}\u{FE0F}"
+        );
+        // Every character the input rule refuses, including those the first rule missed.
+        for c in ['\u{00AD}', '\u{3164}', '\u{2066}', '\u{FFA0}', '\u{061C}'] {
+            assert_eq!(
+                visible(&format!("Spa{c}")),
+                "Spa\u{FFFD}",
+                "{:04X}",
+                c as u32
+            );
+        }
+    }
+
+    #[test]
+    fn stored_track_and_car_names_render_neutralised() {
+        let track = Track {
+            name: "Spa\u{200B}".to_owned(),
+            layout: "\u{202E}PG".to_owned(),
+            game_id: "acc\u{2066}".to_owned(),
+            ..Track::empty(&paddock_core::tracks::TrackKey::new("acc", "Spa", "GP"))
+        };
+        let html = boards(
+            None,
+            &[TrackBoard {
+                track: track.clone(),
+                drivers: 1,
+            }],
+            None,
+            None,
+        );
+        let page = BoardPage {
+            track,
+            rows: Vec::new(),
+            first_ms: None,
+            total: 0,
+            next_cursor: None,
+            vehicles: vec![("Porsche \u{202E}R 3TG".to_owned(), 1)],
+            car_name: Some("Porsche \u{202E}R 3TG".to_owned()),
+        };
+        let board_html = board(None, &page, Some("Porsche \u{202E}R 3TG"), true);
+        // The car selector's value goes back as the query, to match the stored name; it is
+        // never shown.
+        let board_html = board_html.replace("value=\"Porsche \u{202E}R 3TG\"", "");
+        for html in [html, board_html] {
+            for hidden in ['\u{200B}', '\u{202E}', '\u{2066}'] {
+                assert!(!html.contains(hidden), "{:04X} in {html}", hidden as u32);
+            }
+            assert!(html.contains("Spa\u{FFFD}"), "{html}");
+        }
+    }
+
+    #[test]
+    fn error_pages_name_no_address() {
+        let html = problem("No such board", "There is no board at this address.");
+        assert!(
+            !html.contains("canonical") && !html.contains("og:url"),
+            "{html}"
+        );
+        let head = Head {
+            title: "t".into(),
+            description: "d".into(),
+            path: "/boards".into(),
+            public_url: Some("https://paddock.example"),
+        };
+        let html = layout(&head, html! {});
+        assert!(html.contains(r#"<link rel="canonical" href="https://paddock.example/boards">"#));
+    }
+
+    #[test]
+    fn markup_in_names_is_text() {
+        let html = name("<script>alert(1)</script>").into_string();
+        assert_eq!(html, "<bdi>&lt;script&gt;alert(1)&lt;/script&gt;</bdi>");
+    }
+
+    #[test]
+    fn only_https_avatars_are_shown() {
+        assert!(
+            avatar("A", Some("javascript:alert(1)"))
+                .into_string()
+                .contains("initial")
+        );
+        assert!(
+            avatar("A", Some("http://x/a.png"))
+                .into_string()
+                .contains("initial")
+        );
+        assert!(
+            avatar("A", Some("https://x/a.png"))
+                .into_string()
+                .contains("img")
+        );
+    }
+
+    #[test]
+    fn the_policy_names_the_style_sheets_hash() {
+        let digest = Sha256::digest(STYLE.as_bytes());
+        let b64 = base64::engine::general_purpose::STANDARD.encode(digest);
+        let policy = content_security_policy("https://cdn.discordapp.com");
+        assert!(policy.contains(&format!("'sha256-{b64}'")));
+        assert!(
+            policy.contains("img-src https://cdn.discordapp.com;"),
+            "{policy}"
+        );
+        assert!(!policy.contains("unsafe"));
+    }
+}

@@ -1,0 +1,363 @@
+//! Email and password: registration, login and password changes. Rate limits are checked
+//! before a body is parsed; bodies become forms whose fields are all parsed, or one 400.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::Response;
+use http::{HeaderMap, StatusCode};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::token_response;
+use crate::http::auth_user::{AuthUser, ClientAddr};
+use crate::http::extract::json_body;
+use crate::http::{ApiError, ApiJson, ok};
+use crate::routes::envelopes::envelope;
+use crate::state::AppState;
+use paddock_core::identity::fields::{DisplayName, Email, Password, login_password};
+use paddock_core::identity::password_changes::{self, PasswordChangeError};
+use paddock_core::identity::rate_limits::{self, Limit, LimitError};
+use paddock_core::identity::users::{self, RegisterError, User};
+use paddock_core::problems::{FieldProblems, Problems};
+
+/// `POST /v1/auth/register` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterRequest {
+    /// The account's email; compared without case.
+    #[schema(required = true, value_type = String, format = Email, max_length = 254)]
+    pub email: Option<String>,
+    /// 8 to 256 characters.
+    #[schema(required = true, value_type = String, min_length = 8, max_length = 256)]
+    pub password: Option<String>,
+    /// Shown on leaderboards: 1 to 64 characters (trimmed), no control, invisible or
+    /// text-direction characters.
+    #[schema(required = true, value_type = String, min_length = 1, max_length = 64,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
+    pub display_name: Option<String>,
+}
+
+/// `POST /v1/auth/login/email` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginRequest {
+    /// The account's email.
+    #[schema(required = true, value_type = String, format = Email, max_length = 254)]
+    pub email: Option<String>,
+    /// At most 256 characters.
+    #[schema(required = true, value_type = String, max_length = 256)]
+    pub password: Option<String>,
+}
+
+/// A registration whose every field parsed.
+struct RegisterForm {
+    email: Email,
+    password: Password,
+    display_name: DisplayName,
+}
+
+impl TryFrom<RegisterRequest> for RegisterForm {
+    type Error = FieldProblems;
+
+    fn try_from(body: RegisterRequest) -> Result<Self, FieldProblems> {
+        let mut p = Problems::default();
+        let email = p.required("email", body.email, |e| Email::parse(&e));
+        let password = p.required("password", body.password, |pw| Password::parse(&pw));
+        let display_name = p.required("displayName", body.display_name, |n| DisplayName::parse(&n));
+        let form =
+            email
+                .zip(password)
+                .zip(display_name)
+                .map(|((email, password), display_name)| Self {
+                    email,
+                    password,
+                    display_name,
+                });
+        p.into_result(form)
+    }
+}
+
+/// A login whose fields parsed (the password only capped in length).
+struct LoginForm {
+    email: Email,
+    password: String,
+}
+
+impl TryFrom<LoginRequest> for LoginForm {
+    type Error = FieldProblems;
+
+    fn try_from(body: LoginRequest) -> Result<Self, FieldProblems> {
+        let mut p = Problems::default();
+        let email = p.required("email", body.email, |e| Email::parse(&e));
+        let password = p.required("password", body.password, |pw| login_password(&pw));
+        let form = email
+            .zip(password)
+            .map(|(email, password)| Self { email, password });
+        p.into_result(form)
+    }
+}
+
+/// A password change whose fields parsed.
+struct SetPasswordForm {
+    current: Option<String>,
+    new: Password,
+}
+
+impl TryFrom<SetPasswordRequest> for SetPasswordForm {
+    type Error = FieldProblems;
+
+    fn try_from(body: SetPasswordRequest) -> Result<Self, FieldProblems> {
+        let mut p = Problems::default();
+        let new = p.required("newPassword", body.new_password, |pw| Password::parse(&pw));
+        let current = body
+            .current_password
+            .and_then(|pw| p.check("currentPassword", login_password(&pw)));
+        p.into_result(new.map(|new| Self { current, new }))
+    }
+}
+
+/// The per-address cap on registrations and logins.
+fn address_limit(state: &AppState) -> Limit {
+    Limit::new("all", state.settings.auth.attempts_per_address)
+}
+
+/// Creates an account and signs it in.
+#[utoipa::path(post, path = "/v1/auth/register", operation_id = "registerWithEmail", tag = "auth",
+    request_body(content = RegisterRequest, example = json!({
+        "email": "alex@example.com", "password": "correct horse battery staple", "displayName": "Alex Driver"})),
+    responses((status = 201, description = "Account created; tokens issued", body = super::TokenEnvelope),
+              (status = 400, description = "A field breaks a rule"), (status = 409, description = "Email already registered"),
+              (status = 415, description = "Not a JSON body"),
+              (status = 429, description = "Too many attempts from this address"),
+              (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
+pub async fn register(
+    State(state): State<AppState>,
+    ClientAddr(addr): ClientAddr,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let window = state.settings.auth.rate_window_secs;
+    let limits = [address_limit(&state)];
+    // An address over its cap is turned away before its body is parsed.
+    rate_limits::check(&state.ports, "auth", &addr, window, &limits).await?;
+    let form = RegisterForm::try_from(json_body::<RegisterRequest>(&headers, &body)?)?;
+    rate_limits::hit(&state.ports, "auth", &addr, window, &limits).await?;
+
+    let hash = state.passwords()?.hash(form.password).await?;
+    let user = User::new(
+        Some(form.email.as_str().to_owned()),
+        form.display_name.as_str().to_owned(),
+        None,
+        state.ports.clock.now(),
+    );
+    match users::register(&state.ports, &user, &form.email.normalized(), hash).await {
+        Ok(()) => token_response(&state, user, StatusCode::CREATED).await,
+        Err(RegisterError::EmailTaken) => Err(ApiError::Conflict(
+            "email: an account with this email already exists".into(),
+        )),
+        Err(RegisterError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// The counter name of an account in rate limits: part of the email's hash, so the limits
+/// table holds no addresses.
+fn account_subject(email: &Email) -> String {
+    paddock_core::identity::account_subject(&email.normalized())
+}
+
+/// The per-account limit on failed logins, from any address.
+fn failure_limit(state: &AppState) -> [Limit; 1] {
+    [Limit::new(
+        "failed",
+        state.settings.auth.failed_logins_per_account,
+    )]
+}
+
+/// Counts a failed attempt against the account; only a store failure is an error here.
+async fn count_failure(state: &AppState, scope: &str, subject: &str) -> Result<(), ApiError> {
+    let window = state.settings.auth.failed_login_window_secs;
+    match rate_limits::hit(&state.ports, scope, subject, window, &failure_limit(state)).await {
+        Ok(()) | Err(LimitError::Limited(_)) => Ok(()),
+        Err(LimitError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// Signs in with email and password.
+#[utoipa::path(post, path = "/v1/auth/login/email", operation_id = "loginWithEmail", tag = "auth",
+    request_body(content = LoginRequest, example = json!({
+        "email": "alex@example.com", "password": "correct horse battery staple"})),
+    responses((status = 200, description = "Tokens issued", body = super::TokenEnvelope),
+              (status = 400, description = "A field breaks a rule (the password is at most 256 characters)"),
+              (status = 401, description = "Wrong email or password (one message for both)"),
+              (status = 415, description = "Not a JSON body"),
+              (status = 429, description = "More than 10 attempts in 5 minutes, or, while the account is over its failure limit, more than 3 attempts an hour from an address it never signed in from"),
+              (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
+pub async fn login_email(
+    State(state): State<AppState>,
+    ClientAddr(addr): ClientAddr,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let outcome = sign_in(&state, &addr, &headers, &body).await;
+    super::count_sign_in("email", &outcome);
+    outcome
+}
+
+/// The sign-in of [`login_email`], its outcome counted by the caller.
+async fn sign_in(
+    state: &AppState,
+    addr: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<Response, ApiError> {
+    let auth = &state.settings.auth;
+    rate_limits::check(
+        &state.ports,
+        "auth",
+        addr,
+        auth.rate_window_secs,
+        &[address_limit(state)],
+    )
+    .await?;
+    let LoginForm { email, password } =
+        LoginForm::try_from(json_body::<LoginRequest>(headers, body)?)?;
+    let account = account_subject(&email);
+    // One update counts the attempt against the address and against (address, account).
+    let limits = [
+        address_limit(state),
+        Limit::new(
+            format!("account:{account}"),
+            auth.login_attempts_per_account,
+        ),
+    ];
+    rate_limits::hit(&state.ports, "auth", addr, auth.rate_window_secs, &limits).await?;
+    // Guessing one account from many addresses: past the per-account failure limit, an
+    // address the account never signed in from gets a few attempts of its own per failure
+    // window. Slowed, not shut out: the budget is keyed by the address, so failures from
+    // elsewhere cannot use up the owner's, and the right password still signs in.
+    match rate_limits::check(
+        &state.ports,
+        "login-failures",
+        &account,
+        auth.failed_login_window_secs,
+        &failure_limit(state),
+    )
+    .await
+    {
+        Ok(()) => {}
+        Err(LimitError::Limited(_)) => {
+            if !rate_limits::is_known_address(&state.ports, &account, addr).await? {
+                let guarded = [Limit::new("n", auth.guarded_attempts_per_address)];
+                // Beside the account's failure log, so it goes with the account's counters.
+                rate_limits::hit_log(
+                    &state.ports,
+                    "login-failures",
+                    &account,
+                    &format!("guarded#{addr}"),
+                    auth.failed_login_window_secs,
+                    &guarded,
+                )
+                .await?;
+            }
+        }
+        Err(LimitError::Store(e)) => return Err(e.into()),
+    }
+
+    let claim = users::find_by_email(&state.ports, &email.normalized()).await?;
+    let hash = claim.as_ref().and_then(|c| c.password_hash.clone());
+    // An unknown email verifies against a dummy hash: same answer, same time.
+    let matches = state.passwords()?.verify(password, hash).await?;
+    let user = match (matches, claim) {
+        (true, Some(claim)) => users::get(&state.ports, &claim.user_id).await?,
+        _ => None,
+    };
+    let Some(user) = user else {
+        count_failure(state, "login-failures", &account).await?;
+        return Err(ApiError::Unauthorized("invalid email or password".into()));
+    };
+    rate_limits::remember_address(&state.ports, &account, addr).await?;
+    token_response(state, user, StatusCode::OK).await
+}
+
+/// `POST /v1/auth/password` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetPasswordRequest {
+    /// The account's password; required when the account has one.
+    #[schema(max_length = 256)]
+    pub current_password: Option<String>,
+    /// The new password: 8 to 256 characters.
+    #[schema(required = true, value_type = String, min_length = 8, max_length = 256)]
+    pub new_password: Option<String>,
+}
+
+/// `POST /v1/auth/password` answer.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetPasswordResponse {
+    /// Always true.
+    pub password_set: bool,
+    /// Other sign-ins of the account that were signed out.
+    pub revoked_sessions: usize,
+}
+
+/// Sets or changes the signed-in driver's password.
+#[utoipa::path(post, path = "/v1/auth/password", operation_id = "setPassword", tag = "auth", request_body = SetPasswordRequest,
+    security(("bearer" = [])),
+    responses((status = 200, description = "Password set; every other sign-in of the account is revoked", body = SetPasswordEnvelope),
+              (status = 400, description = "A field breaks a rule"),
+              (status = 401, description = "Missing, invalid or revoked token"),
+              (status = 403, description = "currentPassword is missing or does not match (the account has a password)"),
+              (status = 409, description = "The account has no email address, or the password changed meanwhile"),
+              (status = 429, description = "Too many wrong current passwords"),
+              (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
+pub async fn set_password(
+    State(state): State<AppState>,
+    user: AuthUser,
+    ApiJson(body): ApiJson<SetPasswordRequest>,
+) -> Result<Response, ApiError> {
+    let SetPasswordForm { current, new } = SetPasswordForm::try_from(body)?;
+    let window = state.settings.auth.failed_login_window_secs;
+    rate_limits::check(
+        &state.ports,
+        "password-failures",
+        user.user_id().as_str(),
+        window,
+        &failure_limit(&state),
+    )
+    .await?;
+    let changed = password_changes::set_password(
+        &state.ports,
+        state.passwords()?,
+        user.user_id(),
+        current,
+        new,
+        &user.claims.sid,
+    )
+    .await;
+    match changed {
+        Ok(done) => Ok(ok(SetPasswordResponse {
+            password_set: true,
+            revoked_sessions: done.revoked_sessions,
+        })),
+        Err(e) => Err(match e {
+            PasswordChangeError::CurrentWrong => {
+                count_failure(&state, "password-failures", user.user_id().as_str()).await?;
+                ApiError::Forbidden(e.to_string())
+            }
+            // Not a malformed request: the account needs its password proven to change it.
+            PasswordChangeError::CurrentRequired => ApiError::Forbidden(e.to_string()),
+            PasswordChangeError::NoEmail | PasswordChangeError::Concurrent => {
+                ApiError::Conflict(e.to_string())
+            }
+            PasswordChangeError::NoAccount => ApiError::Unauthorized(e.to_string()),
+            PasswordChangeError::Hashing(h) => h.into(),
+            PasswordChangeError::Store(s) => s.into(),
+        }),
+    }
+}
+
+envelope!(
+    /// A password set.
+    SetPasswordEnvelope => SetPasswordResponse
+);

@@ -1,0 +1,119 @@
+//! `/v1/auth`: email and password, tokens, and the desktop sign-in flow with providers, one
+//! module per flow; and `/v1/tokens`, the driver's personal access tokens.
+
+pub mod email;
+pub mod personal_tokens;
+pub mod providers;
+pub mod tokens;
+
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use http::{HeaderValue, StatusCode, header};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::http::{ApiError, Envelope};
+use crate::routes::envelopes::envelope;
+use crate::state::AppState;
+use paddock_core::identity::refresh_tokens;
+use paddock_core::identity::users::User;
+
+/// The auth routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/auth/register", post(email::register))
+        .route("/v1/auth/login/email", post(email::login_email))
+        .route("/v1/auth/password", post(email::set_password))
+        .route("/v1/auth/refresh", post(tokens::refresh))
+        .route("/v1/auth/logout", post(tokens::logout))
+        .route("/v1/auth/validate", get(tokens::validate))
+        .route("/v1/auth/exchange", post(tokens::exchange))
+        .route("/v1/auth/login/{provider}", get(providers::login_provider))
+        .route("/v1/auth/callback/{provider}", get(providers::callback))
+        .route("/v1/auth/{provider}", get(providers::login_provider))
+        .route(
+            "/v1/tokens",
+            get(personal_tokens::list).post(personal_tokens::create),
+        )
+        .route("/v1/tokens/{id}", delete(personal_tokens::revoke))
+}
+
+/// Counts one sign-in by `method` (`email`, `provider`) and its outcome: `ok`, `failed`
+/// (wrong credentials, or a refused or broken provider answer), `limited` (a rate limit) or
+/// `error` (the service failed).
+pub(crate) fn count_sign_in(method: &'static str, outcome: &Result<Response, ApiError>) {
+    let result = match outcome {
+        Ok(_) => "ok",
+        Err(ApiError::TooManyRequests { .. }) => "limited",
+        Err(
+            ApiError::Unauthorized(_)
+            | ApiError::Forbidden(_)
+            | ApiError::BadRequest(_)
+            | ApiError::Conflict(_)
+            | ApiError::UnsupportedMediaType(_)
+            | ApiError::Unprocessable(_)
+            | ApiError::BadGateway { .. }
+            | ApiError::GatewayTimeout(_),
+        ) => "failed",
+        Err(_) => "error",
+    };
+    paddock_core::metrics::global()
+        .sign_ins
+        .with_label_values(&[method, result])
+        .inc();
+}
+
+/// Tokens issued at sign-in or refresh.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenResponse {
+    /// The access token (a JWT) for `Authorization: Bearer`.
+    pub access_token: String,
+    /// The refresh token (single use).
+    pub refresh_token: String,
+    /// Always `Bearer`.
+    pub token_type: &'static str,
+    /// Access-token lifetime in seconds.
+    pub expires_in: i64,
+    /// The signed-in driver.
+    pub user: User,
+}
+
+/// Signs `user` in: a new refresh-token family and an access token of it.
+async fn token_response(
+    state: &AppState,
+    user: User,
+    status: StatusCode,
+) -> Result<Response, ApiError> {
+    let issued = refresh_tokens::issue_new_family(&state.ports, &user.id).await?;
+    tokens_for(state, user, issued.raw, &issued.family_id, status).await
+}
+
+async fn tokens_for(
+    state: &AppState,
+    user: User,
+    refresh: String,
+    family: &str,
+    status: StatusCode,
+) -> Result<Response, ApiError> {
+    let signer = state.access_tokens().await?;
+    let (access_token, _) = signer.issue(&user, family, state.ports.clock.now());
+    let body = TokenResponse {
+        access_token,
+        refresh_token: refresh,
+        token_type: "Bearer",
+        expires_in: signer.lifetime_secs(),
+        user,
+    };
+    let mut response = (status, Envelope::ok(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+envelope!(
+    /// Tokens issued by a sign-in, a refresh or an exchange.
+    TokenEnvelope => TokenResponse
+);

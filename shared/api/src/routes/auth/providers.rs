@@ -1,0 +1,343 @@
+//! The desktop sign-in flow with identity providers: the start (PKCE, loopback redirect,
+//! flow cookie) and the provider's callback (account by [`provider_accounts`], one-time code).
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use http::{HeaderMap, HeaderValue, header};
+use oauth2::PkceCodeChallenge;
+use serde::Deserialize;
+use std::sync::Arc;
+use utoipa::IntoParams;
+
+use crate::http::auth_user::ClientAddr;
+use crate::http::{ApiError, ApiQuery};
+use crate::state::AppState;
+use paddock_clients::identity_providers as providers;
+use paddock_core::identity::exchange_codes;
+use paddock_core::identity::provider_accounts::{self, ProviderSignInError};
+use paddock_core::identity::random_token;
+use paddock_core::identity::rate_limits::{self, Limit};
+use paddock_core::identity::sign_in_flows::{self, SignInFlow};
+use paddock_core::problems::{FieldProblems, Problems};
+
+const FLOW_COOKIE: &str = "paddock_signin";
+
+/// Query of `GET /v1/auth/login/{provider}`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LoginStart {
+    /// The desktop's loopback listener: `http://127.0.0.1|[::1]|localhost:<port>/callback`.
+    #[param(required = true, value_type = String,
+        pattern = "^http://(127\\.0\\.0\\.1|\\[::1\\]|localhost)(:[0-9]{1,5})?/callback(\\?[^#]*)?$")]
+    pub redirect_uri: Option<String>,
+    /// The S256 PKCE challenge: 43 to 128 characters of A-Z a-z 0-9 - . _ ~.
+    #[param(required = true, value_type = String, pattern = "^[A-Za-z0-9._~-]{43,128}$")]
+    pub code_challenge: Option<String>,
+    /// `S256` (the default); `plain` is refused.
+    #[param(value_type = Option<String>, pattern = "^S256$")]
+    pub code_challenge_method: Option<String>,
+}
+
+/// Whether `v` is a PKCE verifier or challenge: 43 to 128 unreserved characters.
+pub(super) fn is_pkce_value(v: &str) -> bool {
+    (43..=128).contains(&v.len())
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
+const PKCE_RULE: &str = "must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~";
+const REDIRECT_RULE: &str =
+    "must be http://127.0.0.1, [::1] or localhost with a port and path /callback";
+
+/// The permitted desktop redirect: `http` on a loopback host, any port, path `/callback`,
+/// no user info, no fragment.
+pub fn check_redirect_uri(raw: &str) -> Result<reqwest::Url, String> {
+    let url = reqwest::Url::parse(raw).map_err(|_| REDIRECT_RULE.to_owned())?;
+    let loopback = matches!(url.host_str(), Some("127.0.0.1" | "[::1]" | "localhost"));
+    let ok = url.scheme() == "http"
+        && loopback
+        && url.path() == "/callback"
+        && url.username().is_empty()
+        && url.password().is_none()
+        && url.fragment().is_none();
+    if ok {
+        Ok(url)
+    } else {
+        Err(REDIRECT_RULE.to_owned())
+    }
+}
+
+/// A sign-in start whose parameters parsed.
+struct LoginStartForm {
+    redirect: reqwest::Url,
+    code_challenge: String,
+}
+
+impl TryFrom<LoginStart> for LoginStartForm {
+    type Error = FieldProblems;
+
+    fn try_from(query: LoginStart) -> Result<Self, FieldProblems> {
+        let mut p = Problems::default();
+        let redirect = p.required("redirect_uri", query.redirect_uri, |raw| {
+            check_redirect_uri(&raw)
+        });
+        let code_challenge = p.required("code_challenge", query.code_challenge, |c| {
+            if is_pkce_value(&c) {
+                Ok(c)
+            } else {
+                Err(PKCE_RULE.to_owned())
+            }
+        });
+        match query.code_challenge_method.as_deref() {
+            None | Some("S256") => {}
+            Some(_) => p.add("code_challenge_method", "only S256 is supported"),
+        }
+        let form = redirect
+            .zip(code_challenge)
+            .map(|(redirect, code_challenge)| Self {
+                redirect,
+                code_challenge,
+            });
+        p.into_result(form)
+    }
+}
+
+/// Starts the desktop sign-in with a provider.
+#[utoipa::path(get, path = "/v1/auth/login/{provider}", operation_id = "startProviderLogin", tag = "auth",
+    params(("provider" = String, Path, description = "A configured provider, e.g. google"), LoginStart),
+    responses((status = 303, description = "To the provider, with a sign-in cookie"),
+              (status = 400, description = "redirect_uri or code_challenge not permitted"),
+              (status = 404, description = "Provider not configured"), (status = 429, description = "Too many sign-in starts")))]
+pub async fn login_provider(
+    State(state): State<AppState>,
+    Path(provider): Path<String>,
+    ClientAddr(addr): ClientAddr,
+    ApiQuery(query): ApiQuery<LoginStart>,
+) -> Result<Response, ApiError> {
+    let form = LoginStartForm::try_from(query)?;
+    let provider_name = provider.to_ascii_lowercase();
+    let handle = configured(&state, &provider_name)?;
+    let auth = &state.settings.auth;
+    let limit = Limit::new("starts", auth.provider_starts_per_address);
+    rate_limits::hit(
+        &state.ports,
+        "provider-start",
+        &addr,
+        auth.rate_window_secs,
+        &[limit],
+    )
+    .await?;
+
+    let (pkce_challenge, pkce_verifier) = PkceCodeChallenge::new_random_sha256();
+    let flow_state = random_token(32);
+    let flow = SignInFlow {
+        provider: provider_name.clone(),
+        redirect_uri: form.redirect.to_string(),
+        code_challenge: form.code_challenge,
+        pkce_verifier: pkce_verifier.secret().clone(),
+        nonce: random_token(32),
+    };
+    sign_in_flows::save(&state.ports, &flow_state, &flow).await?;
+    let callback = providers::callback_url(&state.public_url(), &provider_name);
+    let target = handle
+        .authorize_url(&callback, &flow_state, &flow.nonce, pkce_challenge)
+        .await
+        .map_err(provider_error)?;
+
+    let secure = if state.public_url().starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{FLOW_COOKIE}={flow_state}; Path=/v1/auth/callback; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
+        sign_in_flows::LIFETIME_SECS
+    );
+    let mut response = Redirect::to(&target).into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&cookie).expect("cookie is ASCII"),
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+/// The provider configured under `name`, or 404.
+fn configured(state: &AppState, name: &str) -> Result<Arc<providers::Provider>, ApiError> {
+    state
+        .providers
+        .get(name)
+        .cloned()
+        .ok_or_else(|| ApiError::NotFound(format!("sign-in provider {name} is not configured")))
+}
+
+fn provider_error(e: providers::ProviderError) -> ApiError {
+    match &e {
+        providers::ProviderError::Upstream(_) => ApiError::Backend {
+            message: "the sign-in provider is unavailable, please retry".into(),
+            cause: anyhow::Error::new(e),
+        },
+        providers::ProviderError::Rejected(reason) => {
+            // A refused answer is not a server failure (400), so it is not in the error log.
+            tracing::warn!(%reason, "identity provider answer rejected");
+            ApiError::BadRequest("sign-in with the provider failed".into())
+        }
+    }
+}
+
+/// Query of the provider's redirect back to us.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CallbackQuery {
+    /// The provider's authorization code.
+    pub code: Option<String>,
+    /// The flow state the sign-in started with; must match the sign-in cookie.
+    #[param(required = true, value_type = String)]
+    pub state: Option<String>,
+    /// The provider's error code, when the driver declined.
+    pub error: Option<String>,
+}
+
+fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// The provider's redirect target: signs the user in and sends the browser to the desktop
+/// listener with a one-time code (never a token).
+#[utoipa::path(get, path = "/v1/auth/callback/{provider}", operation_id = "completeProviderLogin", tag = "auth",
+    params(("provider" = String, Path, description = "The provider the flow started with"), CallbackQuery,
+           ("paddock_signin" = Option<String>, Cookie, description = "The sign-in cookie set at the start; must equal `state`")),
+    responses((status = 303, description = "To redirect_uri?code=... (or ?error=... when the driver declined)"),
+              (status = 400, description = "Unknown state, missing cookie or provider mix-up"),
+              (status = 404, description = "Provider not configured"),
+              (status = 409, description = "Concurrent sign-ins of one account; retry")))]
+pub async fn callback(
+    State(state): State<AppState>,
+    Path(provider): Path<String>,
+    headers: HeaderMap,
+    ApiQuery(query): ApiQuery<CallbackQuery>,
+) -> Result<Response, ApiError> {
+    let outcome = complete_sign_in(state, provider, headers, query).await;
+    super::count_sign_in("provider", &outcome);
+    outcome
+}
+
+/// The provider sign-in of [`callback`], its outcome counted by the caller.
+async fn complete_sign_in(
+    state: AppState,
+    provider: String,
+    headers: HeaderMap,
+    query: CallbackQuery,
+) -> Result<Response, ApiError> {
+    let flow_state = query
+        .state
+        .ok_or_else(|| ApiError::invalid("state", "is required"))?;
+    let cookie = cookie_value(&headers, FLOW_COOKIE).ok_or_else(|| {
+        ApiError::BadRequest("sign-in cookie missing: start again from the desktop app".into())
+    })?;
+    if !bool::from(subtle::ConstantTimeEq::ct_eq(
+        cookie.as_bytes(),
+        flow_state.as_bytes(),
+    )) {
+        return Err(ApiError::BadRequest(
+            "state does not belong to this browser".into(),
+        ));
+    }
+    let flow = sign_in_flows::take(&state.ports, &flow_state)
+        .await?
+        .ok_or_else(|| ApiError::BadRequest("state is unknown or expired".into()))?;
+    let provider_name = provider.to_ascii_lowercase();
+    if flow.provider != provider_name {
+        return Err(ApiError::BadRequest(
+            "state was issued for another provider".into(),
+        ));
+    }
+    let mut target =
+        reqwest::Url::parse(&flow.redirect_uri).map_err(|e| ApiError::Internal(e.into()))?;
+    if let Some(error) = query.error {
+        let error: String = error
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .take(64)
+            .collect();
+        target.query_pairs_mut().append_pair("error", &error);
+        return Ok(Redirect::to(target.as_str()).into_response());
+    }
+    let code = query
+        .code
+        .ok_or_else(|| ApiError::invalid("code", "is required"))?;
+    let handle = configured(&state, &provider_name)?;
+    let secret = match handle.config().client_secret.clone() {
+        Some(s) => Some(s),
+        None => state
+            .ports
+            .secrets
+            .get(&format!("{provider_name}ClientSecret"))
+            .await?
+            .map(Into::into),
+    };
+    let callback = providers::callback_url(&state.public_url(), &provider_name);
+    let identity = handle
+        .identify(&callback, secret, &code, &flow.pkce_verifier, &flow.nonce)
+        .await
+        .map_err(provider_error)?;
+    let user_id = provider_accounts::find_or_create(&state.ports, &provider_name, &identity)
+        .await
+        .map_err(|e| match e {
+            ProviderSignInError::Contended => ApiError::Conflict(e.to_string()),
+            ProviderSignInError::Store(s) => s.into(),
+        })?;
+    let code = exchange_codes::issue(&state.ports, &user_id, &flow.code_challenge).await?;
+    target.query_pairs_mut().append_pair("code", &code);
+    let mut response = Redirect::to(target.as_str()).into_response();
+    let clear =
+        format!("{FLOW_COOKIE}=; Path=/v1/auth/callback; Max-Age=0; HttpOnly; SameSite=Lax");
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_str(&clear).expect("ASCII"),
+    );
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_redirect_uri;
+
+    #[test]
+    fn only_loopback_callbacks_are_permitted() {
+        for ok in [
+            "http://127.0.0.1:53123/callback",
+            "http://[::1]:8080/callback",
+            "http://localhost:1/callback",
+            "http://127.0.0.1:5000/callback?x=1",
+        ] {
+            assert!(check_redirect_uri(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "https://evil.example/callback",
+            "http://evil.example/callback",
+            "https://127.0.0.1:5000/callback",
+            "http://127.0.0.1:5000/other",
+            "http://user:pw@127.0.0.1:5000/callback",
+            "http://127.0.0.1:5000/callback#frag",
+            "http://127.0.0.1.evil.example/callback",
+            "http://localhost.evil.example:80/callback",
+            "javascript:alert(1)",
+            "",
+        ] {
+            assert!(check_redirect_uri(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The public leaderboard pages (HTML): `/boards`, `/boards/{trackId}`, `/drivers/{userId}`.
+//! Served by the leaderboards function; see [`crate::board_pages`].
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use utoipa::IntoParams;
+
+use crate::board_pages::{avatars, reads, render};
+use crate::http::{ApiError, conditional};
+use crate::state::AppState;
+use paddock_core::ids::{TrackId, UserId};
+use paddock_core::leaderboards::board::BoardId;
+use paddock_core::leaderboards::cache::{DriverPageKey, RenderedPage};
+use paddock_core::leaderboards::reads as board_reads;
+use paddock_core::ports::items::StoreError;
+
+/// Rows on a board page.
+const PAGE_SIZE: usize = 25;
+/// Tracks read per `/boards` page.
+const TRACKS_PER_PAGE: usize = 50;
+/// Longest search or car name accepted.
+const MAX_TEXT: usize = 100;
+/// Longest car name accepted: as long as an upload's `vehicleName` may be.
+const MAX_CAR: usize = 128;
+/// Longest cursor accepted.
+const MAX_CURSOR: usize = 512;
+
+/// The pages' routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/boards", get(boards))
+        .route("/boards/{trackId}", get(board))
+        .route("/drivers/{userId}", get(driver))
+}
+
+/// `/boards` query (read by [`parameters`], which answers a page naming a bad one rather
+/// than the API's envelope).
+#[derive(Debug, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct BoardsQuery {
+    /// Only tracks whose name, layout or game holds this (case-insensitive).
+    #[param(max_length = 100)]
+    pub q: Option<String>,
+    /// The next-page link's cursor.
+    #[param(max_length = 512)]
+    pub cursor: Option<String>,
+}
+
+/// `/boards/{trackId}` query (read by [`parameters`]).
+#[derive(Debug, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct BoardQuery {
+    /// Only laps set in this car (case-insensitive): the car's own board.
+    #[param(max_length = 128)]
+    pub car: Option<String>,
+    /// The next-page link's cursor.
+    #[param(max_length = 512)]
+    pub cursor: Option<String>,
+}
+
+/// A query parameter that breaks a rule: the 400 page names it.
+struct BadParameter(String);
+
+/// The named parameters of `raw` (each at most once, within its length); others are ignored.
+fn parameters<const N: usize>(
+    raw: Option<&str>,
+    names: [(&'static str, usize); N],
+) -> Result<[Option<String>; N], BadParameter> {
+    let mut values: [Option<String>; N] = std::array::from_fn(|_| None);
+    for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+        let Some(i) = names.iter().position(|(n, _)| *n == key) else {
+            continue;
+        };
+        let (name, max) = names[i];
+        if values[i].is_some() {
+            return Err(BadParameter(format!("{name}: may be given once")));
+        }
+        if value.chars().count() > max {
+            return Err(BadParameter(format!(
+                "{name}: must be at most {max} characters"
+            )));
+        }
+        let value = value.trim();
+        values[i] = Some(value.to_owned()).filter(|v| !v.is_empty());
+    }
+    Ok(values)
+}
+
+/// The tracks with boards. Public; cached like the API's boards.
+#[utoipa::path(get, path = "/boards", operation_id = "getBoardsPage", tag = "pages", params(BoardsQuery),
+    responses((status = 200, description = "The tracks with boards (HTML)", content_type = "text/html", body = String),
+              (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String)))]
+pub(crate) async fn boards(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let page = Page::new(&state, &headers);
+    let BoardsQuery { q: search, cursor } =
+        match parameters(raw.as_deref(), [("q", MAX_TEXT), ("cursor", MAX_CURSOR)]) {
+            Ok([q, cursor]) => BoardsQuery { q, cursor },
+            Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
+        };
+    let listed = reads::boards(
+        &state.ports,
+        search.as_deref(),
+        TRACKS_PER_PAGE,
+        cursor.clone(),
+    )
+    .await;
+    let (tracks, next) = match listed {
+        Ok(listed) => listed,
+        Err(StoreError::InvalidCursor) => {
+            return Ok(page.bad_request("cursor: is not a cursor this page linked to"));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let html = render::boards(
+        page.public_url(),
+        &tracks,
+        search.as_deref(),
+        next.as_deref(),
+    );
+    Ok(page.ok(html))
+}
+
+/// One page of a track's board (25 rows), optionally one car's. Public; cached like the API.
+#[utoipa::path(get, path = "/boards/{trackId}", operation_id = "getBoardPage", tag = "pages",
+    params(("trackId" = String, Path, description = "The track id"), BoardQuery),
+    responses((status = 200, description = "The board page (HTML)", content_type = "text/html", body = String),
+              (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String),
+              (status = 404, description = "No such track, or no laps in the `car` asked for (HTML)", content_type = "text/html", body = String)))]
+pub(crate) async fn board(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(track_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let page = Page::new(&state, &headers);
+    if uuid::Uuid::parse_str(&track_id).is_err() {
+        return Ok(page.not_found("No such board", "There is no board at this address."));
+    }
+    let BoardQuery { car, cursor } =
+        match parameters(raw.as_deref(), [("car", MAX_CAR), ("cursor", MAX_CURSOR)]) {
+            Ok([car, cursor]) => BoardQuery { car, cursor },
+            Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
+        };
+    let after = match cursor.as_deref() {
+        None => None,
+        Some(c) => match board_reads::decode_cursor(c) {
+            Some(after) => Some(after),
+            None => return Ok(page.bad_request("cursor: is not a cursor this page linked to")),
+        },
+    };
+    let track_id = TrackId::from(track_id);
+    let board_id = match car.as_deref() {
+        Some(car) => BoardId::car(&track_id, car),
+        None => BoardId::track(&track_id),
+    };
+    let Some(mut board) =
+        reads::board_page(&state.ports, &board_id, after.as_deref(), PAGE_SIZE).await?
+    else {
+        return Ok(page.not_found("No such board", "Nobody has raced this track yet."));
+    };
+    // A car's page is titled with the car's name as stored, never with the query's text: a
+    // car without entries has no page, so a link cannot make one say what it likes.
+    let car = match (&board_id.vehicle, &board.car_name) {
+        (None, _) => None,
+        (Some(_), Some(name)) => Some(name.clone()),
+        (Some(_), None) => {
+            return Ok(page.not_found(
+                "No such board",
+                "Nobody has raced this car on this track yet.",
+            ));
+        }
+    };
+    for ranked in &mut board.rows {
+        ranked.row.avatar_url = page.avatar(ranked.row.avatar_url.take());
+    }
+    let html = render::board(page.public_url(), &board, car.as_deref(), after.is_none());
+    Ok(page.ok(html))
+}
+
+/// `/drivers/{userId}` query (read by [`parameters`]).
+#[derive(Debug, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct DriverQuery {
+    /// The next-page link's cursor.
+    #[param(max_length = 512)]
+    pub cursor: Option<String>,
+}
+
+/// A page of a driver's best laps, one per track (25 tracks). Public; cached like the boards;
+/// a deleted driver is gone (404).
+#[utoipa::path(get, path = "/drivers/{userId}", operation_id = "getDriverPage", tag = "pages",
+    params(("userId" = String, Path, description = "The driver's user id"), DriverQuery),
+    responses((status = 200, description = "The driver's bests (HTML)", content_type = "text/html", body = String),
+              (status = 304, description = "The page matches `If-None-Match`"),
+              (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String),
+              (status = 404, description = "No such driver (HTML)", content_type = "text/html", body = String)))]
+pub(crate) async fn driver(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(user_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let user_id = UserId::from(user_id);
+    let page = Page::new(&state, &headers);
+    if uuid::Uuid::parse_str(user_id.as_str()).is_err() {
+        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+    }
+    let DriverQuery { cursor } = match parameters(raw.as_deref(), [("cursor", MAX_CURSOR)]) {
+        Ok([cursor]) => DriverQuery { cursor },
+        Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
+    };
+    let key = DriverPageKey {
+        user_id,
+        after: cursor,
+    };
+    let (page_ref, ports) = (&page, &state.ports);
+    let load = |key: DriverPageKey| async move {
+        let read =
+            reads::driver_bests(ports, &key.user_id, key.after.as_deref(), PAGE_SIZE).await?;
+        Ok::<_, StoreError>(read.map(|mut bests| {
+            bests.user.avatar_url = page_ref.avatar(bests.user.avatar_url.take());
+            let html = render::driver(page_ref.public_url(), &bests, key.after.is_none());
+            RenderedPage::with_etag(html.into_bytes())
+        }))
+    };
+    let cached = state
+        .leaderboards
+        .driver_page(key, |key| async move {
+            // A missing driver is cached as an empty body (answered 404 below).
+            Ok::<_, StoreError>(
+                load(key)
+                    .await?
+                    .unwrap_or_else(|| RenderedPage::with_etag(Vec::new())),
+            )
+        })
+        .await;
+    match cached {
+        Ok(rendered) if rendered.body.is_empty() => {
+            Ok(page.not_found("No such driver", "There is no driver at this address."))
+        }
+        Ok(rendered) => Ok(page.rendered(rendered)),
+        Err(StoreError::InvalidCursor) => {
+            Ok(page.bad_request("cursor: is not a cursor this page linked to"))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The answer of one page request: its headers, conditional answers, error pages and the
+/// avatars it may show.
+struct Page<'a> {
+    state: &'a AppState,
+    request: &'a HeaderMap,
+}
+
+impl<'a> Page<'a> {
+    fn new(state: &'a AppState, request: &'a HeaderMap) -> Self {
+        Self { state, request }
+    }
+
+    fn public_url(&self) -> Option<&str> {
+        self.state.settings.auth.public_url.as_deref()
+    }
+
+    /// `url` when the pages show it (an allowed host: [`avatars::shown`]); otherwise `None`,
+    /// and the page shows the driver's initial.
+    fn avatar(&self, url: Option<String>) -> Option<String> {
+        url.filter(|u| avatars::shown(u, &self.state.settings.pages.avatar_hosts))
+    }
+
+    /// 200 with the page, or 304 when the client holds it (`If-None-Match`).
+    fn ok(&self, html: String) -> Response {
+        self.rendered(RenderedPage::with_etag(html.into_bytes()))
+    }
+
+    /// 200 with a rendered page, or 304 when the client holds it (`If-None-Match`).
+    fn rendered(&self, page: RenderedPage) -> Response {
+        let held = conditional::holds(self.request.get(header::IF_NONE_MATCH), &page.etag);
+        let mut response = if held {
+            StatusCode::NOT_MODIFIED.into_response()
+        } else {
+            self.html(StatusCode::OK, page.body)
+        };
+        let h = response.headers_mut();
+        h.insert(
+            header::CACHE_CONTROL,
+            self.state.board_cache_control.clone(),
+        );
+        if let Ok(etag) = HeaderValue::from_str(&page.etag) {
+            h.insert(header::ETAG, etag);
+        }
+        response
+    }
+
+    fn bad_request(&self, rule: &str) -> Response {
+        self.html(
+            StatusCode::BAD_REQUEST,
+            render::problem("Bad request", rule),
+        )
+    }
+
+    fn not_found(&self, title: &str, message: &str) -> Response {
+        self.html(StatusCode::NOT_FOUND, render::problem(title, message))
+    }
+
+    /// An HTML answer with the pages' security headers.
+    fn html(&self, status: StatusCode, html: impl Into<axum::body::Body>) -> Response {
+        let images = avatars::image_sources(&self.state.settings.pages.avatar_hosts);
+        html_response(status, html, &render::content_security_policy(&images))
+    }
+}
+
+/// An HTML answer with the pages' security headers, `csp` its Content-Security-Policy.
+fn html_response(status: StatusCode, html: impl Into<axum::body::Body>, csp: &str) -> Response {
+    let mut response = (status, html.into()).into_response();
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(csp) = HeaderValue::from_str(csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if !status.is_success() {
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
+    response
+}

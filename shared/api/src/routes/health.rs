@@ -1,0 +1,130 @@
+//! Liveness, readiness and metrics (no version prefix, no token).
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::{HeaderValue, header};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::envelopes::envelope;
+use crate::http::{ApiError, json_bytes, ok};
+use crate::state::AppState;
+use paddock_core::metrics;
+
+/// The health routes.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/health", get(health))
+        .route("/health/live", get(live))
+        .route("/health/ready", get(ready))
+        .route("/metrics", get(prometheus_metrics))
+}
+
+/// Liveness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct HealthStatus {
+    /// Always `Healthy` when the process answers.
+    pub status: &'static str,
+}
+
+/// Readiness answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ReadyStatus {
+    /// `Healthy` when every dependency answers.
+    pub status: &'static str,
+    /// `Healthy` when the item store answers.
+    pub database: &'static str,
+}
+
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/health", operation_id = "getHealth", tag = "health",
+    responses((status = 200, description = "The service is up", body = HealthEnvelope)))]
+pub(crate) async fn health() -> Response {
+    healthy()
+}
+
+/// The liveness answer, `ok(HealthStatus { status: "Healthy" })`, as the constant it is (load
+/// balancers and monitors ask for it often; a test holds it to the envelope).
+const HEALTHY: &str = r#"{"success":true,"data":{"status":"Healthy"},"error":null}"#;
+
+fn healthy() -> Response {
+    json_bytes(HEALTHY)
+}
+
+/// Liveness for orchestrators.
+#[utoipa::path(get, path = "/health/live", operation_id = "getLiveness", tag = "health",
+    responses((status = 200, description = "The process answers", body = HealthEnvelope)))]
+pub(crate) async fn live() -> Response {
+    healthy()
+}
+
+/// Readiness: the item store answers a real read.
+#[utoipa::path(get, path = "/health/ready", operation_id = "getReadiness", tag = "health",
+    responses(
+        (status = 200, description = "Ready", body = ReadyEnvelope),
+        (status = 503, description = "The item store cannot be reached (`Unhealthy`)")))]
+pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, ApiError> {
+    match state.ports.items.ping().await {
+        Ok(()) => Ok(ok(ReadyStatus {
+            status: "Healthy",
+            database: "Healthy",
+        })),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness probe failed");
+            Err(ApiError::Unavailable(
+                "Unhealthy: database Unhealthy".into(),
+            ))
+        }
+    }
+}
+
+/// Prometheus text exposition (not enveloped). In AWS a Lambda instance's registry holds
+/// only its own invocations' counts: the metrics are in CloudWatch, and this answers 404
+/// naming the namespace.
+#[utoipa::path(get, path = "/metrics", operation_id = "getMetrics", tag = "health",
+    responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4"),
+              (status = 404, description = "In AWS: the metrics are in CloudWatch; the message names the namespace")))]
+pub(crate) async fn prometheus_metrics() -> Result<Response, ApiError> {
+    if let Some(namespace) = paddock_core::metrics_cloudwatch::namespace() {
+        return Err(ApiError::NotFound(format!(
+            "metrics are in CloudWatch, namespace {namespace}; an instance does not serve them"
+        )));
+    }
+    let mut response = metrics::global().render().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    Ok(response)
+}
+
+envelope!(
+    /// The service's health.
+    HealthEnvelope => HealthStatus
+);
+
+envelope!(
+    /// Readiness of the backing services.
+    ReadyEnvelope => ReadyStatus
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn the_constant_liveness_answer_is_the_envelope_of_healthy() {
+        let answer = healthy();
+        let enveloped = ok(HealthStatus { status: "Healthy" });
+        assert_eq!(answer.status(), enveloped.status());
+        assert_eq!(
+            answer.headers().get(header::CONTENT_TYPE),
+            enveloped.headers().get(header::CONTENT_TYPE)
+        );
+        let body = |r: Response| async move { r.into_body().collect().await.unwrap().to_bytes() };
+        assert_eq!(body(answer).await, body(enveloped).await);
+    }
+}

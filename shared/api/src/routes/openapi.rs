@@ -1,0 +1,445 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations.
+
+use axum::Router;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use http::StatusCode;
+use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::response::{Response as ApiResponse, ResponseBuilder};
+use utoipa::openapi::schema::{ObjectBuilder, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use super::envelopes::ErrorEnvelope;
+use super::{
+    activity, ai, auth, board_pages, health, leaderboards, profile, sessions, sharepacks, tracks,
+};
+use crate::state::AppState;
+
+/// `GET /openapi.json`.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new().route("/openapi.json", get(openapi_json))
+}
+
+/// The OpenAPI 3.1 document of the whole API (not enveloped).
+pub(crate) async fn openapi_json() -> Response {
+    (StatusCode::OK, axum::Json(document())).into_response()
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Paddock", description = "Cloud companion service of the desktop sim-racing telemetry analyser. \
+        Every response is wrapped in the envelope `{success, data, error}`. Request bodies accept camelCase \
+        and PascalCase field names."),
+    paths(
+        health::health, health::live, health::ready, health::prometheus_metrics,
+        auth::email::register, auth::email::login_email, auth::email::set_password,
+        auth::tokens::refresh, auth::tokens::logout, auth::tokens::validate, auth::tokens::exchange,
+        auth::providers::login_provider, auth::providers::callback,
+        sessions::create, sessions::list, sessions::detail,
+        tracks::list, tracks::map,
+        leaderboards::leaderboard, leaderboards::my_standing, leaderboards::vehicles,
+        leaderboards::submit_lap,
+        board_pages::boards, board_pages::board, board_pages::driver,
+        activity::list_feed, activity::post_feed, activity::mine, activity::catalog,
+        ai::insights, ai::chat,
+        sharepacks::upload, sharepacks::start_upload, sharepacks::upload_content, sharepacks::complete,
+        sharepacks::list, sharepacks::metadata, sharepacks::download, sharepacks::delete,
+        profile::read, profile::change, profile::read_me, profile::change_me, profile::export_me, profile::delete_me,
+        auth::personal_tokens::create, auth::personal_tokens::list, auth::personal_tokens::revoke,
+    ),
+    // The other schemas are those the operations name, collected from them: none unused.
+    components(schemas(ErrorEnvelope)),
+    servers((url = "/", description = "This deployment (the document is served by the API it describes)")),
+    modifiers(&BearerAuth, &CommonResponses, &PublicOperations),
+    tags((name = "health", description = "Liveness, readiness and metrics"),
+         (name = "auth", description = "Sign-in, tokens and the desktop PKCE flow"),
+         (name = "sessions", description = "Idempotent session uploads and the caller's sessions"),
+         (name = "tracks", description = "Canonical tracks and their centreline maps"),
+         (name = "leaderboards", description = "Ranked best laps per track"),
+         (name = "pages", description = "Public leaderboard pages (HTML, no script) a driver can share as a link"),
+         (name = "activity", description = "The caller's feed (90 days) and achievements"),
+         (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"),
+         (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"),
+         (name = "profile", description = "The driver's profile, the export of all their data, account deletion"),
+         (name = "tokens", description = "Personal access tokens for a driver's own tools (see docs/tokens.md)"))
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The answers every operation can give because of the layers and extractors it runs
+/// through, added where an operation does not describe them itself: 500 (a bug), 503 (a
+/// backing service is down), 504 (the request deadline); with a JSON body also 400 (malformed
+/// or a field breaks a rule), 413 (too large) and 415 (not JSON); with parameters 400; with a
+/// bearer token 401. Every error answer refers to the one `ErrorEnvelope` schema.
+struct CommonResponses;
+
+impl CommonResponses {
+    fn error_response(status: &str, description: &str) -> RefOr<ApiResponse> {
+        let response = ResponseBuilder::new().description(description).content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(RefOr::Ref(Ref::from_schema_name(
+                    ErrorEnvelope::name(),
+                ))))
+                .build(),
+        );
+        let response = match status {
+            "429" | "503" => response.header(
+                "Retry-After",
+                HeaderBuilder::new()
+                    .schema(ObjectBuilder::new().schema_type(Type::Integer))
+                    .description(Some("Seconds to wait before retrying"))
+                    .build(),
+            ),
+            _ => response,
+        };
+        RefOr::T(response.build())
+    }
+
+    fn add(operation: &mut Operation) {
+        let has_body = operation.request_body.is_some();
+        let has_params = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
+        let secured = operation.security.as_ref().is_some_and(|s| !s.is_empty());
+        let mut common = vec![
+            (
+                "500",
+                "Internal error (details are logged with the request id)",
+            ),
+            (
+                "503",
+                "A backing service is unavailable, or the server is saturated (then with Retry-After)",
+            ),
+            ("504", "The request took longer than the deadline"),
+        ];
+        if has_body {
+            common.extend([
+                (
+                    "400",
+                    "Malformed JSON, or a field breaks a rule (the message names each)",
+                ),
+                ("413", "The body is larger than the limit"),
+                ("415", "The body is not application/json"),
+            ]);
+        }
+        if has_params {
+            common.push(("400", "A parameter breaks a rule (the message names it)"));
+        }
+        // An operation a personal access token may use names the token's scope.
+        let scoped = operation
+            .security
+            .iter()
+            .flatten()
+            .any(|r| serde_json::to_string(r).is_ok_and(|s| s.contains("[\"")));
+        if secured {
+            common.push(("401", "Missing, invalid, expired or revoked token"));
+        }
+        if scoped {
+            common.extend([
+                (
+                    "403",
+                    "A personal access token without the scope this operation needs (the message names it)",
+                ),
+                (
+                    "429",
+                    "Too many requests with this personal access token a minute (with Retry-After)",
+                ),
+            ]);
+        } else if secured {
+            common.push((
+                "403",
+                "A personal access token: this operation takes a signed-in driver's access token",
+            ));
+        }
+        let responses = &mut operation.responses.responses;
+        for (status, description) in common {
+            responses
+                .entry(status.to_owned())
+                .or_insert_with(|| Self::error_response(status, description));
+        }
+        // Statuses described by hand without a body get the error envelope too.
+        for (status, response) in responses.iter_mut() {
+            if let RefOr::T(r) = response
+                && (status.starts_with('4') || status.starts_with('5'))
+                && r.content.is_empty()
+            {
+                let description = r.description.clone();
+                *response = Self::error_response(status, &description);
+            }
+        }
+    }
+}
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for_each_operation(openapi, Self::add);
+    }
+}
+
+/// States `security: []` on the operations that take no token, so that each operation says
+/// how it is called rather than leaving a reader (or a client generator) to guess.
+struct PublicOperations;
+
+impl Modify for PublicOperations {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for_each_operation(openapi, |operation| {
+            operation.security.get_or_insert_with(Vec::new);
+        });
+    }
+}
+
+/// Calls `f` on every operation of the document.
+fn for_each_operation(openapi: &mut utoipa::openapi::OpenApi, mut f: impl FnMut(&mut Operation)) {
+    for item in openapi.paths.paths.values_mut() {
+        for operation in [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            f(operation);
+        }
+    }
+}
+
+/// The document served at `/openapi.json`.
+pub(crate) fn document() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use serde_json::Value;
+
+    use super::document;
+
+    #[test]
+    fn the_documented_display_name_pattern_is_the_one_the_code_defines() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let pattern = &doc["components"]["schemas"]["RegisterRequest"]["properties"]["displayName"]
+            ["pattern"];
+        assert_eq!(
+            pattern.as_str(),
+            Some(paddock_core::identity::fields::display_name_pattern().as_str())
+        );
+    }
+
+    #[test]
+    fn registration_and_profile_changes_document_one_display_name_rule() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        for schema in ["RegisterRequest", "ProfileUpdate"] {
+            let name = &schemas[schema]["properties"]["displayName"];
+            assert_eq!(
+                name["maxLength"].as_u64(),
+                Some(paddock_core::identity::fields::DISPLAY_NAME_MAX as u64),
+                "{schema}"
+            );
+            assert_eq!(name["minLength"].as_u64(), Some(1), "{schema}");
+            assert_eq!(
+                name["pattern"].as_str(),
+                Some(paddock_core::identity::fields::display_name_pattern().as_str()),
+                "{schema}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_documented_feed_post_patterns_are_the_ones_the_code_defines() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let post = &doc["components"]["schemas"]["FeedPostRequest"]["properties"];
+        let names = paddock_core::identity::fields::display_name_pattern();
+        assert_eq!(post["title"]["pattern"].as_str(), Some(names.as_str()));
+        let free = paddock_core::identity::fields::free_text_pattern();
+        assert_eq!(post["subtitle"]["pattern"].as_str(), Some(free.as_str()));
+    }
+
+    #[test]
+    fn the_documented_upload_name_patterns_are_the_ones_the_code_defines() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let upload = &doc["components"]["schemas"]["SessionUploadDto"]["properties"];
+        let names = paddock_core::identity::fields::display_name_pattern();
+        for field in ["gameId", "trackName", "vehicleName"] {
+            assert_eq!(
+                upload[field]["pattern"].as_str(),
+                Some(names.as_str()),
+                "{field}"
+            );
+        }
+        let free = paddock_core::identity::fields::free_text_pattern();
+        assert_eq!(
+            upload["trackLayout"]["pattern"].as_str(),
+            Some(free.as_str())
+        );
+    }
+
+    #[test]
+    fn every_operation_documents_its_failures_with_the_envelope() {
+        let doc = serde_json::to_value(document()).unwrap();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                let responses = op["responses"].as_object().unwrap();
+                for status in ["500", "503", "504"] {
+                    assert!(responses.contains_key(status), "{method} {path}: {status}");
+                }
+                if op.get("requestBody").is_some() {
+                    for status in ["400", "413", "415"] {
+                        assert!(responses.contains_key(status), "{method} {path}: {status}");
+                    }
+                }
+                for (status, response) in responses {
+                    // The pages answer their own 400 and 404 as HTML pages.
+                    let page = response["content"].get("text/html").is_some();
+                    if (status.starts_with('4') || status.starts_with('5')) && !page {
+                        let schema = &response["content"]["application/json"]["schema"];
+                        assert_eq!(
+                            schema["$ref"], "#/components/schemas/ErrorEnvelope",
+                            "{method} {path} {status}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every operation of the document with its method and path.
+    fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+        let mut all = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                all.push((method.clone(), path.clone(), op.clone()));
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn operation_ids_are_unique_camel_case_names() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let mut seen = HashSet::new();
+        for (method, path, op) in operations(&doc) {
+            let id = op["operationId"].as_str().unwrap_or_default();
+            assert!(
+                id.starts_with(|c: char| c.is_ascii_lowercase())
+                    && id.chars().all(|c| c.is_ascii_alphanumeric()),
+                "{method} {path}: operationId {id:?} is not camelCase"
+            );
+            assert!(seen.insert(id.to_owned()), "{method} {path}: {id} repeats");
+        }
+    }
+
+    #[test]
+    fn every_operation_states_its_security() {
+        let doc = serde_json::to_value(document()).unwrap();
+        for (method, path, op) in operations(&doc) {
+            let security = op["security"].as_array();
+            assert!(security.is_some(), "{method} {path} states no security");
+            for requirement in security.unwrap() {
+                for (scheme, scopes) in requirement.as_object().unwrap() {
+                    assert!(
+                        doc["components"]["securitySchemes"].get(scheme).is_some(),
+                        "{method} {path}: unknown scheme {scheme}"
+                    );
+                    // The scope a personal access token needs, where one may be used.
+                    for scope in scopes.as_array().unwrap() {
+                        assert!(
+                            paddock_core::identity::personal_tokens::Scope::ALL
+                                .iter()
+                                .any(|s| scope == s.name()),
+                            "{method} {path}: unknown scope {scope}"
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(doc["servers"][0]["url"], "/");
+        let scoped = operations(&doc)
+            .into_iter()
+            .filter(|(_, _, op)| op["security"].to_string().contains(':'))
+            .count();
+        assert!(
+            scoped >= 15,
+            "the operations tokens may use name their scope"
+        );
+    }
+
+    /// Every `$ref` in `value`, as the component name it points to.
+    fn references(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    out.push(r.trim_start_matches("#/components/schemas/").to_owned());
+                }
+                map.values().for_each(|v| references(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| references(v, out)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_component_is_used_and_every_reference_resolves() {
+        let doc = serde_json::to_value(document()).unwrap();
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        // The components reachable from the operations, following references.
+        let mut reached = HashSet::new();
+        let mut pending = Vec::new();
+        references(&doc["paths"], &mut pending);
+        while let Some(name) = pending.pop() {
+            let schema = schemas.get(&name);
+            assert!(schema.is_some(), "$ref to a missing component {name}");
+            if reached.insert(name) {
+                references(schema.unwrap(), &mut pending);
+            }
+        }
+        for name in schemas.keys() {
+            assert!(
+                reached.contains(name),
+                "component {name} is never referenced"
+            );
+        }
+    }
+
+    #[test]
+    fn json_answers_refer_to_named_envelopes() {
+        let doc = serde_json::to_value(document()).unwrap();
+        for (method, path, op) in operations(&doc) {
+            for (status, response) in op["responses"].as_object().unwrap() {
+                if let Some(json) = response["content"].get("application/json") {
+                    let target = json["schema"]["$ref"].as_str().unwrap_or_default();
+                    // The export is a file to keep, not an answer: it is not enveloped.
+                    let export = target.ends_with("/ExportDocument");
+                    assert!(
+                        target.ends_with("Envelope") || export,
+                        "{method} {path} {status}: {target:?} is not an envelope schema"
+                    );
+                }
+            }
+        }
+    }
+}

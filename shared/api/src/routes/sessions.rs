@@ -1,0 +1,129 @@
+//! `/v1/sessions`: idempotent uploads of session summaries and the caller's reads.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::get;
+use http::StatusCode;
+
+use super::envelopes::{envelope, page_envelope};
+use crate::http::auth_user::{Authorized, scope};
+use crate::http::envelope::with_status;
+use crate::http::{ApiError, ApiQuery, JsonBody, PageParams, Paged, ok};
+use crate::state::AppState;
+use paddock_core::identity::rate_limits::{self, Limit};
+use paddock_core::ids::SessionId;
+use paddock_core::sessions::upload::SessionUploadDto;
+use paddock_core::sessions::{self, records, upload};
+
+/// The sessions routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/sessions", get(list).post(create))
+        .route("/v1/sessions/{id}", get(detail))
+}
+
+/// Uploads a session summary (idempotent on the caller and `ClientSessionId`).
+#[utoipa::path(post, path = "/v1/sessions", operation_id = "uploadSession", tag = "sessions", security(("bearer" = ["sessions:write"])),
+    request_body(content = SessionUploadDto, description = "SessionUploadDto, in camelCase or PascalCase (camelCase \
+        wins when a field is given in both). Rules beyond the schema: lapIndex unique within the session; recordedAt \
+        after 2000-01-01 and at most a day ahead; text trimmed.",
+        example = json!({
+            "clientSessionId": "9b7e3c2a-1f4d-4a8b-b6c5-0d2e4f6a8c1e", "gameId": "acc", "trackName": "Monza",
+            "trackLayout": "", "vehicleName": "Ferrari 296 GT3", "recordedAt": "2026-05-01T18:30:00Z",
+            "bestLapMs": 107345, "weatherSummary": "Dry, 24 C", "sessionPhase": "Practice",
+            "laps": [
+                {"lapIndex": 0, "lapTimeMs": 109012, "isValid": true, "countsForSessionTiming": true,
+                 "qualityCombined": 0.9, "qualityCoherence": 0.92, "qualityStability": 0.88, "qualityCompleteness": 0.9,
+                 "numPenalties": 0, "numPitstops": 0, "inPitsAtLapEnd": false},
+                {"lapIndex": 1, "lapTimeMs": 107345, "isValid": true, "countsForSessionTiming": true,
+                 "qualityCombined": 0.93, "qualityCoherence": 0.95, "qualityStability": 0.91, "qualityCompleteness": 0.94,
+                 "numPenalties": 0, "numPitstops": 0, "inPitsAtLapEnd": false, "sectorTimesMs": [35012, 38101, 34232]}]})),
+    responses((status = 201, description = "Stored", body = ReceiptEnvelope),
+              (status = 200, description = "This ClientSessionId was uploaded before: the same session, nothing written",
+               body = ReceiptEnvelope),
+              (status = 400, description = "Every problem, by field"), (status = 401, description = "No valid token"),
+              (status = 429, description = "More than 30 uploads in a minute")))]
+pub async fn create(
+    State(state): State<AppState>,
+    user: Authorized<scope::SessionsWrite>,
+    // Read as sent: the upload parser accepts camelCase and PascalCase names itself.
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    rate_limits::hit(
+        &state.ports,
+        "upload",
+        user.user_id().as_str(),
+        60,
+        &[Limit::new("n", state.settings.uploads_per_minute)],
+    )
+    .await?;
+    let upload = upload::parse(body, state.ports.clock.now())?;
+    let receipt = sessions::create(&state.ports, user.user_id(), upload).await?;
+    if receipt.duplicate {
+        paddock_core::metrics::global()
+            .sessions_uploaded
+            .with_label_values(&["duplicate"])
+            .inc();
+        Ok(ok(receipt))
+    } else {
+        Ok(with_status(StatusCode::CREATED, receipt))
+    }
+}
+
+/// The caller's sessions, newest RecordedAt first.
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "listSessions", tag = "sessions", security(("bearer" = ["sessions:read"])), params(PageParams),
+    responses((status = 200, description = "One page", body = SessionListEnvelope),
+              (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
+pub async fn list(
+    State(state): State<AppState>,
+    user: Authorized<scope::SessionsRead>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> Result<Response, ApiError> {
+    let (items, next_cursor) =
+        records::list(&state.ports, user.user_id(), page.limit()?, page.cursor()).await?;
+    Ok(ok(Paged { items, next_cursor }))
+}
+
+/// One of the caller's sessions with its laps (another user's session is 404).
+#[utoipa::path(get, path = "/v1/sessions/{id}", operation_id = "getSession", tag = "sessions", security(("bearer" = ["sessions:read"])),
+    params(("id" = String, Path, description = "Session id")),
+    responses((status = 200, description = "The session", body = SessionEnvelope),
+              (status = 404, description = "No such session of the caller")))]
+pub async fn detail(
+    State(state): State<AppState>,
+    user: Authorized<scope::SessionsRead>,
+    Path(id): Path<SessionId>,
+) -> Result<Response, ApiError> {
+    let session = match uuid::Uuid::parse_str(id.as_str()) {
+        Ok(_) => records::get(&state.ports, user.user_id(), &id).await?,
+        Err(_) => None,
+    };
+    let session = session.ok_or_else(|| ApiError::NotFound("session not found".into()))?;
+    Ok(ok(session.detail()))
+}
+
+impl From<sessions::CreateError> for ApiError {
+    fn from(e: sessions::CreateError) -> Self {
+        match e {
+            sessions::CreateError::InProgress => Self::Conflict(e.to_string()),
+            sessions::CreateError::Store(s) => s.into(),
+            sessions::CreateError::Blob(b) => b.into(),
+        }
+    }
+}
+
+envelope!(
+    /// A session upload's receipt.
+    ReceiptEnvelope => paddock_core::sessions::Receipt
+);
+
+page_envelope!(
+    /// One page of the caller's sessions.
+    SessionListEnvelope => SessionList of paddock_core::sessions::SessionSummary
+);
+
+envelope!(
+    /// One session with its laps.
+    SessionEnvelope => paddock_core::sessions::SessionDetail
+);

@@ -1,0 +1,599 @@
+//! `/v1/sharepacks`: upload (direct, or through an upload URL), read and download by id,
+//! the owner's list and delete.
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use futures::StreamExt;
+use http::{HeaderValue, StatusCode, header};
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncWriteExt;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
+use utoipa::{IntoParams, PartialSchema, ToSchema};
+
+use super::envelopes::{envelope, page_envelope};
+use crate::http::auth_user::{Authorized, scope};
+use crate::http::envelope::with_status;
+use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
+use crate::state::AppState;
+use paddock_core::ids::UserId;
+use paddock_core::problems::{FieldProblems, Problems};
+use paddock_core::sharepacks::packs::{self, Declared, Labels, PackError, SharePack};
+use paddock_core::sharepacks::{blob_key, upload_key, upload_urls};
+
+/// The share-pack routes.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/sharepacks", get(list).post(upload))
+        .route("/v1/sharepacks/uploads", post(start_upload))
+        .route("/v1/sharepacks/uploads/{id}/content", put(upload_content))
+        .route("/v1/sharepacks/{id}", get(metadata).delete(delete))
+        .route("/v1/sharepacks/{id}/complete", post(complete))
+        .route("/v1/sharepacks/{id}/download", get(download))
+        // Bodies are read here as streams with the pack limits; multipart forms are bounded by
+        // the direct-upload limit below.
+        .layer(DefaultBodyLimit::max(8 * 1024 * 1024))
+}
+
+/// `?name=&description=` of a direct `application/zip` upload.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PackLabels {
+    /// 1 to 100 characters; the download's file name.
+    #[param(value_type = String, min_length = 1, max_length = 100, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
+    pub name: Option<String>,
+    /// At most 1,000 characters.
+    #[param(value_type = Option<String>, max_length = 1000, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
+    pub description: Option<String>,
+}
+
+fn labels(name: Option<String>, description: Option<String>) -> Result<Labels, FieldProblems> {
+    let mut p = Problems::default();
+    let labels = Labels::parse(&mut p, name, description);
+    p.into_result(labels)
+}
+
+fn too_large(max: u64) -> ApiError {
+    ApiError::PayloadTooLarge(format!(
+        "a pack sent directly may be at most {max} bytes; larger packs go through POST /v1/sharepacks/uploads"
+    ))
+}
+
+/// Reads a body of at most `max` bytes, chunk by chunk (a larger one is refused as soon as it
+/// passes the limit, without reading the rest).
+async fn read_capped(body: Body, max: u64) -> Result<Bytes, ApiError> {
+    let mut stream = body.into_data_stream();
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| ApiError::BadRequest("body: could not be read".into()))?;
+        if (out.len() + chunk.len()) as u64 > max {
+            return Err(too_large(max));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(out))
+}
+
+/// A ZIP's bytes as a body of their own (not JSON).
+pub(crate) struct ZipBytes;
+
+/// `{"type": "string", "format": "binary"}`: what client generators read as a file.
+fn binary() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+}
+
+impl PartialSchema for ZipBytes {
+    fn schema() -> RefOr<Schema> {
+        binary().description(Some("The ZIP's bytes.")).into()
+    }
+}
+
+impl ToSchema for ZipBytes {}
+
+/// The `multipart/form-data` form of a direct upload: `file`, `name` and `description`.
+pub(crate) struct PackForm;
+
+impl PartialSchema for PackForm {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .property("file", binary().description(Some("The ZIP.")))
+            .property(
+                "name",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("1 to 100 characters; the download's file name.")),
+            )
+            .property(
+                "description",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("At most 1,000 characters.")),
+            )
+            .required("file")
+            .required("name")
+            .into()
+    }
+}
+
+impl ToSchema for PackForm {}
+
+/// Uploads a pack of at most 4 MiB: `application/zip` with `?name=&description=`, or
+/// `multipart/form-data` with `file`, `name` and `description`.
+#[utoipa::path(post, path = "/v1/sharepacks", operation_id = "uploadSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])), params(PackLabels),
+    request_body(content((inline(ZipBytes) = "application/zip"), (inline(PackForm) = "multipart/form-data")),
+        description = "The ZIP (at most Sharepacks__MaxDirectBytes, 4 MiB by default), or a form with file, name, description"),
+    responses((status = 201, description = "Stored and checked", body = SharePackEnvelope),
+              (status = 400, description = "A bad name or description, or a form without a file"),
+              (status = 401, description = "No valid token"),
+              (status = 413, description = "Larger than a direct upload may be (use the upload URL flow), or the driver's bytes are spent"),
+              (status = 415, description = "Neither application/zip nor multipart/form-data"),
+              (status = 422, description = "Not an acceptable ZIP: the message names the entry and the rule (unsafe or clashing names, links and special files, nested archives with such entries, data outside the archive, bytes no listed entry accounts for, overlapping entries, local headers or data descriptors that disagree with the directory, too many entries, encryption, damage, a bomb)"),
+              (status = 429, description = "Too many uploads a minute, or too many packs")))]
+pub(crate) async fn upload(
+    State(state): State<AppState>,
+    user: Authorized<scope::Sharepacks>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let limits = &state.settings.sharepacks;
+    let content_type = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let (labels, bytes) = if content_type.starts_with("application/zip") {
+        let (parts, body) = request.into_parts();
+        let query: PackLabels = serde_urlencoded::from_str(parts.uri.query().unwrap_or_default())
+            .map_err(|e| ApiError::BadRequest(format!("query: {e}")))?;
+        if let Some(length) = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+            && length > limits.max_direct_bytes
+        {
+            return Err(too_large(limits.max_direct_bytes));
+        }
+        let labels = labels(query.name, query.description)?;
+        (labels, read_capped(body, limits.max_direct_bytes).await?)
+    } else if content_type.starts_with("multipart/form-data") {
+        let mut form = Multipart::from_request(request, &state)
+            .await
+            .map_err(|e| ApiError::BadRequest(format!("body: {}", e.body_text())))?;
+        let (mut name, mut description, mut file) = (None, None, None);
+        while let Some(field) = form
+            .next_field()
+            .await
+            .map_err(|e| ApiError::BadRequest(format!("body: {}", e.body_text())))?
+        {
+            let field_name = field.name().unwrap_or_default().to_owned();
+            let bytes = field.bytes().await.map_err(|e| match e.status() {
+                StatusCode::PAYLOAD_TOO_LARGE => too_large(limits.max_direct_bytes),
+                _ => ApiError::BadRequest(format!("{field_name}: {}", e.body_text())),
+            })?;
+            let text = || {
+                String::from_utf8(bytes.to_vec())
+                    .map_err(|_| ApiError::invalid(&field_name, "must be UTF-8 text"))
+            };
+            match field_name.as_str() {
+                "file" => file = Some(bytes.clone()),
+                "name" => name = Some(text()?),
+                "description" => description = Some(text()?),
+                _ => {}
+            }
+        }
+        let labels = labels(name, description)?;
+        let file = file.ok_or_else(|| ApiError::invalid("file", "is required"))?;
+        if file.len() as u64 > limits.max_direct_bytes {
+            return Err(too_large(limits.max_direct_bytes));
+        }
+        (labels, file)
+    } else {
+        return Err(ApiError::UnsupportedMediaType(
+            "send the pack as application/zip (with ?name=) or as multipart/form-data".into(),
+        ));
+    };
+    let pack = packs::create_direct(&state.ports, limits, user.user_id(), labels, bytes).await?;
+    Ok(with_status(StatusCode::CREATED, pack))
+}
+
+/// `POST /v1/sharepacks/uploads` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct UploadRequest {
+    /// 1 to 100 characters; the download's file name.
+    #[schema(required = true, value_type = String, min_length = 1, max_length = 100,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb][^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
+    pub name: Option<String>,
+    /// At most 1,000 characters.
+    #[schema(value_type = Option<String>, max_length = 1000, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180e\\u200b-\\u200f\\u202a-\\u202e\\u2060-\\u2064\\u2066-\\u206f\\u3164\\ufeff\\uffa0\\ufff9-\\ufffb]*$")]
+    pub description: Option<String>,
+    /// The ZIP's exact size in bytes (at most Sharepacks__MaxBytes, 100 MiB by default).
+    #[schema(required = true, value_type = i64, minimum = 1, maximum = 104_857_600)]
+    pub size_bytes: Option<i64>,
+    /// SHA-256 of the ZIP, 64 hexadecimal digits.
+    #[schema(required = true, value_type = String, pattern = "^[0-9a-fA-F]{64}$")]
+    pub sha256: Option<String>,
+}
+
+/// Starts a large upload: PUT the bytes to `uploadUrl` (an S3 presigned URL in AWS, a signed
+/// URL of this server locally), then call `complete`.
+#[utoipa::path(post, path = "/v1/sharepacks/uploads", operation_id = "startSharePackUpload", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
+    request_body = UploadRequest,
+    responses((status = 201, description = "Where to PUT the bytes", body = UploadTicketEnvelope),
+              (status = 400, description = "Every problem, by field"), (status = 401, description = "No valid token"),
+              (status = 413, description = "The driver's bytes are spent"),
+              (status = 429, description = "Too many uploads a minute, or too many packs")))]
+pub(crate) async fn start_upload(
+    State(state): State<AppState>,
+    user: Authorized<scope::Sharepacks>,
+    ApiJson(body): ApiJson<UploadRequest>,
+) -> Result<Response, ApiError> {
+    let limits = &state.settings.sharepacks;
+    let mut p = Problems::default();
+    let labels = Labels::parse(&mut p, body.name, body.description);
+    let declared = Declared::parse(&mut p, body.size_bytes, body.sha256, limits);
+    let (labels, declared) = p.into_result(labels.zip(declared))?;
+    let key = url_signing_key(&state).await?;
+    let base = state.public_url();
+    let ticket = packs::start_upload(&state.ports, limits, user.user_id(), labels, declared, |id, expires, length| {
+        let signature = upload_urls::sign(&key, id, expires, length);
+        format!("{base}/v1/sharepacks/uploads/{id}/content?expires={expires}&length={length}&signature={signature}")
+    })
+    .await?;
+    Ok(with_status(StatusCode::CREATED, ticket))
+}
+
+async fn url_signing_key(state: &AppState) -> Result<Vec<u8>, ApiError> {
+    let key = state
+        .ports
+        .secrets
+        .get(upload_urls::KEY_SECRET)
+        .await?
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("the upload URL key is missing")))?;
+    Ok(key.into_bytes())
+}
+
+/// The signature of a local upload URL.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct SignedUpload {
+    /// When the URL expires (Unix seconds).
+    #[param(value_type = i64)]
+    pub expires: Option<i64>,
+    /// The exact number of bytes to send.
+    #[param(value_type = i64)]
+    pub length: Option<u64>,
+    /// The URL's HMAC.
+    #[param(value_type = String)]
+    pub signature: Option<String>,
+}
+
+/// The local mode's upload URL: takes exactly the declared bytes, streamed to disk (the URL's
+/// signature authorises it; no token).
+#[utoipa::path(put, path = "/v1/sharepacks/uploads/{id}/content", operation_id = "putSharePackContent", tag = "sharepacks",
+    params(("id" = String, Path, description = "Pack id"), SignedUpload),
+    request_body(content((inline(ZipBytes) = "application/zip"), (inline(ZipBytes) = "application/octet-stream")), description = "Exactly the declared bytes (any content type)"),
+    responses((status = 200, description = "Stored; now call complete"),
+              (status = 400, description = "Not the declared length"),
+              (status = 403, description = "A wrong, tampered or expired signature"),
+              (status = 404, description = "No such pending pack"),
+              (status = 409, description = "The upload is closed: complete was called (the pack is being checked, or is published)")))]
+pub(crate) async fn upload_content(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(signed): ApiQuery<SignedUpload>,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let (Some(expires), Some(length), Some(signature)) =
+        (signed.expires, signed.length, signed.signature)
+    else {
+        return Err(ApiError::Forbidden("the upload URL is not signed".into()));
+    };
+    let key = url_signing_key(&state).await?;
+    if !upload_urls::verify(
+        &key,
+        &id,
+        expires,
+        length,
+        &signature,
+        state.ports.clock.unix(),
+    ) {
+        return Err(ApiError::Forbidden(
+            "the upload URL is invalid or expired".into(),
+        ));
+    }
+    upload_open(&state, &id).await?;
+    // Created exclusively, readable by this process only, at a name nobody can guess; removed
+    // when dropped.
+    let staging = tempfile::NamedTempFile::with_prefix("paddock-upload-").map_err(io_error)?;
+    let mut file = tokio::fs::File::from_std(staging.reopen().map_err(io_error)?);
+    let mut received = 0u64;
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|_| ApiError::BadRequest("body: could not be read".into()))?;
+        received += chunk.len() as u64;
+        if received > length {
+            return Err(ApiError::BadRequest(format!(
+                "body: more than the declared {length} bytes"
+            )));
+        }
+        file.write_all(&chunk).await.map_err(io_error)?;
+    }
+    if received != length {
+        return Err(ApiError::BadRequest(format!(
+            "body: {received} bytes; the URL is for {length}"
+        )));
+    }
+    file.flush().await.map_err(io_error)?;
+    // `complete` may have started while the bytes came: it closed the upload first, so what
+    // is stored now is never read (and the sweep or the pack's removal clears it).
+    upload_open(&state, &id).await?;
+    state
+        .ports
+        .blobs
+        .put_file(&upload_key(&id), staging.path(), "application/zip")
+        .await?;
+    Ok(ok(serde_json::json!({"id": id, "receivedBytes": length})))
+}
+
+/// Refuses a PUT to an upload URL whose pack is unknown, or whose upload `complete` closed.
+async fn upload_open(state: &AppState, id: &str) -> Result<(), ApiError> {
+    match packs::upload_state(&state.ports, id).await? {
+        packs::Upload::Open => Ok(()),
+        packs::Upload::Closed => Err(ApiError::Conflict(
+            "the upload is closed: complete was called for this pack; start a new upload".into(),
+        )),
+        packs::Upload::Unknown => Err(ApiError::NotFound("share pack not found".into())),
+    }
+}
+
+fn io_error(e: std::io::Error) -> ApiError {
+    ApiError::Internal(anyhow::Error::new(e).context("staging an upload"))
+}
+
+/// Checks what arrived at the upload URL (size, sha256, the ZIP) and makes the pack visible;
+/// a pack that fails is removed and the answer says why.
+#[utoipa::path(post, path = "/v1/sharepacks/{id}/complete", operation_id = "completeSharePackUpload", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
+    params(("id" = String, Path, description = "Pack id")),
+    responses((status = 200, description = "Checked and visible", body = SharePackEnvelope),
+              (status = 401, description = "No valid token"),
+              (status = 404, description = "No such pending pack of the caller"),
+              (status = 409, description = "The pack is already being completed"),
+              (status = 413, description = "The driver's bytes are spent"),
+              (status = 422, description = "What arrived is not the declared pack, or not an acceptable ZIP (the pack is removed)"),
+              (status = 429, description = "Too many packs")))]
+pub(crate) async fn complete(
+    State(state): State<AppState>,
+    user: Authorized<scope::Sharepacks>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let limits = &state.settings.sharepacks;
+    let pack = packs::complete(
+        &state.ports,
+        limits,
+        user.user_id(),
+        &id,
+        &std::env::temp_dir(),
+    )
+    .await?;
+    Ok(ok(pack))
+}
+
+/// The caller's packs, newest first.
+#[utoipa::path(get, path = "/v1/sharepacks", operation_id = "listSharePacks", tag = "sharepacks", security(("bearer" = ["sharepacks"])), params(PageParams),
+    responses((status = 200, description = "One page", body = SharePackListEnvelope),
+              (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    user: Authorized<scope::Sharepacks>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> Result<Response, ApiError> {
+    let (items, next_cursor) =
+        packs::list(&state.ports, user.user_id(), page.limit()?, page.cursor()).await?;
+    Ok(ok(Paged { items, next_cursor }))
+}
+
+/// A pack's metadata, with its owner's display name.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PackDetail {
+    #[serde(flatten)]
+    pack: SharePack,
+    /// The owner's display name now.
+    owner_display_name: String,
+}
+
+async fn visible(state: &AppState, id: &str) -> Result<(SharePack, UserId), ApiError> {
+    packs::get(&state.ports, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("share pack not found".into()))
+}
+
+/// Any signed-in driver with the id may read a pack's metadata.
+#[utoipa::path(get, path = "/v1/sharepacks/{id}", operation_id = "getSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
+    params(("id" = String, Path, description = "Pack id")),
+    responses((status = 200, description = "The pack", body = PackDetailEnvelope),
+              (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
+pub(crate) async fn metadata(
+    State(state): State<AppState>,
+    _user: Authorized<scope::Sharepacks>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (pack, owner) = visible(&state, &id).await?;
+    let owner_display_name = paddock_core::identity::users::get(&state.ports, &owner)
+        .await?
+        .map(|u| u.display_name)
+        .unwrap_or_default();
+    Ok(ok(PackDetail {
+        pack,
+        owner_display_name,
+    }))
+}
+
+/// The file name of a download: the pack's name made safe for a header.
+fn file_name(name: &str) -> String {
+    let safe: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || " ._-()".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{}.zip", safe.trim())
+}
+
+/// The byte-identical ZIP, streamed (locally) or through a 5-minute presigned URL (AWS).
+#[utoipa::path(get, path = "/v1/sharepacks/{id}/download", operation_id = "downloadSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
+    params(("id" = String, Path, description = "Pack id")),
+    responses((status = 200, description = "The ZIP", content_type = "application/zip", body = inline(ZipBytes)),
+              (status = 302, description = "AWS: the ZIP at a presigned S3 URL"),
+              (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
+pub(crate) async fn download(
+    State(state): State<AppState>,
+    _user: Authorized<scope::Sharepacks>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let (pack, _) = visible(&state, &id).await?;
+    let key = blob_key(&pack.id);
+    let name = file_name(&pack.name);
+    paddock_core::metrics::global().sharepack_downloads.inc();
+    if let Some(url) = state
+        .ports
+        .blobs
+        .presigned_get(&key, std::time::Duration::from_secs(300), Some(&name))
+        .await?
+    {
+        let location = HeaderValue::from_str(&url).map_err(|e| ApiError::Internal(e.into()))?;
+        return Ok((StatusCode::FOUND, [(header::LOCATION, location)]).into_response());
+    }
+    let stream = state
+        .ports
+        .blobs
+        .get_stream(&key)
+        .await?
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("pack {id} has no object")))?;
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\""))
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    let etag = HeaderValue::from_str(&format!("\"{}\"", pack.sha256))
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/zip"),
+            ),
+            (header::CONTENT_DISPOSITION, disposition),
+            (header::ETAG, etag),
+            (header::CONTENT_LENGTH, HeaderValue::from(stream.length)),
+        ],
+        Body::from_stream(stream.body),
+    )
+        .into_response())
+}
+
+/// Deletes the caller's pack; anyone else (and an unknown id) gets 404.
+#[utoipa::path(delete, path = "/v1/sharepacks/{id}", operation_id = "deleteSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])),
+    params(("id" = String, Path, description = "Pack id")),
+    responses((status = 200, description = "Deleted", body = DeletedPackEnvelope),
+              (status = 401, description = "No valid token"), (status = 404, description = "No such pack of the caller")))]
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    user: Authorized<scope::Sharepacks>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    packs::delete(&state.ports, user.user_id(), &id).await?;
+    Ok(ok(DeletedPack { id, deleted: true }))
+}
+
+/// What `DELETE /v1/sharepacks/{id}` answers.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct DeletedPack {
+    /// The deleted pack's id.
+    pub id: String,
+    /// Always true: the pack is gone.
+    pub deleted: bool,
+}
+
+impl From<PackError> for ApiError {
+    fn from(e: PackError) -> Self {
+        match e {
+            PackError::Invalid(p) => p.into(),
+            PackError::Zip(_) => Self::Unprocessable(e.to_string()),
+            PackError::TooLarge(m) => Self::PayloadTooLarge(m),
+            PackError::Mismatch(m) => Self::Unprocessable(m),
+            PackError::Limited(l) => l.into(),
+            PackError::TooManyPacks(_) => Self::TooManyRequests {
+                message: e.to_string(),
+                retry_after_secs: 60,
+            },
+            PackError::NotFound => Self::NotFound(e.to_string()),
+            PackError::Busy => Self::Conflict(e.to_string()),
+            PackError::Store(s) => s.into(),
+            PackError::Blob(b) => b.into(),
+            PackError::Io(io) => {
+                Self::Internal(anyhow::Error::new(io).context("share pack staging"))
+            }
+        }
+    }
+}
+
+envelope!(
+    /// A share pack.
+    SharePackEnvelope => SharePack
+);
+
+page_envelope!(
+    /// One page of the caller's share packs.
+    SharePackListEnvelope => SharePackList of SharePack
+);
+
+envelope!(
+    /// A share pack's details.
+    PackDetailEnvelope => PackDetail
+);
+
+envelope!(
+    /// Where to upload a pack's bytes.
+    UploadTicketEnvelope => paddock_core::sharepacks::packs::UploadTicket
+);
+
+envelope!(
+    /// A share pack deleted.
+    DeletedPackEnvelope => DeletedPack
+);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_documented_label_patterns_are_the_display_name_rule() {
+        let doc = serde_json::to_value(crate::routes::openapi::document()).unwrap();
+        let names = paddock_core::identity::fields::display_name_pattern();
+        let free = paddock_core::identity::fields::free_text_pattern();
+        let start = &doc["components"]["schemas"]["UploadRequest"]["properties"];
+        assert_eq!(start["name"]["pattern"].as_str(), Some(names.as_str()));
+        assert_eq!(
+            start["description"]["pattern"].as_str(),
+            Some(free.as_str())
+        );
+        let params = doc["paths"]["/v1/sharepacks"]["post"]["parameters"]
+            .as_array()
+            .unwrap();
+        let pattern = |name: &str| {
+            params
+                .iter()
+                .find(|p| p["name"] == name)
+                .and_then(|p| p["schema"]["pattern"].as_str())
+                .map(str::to_owned)
+        };
+        assert_eq!(pattern("name"), Some(names));
+        assert_eq!(pattern("description"), Some(free));
+    }
+}

@@ -1,0 +1,157 @@
+//! State shared by every handler.
+
+use std::sync::Arc;
+
+use http::HeaderValue;
+
+use paddock_clients::identity_providers::{self as providers, Providers};
+use paddock_core::coaching::llm::LanguageModel;
+use paddock_core::config::Settings;
+use paddock_core::identity::access_tokens::{AccessTokens, Claims};
+use paddock_core::identity::passwords::{PasswordError, PasswordHasher};
+use paddock_core::identity::signing_keys::{SigningKeyError, SigningKeys};
+use paddock_core::leaderboards::BoardCache;
+use paddock_core::ports::Ports;
+
+/// The ports, settings and per-process caches, shared by every handler: the router hands each
+/// request its own clone, so the state is one pointer and a clone one reference count.
+#[derive(Clone)]
+pub struct AppState(Arc<SharedState>);
+
+impl std::ops::Deref for AppState {
+    type Target = SharedState;
+
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
+/// What [`AppState`] shares.
+#[derive(Clone)]
+pub struct SharedState {
+    /// The adapters of every port.
+    pub ports: Ports,
+    /// The settings the process started with.
+    pub settings: Arc<Settings>,
+    /// Identity providers by name (their discovery documents and keys are cached inside).
+    /// Empty unless [`AppState::with_identity_providers`] was called: only the auth group
+    /// needs them, and leaving them out keeps the HTTP client out of the other functions.
+    pub providers: Providers,
+    /// Leaderboard boards and rendered pages, kept for a few seconds.
+    pub leaderboards: Arc<BoardCache>,
+    /// The `Cache-Control` of leaderboard answers and board pages: public, for the cache's
+    /// lifetime (built once, sent with every board read).
+    pub board_cache_control: HeaderValue,
+    /// The password hashing threads; started by [`AppState::with_identity_providers`] (only
+    /// the auth group hashes passwords).
+    passwords: Option<Arc<PasswordHasher>>,
+    /// The access-token keys, re-read from the secrets port after `Secrets__RefreshSeconds`.
+    access_tokens: Arc<SigningKeys>,
+    /// The language model of the AI coach; set by [`AppState::with_coach`] (only the AI group
+    /// calls it, so the others do not build its HTTP client).
+    pub coach: Option<Arc<dyn LanguageModel>>,
+}
+
+impl AppState {
+    /// State over `ports` with `settings`.
+    pub fn new(ports: Ports, settings: Settings) -> Self {
+        let leaderboards = Arc::new(BoardCache::new(
+            settings.leaderboard_cache,
+            settings.leaderboard_cache_bytes,
+        ));
+        BoardCache::register(&leaderboards);
+        let board_cache_control = HeaderValue::from_str(&format!(
+            "public, max-age={}",
+            settings.leaderboard_cache.as_secs()
+        ))
+        .unwrap_or(HeaderValue::from_static("no-cache"));
+        Self(Arc::new(SharedState {
+            ports,
+            leaderboards,
+            board_cache_control,
+            settings: Arc::new(settings),
+            providers: Providers::default(),
+            passwords: None,
+            access_tokens: Arc::new(SigningKeys::default()),
+            coach: None,
+        }))
+    }
+
+    /// The same state changed by `change` (while it is being built, before any clone).
+    fn changed(self, change: impl FnOnce(&mut SharedState)) -> Self {
+        let mut shared = Arc::unwrap_or_clone(self.0);
+        change(&mut shared);
+        Self(Arc::new(shared))
+    }
+
+    /// The same state with the AI coach's language model (`Ai__*`, keys from the secrets
+    /// port).
+    #[must_use]
+    pub fn with_coach(self) -> Self {
+        self.changed(|s| {
+            s.coach = Some(paddock_clients::language_models::language_model(
+                &s.settings.ai,
+                s.ports.secrets.clone(),
+            ));
+        })
+    }
+
+    /// The same state with the configured sign-in providers (`Auth__Providers__*`) and the
+    /// password hashing threads (`Auth__HashingThreads`), whose dummy hash is computed now.
+    #[must_use]
+    pub fn with_identity_providers(self) -> Self {
+        self.changed(|s| {
+            s.providers = providers::from_configs(&s.settings.auth.providers);
+            s.passwords = Some(Arc::new(PasswordHasher::start(
+                s.settings.auth.hashing_threads,
+                s.settings.auth.hashing_wait,
+            )));
+        })
+    }
+
+    /// The password hasher, in the functions that sign in with passwords.
+    pub fn passwords(&self) -> Result<&PasswordHasher, PasswordError> {
+        self.passwords.as_deref().ok_or_else(|| {
+            PasswordError::Failed("password hashing was not started in this function".into())
+        })
+    }
+
+    /// The access-token signer and checker; its keys are read from the secrets port once and
+    /// again after `Secrets__RefreshSeconds`, so a key rotation reaches warm instances.
+    pub async fn access_tokens(&self) -> Result<Arc<AccessTokens>, SigningKeyError> {
+        self.access_tokens
+            .get(
+                self.ports.secrets.as_ref(),
+                &self.settings.jwt,
+                self.settings.secrets_refresh,
+            )
+            .await
+    }
+
+    /// The claims of `token` if it is a valid, unexpired access token of the current keys
+    /// (`Err` inside: why not). The keys are read as by [`AppState::access_tokens`]; while
+    /// they are fresh, no lock and no shared reference count is taken.
+    pub async fn verify_access_token(
+        &self,
+        token: &str,
+    ) -> Result<Result<Arc<Claims>, &'static str>, SigningKeyError> {
+        let now = self.ports.clock.unix();
+        let refresh = self.settings.secrets_refresh;
+        if let Some(verdict) = self
+            .access_tokens
+            .with_fresh(refresh, |tokens| tokens.verify(token, now))
+        {
+            return Ok(verdict);
+        }
+        Ok(self.access_tokens().await?.verify(token, now))
+    }
+
+    /// The public base URL (for provider callbacks).
+    pub fn public_url(&self) -> String {
+        self.settings
+            .auth
+            .public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.settings.address))
+    }
+}

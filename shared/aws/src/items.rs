@@ -1,0 +1,723 @@
+//! DynamoDB item store.
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, PutRequest, ReturnConsumedCapacity, ReturnValue,
+    TransactWriteItem, Update as DynamoUpdate, WriteRequest,
+};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::describe;
+use paddock_core::ports::Clock;
+use paddock_core::ports::items::{
+    Condition, Item, ItemStore, Key, KeyPage, PK, Page, Query, SK, SkRange, StoreError, TTL, TxOp,
+    Update, check_size, check_transaction, checked_key, decode_cursor, encode_cursor, is_expired,
+};
+use paddock_core::tables::Table;
+
+type Attributes = HashMap<String, AttributeValue>;
+
+/// The DynamoDB item store; tables are named `prefix + logical name`.
+pub struct DynamoItemStore {
+    client: Client,
+    prefix: String,
+    clock: Arc<dyn Clock>,
+    consumed: Arc<Mutex<Capacity>>,
+}
+
+/// Capacity units consumed so far, as DynamoDB reports them (`ReturnConsumedCapacity`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Capacity {
+    /// Read capacity units consumed.
+    pub read_units: f64,
+    /// Write capacity units consumed.
+    pub write_units: f64,
+}
+
+/// Which kind of capacity a call consumes.
+#[derive(Clone, Copy)]
+enum Units {
+    Read,
+    Write,
+}
+
+impl DynamoItemStore {
+    /// A store on `client` with tables named `prefix + logical name`.
+    pub fn new(client: Client, prefix: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            client,
+            prefix: prefix.into(),
+            clock,
+            consumed: Arc::default(),
+        }
+    }
+
+    /// Capacity consumed by this store since it was made.
+    pub fn consumed(&self) -> Capacity {
+        *self.consumed.lock().expect("capacity lock")
+    }
+
+    fn table(&self, table: Table) -> String {
+        table.physical(&self.prefix)
+    }
+
+    fn record(&self, capacity: Option<&aws_sdk_dynamodb::types::ConsumedCapacity>, kind: Units) {
+        if let Some(c) = capacity {
+            let mut total = self.consumed.lock().expect("capacity lock");
+            let before = total.read_units;
+            total.read_units += c.read_capacity_units().unwrap_or(0.0);
+            total.write_units += c.write_capacity_units().unwrap_or(0.0);
+            if c.read_capacity_units().is_none() && c.write_capacity_units().is_none() {
+                // Responses to `ReturnConsumedCapacity::Total` carry only the total: it is
+                // read units for reads and write units for writes.
+                let units = c.capacity_units().unwrap_or(0.0);
+                match kind {
+                    Units::Read => total.read_units += units,
+                    Units::Write => total.write_units += units,
+                }
+            }
+            let read = total.read_units - before;
+            if read > 0.0 {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                paddock_core::metrics::global()
+                    .store_read_milliunits
+                    .inc_by((read * 1000.0).round() as u64);
+            }
+        }
+    }
+
+    /// Counts items read (Prometheus only).
+    fn items_read(n: usize) {
+        // Resolved once: the label lookup would otherwise run on every read.
+        static ITEMS_READ: std::sync::LazyLock<prometheus::IntCounter> =
+            std::sync::LazyLock::new(|| {
+                paddock_core::metrics::global()
+                    .store_items_read
+                    .with_label_values(&["dynamodb"])
+            });
+        ITEMS_READ.inc_by(n as u64);
+    }
+}
+
+fn to_attributes(item: &Item) -> Result<Attributes, StoreError> {
+    serde_dynamo::to_item(item)
+        .map_err(|e| StoreError::Invalid(format!("item not representable: {e}")))
+}
+
+fn from_attributes(attrs: Attributes) -> Result<Item, StoreError> {
+    serde_dynamo::from_item(attrs)
+        .map_err(|e| StoreError::Unavailable(format!("unreadable item: {e}")))
+}
+
+fn to_value(value: &Value) -> Result<AttributeValue, StoreError> {
+    serde_dynamo::to_attribute_value(value)
+        .map_err(|e| StoreError::Invalid(format!("value not representable: {e}")))
+}
+
+fn key_attributes(key: &Key) -> Attributes {
+    HashMap::from([
+        (PK.to_owned(), AttributeValue::S(key.pk.clone())),
+        (SK.to_owned(), AttributeValue::S(key.sk.clone())),
+    ])
+}
+
+/// Placeholders for one DynamoDB expression.
+struct Expression {
+    names: HashMap<String, String>,
+    values: Attributes,
+    now: i64,
+}
+
+impl Expression {
+    fn new(now: i64) -> Self {
+        Self {
+            names: HashMap::new(),
+            values: HashMap::new(),
+            now,
+        }
+    }
+
+    fn name(&mut self, attr: &str) -> String {
+        if let Some((p, _)) = self.names.iter().find(|(_, a)| *a == attr) {
+            return p.clone();
+        }
+        let p = format!("#n{}", self.names.len());
+        self.names.insert(p.clone(), attr.to_owned());
+        p
+    }
+
+    fn value(&mut self, value: AttributeValue) -> String {
+        let p = format!(":v{}", self.values.len());
+        self.values.insert(p.clone(), value);
+        p
+    }
+
+    /// `#ttl` is missing or in the future: the item is live.
+    fn live(&mut self) -> String {
+        let ttl = self.name(TTL);
+        let now = self.value(AttributeValue::N(self.now.to_string()));
+        format!("(attribute_not_exists({ttl}) OR {ttl} > {now})")
+    }
+
+    /// The item is absent or expired.
+    fn dead(&mut self) -> String {
+        let (pk, ttl) = (self.name(PK), self.name(TTL));
+        let now = self.value(AttributeValue::N(self.now.to_string()));
+        format!("(attribute_not_exists({pk}) OR {ttl} <= {now})")
+    }
+
+    fn condition(&mut self, c: &Condition) -> Result<String, StoreError> {
+        Ok(match c {
+            Condition::Exists => {
+                let pk = self.name(PK);
+                format!("(attribute_exists({pk}) AND {})", self.live())
+            }
+            Condition::NotExists => self.dead(),
+            Condition::Eq(a, v) => self.compare(a, "=", v)?,
+            Condition::Lt(a, v) => self.compare(a, "<", v)?,
+            Condition::Gt(a, v) => self.compare(a, ">", v)?,
+            Condition::Ne(a, v) => {
+                let inner = self.compare(a, "<>", v)?;
+                let n = self.name(a);
+                format!("(attribute_exists({n}) AND {inner})")
+            }
+            Condition::AttrNotExists(a) => {
+                let n = self.name(a);
+                format!("(attribute_not_exists({n}) OR {})", self.dead())
+            }
+            Condition::And(all) | Condition::Or(all) if all.is_empty() => {
+                // An empty AND is true and an empty OR false, as in `Condition::holds`.
+                let pk = self.name(PK);
+                if matches!(c, Condition::And(_)) {
+                    format!("(attribute_exists({pk}) OR attribute_not_exists({pk}))")
+                } else {
+                    format!("(attribute_exists({pk}) AND attribute_not_exists({pk}))")
+                }
+            }
+            Condition::And(all) => self.join(all, " AND ")?,
+            Condition::Or(any) => self.join(any, " OR ")?,
+        })
+    }
+
+    fn compare(&mut self, attr: &str, op: &str, v: &Value) -> Result<String, StoreError> {
+        let n = self.name(attr);
+        let v = self.value(to_value(v)?);
+        Ok(format!("({n} {op} {v} AND {})", self.live()))
+    }
+
+    fn join(&mut self, parts: &[Condition], sep: &str) -> Result<String, StoreError> {
+        let parts = parts
+            .iter()
+            .map(|c| self.condition(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        // One part is already parenthesised: DynamoDB refuses parentheses around it again.
+        Ok(match parts.as_slice() {
+            [one] => one.clone(),
+            _ => format!("({})", parts.join(sep)),
+        })
+    }
+
+    fn update(&mut self, u: &Update) -> Result<Option<String>, StoreError> {
+        let mut clauses = Vec::new();
+        if !u.set.is_empty() || !u.set_if_absent.is_empty() {
+            let mut sets = u
+                .set
+                .iter()
+                .map(|(a, v)| Ok(format!("{} = {}", self.name(a), self.value(to_value(v)?))))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            for (a, v) in &u.set_if_absent {
+                let (name, value) = (self.name(a), self.value(to_value(v)?));
+                sets.push(format!("{name} = if_not_exists({name}, {value})"));
+            }
+            clauses.push(format!("SET {}", sets.join(", ")));
+        }
+        if !u.add.is_empty() {
+            let adds: Vec<_> = u
+                .add
+                .iter()
+                .map(|(a, by)| {
+                    format!(
+                        "{} {}",
+                        self.name(a),
+                        self.value(AttributeValue::N(by.to_string()))
+                    )
+                })
+                .collect();
+            clauses.push(format!("ADD {}", adds.join(", ")));
+        }
+        if !u.remove.is_empty() {
+            let removes: Vec<_> = u.remove.iter().map(|a| self.name(a)).collect();
+            clauses.push(format!("REMOVE {}", removes.join(", ")));
+        }
+        Ok((!clauses.is_empty()).then(|| clauses.join(" ")))
+    }
+
+    fn names(&self) -> Option<HashMap<String, String>> {
+        (!self.names.is_empty()).then(|| self.names.clone())
+    }
+
+    fn values(&self) -> Option<Attributes> {
+        (!self.values.is_empty()).then(|| self.values.clone())
+    }
+}
+
+/// Maps an SDK error; `condition` is the error to report for a failed condition.
+fn sdk_error<E, R>(err: SdkError<E, R>) -> StoreError
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug + 'static,
+{
+    if let SdkError::ServiceError(service) = &err {
+        let e = service.err();
+        match e.code() {
+            Some("ConditionalCheckFailedException") => {
+                return StoreError::ConditionFailed { index: 0 };
+            }
+            Some("TransactionConflictException") => return StoreError::Conflict,
+            Some("ValidationException") if e.message().is_some_and(|m| m.contains("size")) => {
+                return StoreError::TooLarge(0);
+            }
+            _ => {}
+        }
+    }
+    StoreError::Unavailable(describe(&err))
+}
+
+#[async_trait]
+impl ItemStore for DynamoItemStore {
+    async fn get(&self, table: Table, key: &Key) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(self.table(table))
+            .set_key(Some(key_attributes(key)))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        self.record(out.consumed_capacity(), Units::Read);
+        Self::items_read(usize::from(out.item.is_some()));
+        let now = self.clock.unix();
+        out.item
+            .map(from_attributes)
+            .transpose()
+            .map(|i| i.filter(|i| !is_expired(i, now)))
+    }
+
+    async fn put(
+        &self,
+        table: Table,
+        item: Item,
+        condition: Option<Condition>,
+    ) -> Result<(), StoreError> {
+        checked_key(&item)?;
+        check_size(&item)?;
+        let mut expr = Expression::new(self.clock.unix());
+        let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
+        let out = self
+            .client
+            .put_item()
+            .table_name(self.table(table))
+            .set_item(Some(to_attributes(&item)?))
+            .set_condition_expression(cond)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        self.record(out.consumed_capacity(), Units::Write);
+        Ok(())
+    }
+
+    async fn put_many(&self, table: Table, items: Vec<Item>) -> Result<(), StoreError> {
+        let name = self.table(table);
+        // BatchWriteItem takes 25 items a call; what DynamoDB leaves unprocessed (throttling)
+        // is sent again after a pause.
+        for chunk in items.chunks(25) {
+            let mut requests = Vec::with_capacity(chunk.len());
+            for item in chunk {
+                checked_key(item)?;
+                check_size(item)?;
+                let put = PutRequest::builder()
+                    .set_item(Some(to_attributes(item)?))
+                    .build()
+                    .map_err(|e| StoreError::Invalid(e.to_string()))?;
+                requests.push(WriteRequest::builder().put_request(put).build());
+            }
+            let mut pause = Duration::from_millis(20);
+            while !requests.is_empty() {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&name, requests)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .send()
+                    .await
+                    .map_err(sdk_error)?;
+                for c in out.consumed_capacity() {
+                    self.record(Some(c), Units::Write);
+                }
+                requests = out
+                    .unprocessed_items
+                    .and_then(|mut u| u.remove(&name))
+                    .unwrap_or_default();
+                if !requests.is_empty() {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn update(
+        &self,
+        table: Table,
+        key: &Key,
+        update: Update,
+        condition: Option<Condition>,
+    ) -> Result<Item, StoreError> {
+        update.check()?;
+        let mut expr = Expression::new(self.clock.unix());
+        let update_expr = expr.update(&update)?;
+        let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
+        let out = self
+            .client
+            .update_item()
+            .table_name(self.table(table))
+            .set_key(Some(key_attributes(key)))
+            .set_update_expression(update_expr)
+            .set_condition_expression(cond)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values(ReturnValue::AllNew)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        self.record(out.consumed_capacity(), Units::Write);
+        from_attributes(out.attributes.unwrap_or_else(|| key_attributes(key)))
+    }
+
+    async fn delete(
+        &self,
+        table: Table,
+        key: &Key,
+        condition: Option<Condition>,
+    ) -> Result<Option<Item>, StoreError> {
+        let mut expr = Expression::new(self.clock.unix());
+        let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
+        let out = self
+            .client
+            .delete_item()
+            .table_name(self.table(table))
+            .set_key(Some(key_attributes(key)))
+            .set_condition_expression(cond)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_values(ReturnValue::AllOld)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        self.record(out.consumed_capacity(), Units::Write);
+        let now = self.clock.unix();
+        out.attributes
+            .map(from_attributes)
+            .transpose()
+            .map(|i| i.filter(|i| !is_expired(i, now)))
+    }
+
+    async fn query(&self, query: Query) -> Result<Page, StoreError> {
+        let mut start = query
+            .cursor_sk()?
+            .map(|sk| key_attributes(&Key::new(query.pk.clone(), sk)));
+        let mut items = Vec::new();
+        loop {
+            let mut expr = Expression::new(self.clock.unix());
+            let pk = format!(
+                "{} = {}",
+                expr.name(PK),
+                expr.value(AttributeValue::S(query.pk.clone()))
+            );
+            let key_cond = match &query.range {
+                SkRange::All => pk,
+                SkRange::BeginsWith(p) => {
+                    format!(
+                        "{pk} AND begins_with({}, {})",
+                        expr.name(SK),
+                        expr.value(AttributeValue::S(p.clone()))
+                    )
+                }
+                SkRange::Between(a, b) => format!(
+                    "{pk} AND {} BETWEEN {} AND {}",
+                    expr.name(SK),
+                    expr.value(AttributeValue::S(a.clone())),
+                    expr.value(AttributeValue::S(b.clone()))
+                ),
+            };
+            let filter = expr.live();
+            let want = query.limit + 1 - items.len();
+            let out = self
+                .client
+                .query()
+                .table_name(self.table(query.table))
+                .key_condition_expression(key_cond)
+                .filter_expression(filter)
+                .set_expression_attribute_names(expr.names())
+                .set_expression_attribute_values(expr.values())
+                .scan_index_forward(!query.descending)
+                .consistent_read(true)
+                .limit(i32::try_from(want).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            self.record(out.consumed_capacity(), Units::Read);
+            Self::items_read(usize::try_from(out.scanned_count()).unwrap_or(0));
+            for attrs in out.items.unwrap_or_default() {
+                items.push(from_attributes(attrs)?);
+            }
+            match out.last_evaluated_key {
+                Some(lek) if items.len() <= query.limit => start = Some(lek),
+                _ => break,
+            }
+        }
+        let next_cursor = if items.len() > query.limit {
+            items.truncate(query.limit);
+            items.last().and_then(Key::of).map(|k| encode_cursor(&k.sk))
+        } else {
+            None
+        };
+        Ok(Page { items, next_cursor })
+    }
+
+    async fn transact(&self, ops: Vec<TxOp>) -> Result<(), StoreError> {
+        check_transaction(&ops)?;
+        let now = self.clock.unix();
+        let mut writes = Vec::with_capacity(ops.len());
+        for op in &ops {
+            let mut expr = Expression::new(now);
+            let build = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Invalid(e.to_string());
+            let write = match op {
+                TxOp::Put {
+                    table,
+                    item,
+                    condition,
+                } => {
+                    let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
+                    TransactWriteItem::builder()
+                        .put(
+                            Put::builder()
+                                .table_name(self.table(*table))
+                                .set_item(Some(to_attributes(item)?))
+                                .set_condition_expression(cond)
+                                .set_expression_attribute_names(expr.names())
+                                .set_expression_attribute_values(expr.values())
+                                .build()
+                                .map_err(build)?,
+                        )
+                        .build()
+                }
+                TxOp::Update {
+                    table,
+                    key,
+                    update,
+                    condition,
+                } => {
+                    let update_expr = expr.update(update)?.ok_or_else(|| {
+                        StoreError::Invalid(
+                            "an update inside a transaction needs at least one change".into(),
+                        )
+                    })?;
+                    let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
+                    TransactWriteItem::builder()
+                        .update(
+                            DynamoUpdate::builder()
+                                .table_name(self.table(*table))
+                                .set_key(Some(key_attributes(key)))
+                                .update_expression(update_expr)
+                                .set_condition_expression(cond)
+                                .set_expression_attribute_names(expr.names())
+                                .set_expression_attribute_values(expr.values())
+                                .build()
+                                .map_err(build)?,
+                        )
+                        .build()
+                }
+                TxOp::Delete {
+                    table,
+                    key,
+                    condition,
+                } => {
+                    let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
+                    TransactWriteItem::builder()
+                        .delete(
+                            Delete::builder()
+                                .table_name(self.table(*table))
+                                .set_key(Some(key_attributes(key)))
+                                .set_condition_expression(cond)
+                                .set_expression_attribute_names(expr.names())
+                                .set_expression_attribute_values(expr.values())
+                                .build()
+                                .map_err(build)?,
+                        )
+                        .build()
+                }
+                TxOp::Check {
+                    table,
+                    key,
+                    condition,
+                } => {
+                    let cond = expr.condition(condition)?;
+                    TransactWriteItem::builder()
+                        .condition_check(
+                            ConditionCheck::builder()
+                                .table_name(self.table(*table))
+                                .set_key(Some(key_attributes(key)))
+                                .condition_expression(cond)
+                                .set_expression_attribute_names(expr.names())
+                                .set_expression_attribute_values(expr.values())
+                                .build()
+                                .map_err(build)?,
+                        )
+                        .build()
+                }
+            };
+            writes.push(write);
+        }
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(writes))
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+        {
+            Ok(out) => {
+                for c in out.consumed_capacity() {
+                    self.record(Some(c), Units::Write);
+                }
+                Ok(())
+            }
+            Err(err) => {
+                if let Some(TransactWriteItemsError::TransactionCanceledException(canceled)) =
+                    err.as_service_error()
+                {
+                    let reasons = canceled.cancellation_reasons();
+                    if let Some(index) = reasons
+                        .iter()
+                        .position(|r| r.code() == Some("ConditionalCheckFailed"))
+                    {
+                        return Err(StoreError::ConditionFailed { index });
+                    }
+                    if reasons
+                        .iter()
+                        .any(|r| r.code() == Some("TransactionConflict"))
+                    {
+                        return Err(StoreError::Conflict);
+                    }
+                }
+                Err(sdk_error(err))
+            }
+        }
+    }
+
+    async fn scan_expired(
+        &self,
+        table: Table,
+        cursor: Option<String>,
+        limit: usize,
+    ) -> Result<KeyPage, StoreError> {
+        // The cursor is the last evaluated key (pk and sk) of the previous page.
+        let start = cursor
+            .as_deref()
+            .map(|c| {
+                decode_cursor(c).and_then(|raw| {
+                    serde_json::from_str::<(String, String)>(&raw)
+                        .map_err(|_| StoreError::InvalidCursor)
+                })
+            })
+            .transpose()?
+            .map(|(pk, sk)| key_attributes(&Key::new(pk, sk)));
+        let mut expr = Expression::new(self.clock.unix());
+        let ttl = expr.name(TTL);
+        let now = expr.value(AttributeValue::N(self.clock.unix().to_string()));
+        let projection = format!("{}, {}", expr.name(PK), expr.name(SK));
+        let out = self
+            .client
+            .scan()
+            .table_name(self.table(table))
+            .filter_expression(format!("{ttl} <= {now}"))
+            .projection_expression(projection)
+            // What expired a moment ago must be seen now, as in the embedded store.
+            .consistent_read(true)
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+            .set_exclusive_start_key(start)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(sdk_error)?;
+        self.record(out.consumed_capacity(), Units::Read);
+        let keys = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .map(|attrs| from_attributes(attrs).map(|item| Key::of(&item)))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        let next_cursor = out
+            .last_evaluated_key
+            .map(from_attributes)
+            .transpose()?
+            .and_then(|item| Key::of(&item))
+            .map(|k| encode_cursor(&serde_json::json!([k.pk, k.sk]).to_string()));
+        Ok(KeyPage { keys, next_cursor })
+    }
+
+    async fn delete_expired(&self, table: Table, key: &Key) -> Result<bool, StoreError> {
+        let mut expr = Expression::new(self.clock.unix());
+        let (pk, ttl) = (expr.name(PK), expr.name(TTL));
+        let now = expr.value(AttributeValue::N(self.clock.unix().to_string()));
+        let out = self
+            .client
+            .delete_item()
+            .table_name(self.table(table))
+            .set_key(Some(key_attributes(key)))
+            .condition_expression(format!("attribute_exists({pk}) AND {ttl} <= {now}"))
+            .set_expression_attribute_names(expr.names())
+            .set_expression_attribute_values(expr.values())
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await;
+        match out {
+            Ok(out) => {
+                self.record(out.consumed_capacity(), Units::Write);
+                Ok(true)
+            }
+            Err(e) => match sdk_error(e) {
+                StoreError::ConditionFailed { .. } => Ok(false),
+                other => Err(other),
+            },
+        }
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.get(Table::Limits, &Key::new("health", "ping"))
+            .await
+            .map(|_| ())
+    }
+}

@@ -1,0 +1,52 @@
+//! Characters that change how the text around them is shown without being seen themselves.
+//!
+//! One rule for every text another person reads: display names, feed posts, share-pack names
+//! and the game, track and car names of an upload refuse them at input, and the public pages
+//! neutralise any an older record still holds.
+
+/// Whether `c` is a bidirectional control (which can reverse text on screen) or a zero-width
+/// or otherwise invisible character (which makes two names that look the same differ).
+/// Variation selectors and tag characters stay allowed: emoji need them (❤️, subdivision
+/// flags).
+pub fn is_invisible_or_bidi(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{061C}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'
+    )
+}
+
+/// The rule a text holding such a character breaks, as a field's error names it.
+pub(crate) const RULE: &str =
+    "must not contain invisible or text-direction characters (such as U+200B or U+202E)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn direction_and_zero_width_characters_are_hidden_but_emoji_parts_are_not() {
+        for c in [
+            '\u{202E}', '\u{2066}', '\u{200B}', '\u{FEFF}', '\u{3164}', '\u{00AD}',
+        ] {
+            assert!(is_invisible_or_bidi(c), "{:04X}", c as u32);
+        }
+        for c in ['a', 'ë', '\u{FE0F}', '\u{E0067}', '🏁', ' '] {
+            assert!(!is_invisible_or_bidi(c), "{:04X}", c as u32);
+        }
+    }
+}

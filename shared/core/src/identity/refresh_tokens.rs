@@ -1,0 +1,299 @@
+//! Rotating refresh tokens in families.
+//!
+//! Keys (table `tokens`):
+//! - `REFRESH#<sha256 hex of the token>` / `TOKEN`: `{userId, familyId, used, expiresAt,
+//!   previous, ttl}`. Only the hash is stored; the raw value exists only in the client's
+//!   hands. `previous` is the hash of the token this one replaced.
+//! - `FAMILY#<id>` / `STATE`: `{userId, revoked, currentToken, ttl}`. The family id is the access
+//!   tokens' `sid`, so revoking a family also shuts out its access tokens. `currentToken` is
+//!   the hash of the newest token: with each token's `previous` it chains every token of the
+//!   family, so export and account deletion find them without an index of their own.
+//! - `USER#<user id>` / `FAMILY#<id>`: `{ttl}`, the index of a user's families, so that every
+//!   sign-in of an account can be revoked at once (account takeover by its rightful owner,
+//!   password change, account deletion). Its expiry follows the family's.
+//!
+//! Rotation is one transaction: mark the old token used (condition: unused), check the family
+//! is not revoked, store the new token. A used token presented again is a replay: the whole
+//! family is revoked.
+
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use crate::ids::UserId;
+use crate::ports::Ports;
+use crate::ports::items::{Condition, Key, Query, SK, StoreError, TTL, TxOp, Update, item};
+use crate::tables::Table;
+
+/// Refresh-token lifetime: 30 days.
+pub const LIFETIME_SECS: i64 = 30 * 24 * 3600;
+
+fn token_key(raw: &str) -> Key {
+    token_key_of_hash(&super::sha256_hex(raw))
+}
+
+/// The key of the token whose hash is `hash`.
+pub(crate) fn token_key_of_hash(hash: &str) -> Key {
+    Key::new(format!("REFRESH#{hash}"), "TOKEN")
+}
+
+/// Sort-key prefix of a user's family index rows (partition `USER#<user id>`).
+pub(crate) const FAMILY_INDEX_PREFIX: &str = "FAMILY#";
+
+/// The key of a token family's state.
+pub(crate) fn family_key(family_id: &str) -> Key {
+    // Read on every authenticated request: concatenated without the formatting machinery.
+    Key::new(["FAMILY#", family_id].concat(), "STATE")
+}
+
+/// The key of a user's index entry for one family.
+fn user_family_key(user_id: &UserId, family_id: &str) -> Key {
+    Key::new(format!("USER#{user_id}"), format!("FAMILY#{family_id}"))
+}
+
+/// A freshly issued refresh token.
+#[derive(Debug, Clone)]
+pub struct Issued {
+    /// The raw value for the client (32 random bytes, base64url).
+    pub raw: String,
+    /// The refresh-token family (the sign-in).
+    pub family_id: String,
+    /// The driver's id.
+    pub user_id: UserId,
+}
+
+fn token_op(
+    raw: &str,
+    previous: Option<&str>,
+    user_id: &UserId,
+    family_id: &str,
+    now: OffsetDateTime,
+) -> TxOp {
+    let expires = now.unix_timestamp() + LIFETIME_SECS;
+    let mut attributes = json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, TTL: expires});
+    if let Some(previous) = previous {
+        attributes["previous"] = previous.into();
+    }
+    TxOp::Put {
+        table: Table::Tokens,
+        item: item(&token_key(raw), attributes),
+        condition: Some(Condition::NotExists),
+    }
+}
+
+/// Starts a new family (a sign-in) with its first token.
+pub async fn issue_new_family(ports: &Ports, user_id: &UserId) -> Result<Issued, StoreError> {
+    let now = ports.clock.now();
+    let family_id = uuid::Uuid::new_v4().to_string();
+    let raw = super::random_token(32);
+    let family = TxOp::Put {
+        table: Table::Tokens,
+        item: item(
+            &family_key(&family_id),
+            json!({"userId": user_id, "revoked": false, "currentToken": super::sha256_hex(&raw),
+                   TTL: now.unix_timestamp() + LIFETIME_SECS}),
+        ),
+        condition: Some(Condition::NotExists),
+    };
+    let index = TxOp::Put {
+        table: Table::Tokens,
+        item: item(
+            &user_family_key(user_id, &family_id),
+            json!({TTL: now.unix_timestamp() + LIFETIME_SECS}),
+        ),
+        condition: None,
+    };
+    ports
+        .items
+        .transact(vec![
+            family,
+            token_op(&raw, None, user_id, &family_id, now),
+            index,
+            // A sign-in that raced the account's deletion gets no tokens.
+            super::users::not_deleted_op(user_id),
+        ])
+        .await?;
+    Ok(Issued {
+        raw,
+        family_id,
+        user_id: user_id.to_owned(),
+    })
+}
+
+/// Why a refresh was refused (all answer 401).
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The value is unknown, expired or malformed.
+    #[error("refresh token is invalid or expired")]
+    Invalid,
+    /// A used token was presented again: its family is now revoked.
+    #[error("refresh token was already used; the session has been revoked")]
+    Replayed,
+    /// The family was revoked (logout, replay, password change, takeover).
+    #[error("the session has been revoked")]
+    Revoked,
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Rotates `raw`: exactly one of any number of concurrent calls succeeds.
+pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
+    let key = token_key(raw);
+    for _ in 0..5 {
+        let Some(current) = ports.items.get(Table::Tokens, &key).await? else {
+            return Err(RefreshError::Invalid);
+        };
+        let text = |k: &str| {
+            current
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let (user_id, family_id) = (UserId::from(text("userId")), text("familyId"));
+        if current.get("used").and_then(Value::as_bool) != Some(false) {
+            revoke_family(ports, &family_id).await?;
+            return Err(RefreshError::Replayed);
+        }
+        let now = ports.clock.now();
+        let new_raw = super::random_token(32);
+        let ops = vec![
+            TxOp::Update {
+                table: Table::Tokens,
+                key: key.clone(),
+                update: Update::set("used", true).and_set("usedAt", now.unix_timestamp()),
+                condition: Some(Condition::And(vec![
+                    Condition::Exists,
+                    Condition::eq("used", false),
+                ])),
+            },
+            TxOp::Update {
+                table: Table::Tokens,
+                key: family_key(&family_id),
+                update: Update::set(TTL, now.unix_timestamp() + LIFETIME_SECS)
+                    .and_set("currentToken", super::sha256_hex(&new_raw)),
+                condition: Some(Condition::And(vec![
+                    Condition::Exists,
+                    Condition::eq("revoked", false),
+                ])),
+            },
+            token_op(
+                &new_raw,
+                Some(&super::sha256_hex(raw)),
+                &user_id,
+                &family_id,
+                now,
+            ),
+            // The index entry lives as long as the family it points to.
+            TxOp::Put {
+                table: Table::Tokens,
+                item: item(
+                    &user_family_key(&user_id, &family_id),
+                    json!({TTL: now.unix_timestamp() + LIFETIME_SECS}),
+                ),
+                condition: None,
+            },
+        ];
+        match ports.items.transact(ops).await {
+            Ok(()) => {
+                return Ok(Issued {
+                    raw: new_raw,
+                    family_id,
+                    user_id,
+                });
+            }
+            // Someone used it between our read and our write: that is a replay too.
+            Err(e) if e.is_condition_failed_at(0) => {
+                revoke_family(ports, &family_id).await?;
+                return Err(RefreshError::Replayed);
+            }
+            Err(e) if e.is_condition_failed_at(1) => return Err(RefreshError::Revoked),
+            Err(StoreError::Conflict) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(RefreshError::Store(StoreError::Conflict))
+}
+
+/// The family of a live refresh token, if any.
+pub async fn family_of(ports: &Ports, raw: &str) -> Result<Option<(String, String)>, StoreError> {
+    let token = ports.items.get(Table::Tokens, &token_key(raw)).await?;
+    Ok(token.and_then(|t| {
+        Some((
+            t.get("userId")?.as_str()?.to_owned(),
+            t.get("familyId")?.as_str()?.to_owned(),
+        ))
+    }))
+}
+
+/// Revokes a family: its refresh tokens and its access tokens stop working.
+pub async fn revoke_family(ports: &Ports, family_id: &str) -> Result<(), StoreError> {
+    match ports
+        .items
+        .update(
+            Table::Tokens,
+            &family_key(family_id),
+            Update::set("revoked", true),
+            Some(Condition::Exists),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_condition_failed_at(0) => Ok(()), // already gone: nothing left to revoke
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether `family_id` belongs to `user_id` and is not revoked (a consistent read).
+pub async fn family_active(
+    ports: &Ports,
+    family_id: &str,
+    user_id: &UserId,
+) -> Result<bool, StoreError> {
+    let family = ports
+        .items
+        .get_shared(Table::Tokens, &family_key(family_id))
+        .await?;
+    Ok(family.is_some_and(|f| {
+        f.get("revoked").and_then(Value::as_bool) == Some(false)
+            && f.get("userId").and_then(Value::as_str) == Some(user_id.as_str())
+    }))
+}
+
+/// Revokes every family of `user_id` except `keep` (the caller's own sign-in, when it stays):
+/// all their refresh tokens and access tokens stop working on the next request.
+pub async fn revoke_all_families(
+    ports: &Ports,
+    user_id: &UserId,
+    keep: Option<&str>,
+) -> Result<usize, StoreError> {
+    let mut cursor = None;
+    let mut revoked = 0;
+    loop {
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Tokens, format!("USER#{user_id}"))
+                    .begins_with("FAMILY#")
+                    .after(cursor),
+            )
+            .await?;
+        for entry in &page.items {
+            let Some(family_id) = entry
+                .get(SK)
+                .and_then(Value::as_str)
+                .and_then(|sk| sk.strip_prefix("FAMILY#"))
+            else {
+                continue;
+            };
+            if Some(family_id) != keep {
+                revoke_family(ports, family_id).await?;
+                revoked += 1;
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(revoked),
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! `POST /v1/leaderboards/submit`: the server's own quality check, then a conditional
+//! replace of the caller's entry on the track's board and on the car's board, with the
+//! boards' counts, in one transaction.
+
+use serde::Serialize;
+use std::time::Duration;
+use utoipa::ToSchema;
+
+use super::board::{BoardId, Position, RANK_KEY, Row, StoredRow, rank_sk, submitted_at};
+use super::rank_counts::{self, Change, Tally, Through};
+use super::vehicles;
+use crate::events::{Event, EventKind, LeaderboardSubmitted};
+use crate::identity::rate_limits::RateLimited;
+use crate::ids::{TrackId, UserId};
+use crate::ports::Ports;
+use crate::ports::items::{Condition, Key, StoreError, TTL, TxOp, Update};
+use crate::sessions::records::StoredSession;
+use crate::sessions::upload::Lap;
+use crate::tables::Table;
+
+/// The least quality a ranked lap needs, inclusive.
+pub const MIN_QUALITY: f64 = 0.8;
+/// A day, the window of the new-board limit.
+const DAY: i64 = 24 * 3600;
+/// Rounds of read-and-replace before giving up under heavy contention on one entry.
+const ROUNDS: u32 = 20;
+
+/// The answer of a submission.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubmitOutcome {
+    /// True when the lap replaced the caller's entry (or created it).
+    pub improved: bool,
+    /// The submitted lap time.
+    pub lap_time_ms: i64,
+    /// The entry's time before this submission; null when there was none.
+    pub previous_best_ms: Option<i64>,
+    /// The caller's rank after the submission (1 is fastest).
+    pub rank: Option<u64>,
+    /// The canonical track.
+    #[schema(value_type = String)]
+    pub track_id: TrackId,
+}
+
+/// Who submits.
+#[derive(Debug, Clone)]
+pub struct Driver {
+    /// The driver's id.
+    pub user_id: UserId,
+    /// Shown on leaderboards and the feed.
+    pub display_name: String,
+    /// Profile image URL (https), if any.
+    pub avatar_url: Option<String>,
+    /// The profile version the name and avatar come from.
+    pub profile_version: i64,
+}
+
+/// Checks the stored laps of `session`: a lap with `lap_time_ms` exists, is valid and has a
+/// combined quality of at least [`MIN_QUALITY`]. Answers the first such lap (whose other
+/// facts, like its sector times, are checked next), or says why there is none.
+pub fn check_lap(session: &StoredSession, lap_time_ms: i64) -> Result<&Lap, String> {
+    let matching: Vec<_> = session
+        .laps
+        .iter()
+        .filter(|l| l.lap_time_ms == lap_time_ms)
+        .collect();
+    if matching.is_empty() {
+        return Err(format!(
+            "lapTimeMs: session {} has no lap of {lap_time_ms} ms",
+            session.summary.id
+        ));
+    }
+    if !matching.iter().any(|l| l.is_valid) {
+        return Err("lapTimeMs: the lap with this time is not valid".into());
+    }
+    matching
+        .into_iter()
+        .find(|l| l.is_valid && l.quality_combined >= MIN_QUALITY)
+        .ok_or_else(|| format!("lapTimeMs: the lap's stored quality is below {MIN_QUALITY}"))
+}
+
+/// Why a submission was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// Other submissions kept replacing the same entry.
+    #[error("too many concurrent submissions for this entry, please retry")]
+    Contended,
+    /// The driver opened today's new boards already.
+    #[error(transparent)]
+    NewBoards(RateLimited),
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The driver's count of boards opened today (table `limits`, `RL#new-board#<user>` / the
+/// day's start, expiring with the day) raised by one, conditional on staying within `max`.
+fn new_board_op(user_id: &UserId, now: i64, max: u32) -> TxOp {
+    let start = now - now.rem_euclid(DAY);
+    TxOp::Update {
+        table: Table::Limits,
+        key: Key::new(format!("RL#new-board#{user_id}"), start.to_string()),
+        update: Update::set(TTL, start + DAY + 60).and_add("n", 1),
+        condition: Some(Condition::Or(vec![
+            Condition::AttrNotExists("n".into()),
+            Condition::Lt("n".into(), serde_json::json!(max)),
+        ])),
+    }
+}
+
+/// The refusal of a lap that would open a board past today's `max`.
+fn new_boards_spent(now: i64, max: u32) -> RateLimited {
+    let end = now - now.rem_euclid(DAY) + DAY;
+    RateLimited {
+        max,
+        window_secs: DAY,
+        retry_after_secs: u64::try_from(end - now).unwrap_or(1).max(1),
+    }
+}
+
+async fn read_entry(
+    ports: &Ports,
+    board: &BoardId,
+    user_id: &UserId,
+) -> Result<Option<StoredRow>, StoreError> {
+    match ports
+        .items
+        .get(Table::Leaderboards, &board.entry_key(user_id))
+        .await?
+    {
+        Some(item) => Ok(Some(StoredRow::from_item(item)?)),
+        None => Ok(None),
+    }
+}
+
+/// The writes that put `new` in place of `current` on `board`: the entry (conditional on
+/// `current` being what is stored), its rank row, the old rank row's removal or the driver's
+/// index rows, and the board's counts. A car board's entry that [`adds_a_driver`] also needs
+/// the car's count ([`vehicles::count_ops`]).
+pub(crate) fn replace_ops(
+    board: &BoardId,
+    current: Option<&StoredRow>,
+    new: &StoredRow,
+) -> Result<Vec<TxOp>, StoreError> {
+    let user_id = &new.row.user_id;
+    let unchanged = match current {
+        Some(c) => Condition::eq(RANK_KEY, c.rank_key.as_str()),
+        None => Condition::NotExists,
+    };
+    let mut ops = vec![
+        TxOp::Put {
+            table: Table::Leaderboards,
+            item: new.to_item(&board.entry_key(user_id)),
+            condition: Some(unchanged),
+        },
+        TxOp::Put {
+            table: Table::Leaderboards,
+            item: new.rank_item(board),
+            condition: Some(Condition::NotExists),
+        },
+    ];
+    if let Some(old) = current {
+        ops.push(TxOp::Delete {
+            table: Table::Leaderboards,
+            key: board.rank_row_key(&old.rank_key),
+            condition: None,
+        });
+    } else {
+        // The driver's first entry on this board: index it under the driver.
+        let listed = serde_json::json!({ "trackId": board.track, "vehicle": board.vehicle });
+        ops.push(TxOp::Put {
+            table: Table::Leaderboards,
+            item: crate::ports::items::item(&board.index_key(user_id), listed.clone()),
+            condition: None,
+        });
+        if let Some(key) = board.track_index_key(user_id) {
+            ops.push(TxOp::Put {
+                table: Table::Leaderboards,
+                item: crate::ports::items::item(&key, listed),
+                condition: None,
+            });
+        }
+    }
+    let removed = match current.filter(|c| c.counted) {
+        Some(c) => Some(c.position()?),
+        None => None,
+    };
+    ops.extend(
+        Change {
+            removed,
+            added: Some(new.position()?),
+        }
+        .ops(board),
+    );
+    Ok(ops)
+}
+
+/// Whether replacing `current` on a board adds a driver to its counts (none, or an entry not
+/// counted yet).
+pub(crate) fn adds_a_driver(current: Option<&StoredRow>) -> bool {
+    current.is_none_or(|c| !c.counted)
+}
+
+/// The rank `current` holds on `board` (1 is fastest).
+async fn rank_of(ports: &Ports, board: &BoardId, current: &StoredRow) -> Result<u64, StoreError> {
+    let (ahead, _) =
+        rank_counts::rows_ahead(ports, board, &current.rank_key, Through::Before).await?;
+    Ok(ahead + 1)
+}
+
+/// Submits a checked lap of `session` for `driver`. A faster lap than the driver's entry on
+/// the track's board replaces it (and so on the board of the session's car); the answer
+/// carries the driver's rank on the track's board afterwards.
+pub async fn submit(
+    ports: &Ports,
+    driver: &Driver,
+    session: &StoredSession,
+    lap_time_ms: i64,
+    new_boards_per_day: u32,
+) -> Result<SubmitOutcome, SubmitError> {
+    let summary = &session.summary;
+    let track_id = summary.track_id.clone();
+    let track_board = BoardId::track(&track_id);
+    let car_board = BoardId::car(&track_id, &summary.vehicle_name);
+    for round in 0..ROUNDS {
+        // The car's count is read beside the entries (one step): a new driver on the car's
+        // board changes it, conditional on it.
+        let (on_track, in_car, car) = futures::try_join!(
+            read_entry(ports, &track_board, &driver.user_id),
+            read_entry(ports, &car_board, &driver.user_id),
+            vehicles::read_count(ports, &track_id, &summary.vehicle_name)
+        )?;
+        let now = ports.clock.now();
+        let faster = |entry: &Option<StoredRow>| {
+            entry
+                .as_ref()
+                .is_none_or(|e| lap_time_ms < e.row.lap_time_ms)
+        };
+        let (faster_on_track, faster_in_car) = (faster(&on_track), faster(&in_car));
+        // The rank is decided before the write, so the event carries the rank the submission
+        // answers with (achievements judge ranks by it). A new best is the latest submission:
+        // it ranks behind every equal time, so the counts alone give its rank.
+        let rank = match &on_track {
+            Some(current) if !faster_on_track => rank_of(ports, &track_board, current).await?,
+            _ => {
+                let tally = Tally::read(ports, &track_board, lap_time_ms).await?;
+                1 + tally.faster() + tally.equal()
+            }
+        };
+        let previous_best_ms = on_track.as_ref().map(|p| p.row.lap_time_ms);
+        let event = Event::new(
+            EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
+                track_id: track_id.clone(),
+                session_id: summary.id.clone(),
+                lap_time_ms,
+                previous_best_ms,
+                improved: faster_on_track,
+                rank: usize::try_from(rank).ok(),
+                game_id: summary.game_id.clone(),
+                track_name: summary.track_name.clone(),
+                track_layout: summary.track_layout.clone(),
+                vehicle_name: summary.vehicle_name.clone(),
+            }),
+            Some(driver.user_id.clone()),
+            now,
+        );
+        let stored = StoredRow {
+            row: Row {
+                user_id: driver.user_id.clone(),
+                display_name: driver.display_name.clone(),
+                avatar_url: driver.avatar_url.clone(),
+                lap_time_ms,
+                vehicle_name: summary.vehicle_name.clone(),
+                session_id: summary.id.clone(),
+                submitted_at: submitted_at(now),
+            },
+            rank_key: rank_sk(lap_time_ms, now, &driver.user_id),
+            profile_version: driver.profile_version,
+            counted: true,
+        };
+        debug_assert!(Position::of(&stored.rank_key).is_some());
+        let mut ops = vec![event.outbox_op()];
+        if let Some(current) = on_track.as_ref().filter(|_| !faster_on_track) {
+            // The rank was read for this entry: it must still be the entry when the event is
+            // written (a faster lap of the same driver may have replaced it meanwhile).
+            ops.push(TxOp::Check {
+                table: Table::Leaderboards,
+                key: track_board.entry_key(&driver.user_id),
+                condition: Condition::eq(RANK_KEY, current.rank_key.as_str()),
+            });
+        }
+        if faster_on_track {
+            ops.extend(replace_ops(&track_board, on_track.as_ref(), &stored)?);
+        }
+        if faster_in_car {
+            ops.extend(replace_ops(&car_board, in_car.as_ref(), &stored)?);
+            if adds_a_driver(in_car.as_ref()) {
+                ops.extend(vehicles::count_ops(&track_id, &car, 1));
+            }
+        }
+        // A lap that opens a board counts against the driver's day in the same transaction,
+        // so only the submission that opens it counts (not a concurrent or retried one).
+        let opening = (on_track.is_none() || (faster_in_car && in_car.is_none())).then(|| {
+            ops.push(new_board_op(
+                &driver.user_id,
+                now.unix_timestamp(),
+                new_boards_per_day,
+            ));
+            ops.len() - 1
+        });
+        match ports.items.transact(ops).await {
+            Ok(()) => {
+                let outcome = SubmitOutcome {
+                    improved: faster_on_track,
+                    lap_time_ms,
+                    previous_best_ms,
+                    rank: Some(rank),
+                    track_id,
+                };
+                let result = if faster_on_track {
+                    "improved"
+                } else {
+                    "unchanged"
+                };
+                crate::metrics::global()
+                    .leaderboard_submissions
+                    .with_label_values(&[result])
+                    .inc();
+                return Ok(outcome);
+            }
+            Err(StoreError::ConditionFailed { index }) if Some(index) == opening => {
+                return Err(SubmitError::NewBoards(new_boards_spent(
+                    now.unix_timestamp(),
+                    new_boards_per_day,
+                )));
+            }
+            // Another submission changed an entry or the counts meanwhile: read again.
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+                let jitter = rand::random::<u64>() % 10;
+                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1) + jitter)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(SubmitError::Contended)
+}

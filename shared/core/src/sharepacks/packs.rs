@@ -1,0 +1,755 @@
+//! The life of a pack: checked upload (direct, or through an upload URL and `complete`),
+//! reads by id, the owner's list, and the owner's delete. Nothing becomes visible before its
+//! bytes passed the ZIP checks; quotas are kept in the same transaction that publishes.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::Path;
+use std::time::Duration;
+use utoipa::ToSchema;
+
+use super::zip_check::{self, ZipProblem};
+use super::{blob_key, held_key, object_keys, upload_key};
+use crate::config::SharepackSettings;
+use crate::hidden_characters::{self, is_invisible_or_bidi};
+use crate::identity::rate_limits::{self, Limit, LimitError};
+use crate::ids::UserId;
+use crate::ports::clock::rfc3339;
+use crate::ports::items::{Condition, Key, Query, StoreError, TTL, TxOp, Update, decode, item};
+use crate::ports::{BlobError, Ports};
+use crate::problems::{FieldProblems, Problems};
+use crate::tables::Table;
+
+/// How long an upload URL is valid.
+pub const UPLOAD_URL_SECS: i64 = 15 * 60;
+/// How long a pending pack is kept after its URL expired (then swept with its object).
+const PENDING_GRACE_SECS: i64 = 3600;
+
+/// A pack's metadata, as every reader sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SharePack {
+    /// The pack's id (whoever has it may read and download the pack).
+    pub id: String,
+    /// Its name (the download's file name).
+    pub name: String,
+    /// What it holds.
+    pub description: String,
+    /// The ZIP's size.
+    pub size_bytes: u64,
+    /// SHA-256 of the ZIP, lowercase hex (also the download's `ETag`).
+    pub sha256: String,
+    /// Entries in the ZIP.
+    pub entry_count: usize,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+/// Whether a pack is visible yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum State {
+    /// Waiting for its bytes at its upload URL.
+    Pending,
+    /// Its bytes are being checked: its upload URL takes nothing more, and only the check that
+    /// set this state may publish it.
+    Checking,
+    Ready,
+    /// Being deleted: hidden, and expiring, so a delete cut short is finished by the sweep.
+    Deleting,
+}
+
+/// The stored metadata item.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PackRecord {
+    #[serde(flatten)]
+    pack: SharePack,
+    owner_id: UserId,
+    state: State,
+}
+
+fn meta_key(id: &str) -> Key {
+    Key::new(format!("PACK#{id}"), "META")
+}
+
+fn owner_key(owner: &UserId, pack: &SharePack) -> Key {
+    Key::new(
+        format!("OWNER#{owner}"),
+        format!("{}#{}", pack.created_at, pack.id),
+    )
+}
+
+fn usage_key(owner: &UserId) -> Key {
+    Key::new(format!("USAGE#{owner}"), "USAGE")
+}
+
+/// Why a pack operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// A field breaks a rule.
+    #[error(transparent)]
+    Invalid(#[from] FieldProblems),
+    /// The bytes are not an acceptable ZIP.
+    #[error("{0}")]
+    Zip(#[from] ZipProblem),
+    /// Too large for this way in.
+    #[error("{0}")]
+    TooLarge(String),
+    /// What arrived is not what was declared.
+    #[error("{0}")]
+    Mismatch(String),
+    /// A quota or the upload rate is spent.
+    #[error(transparent)]
+    Limited(#[from] LimitError),
+    /// The driver holds as many packs as allowed.
+    #[error("you already hold {0} share packs; delete one first")]
+    TooManyPacks(u32),
+    /// No such pack (or not the caller's).
+    #[error("share pack not found")]
+    NotFound,
+    /// The pack is already being completed.
+    #[error("the share pack is already being checked; wait for that answer")]
+    Busy,
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The blob store failed.
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    /// Local file work failed.
+    #[error("staging the pack failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A name and description, checked.
+#[derive(Debug, Clone)]
+pub struct Labels {
+    name: String,
+    description: String,
+}
+
+fn text(raw: &str, min: usize, max: usize) -> Result<String, String> {
+    let t = raw.trim();
+    if t.chars().count() < min {
+        return Err("must not be empty".into());
+    }
+    if raw.chars().count() > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    if t.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
+    // The display-name rule: a pack's name is shown to every driver it is shared with, so it
+    // may not hide or reverse text any more than a display name may.
+    if t.chars().any(is_invisible_or_bidi) {
+        return Err(hidden_characters::RULE.into());
+    }
+    Ok(t.to_owned())
+}
+
+impl Labels {
+    /// `name` 1 to 100 characters, `description` at most 1,000; trimmed, no control, invisible
+    /// or text-direction characters (the display-name rule).
+    pub fn parse(
+        p: &mut Problems,
+        name: Option<String>,
+        description: Option<String>,
+    ) -> Option<Self> {
+        let name = p.required("name", name, |n| text(&n, 1, 100));
+        let description = p.check(
+            "description",
+            text(description.as_deref().unwrap_or_default(), 0, 1000),
+        );
+        Some(Self {
+            name: name?,
+            description: description?,
+        })
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    crate::identity::hex(&Sha256::digest(bytes))
+}
+
+async fn count_upload(
+    ports: &Ports,
+    owner: &UserId,
+    limits: &SharepackSettings,
+) -> Result<(), PackError> {
+    let limit = [Limit::new("n", limits.uploads_per_minute)];
+    rate_limits::hit(ports, "sharepack-upload", owner.as_str(), 60, &limit).await?;
+    Ok(())
+}
+
+/// Refuses early what the quotas would refuse at publication.
+async fn check_quota(
+    ports: &Ports,
+    owner: &UserId,
+    size: u64,
+    limits: &SharepackSettings,
+) -> Result<(), PackError> {
+    let usage = ports
+        .items
+        .get(Table::Sharepacks, &usage_key(owner))
+        .await?;
+    let field = |name: &str| {
+        usage
+            .as_ref()
+            .and_then(|u| u.get(name))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0)
+    };
+    if field("packs") >= u64::from(limits.max_per_user) {
+        return Err(PackError::TooManyPacks(limits.max_per_user));
+    }
+    if field("bytes") + size > limits.max_bytes_per_user {
+        return Err(PackError::TooLarge(format!(
+            "share packs of a driver may hold at most {} bytes in all; delete one first",
+            limits.max_bytes_per_user
+        )));
+    }
+    Ok(())
+}
+
+/// Writes the unpublished item (before any object exists), expiring at `expires`.
+async fn begin(
+    ports: &Ports,
+    owner: &UserId,
+    pack: &SharePack,
+    state: State,
+    expires: i64,
+) -> Result<(), StoreError> {
+    let record = PackRecord {
+        pack: pack.clone(),
+        owner_id: owner.clone(),
+        state,
+    };
+    let mut attributes = serde_json::to_value(&record).expect("a pack serialises");
+    attributes[TTL] = expires.into();
+    ports
+        .items
+        .put(
+            Table::Sharepacks,
+            item(&meta_key(&pack.id), attributes),
+            Some(Condition::NotExists),
+        )
+        .await
+}
+
+/// Makes a checked pack visible and counts it against the quotas, in one transaction; only
+/// the check that moved the item to `checking` gets here.
+async fn publish(
+    ports: &Ports,
+    owner: &UserId,
+    pack: &SharePack,
+    limits: &SharepackSettings,
+) -> Result<(), PackError> {
+    let record = PackRecord {
+        pack: pack.clone(),
+        owner_id: owner.clone(),
+        state: State::Ready,
+    };
+    let room = i64::try_from(limits.max_bytes_per_user.saturating_sub(pack.size_bytes))
+        .unwrap_or(i64::MAX);
+    let ops = vec![
+        TxOp::Put {
+            table: Table::Sharepacks,
+            item: item(
+                &meta_key(&pack.id),
+                serde_json::to_value(&record).expect("a pack serialises"),
+            ),
+            condition: Some(Condition::eq("state", "checking")),
+        },
+        TxOp::Put {
+            table: Table::Sharepacks,
+            item: item(
+                &owner_key(owner, pack),
+                serde_json::to_value(pack).expect("a pack serialises"),
+            ),
+            condition: None,
+        },
+        TxOp::Update {
+            table: Table::Sharepacks,
+            key: usage_key(owner),
+            update: Update::default()
+                .and_add("packs", 1)
+                .and_add("bytes", i64::try_from(pack.size_bytes).unwrap_or(i64::MAX)),
+            condition: Some(Condition::Or(vec![
+                Condition::NotExists,
+                Condition::And(vec![
+                    Condition::Lt("packs".into(), i64::from(limits.max_per_user).into()),
+                    Condition::Or(vec![
+                        Condition::AttrNotExists("bytes".into()),
+                        Condition::Lt("bytes".into(), (room + 1).into()),
+                    ]),
+                ]),
+            ])),
+        },
+    ];
+    match ports.items.transact(ops).await {
+        Ok(()) => Ok(()),
+        Err(StoreError::ConditionFailed { index: 0 }) => Err(PackError::NotFound),
+        Err(StoreError::ConditionFailed { .. }) => {
+            Err(PackError::TooManyPacks(limits.max_per_user))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Removes a pack that will not be published: its objects and its unpublished item.
+async fn abandon(ports: &Ports, id: &str) {
+    for key in object_keys(id) {
+        if let Err(e) = ports.blobs.delete(&key).await {
+            tracing::warn!(error = %e, pack = id, "could not remove a refused pack's object; the sweep will");
+        }
+    }
+    let pending = Some(Condition::Or(vec![
+        Condition::eq("state", "pending"),
+        Condition::eq("state", "checking"),
+    ]));
+    if let Err(e) = ports
+        .items
+        .delete(Table::Sharepacks, &meta_key(id), pending)
+        .await
+    {
+        tracing::debug!(error = %e, pack = id, "the refused pack's item was already gone");
+    }
+}
+
+fn outcome(result: &str, reason: &str) {
+    crate::metrics::global()
+        .sharepack_uploads
+        .with_label_values(&[result, reason])
+        .inc();
+}
+
+fn reason_of(e: &PackError) -> &'static str {
+    match e {
+        PackError::Invalid(_) => "invalid",
+        PackError::Zip(z) => match z.innermost() {
+            ZipProblem::NotAZip | ZipProblem::Malformed(_) => "not_a_zip",
+            ZipProblem::TooManyEntries(..) | ZipProblem::DirectoryTooLarge(..) => {
+                "too_many_entries"
+            }
+            ZipProblem::StrayData(_)
+            | ZipProblem::Unaccounted { .. }
+            | ZipProblem::Overlap { .. }
+            | ZipProblem::HiddenInData(..) => "stray_data",
+            ZipProblem::HeadersDisagree { .. } | ZipProblem::Descriptor(..) => "headers_disagree",
+            ZipProblem::UnsafeName(..) | ZipProblem::SamePath(..) => "unsafe_name",
+            ZipProblem::NotPlainFile(..) => "not_plain_file",
+            ZipProblem::Nested(..)
+            | ZipProblem::NestedTooDeep(_)
+            | ZipProblem::NestedTooLarge(..) => "nested_archive",
+            ZipProblem::Encrypted(_) => "encrypted",
+            ZipProblem::Damaged(..) => "damaged",
+            ZipProblem::TooLarge(_) | ZipProblem::Bomb(..) => "bomb",
+        },
+        PackError::TooLarge(_) => "too_large",
+        PackError::Mismatch(_) => "mismatch",
+        PackError::Limited(_) | PackError::TooManyPacks(_) => "quota",
+        PackError::NotFound => "not_found",
+        PackError::Busy => "busy",
+        PackError::Store(_) | PackError::Blob(_) | PackError::Io(_) => "backend",
+    }
+}
+
+/// A pack sent in the request itself: checked, stored, published.
+pub async fn create_direct(
+    ports: &Ports,
+    limits: &SharepackSettings,
+    owner: &UserId,
+    labels: Labels,
+    body: Bytes,
+) -> Result<SharePack, PackError> {
+    let result = async {
+        count_upload(ports, owner, limits).await?;
+        let size = body.len() as u64;
+        check_quota(ports, owner, size, limits).await?;
+        let check_limits = limits.clone();
+        let (bytes, summary) = tokio::task::spawn_blocking(move || {
+            let summary = zip_check::check(std::io::Cursor::new(&body[..]), &check_limits);
+            (body, summary)
+        })
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let summary = summary?;
+        let now = ports.clock.now();
+        let pack = SharePack {
+            id: uuid::Uuid::now_v7().to_string(),
+            name: labels.name,
+            description: labels.description,
+            size_bytes: size,
+            sha256: sha256_hex(&bytes),
+            entry_count: summary.entries,
+            created_at: rfc3339(now),
+        };
+        // No URL takes bytes for this pack: it is being checked from the start.
+        begin(
+            ports,
+            owner,
+            &pack,
+            State::Checking,
+            now.unix_timestamp() + PENDING_GRACE_SECS,
+        )
+        .await?;
+        let stored = ports
+            .blobs
+            .put(&blob_key(&pack.id), bytes, "application/zip")
+            .await;
+        if let Err(e) = stored {
+            abandon(ports, &pack.id).await;
+            return Err(e.into());
+        }
+        if let Err(e) = publish(ports, owner, &pack, limits).await {
+            abandon(ports, &pack.id).await;
+            return Err(e);
+        }
+        Ok(pack)
+    }
+    .await;
+    match &result {
+        Ok(pack) => {
+            outcome("ok", "direct");
+            crate::metrics::global()
+                .sharepack_bytes
+                .inc_by(pack.size_bytes);
+        }
+        Err(e) => outcome("refused", reason_of(e)),
+    }
+    result
+}
+
+/// A pack to come through an upload URL.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadTicket {
+    /// The pack's id (pass it to `complete`).
+    pub id: String,
+    /// PUT exactly the declared bytes here (`Content-Type: application/zip`).
+    pub upload_url: String,
+    /// When the URL stops working (RFC 3339).
+    pub expires_at: String,
+}
+
+/// The declared size and digest of a pack to upload.
+#[derive(Debug, Clone)]
+pub struct Declared {
+    /// Bytes to come.
+    pub size_bytes: u64,
+    /// Their SHA-256, lowercase hex.
+    pub sha256: String,
+}
+
+impl Declared {
+    /// `sizeBytes` 1 to the configured maximum; `sha256` 64 hex digits.
+    pub fn parse(
+        p: &mut Problems,
+        size: Option<i64>,
+        sha256: Option<String>,
+        limits: &SharepackSettings,
+    ) -> Option<Self> {
+        let max = limits.max_bytes;
+        let size = p.required("sizeBytes", size, |n| match u64::try_from(n) {
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(format!("must be a whole number of bytes from 1 to {max}")),
+        });
+        let sha256 = p.required("sha256", sha256, |h| {
+            let h = h.trim().to_ascii_lowercase();
+            if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                Ok(h)
+            } else {
+                Err("must be 64 hexadecimal digits".into())
+            }
+        });
+        Some(Self {
+            size_bytes: size?,
+            sha256: sha256?,
+        })
+    }
+}
+
+/// Starts an upload: a pending pack and a URL to PUT its bytes to. `local_url` makes the URL
+/// when the blob store has none of its own.
+pub async fn start_upload(
+    ports: &Ports,
+    limits: &SharepackSettings,
+    owner: &UserId,
+    labels: Labels,
+    declared: Declared,
+    local_url: impl FnOnce(&str, i64, u64) -> String,
+) -> Result<UploadTicket, PackError> {
+    count_upload(ports, owner, limits).await?;
+    check_quota(ports, owner, declared.size_bytes, limits).await?;
+    let now = ports.clock.now();
+    let expires = now.unix_timestamp() + UPLOAD_URL_SECS;
+    let pack = SharePack {
+        id: uuid::Uuid::now_v7().to_string(),
+        name: labels.name,
+        description: labels.description,
+        size_bytes: declared.size_bytes,
+        sha256: declared.sha256,
+        entry_count: 0,
+        created_at: rfc3339(now),
+    };
+    begin(
+        ports,
+        owner,
+        &pack,
+        State::Pending,
+        expires + PENDING_GRACE_SECS,
+    )
+    .await?;
+    let ttl = Duration::from_secs(UPLOAD_URL_SECS as u64);
+    let url = match ports
+        .blobs
+        .presigned_put(&upload_key(&pack.id), ttl, pack.size_bytes)
+        .await?
+    {
+        Some(url) => url,
+        None => local_url(&pack.id, expires, pack.size_bytes),
+    };
+    Ok(UploadTicket {
+        id: pack.id,
+        upload_url: url,
+        expires_at: rfc3339(time::OffsetDateTime::from_unix_timestamp(expires).unwrap_or(now)),
+    })
+}
+
+/// Whether pack `id`'s upload URL may still take bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upload {
+    /// Pending: the URL takes its bytes.
+    Open,
+    /// Being checked, or published: the URL takes nothing more.
+    Closed,
+    /// No such pack (or it was removed).
+    Unknown,
+}
+
+/// Whether pack `id`'s upload URL may still take bytes (the local upload URL asks before and
+/// after it receives them).
+pub async fn upload_state(ports: &Ports, id: &str) -> Result<Upload, StoreError> {
+    Ok(match record(ports, id).await?.map(|r| r.state) {
+        Some(State::Pending) => Upload::Open,
+        Some(State::Checking | State::Ready) => Upload::Closed,
+        Some(State::Deleting) | None => Upload::Unknown,
+    })
+}
+
+/// The pending pack `id`, with its owner.
+pub async fn pending(ports: &Ports, id: &str) -> Result<Option<(SharePack, UserId)>, StoreError> {
+    Ok(record(ports, id)
+        .await?
+        .filter(|r| r.state == State::Pending)
+        .map(|r| (r.pack, r.owner_id)))
+}
+
+async fn record(ports: &Ports, id: &str) -> Result<Option<PackRecord>, StoreError> {
+    if uuid::Uuid::parse_str(id).is_err() {
+        return Ok(None);
+    }
+    match ports.items.get(Table::Sharepacks, &meta_key(id)).await? {
+        Some(item) => decode(item, "share pack").map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Closes pending pack `id`'s upload (`pending` to `checking`, on condition: one `complete`
+/// at a time, and the upload URL takes nothing more), takes what arrived out of reach of later
+/// uploads into a private staging directory under `staging`, checks it (size, digest, ZIP)
+/// and publishes those very bytes; or removes the pack and says why.
+pub async fn complete(
+    ports: &Ports,
+    limits: &SharepackSettings,
+    owner: &UserId,
+    id: &str,
+    staging: &Path,
+) -> Result<SharePack, PackError> {
+    let Some(found) = record(ports, id).await? else {
+        return Err(PackError::NotFound);
+    };
+    if &found.owner_id != owner {
+        return Err(PackError::NotFound);
+    }
+    match found.state {
+        State::Pending => {}
+        State::Checking => return Err(PackError::Busy),
+        State::Ready | State::Deleting => return Err(PackError::NotFound),
+    }
+    let closed = ports
+        .items
+        .update(
+            Table::Sharepacks,
+            &meta_key(id),
+            Update::set("state", "checking"),
+            Some(Condition::And(vec![
+                Condition::eq("ownerId", owner.as_str()),
+                Condition::eq("state", "pending"),
+            ])),
+        )
+        .await;
+    match closed {
+        Ok(_) => {}
+        Err(StoreError::ConditionFailed { .. }) => return Err(PackError::Busy),
+        Err(e) => return Err(e.into()),
+    }
+    let mut pack = found.pack;
+    let result = async {
+        // A fresh directory at an unguessable name that only this process's user may enter
+        // (created with mode 0700, never looser for a moment), removed when dropped.
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("paddock-pack-");
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let dir = builder.tempdir_in(staging)?;
+        let file = dir.path().join("pack.zip");
+        let Some(taken) = ports
+            .blobs
+            .take_to_file(&upload_key(id), &held_key(id), &file)
+            .await?
+        else {
+            return Err(PackError::Mismatch(
+                "nothing was uploaded to the upload URL".into(),
+            ));
+        };
+        if taken.length != pack.size_bytes {
+            return Err(PackError::Mismatch(format!(
+                "{} bytes arrived; {} were declared",
+                taken.length, pack.size_bytes
+            )));
+        }
+        let check_limits = limits.clone();
+        let path = file.clone();
+        let (digest, summary) = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+            let mut f = std::fs::File::open(&path)?;
+            let mut hasher = Sha256::new();
+            std::io::copy(&mut f, &mut hasher)?;
+            let summary = zip_check::check(f, &check_limits);
+            Ok((crate::identity::hex(&hasher.finalize()), summary))
+        })
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))??;
+        if digest != pack.sha256 {
+            return Err(PackError::Mismatch(
+                "sha256 does not match what arrived".into(),
+            ));
+        }
+        pack.entry_count = summary?.entries;
+        if !ports
+            .blobs
+            .publish_taken(&taken, &file, &blob_key(id))
+            .await?
+        {
+            return Err(PackError::Mismatch(
+                "what arrived changed while it was checked".into(),
+            ));
+        }
+        publish(ports, owner, &pack, limits).await?;
+        Ok(pack)
+    }
+    .await;
+    match &result {
+        Ok(pack) => {
+            outcome("ok", "upload_url");
+            crate::metrics::global()
+                .sharepack_bytes
+                .inc_by(pack.size_bytes);
+        }
+        Err(e) => {
+            outcome("refused", reason_of(e));
+            // The upload is closed and what arrived was taken: whatever went wrong, the pack
+            // cannot be completed again. Cut short here, the sweep removes it at its expiry.
+            abandon(ports, id).await;
+        }
+    }
+    result
+}
+
+/// A visible pack and its owner.
+pub async fn get(ports: &Ports, id: &str) -> Result<Option<(SharePack, UserId)>, StoreError> {
+    Ok(record(ports, id)
+        .await?
+        .filter(|r| r.state == State::Ready)
+        .map(|r| (r.pack, r.owner_id)))
+}
+
+/// One page of `owner`'s packs, newest first.
+pub async fn list(
+    ports: &Ports,
+    owner: &UserId,
+    limit: usize,
+    cursor: Option<String>,
+) -> Result<(Vec<SharePack>, Option<String>), StoreError> {
+    let page = ports
+        .items
+        .query(
+            Query::partition(Table::Sharepacks, format!("OWNER#{owner}"))
+                .descending()
+                .limit(limit)
+                .after(cursor),
+        )
+        .await?;
+    let packs = page
+        .items
+        .into_iter()
+        .map(|item| decode(item, "share pack"))
+        .collect::<Result<Vec<SharePack>, _>>()?;
+    Ok((packs, page.next_cursor))
+}
+
+/// Deletes `owner`'s pack `id`. One transaction (conditional on the owner and the pack being
+/// ready, so anyone else, and a second concurrent delete, get `NotFound`) hides the pack behind
+/// an expiring `deleting` state, drops it from the owner's list and gives back its quota; then
+/// the object goes, then the item. A delete cut short in between leaves an expiring item that
+/// the retention sweep removes with the object.
+pub async fn delete(ports: &Ports, owner: &UserId, id: &str) -> Result<(), PackError> {
+    let Some((pack, pack_owner)) = get(ports, id).await? else {
+        return Err(PackError::NotFound);
+    };
+    if &pack_owner != owner {
+        return Err(PackError::NotFound);
+    }
+    let expires = ports.clock.unix() + PENDING_GRACE_SECS;
+    let ops = vec![
+        TxOp::Update {
+            table: Table::Sharepacks,
+            key: meta_key(id),
+            update: Update::set("state", "deleting").and_set(TTL, expires),
+            condition: Some(Condition::And(vec![
+                Condition::eq("ownerId", owner.as_str()),
+                Condition::eq("state", "ready"),
+            ])),
+        },
+        TxOp::Delete {
+            table: Table::Sharepacks,
+            key: owner_key(owner, &pack),
+            condition: None,
+        },
+        TxOp::Update {
+            table: Table::Sharepacks,
+            key: usage_key(owner),
+            update: Update::default()
+                .and_add("packs", -1)
+                .and_add("bytes", -i64::try_from(pack.size_bytes).unwrap_or(i64::MAX)),
+            condition: None,
+        },
+    ];
+    match ports.items.transact(ops).await {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+            return Err(PackError::NotFound);
+        }
+        Err(e) => return Err(e.into()),
+    }
+    for key in object_keys(id) {
+        ports.blobs.delete(&key).await?;
+    }
+    ports
+        .items
+        .delete(Table::Sharepacks, &meta_key(id), None)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,251 @@
+//! Consumers: plain async processors of queued events, one per queue, and the runner that
+//! feeds them.
+//!
+//! Locally each consumer is a tokio task polling its embedded queue; in AWS each queue
+//! triggers its own Lambda, which calls [`handle_body`] per record and reports partial batch
+//! failures.
+
+use futures::future::BoxFuture;
+use futures::stream::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+pub use crate::events::ProcessError;
+use crate::events::{Event, EventKind, SessionUploaded, TrackProcessRequested};
+use crate::metrics;
+use crate::ports::Ports;
+use crate::ports::queue::ReceivedMessage;
+use crate::queues::QueueName;
+use crate::trace_context::EventHeader;
+use tracing::Instrument;
+
+/// A processor of events: a plain async function of the event and the ports.
+pub type Processor =
+    Arc<dyn Fn(Event, Ports) -> BoxFuture<'static, Result<(), ProcessError>> + Send + Sync>;
+
+/// The consumer of `queue`: the processor its events go to.
+pub fn processor(queue: QueueName) -> Processor {
+    match queue {
+        QueueName::TrackMaps => Arc::new(|event: Event, ports: Ports| {
+            Box::pin(async move { build_track_map(event, ports).await })
+        }),
+        QueueName::Achievements => Arc::new(|event: Event, ports: Ports| {
+            Box::pin(async move { crate::activity::achievements::process(&ports, &event).await })
+        }),
+        QueueName::Feed => Arc::new(|event: Event, ports: Ports| {
+            Box::pin(async move { crate::activity::feed::process(&ports, &event).await })
+        }),
+        QueueName::Accounts => Arc::new(|event: Event, ports: Ports| {
+            Box::pin(async move { account_event(event, ports).await })
+        }),
+    }
+}
+
+/// The accounts consumer: a renamed driver's boards, or a deleted account's deletion job.
+async fn account_event(event: Event, ports: Ports) -> Result<(), ProcessError> {
+    match &event.kind {
+        EventKind::ProfileUpdated(_) => {
+            let user_id = event
+                .user_id
+                .as_ref()
+                .ok_or_else(|| ProcessError::Poison("profile.updated without a user".into()))?;
+            crate::leaderboards::renames::apply_profile(&ports, user_id)
+                .await
+                .map(|_| ())
+                .map_err(|e| {
+                    ProcessError::Retry(
+                        anyhow::Error::new(e).context("renaming a driver on the boards"),
+                    )
+                })
+        }
+        EventKind::AccountDeleted(_) => crate::driver_data::deletion::process(&ports, &event).await,
+        // Kinds this queue does not subscribe to (sent by an earlier version): acknowledged.
+        _ => Ok(()),
+    }
+}
+
+async fn build_track_map(event: Event, ports: Ports) -> Result<(), ProcessError> {
+    match &event.kind {
+        // An upload with track points, or a job returned to pending: build the track map.
+        EventKind::SessionUploaded(SessionUploaded {
+            job_id: Some(job_id),
+            ..
+        })
+        | EventKind::TrackProcessRequested(TrackProcessRequested { job_id, .. }) => {
+            crate::tracks::maps::process_job(&ports, job_id).await
+        }
+        // Kinds this queue does not subscribe to (sent by an earlier version): acknowledged.
+        _ => Ok(()),
+    }
+}
+
+/// Parses a queued body and runs the processor on it.
+pub async fn handle_body(
+    body: &str,
+    ports: &Ports,
+    processor: &Processor,
+) -> Result<&'static str, ProcessError> {
+    let event: Event = serde_json::from_str(body)
+        .map_err(|e| ProcessError::Poison(format!("unreadable event: {e}")))?;
+    let kind = event.kind.name();
+    processor(event, ports.clone()).await.map(|()| kind)
+}
+
+/// How the local runner retries.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Deliveries before an event is dead-lettered.
+    pub max_receives: u32,
+    /// Delay before the first redelivery; doubles each time, capped at a minute.
+    pub base_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_receives: 5,
+            base_delay: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Handles one delivery: answers its receipt on success (the caller acknowledges a batch's
+/// successes together), redelivers later on a transient failure, dead-letters a poison event
+/// or one that failed `max_receives` times.
+pub async fn handle_delivery(
+    consumer: QueueName,
+    message: ReceivedMessage,
+    ports: &Ports,
+    processor: &Processor,
+    policy: RetryPolicy,
+) -> Option<String> {
+    // Every line of this delivery names its event (and the trace behind it, in AWS).
+    let span = EventHeader::of(&message.body).span(consumer.name(), &message.id);
+    deliver(consumer, message, ports, processor, policy)
+        .instrument(span)
+        .await
+}
+
+/// [`handle_delivery`] inside the event's span.
+async fn deliver(
+    consumer: QueueName,
+    message: ReceivedMessage,
+    ports: &Ports,
+    processor: &Processor,
+    policy: RetryPolicy,
+) -> Option<String> {
+    let outcome = handle_body(&message.body, ports, processor).await;
+    let queue = ports.queues.get(consumer);
+    let count = |kind: &str, outcome: &str| {
+        metrics::global()
+            .events
+            .with_label_values(&[consumer.name(), kind, outcome])
+            .inc();
+    };
+    let result = match outcome {
+        Ok(kind) => {
+            count(kind, "ok");
+            return Some(message.receipt);
+        }
+        Err(ProcessError::Retry(e)) if message.receive_count < policy.max_receives => {
+            count(kind_of(&message.body), "retry");
+            tracing::warn!(%consumer, message_id = %message.id, attempt = message.receive_count, error = format!("{e:#}"), "event failed; will retry");
+            let exp = message.receive_count.saturating_sub(1).min(7);
+            let delay = (policy.base_delay * 2u32.pow(exp)).min(Duration::from_secs(60));
+            queue.retry_later(&message.receipt, delay).await
+        }
+        Err(e) => {
+            count(kind_of(&message.body), "dead_letter");
+            tracing::error!(%consumer, message_id = %message.id, error = %e, "event dead-lettered");
+            queue.dead_letter(&message, &e.to_string()).await
+        }
+    };
+    if let Err(e) = result {
+        // The message stays in flight and reappears after its visibility timeout.
+        tracing::error!(%consumer, message_id = %message.id, error = %e, "could not settle a delivery");
+    }
+    None
+}
+
+/// The metric label of a queued body: its kind's name, or `unreadable` (labels stay a small,
+/// fixed set whatever a body says).
+pub fn kind_of(body: &str) -> &'static str {
+    serde_json::from_str::<Event>(body).map_or("unreadable", |e| e.kind.name())
+}
+
+/// How many events of one batch a consumer handles at once.
+fn concurrency(consumer: QueueName) -> usize {
+    match consumer {
+        // Jobs of one track merge into one map: at once, they would only conflict. And a map
+        // build is CPU work that must not starve the request handlers.
+        QueueName::TrackMaps => 1,
+        QueueName::Achievements | QueueName::Feed => 10,
+        // A deletion job is long and writes in batches of its own.
+        QueueName::Accounts => 2,
+    }
+}
+
+/// Runs the local consumer of `consumer`'s queue until `shutdown` turns true; it also keeps
+/// the queue's depth gauge current.
+pub async fn run_consumer(
+    consumer: QueueName,
+    ports: Ports,
+    processor: Processor,
+    policy: RetryPolicy,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let queue = ports.queues.get(consumer).clone();
+    let mut depth_read = tokio::time::Instant::now();
+    while !*shutdown.borrow() {
+        if depth_read.elapsed() >= Duration::from_secs(5) {
+            depth_read = tokio::time::Instant::now();
+            if let Ok(Some(depth)) = queue.depth().await {
+                metrics::global()
+                    .queue_depth
+                    .with_label_values(&[consumer.name()])
+                    .set(i64::try_from(depth).unwrap_or(i64::MAX));
+            }
+        }
+        let batch = tokio::select! {
+            batch = queue.receive(10, Duration::from_secs(1)) => batch,
+            _ = shutdown.changed() => break,
+        };
+        match batch {
+            // A batch is handled concurrently (consumers are safe under concurrent delivery)
+            // and its successes acknowledged in one call.
+            Ok(messages) => {
+                let done: Vec<String> = futures::stream::iter(messages)
+                    .map(|message| handle_delivery(consumer, message, &ports, &processor, policy))
+                    .buffer_unordered(concurrency(consumer))
+                    .filter_map(std::future::ready)
+                    .collect()
+                    .await;
+                if let Err(e) = queue.ack_all(&done).await {
+                    // They reappear after the visibility timeout and find their work done.
+                    tracing::error!(%consumer, error = %e, "could not acknowledge a batch");
+                }
+            }
+            Err(e) => {
+                tracing::error!(%consumer, error = %e, "event queue unavailable; backing off");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+/// Runs the local outbox relay until `shutdown` turns true.
+pub async fn run_relay(ports: Ports, interval: Duration, mut shutdown: watch::Receiver<bool>) {
+    while !*shutdown.borrow() {
+        match crate::outbox::relay_pending(&ports).await {
+            // More may have arrived while this pass ran: look again at once.
+            Ok(relayed) if relayed > 0 => continue,
+            Ok(_) => {}
+            Err(e) => tracing::error!(error = format!("{e:#}"), "outbox relay failed; will retry"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = shutdown.changed() => break,
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! The crates under `shared/` are layers, and `cargo metadata` proves it: the core links no
+//! HTTP, AWS, Lambda or SQLite crate (not even through another crate), and each crate depends
+//! only on the layers below it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// Crates the core must not link, by name or name prefix (`*`): what speaks HTTP, AWS,
+/// Lambda or SQLite belongs to an adapter, the API or the runtime.
+const NOT_IN_CORE: [&str; 14] = [
+    "axum*", "http", "http-body*", "hyper*", "tower*", "reqwest", "oauth2", "aws-*", "aws_*",
+    "lambda_*", "rusqlite", "libsqlite3-sys", "maud", "tokio-rustls",
+];
+
+/// Each layer and the workspace crates it may depend on.
+const LAYERS: [(&str, &[&str]); 6] = [
+    ("paddock-core", &[]),
+    ("paddock-embedded", &["paddock-core"]),
+    ("paddock-aws", &["paddock-core"]),
+    ("paddock-clients", &["paddock-core"]),
+    ("paddock-api", &["paddock-core", "paddock-clients"]),
+    (
+        "paddock-runtime",
+        &[
+            "paddock-core",
+            "paddock-embedded",
+            "paddock-aws",
+            "paddock-clients",
+            "paddock-api",
+        ],
+    ),
+];
+
+/// The workspace's resolved graph: package name → names of its normal (non-dev, non-build)
+/// dependencies.
+fn normal_dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let metadata: Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let names: BTreeMap<&str, &str> = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let mut graph = BTreeMap::<String, BTreeSet<String>>::new();
+    for node in metadata["resolve"]["nodes"].as_array().expect("resolve") {
+        let name = names[node["id"].as_str().unwrap()].to_owned();
+        let deps = graph.entry(name).or_default();
+        for dep in node["deps"].as_array().expect("deps") {
+            let normal = dep["dep_kinds"]
+                .as_array()
+                .expect("dep_kinds")
+                .iter()
+                .any(|k| k["kind"].is_null());
+            if normal {
+                deps.insert(names[dep["pkg"].as_str().unwrap()].to_owned());
+            }
+        }
+    }
+    graph
+}
+
+/// Everything `root` links, through any number of crates, each with the path that brings it.
+fn reachable(graph: &BTreeMap<String, BTreeSet<String>>, root: &str) -> BTreeMap<String, String> {
+    let mut seen = BTreeMap::from([(root.to_owned(), root.to_owned())]);
+    let mut stack = vec![root.to_owned()];
+    while let Some(name) = stack.pop() {
+        let path = seen[&name].clone();
+        for dep in graph.get(&name).into_iter().flatten() {
+            if !seen.contains_key(dep) {
+                seen.insert(dep.clone(), format!("{path} → {dep}"));
+                stack.push(dep.clone());
+            }
+        }
+    }
+    seen
+}
+
+fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => name == pattern,
+    }
+}
+
+#[test]
+fn the_core_links_no_http_aws_lambda_or_sqlite_crate() {
+    let graph = normal_dependencies();
+    let linked = reachable(&graph, "paddock-core");
+    let found: Vec<&String> = linked
+        .iter()
+        .filter(|(name, _)| NOT_IN_CORE.iter().any(|p| matches(p, name)))
+        .map(|(_, path)| path)
+        .collect();
+    assert!(found.is_empty(), "paddock-core links:\n{found:#?}");
+}
+
+#[test]
+fn each_crate_depends_only_on_the_layers_below_it() {
+    let graph = normal_dependencies();
+    let mut failures = Vec::new();
+    for (layer, allowed) in LAYERS {
+        let deps = graph.get(layer).unwrap_or_else(|| panic!("{layer} is a workspace crate"));
+        for dep in deps.iter().filter(|d| d.starts_with("paddock-")) {
+            if !allowed.contains(&dep.as_str()) {
+                failures.push(format!("{layer} depends on {dep}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[test]
+fn every_function_is_a_thin_binary_over_the_runtime() {
+    let graph = normal_dependencies();
+    let functions = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../functions"))
+        .expect("functions dir");
+    for entry in functions {
+        let dir = entry.expect("entry").file_name().into_string().unwrap();
+        let name = format!("paddock-{dir}");
+        let deps = graph.get(&name).unwrap_or_else(|| panic!("{name} is a workspace crate"));
+        assert!(deps.contains("paddock-runtime"), "{name} runs on paddock-runtime");
+        let layers: Vec<&String> = deps.iter().filter(|d| d.starts_with("paddock-")).collect();
+        assert!(
+            layers.iter().all(|d| ["paddock-core", "paddock-api", "paddock-runtime"]
+                .contains(&d.as_str())),
+            "{name} reaches the adapters only through paddock-runtime: {layers:?}"
+        );
+    }
+}
