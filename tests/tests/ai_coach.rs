@@ -664,7 +664,7 @@ async fn the_lambda_function_answers_as_the_local_server_does() {
     configure(&mut t.settings, &fake, AiProvider::Anthropic);
     secret(t.dir.path(), "anthropicApiKey", "test-key");
     let state = paddock_api::state::AppState::new(t.ports.clone(), t.settings.clone()).with_coach();
-    let router = paddock_api::routes::group_router(paddock_api::routes::ai::routes(), state);
+    let router = paddock_api::routes::Group::Ai.router(state);
     let local = spawn_with(t.settings.clone(), t.ports.clone(), t.dir).await;
     let (token, _) = local.driver("Lambda").await;
     let (status, local_answer, _) = ask(&local, &token, "/v1/ai/insights", &insight_body()).await;

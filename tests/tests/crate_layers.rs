@@ -10,8 +10,20 @@ use serde_json::Value;
 /// Crates the core must not link, by name or name prefix (`*`): what speaks HTTP, AWS,
 /// Lambda or SQLite belongs to an adapter, the API or the runtime.
 const NOT_IN_CORE: [&str; 14] = [
-    "axum*", "http", "http-body*", "hyper*", "tower*", "reqwest", "oauth2", "aws-*", "aws_*",
-    "lambda_*", "rusqlite", "libsqlite3-sys", "maud", "tokio-rustls",
+    "axum*",
+    "http",
+    "http-body*",
+    "hyper*",
+    "tower*",
+    "reqwest",
+    "oauth2",
+    "aws-*",
+    "aws_*",
+    "lambda_*",
+    "rusqlite",
+    "libsqlite3-sys",
+    "maud",
+    "tokio-rustls",
 ];
 
 /// Each layer and the workspace crates it may depend on.
@@ -42,7 +54,11 @@ fn normal_dependencies() -> BTreeMap<String, BTreeSet<String>> {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo metadata runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let metadata: Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
     let names: BTreeMap<&str, &str> = metadata["packages"]
         .as_array()
@@ -108,7 +124,9 @@ fn each_crate_depends_only_on_the_layers_below_it() {
     let graph = normal_dependencies();
     let mut failures = Vec::new();
     for (layer, allowed) in LAYERS {
-        let deps = graph.get(layer).unwrap_or_else(|| panic!("{layer} is a workspace crate"));
+        let deps = graph
+            .get(layer)
+            .unwrap_or_else(|| panic!("{layer} is a workspace crate"));
         for dep in deps.iter().filter(|d| d.starts_with("paddock-")) {
             if !allowed.contains(&dep.as_str()) {
                 failures.push(format!("{layer} depends on {dep}"));
@@ -126,12 +144,18 @@ fn every_function_is_a_thin_binary_over_the_runtime() {
     for entry in functions {
         let dir = entry.expect("entry").file_name().into_string().unwrap();
         let name = format!("paddock-{dir}");
-        let deps = graph.get(&name).unwrap_or_else(|| panic!("{name} is a workspace crate"));
-        assert!(deps.contains("paddock-runtime"), "{name} runs on paddock-runtime");
+        let deps = graph
+            .get(&name)
+            .unwrap_or_else(|| panic!("{name} is a workspace crate"));
+        assert!(
+            deps.contains("paddock-runtime"),
+            "{name} runs on paddock-runtime"
+        );
         let layers: Vec<&String> = deps.iter().filter(|d| d.starts_with("paddock-")).collect();
         assert!(
-            layers.iter().all(|d| ["paddock-core", "paddock-api", "paddock-runtime"]
-                .contains(&d.as_str())),
+            layers
+                .iter()
+                .all(|d| ["paddock-core", "paddock-api", "paddock-runtime"].contains(&d.as_str())),
             "{name} reaches the adapters only through paddock-runtime: {layers:?}"
         );
     }

@@ -7,6 +7,7 @@
 //! `every_function_is_in_a_table` fails until it is there.
 
 use base64::Engine;
+use paddock_api::routes::Group;
 use paddock_aws::SecretsManagerSecrets;
 use paddock_core::activity::feed;
 use paddock_core::ids::UserId;
@@ -1161,4 +1162,7 @@ fn every_function_is_in_a_table() {
         .collect();
     let tabled: BTreeSet<String> = all_functions().into_iter().map(str::to_owned).collect();
     assert_eq!(on_disk, tabled);
+    let http: BTreeSet<&str> = HTTP_FUNCTIONS.iter().map(|(name, _, _)| *name).collect();
+    let groups: BTreeSet<&str> = Group::ALL.into_iter().map(Group::name).collect();
+    assert_eq!(http, groups, "the HTTP functions are the endpoint groups");
 }

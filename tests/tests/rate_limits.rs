@@ -138,7 +138,7 @@ async fn two_addresses_of_one_64_share_a_budget(backend: Backend) {
     t.settings.auth.attempts_per_address = 3;
     let state = paddock_api::state::AppState::new(t.ports.clone(), t.settings.clone())
         .with_identity_providers();
-    let router = paddock_api::routes::group_router(paddock_api::routes::auth::routes(), state);
+    let router = paddock_api::routes::Group::Auth.router(state);
     let login = |n: usize| {
         HttpRequest::new("POST", "/v1/auth/login/email").json(
             &json!({"email": format!("someone{n}@example.com"), "password": "wrong password"}),

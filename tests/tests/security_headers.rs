@@ -101,7 +101,7 @@ async fn every_answer_carries_its_security_headers(app: TestApp) {
 
     // A Lambda function's router has the same layers.
     let state = paddock_api::state::AppState::new(app.ports.clone(), app.settings.clone());
-    let router = paddock_api::routes::group_router(paddock_api::routes::profile_routes(), state);
+    let router = paddock_api::routes::Group::Profile.router(state);
     let answer = through_lambda(
         &router,
         &HttpRequest::new("GET", "/v1/profile/me").bearer(&token),

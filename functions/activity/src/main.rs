@@ -1,13 +1,9 @@
 //! Lambda function serving the activity endpoint group.
 
-use paddock_api::routes;
-use paddock_runtime::lambda::{self, serve_group, start};
+use paddock_api::routes::Group;
+use paddock_runtime::lambda;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    lambda::run(async {
-        // Track maps are read from the blob store.
-        let wiring = start().await?.blobs().await?.secrets();
-        serve_group(routes::activity_routes(), wiring).await
-    })
+    lambda::run(lambda::serve(Group::Activity))
 }

@@ -1,14 +1,9 @@
 //! Lambda function serving the auth endpoint group.
 
-use paddock_api::routes::auth;
-use paddock_api::state::AppState;
-use paddock_runtime::lambda::{self, serve_state, start};
+use paddock_api::routes::Group;
+use paddock_runtime::lambda;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    lambda::run(async {
-        let (settings, ports) = start().await?.secrets().finish();
-        let state = AppState::new(ports, settings).with_identity_providers();
-        serve_state(auth::routes(), state).await
-    })
+    lambda::run(lambda::serve(Group::Auth))
 }

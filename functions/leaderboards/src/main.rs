@@ -1,13 +1,9 @@
 //! Lambda function serving the leaderboards endpoint group.
 
-use paddock_api::routes;
-use paddock_runtime::lambda::{self, serve_group, start};
+use paddock_api::routes::Group;
+use paddock_runtime::lambda;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    lambda::run(async {
-        // Blobs: a submission on a mapped track is checked against the map's length.
-        let wiring = start().await?.blobs().await?.secrets();
-        serve_group(routes::leaderboards::routes(), wiring).await
-    })
+    lambda::run(lambda::serve(Group::Leaderboards))
 }

@@ -8,7 +8,6 @@ use aws_lambda_events::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde::Deserialize;
 
-use axum::Router;
 use std::future::Future;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,7 +16,7 @@ use std::time::Duration;
 
 use crate::telemetry;
 pub use crate::wiring::AwsWiring;
-use paddock_api::routes::group_router;
+use paddock_api::routes::Group;
 use paddock_api::state::AppState;
 use paddock_core::config::{LogFormat, Settings};
 use paddock_core::events::ProcessError;
@@ -142,15 +141,28 @@ pub async fn start() -> Result<AwsWiring, Error> {
     Ok(AwsWiring::connect(settings, Arc::new(SystemClock)).await?)
 }
 
-/// Serves one endpoint group's routes behind API Gateway.
-pub async fn serve_group(routes: Router<AppState>, wiring: AwsWiring) -> Result<(), Error> {
+/// Serves one endpoint group behind API Gateway, wired with what the group needs (see
+/// [`Group::needs`]) and nothing else.
+pub async fn serve(group: Group) -> Result<(), Error> {
+    let needs = group.needs();
+    let mut wiring = start().await?;
+    if needs.blobs {
+        wiring = wiring.blobs().await?;
+    }
+    if needs.secrets {
+        wiring = wiring.secrets();
+    }
     let (settings, ports) = wiring.finish();
-    serve_state(routes, AppState::new(ports, settings)).await
-}
-
-/// Serves routes over a prepared state (the auth group adds its identity providers).
-pub async fn serve_state(routes: Router<AppState>, state: AppState) -> Result<(), Error> {
-    let router = group_router(routes, state).layer(axum::middleware::from_fn(flush_metrics));
+    let mut state = AppState::new(ports, settings);
+    if needs.identity_providers {
+        state = state.with_identity_providers();
+    }
+    if needs.coach {
+        state = state.with_coach();
+    }
+    let router = group
+        .router(state)
+        .layer(axum::middleware::from_fn(flush_metrics));
     serving();
     lambda_http::run(router).await
 }

@@ -12,6 +12,7 @@
 //! consumers, the relay and retention), so the figures are the process's own.
 
 use anyhow::Context;
+use paddock_api::routes::Group;
 use paddock_tests::binaries;
 use paddock_tests::lambda_events::HttpRequest;
 use paddock_tests::lambda_runtime_api::{FunctionProcess, RuntimeApi};
@@ -31,24 +32,14 @@ enum FirstEvent {
     EmptyBatch,
 }
 
-/// The first event of `function`, read from its `main.rs`: a function that serves an endpoint
-/// group over HTTP gets a request, every other (the consumers, the relay, retention) an empty
-/// batch. Read rather than listed, so a new function cannot be sent an event of the wrong
-/// shape (the runtime would fail it as undeserializable).
+/// The first event of `function`: a function named after an endpoint group gets a request,
+/// every other (the consumers, the relay, retention) an empty batch.
 fn first_event(function: &str) -> anyhow::Result<FirstEvent> {
-    let main = binaries::workspace_root()
-        .join("functions")
-        .join(function)
-        .join("src/main.rs");
-    let source =
-        std::fs::read_to_string(&main).with_context(|| format!("reading {}", main.display()))?;
-    Ok(
-        if source.contains("serve_group") || source.contains("serve_state") {
-            FirstEvent::Http
-        } else {
-            FirstEvent::EmptyBatch
-        },
-    )
+    Ok(if Group::named(function).is_some() {
+        FirstEvent::Http
+    } else {
+        FirstEvent::EmptyBatch
+    })
 }
 
 /// One start's figures.

@@ -1,12 +1,12 @@
 //! `/v1/feed` and `/v1/achievements`: the caller's feed and achievements.
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::get;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{AuthUser, Authorized, scope};
@@ -18,11 +18,11 @@ use paddock_core::activity::feed::{self, FeedPost, FeedReadError};
 use paddock_core::identity::rate_limits::{self, Limit};
 
 /// The feed and achievements routes.
-pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/feed", get(list_feed).post(post_feed))
-        .route("/v1/achievements", get(mine))
-        .route("/v1/achievements/catalog", get(catalog))
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list_feed, post_feed))
+        .routes(routes!(mine))
+        .routes(routes!(catalog))
 }
 
 /// The caller's feed, newest first; entries older than 90 days are not returned.

@@ -1,13 +1,13 @@
 //! `/v1/ai`: one-shot insights and multi-turn chat about a lap, answered by the configured
 //! language model.
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::post;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::auth_user::AuthUser;
@@ -21,10 +21,10 @@ use paddock_core::coaching::llm::LlmError;
 use paddock_core::problems::{FieldProblems, Problems};
 
 /// The AI routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/ai/insights", post(insights))
-        .route("/v1/ai/chat", post(chat))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(insights))
+        .routes(routes!(chat))
 }
 
 /// `AiInsightRequestDto`: the session context the desktop analyser sends.

@@ -1,12 +1,12 @@
 //! The public leaderboard pages (HTML): `/boards`, `/boards/{trackId}`, `/drivers/{userId}`.
 //! Served by the leaderboards function; see [`crate::board_pages`].
 
-use axum::Router;
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::board_pages::{avatars, reads, render};
 use crate::http::{ApiError, conditional};
@@ -29,11 +29,11 @@ const MAX_CAR: usize = 128;
 const MAX_CURSOR: usize = 512;
 
 /// The pages' routes.
-pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/boards", get(boards))
-        .route("/boards/{trackId}", get(board))
-        .route("/drivers/{userId}", get(driver))
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(boards))
+        .routes(routes!(board))
+        .routes(routes!(driver))
 }
 
 /// `/boards` query (read by [`parameters`], which answers a page naming a bad one rather

@@ -1,12 +1,12 @@
 //! Liveness, readiness and metrics (no version prefix, no token).
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use http::{HeaderValue, header};
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::{ApiError, json_bytes, ok};
@@ -14,12 +14,12 @@ use crate::state::AppState;
 use paddock_core::metrics;
 
 /// The health routes.
-pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/health", get(health))
-        .route("/health/live", get(live))
-        .route("/health/ready", get(ready))
-        .route("/metrics", get(prometheus_metrics))
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(health))
+        .routes(routes!(live))
+        .routes(routes!(ready))
+        .routes(routes!(prometheus_metrics))
 }
 
 /// Liveness answer.

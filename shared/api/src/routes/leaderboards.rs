@@ -1,14 +1,14 @@
 //! `/v1/leaderboards`: ranked best laps (public, cached) and submissions; the group also
 //! serves the public board pages ([`super::board_pages`]).
 
-use axum::Router;
 use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::auth_user::{Authorized, RateLimitSlot, scope};
@@ -28,12 +28,12 @@ use paddock_core::sessions::records;
 use paddock_core::tracks::{self, Track, TrackKey, maps};
 
 /// The leaderboards routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/leaderboards", get(leaderboard))
-        .route("/v1/leaderboards/me", get(my_standing))
-        .route("/v1/leaderboards/vehicles", get(vehicles))
-        .route("/v1/leaderboards/submit", post(submit_lap))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(leaderboard))
+        .routes(routes!(my_standing))
+        .routes(routes!(vehicles))
+        .routes(routes!(submit_lap))
         .merge(super::board_pages::routes())
 }
 

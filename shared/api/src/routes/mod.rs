@@ -1,7 +1,7 @@
 //! Endpoint groups. Each group is one Lambda function in AWS; locally all are merged.
 //!
-//! Every group module exposes `routes()`. A function binary passes its own group's routes to
-//! [`group_router`], so it links only that group's handlers.
+//! [`Group`] lists the groups; each gives its routes (registered with their OpenAPI
+//! operations) and what its handlers need, and a function serves one of them.
 
 pub(crate) mod activity;
 pub mod ai;
@@ -18,26 +18,145 @@ pub mod sharepacks;
 pub(crate) mod tracks;
 
 use axum::Router;
+use axum::routing::get;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::http::with_service_layers;
 use crate::state::AppState;
 
-/// The profile group: profile reads and changes, the data export and account deletion.
-pub fn profile_routes() -> Router<AppState> {
-    profile::routes()
+/// An endpoint group: one Lambda function in AWS (`functions/<name>`); the local server serves
+/// them all. Its routes are registered with their OpenAPI operations, so the document is the
+/// routers' own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Group {
+    /// Liveness, readiness, metrics and the OpenAPI document.
+    Health,
+    /// Registration, sign-in (email and providers), tokens and personal access tokens.
+    Auth,
+    /// Session uploads and reads.
+    Sessions,
+    /// Boards, standings, submissions and the public board pages.
+    Leaderboards,
+    /// Feed, achievements and tracks.
+    Activity,
+    /// The AI coach.
+    Ai,
+    /// Share packs.
+    Sharepacks,
+    /// Profile reads and changes, the data export and account deletion.
+    Profile,
 }
 
-/// The health group: liveness, readiness, metrics and the OpenAPI document (one function).
-pub fn health_routes() -> Router<AppState> {
-    health::routes().merge(openapi::routes())
+/// What a group's handlers use beyond the item store, the outbox and the clock: a function
+/// wires these and nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    /// The blob store (S3 in AWS).
+    pub blobs: bool,
+    /// The application secret (signing keys, provider and model keys).
+    pub secrets: bool,
+    /// The identity providers a driver signs in with.
+    pub identity_providers: bool,
+    /// The language model behind the coach.
+    pub coach: bool,
 }
 
-/// The activity group: feed, achievements and tracks (one function).
-pub fn activity_routes() -> Router<AppState> {
-    tracks::routes().merge(activity::routes())
+impl Group {
+    /// Every group, in the order the local server merges them.
+    pub const ALL: [Group; 8] = [
+        Group::Health,
+        Group::Auth,
+        Group::Sessions,
+        Group::Leaderboards,
+        Group::Activity,
+        Group::Ai,
+        Group::Sharepacks,
+        Group::Profile,
+    ];
+
+    /// The group's name: its function's directory under `functions/` and its binary
+    /// (`paddock-<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Health => "health",
+            Group::Auth => "auth",
+            Group::Sessions => "sessions",
+            Group::Leaderboards => "leaderboards",
+            Group::Activity => "activity",
+            Group::Ai => "ai",
+            Group::Sharepacks => "sharepacks",
+            Group::Profile => "profile",
+        }
+    }
+
+    /// The group named `name`, if any.
+    pub fn named(name: &str) -> Option<Group> {
+        Group::ALL.into_iter().find(|g| g.name() == name)
+    }
+
+    /// What the group's handlers use beyond the item store.
+    pub fn needs(self) -> Needs {
+        let secrets = Needs {
+            secrets: true,
+            ..Needs::default()
+        };
+        let blobs_and_secrets = Needs {
+            blobs: true,
+            ..secrets
+        };
+        match self {
+            // Readiness checks the item store only.
+            Group::Health => Needs::default(),
+            Group::Auth => Needs {
+                identity_providers: true,
+                ..secrets
+            },
+            // Blobs: session points, track maps, packs, exports.
+            Group::Sessions
+            | Group::Leaderboards
+            | Group::Activity
+            | Group::Sharepacks
+            | Group::Profile => blobs_and_secrets,
+            Group::Ai => Needs {
+                coach: true,
+                ..secrets
+            },
+        }
+    }
+
+    /// The group's routes with their OpenAPI operations.
+    pub fn routes(self) -> OpenApiRouter<AppState> {
+        match self {
+            Group::Health => {
+                health::routes().route(openapi::OPENAPI_PATH, get(openapi::openapi_json))
+            }
+            Group::Auth => auth::routes(),
+            Group::Sessions => sessions::routes(),
+            Group::Leaderboards => leaderboards::routes(),
+            Group::Activity => tracks::routes().merge(activity::routes()),
+            Group::Ai => ai::routes(),
+            Group::Sharepacks => sharepacks::routes(),
+            Group::Profile => profile::routes(),
+        }
+    }
+
+    /// The routes served but not described as operations: the document itself, and older
+    /// spellings of a documented path. Each as `(method, path)`.
+    pub fn undocumented_routes(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Group::Health => &[("GET", openapi::OPENAPI_PATH)],
+            Group::Auth => &[("GET", auth::LEGACY_PROVIDER_LOGIN)],
+            _ => &[],
+        }
+    }
+
+    /// The group's router with the service layers, over `state` (a Lambda function).
+    pub fn router(self, state: AppState) -> Router {
+        group_router(Router::from(self.routes()), state)
+    }
 }
 
-/// One group's routes with the service layers, ready to serve (a Lambda function).
+/// One group's routes with the service layers, ready to serve.
 pub fn group_router(routes: Router<AppState>, state: AppState) -> Router {
     let (limit, timeout) = (
         state.settings.max_body_bytes,
@@ -48,14 +167,8 @@ pub fn group_router(routes: Router<AppState>, state: AppState) -> Router {
 
 /// Every group merged (the local server).
 pub fn app_router(state: AppState) -> Router {
-    let routes = Router::new()
-        .merge(health_routes())
-        .merge(auth::routes())
-        .merge(sessions::routes())
-        .merge(leaderboards::routes())
-        .merge(activity_routes())
-        .merge(ai::routes())
-        .merge(sharepacks::routes())
-        .merge(profile_routes());
+    let routes = Group::ALL.into_iter().fold(Router::new(), |all, group| {
+        all.merge(Router::from(group.routes()))
+    });
     group_router(routes, state)
 }

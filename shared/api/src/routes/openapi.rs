@@ -1,8 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use axum::Router;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use http::StatusCode;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::header::HeaderBuilder;
@@ -13,16 +11,11 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{Modify, OpenApi, ToSchema};
 
+use super::Group;
 use super::envelopes::ErrorEnvelope;
-use super::{
-    activity, ai, auth, board_pages, health, leaderboards, profile, sessions, sharepacks, tracks,
-};
-use crate::state::AppState;
 
-/// `GET /openapi.json`.
-pub(crate) fn routes() -> Router<AppState> {
-    Router::new().route("/openapi.json", get(openapi_json))
-}
+/// Where the document is served; not an operation of its own.
+pub(crate) const OPENAPI_PATH: &str = "/openapi.json";
 
 /// The OpenAPI 3.1 document of the whole API (not enveloped).
 pub(crate) async fn openapi_json() -> Response {
@@ -34,27 +27,10 @@ pub(crate) async fn openapi_json() -> Response {
     info(title = "Paddock", description = "Cloud companion service of the desktop sim-racing telemetry analyser. \
         Every response is wrapped in the envelope `{success, data, error}`. Request bodies accept camelCase \
         and PascalCase field names."),
-    paths(
-        health::health, health::live, health::ready, health::prometheus_metrics,
-        auth::email::register, auth::email::login_email, auth::email::set_password,
-        auth::tokens::refresh, auth::tokens::logout, auth::tokens::validate, auth::tokens::exchange,
-        auth::providers::login_provider, auth::providers::callback,
-        sessions::create, sessions::list, sessions::detail,
-        tracks::list, tracks::map,
-        leaderboards::leaderboard, leaderboards::my_standing, leaderboards::vehicles,
-        leaderboards::submit_lap,
-        board_pages::boards, board_pages::board, board_pages::driver,
-        activity::list_feed, activity::post_feed, activity::mine, activity::catalog,
-        ai::insights, ai::chat,
-        sharepacks::upload, sharepacks::start_upload, sharepacks::upload_content, sharepacks::complete,
-        sharepacks::list, sharepacks::metadata, sharepacks::download, sharepacks::delete,
-        profile::read, profile::change, profile::read_me, profile::change_me, profile::export_me, profile::delete_me,
-        auth::personal_tokens::create, auth::personal_tokens::list, auth::personal_tokens::revoke,
-    ),
     // The other schemas are those the operations name, collected from them: none unused.
     components(schemas(ErrorEnvelope)),
     servers((url = "/", description = "This deployment (the document is served by the API it describes)")),
-    modifiers(&BearerAuth, &CommonResponses, &PublicOperations),
+    modifiers(&BearerAuth),
     tags((name = "health", description = "Liveness, readiness and metrics"),
          (name = "auth", description = "Sign-in, tokens and the desktop PKCE flow"),
          (name = "sessions", description = "Idempotent session uploads and the caller's sessions"),
@@ -225,9 +201,16 @@ fn for_each_operation(openapi: &mut utoipa::openapi::OpenApi, mut f: impl FnMut(
     }
 }
 
-/// The document served at `/openapi.json`.
+/// The document served at `/openapi.json`: the service's description, every group's
+/// operations as its router registers them, and the answers every operation shares.
 pub(crate) fn document() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+    let mut doc = ApiDoc::openapi();
+    for group in Group::ALL {
+        doc.merge(group.routes().into_openapi());
+    }
+    CommonResponses.modify(&mut doc);
+    PublicOperations.modify(&mut doc);
+    doc
 }
 
 #[cfg(test)]

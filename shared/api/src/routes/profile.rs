@@ -1,14 +1,14 @@
 //! `/v1/profile`: the driver's profile, the export of all their data and account deletion.
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::auth_user::{AuthUser, Authorized, scope};
@@ -24,14 +24,11 @@ use paddock_core::identity::rate_limits::{self, Limit};
 use paddock_core::identity::users::{self, User};
 
 /// The profile routes.
-pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/profile", get(read).patch(change))
-        .route(
-            "/v1/profile/me",
-            get(read_me).patch(change_me).delete(delete_me),
-        )
-        .route("/v1/profile/me/export", get(export_me))
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(read, change))
+        .routes(routes!(read_me, change_me, delete_me))
+        .routes(routes!(export_me))
 }
 
 /// The profile as `/v1/profile` shows it (the spec's UserProfileDto).

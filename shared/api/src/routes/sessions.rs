@@ -1,10 +1,10 @@
 //! `/v1/sessions`: idempotent uploads of session summaries and the caller's reads.
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::Response;
-use axum::routing::get;
 use http::StatusCode;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Authorized, scope};
@@ -17,10 +17,10 @@ use paddock_core::sessions::upload::SessionUploadDto;
 use paddock_core::sessions::{self, records, upload};
 
 /// The sessions routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/sessions", get(list).post(create))
-        .route("/v1/sessions/{id}", get(detail))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list, create))
+        .routes(routes!(detail))
 }
 
 /// Uploads a session summary (idempotent on the caller and `ClientSessionId`).

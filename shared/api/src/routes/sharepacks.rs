@@ -1,11 +1,9 @@
 //! `/v1/sharepacks`: upload (direct, or through an upload URL), read and download by id,
 //! the owner's list and delete.
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
 use futures::StreamExt;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
@@ -13,6 +11,8 @@ use tokio::io::AsyncWriteExt;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Authorized, scope};
@@ -25,14 +25,14 @@ use paddock_core::sharepacks::packs::{self, Declared, Labels, PackError, SharePa
 use paddock_core::sharepacks::{blob_key, upload_key, upload_urls};
 
 /// The share-pack routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/sharepacks", get(list).post(upload))
-        .route("/v1/sharepacks/uploads", post(start_upload))
-        .route("/v1/sharepacks/uploads/{id}/content", put(upload_content))
-        .route("/v1/sharepacks/{id}", get(metadata).delete(delete))
-        .route("/v1/sharepacks/{id}/complete", post(complete))
-        .route("/v1/sharepacks/{id}/download", get(download))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(list, upload))
+        .routes(routes!(start_upload))
+        .routes(routes!(upload_content))
+        .routes(routes!(metadata, delete))
+        .routes(routes!(complete))
+        .routes(routes!(download))
         // Bodies are read here as streams with the pack limits; multipart forms are bounded by
         // the direct-upload limit below.
         .layer(DefaultBodyLimit::max(8 * 1024 * 1024))

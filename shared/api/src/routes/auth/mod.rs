@@ -6,12 +6,13 @@ pub mod personal_tokens;
 pub mod providers;
 pub mod tokens;
 
-use axum::Router;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
 use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use crate::http::{ApiError, Envelope};
 use crate::routes::envelopes::envelope;
@@ -20,24 +21,25 @@ use paddock_core::identity::refresh_tokens;
 use paddock_core::identity::users::User;
 
 /// The auth routes.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/v1/auth/register", post(email::register))
-        .route("/v1/auth/login/email", post(email::login_email))
-        .route("/v1/auth/password", post(email::set_password))
-        .route("/v1/auth/refresh", post(tokens::refresh))
-        .route("/v1/auth/logout", post(tokens::logout))
-        .route("/v1/auth/validate", get(tokens::validate))
-        .route("/v1/auth/exchange", post(tokens::exchange))
-        .route("/v1/auth/login/{provider}", get(providers::login_provider))
-        .route("/v1/auth/callback/{provider}", get(providers::callback))
-        .route("/v1/auth/{provider}", get(providers::login_provider))
-        .route(
-            "/v1/tokens",
-            get(personal_tokens::list).post(personal_tokens::create),
-        )
-        .route("/v1/tokens/{id}", delete(personal_tokens::revoke))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::default()
+        .routes(routes!(email::register))
+        .routes(routes!(email::login_email))
+        .routes(routes!(email::set_password))
+        .routes(routes!(tokens::refresh))
+        .routes(routes!(tokens::logout))
+        .routes(routes!(tokens::validate))
+        .routes(routes!(tokens::exchange))
+        .routes(routes!(providers::login_provider))
+        .routes(routes!(providers::callback))
+        .route(LEGACY_PROVIDER_LOGIN, get(providers::login_provider))
+        .routes(routes!(personal_tokens::list, personal_tokens::create))
+        .routes(routes!(personal_tokens::revoke))
 }
+
+/// The provider sign-in at its older path (`/v1/auth/login/{provider}` is the documented
+/// one); not in the API description, so generated clients see one operation.
+pub const LEGACY_PROVIDER_LOGIN: &str = "/v1/auth/{provider}";
 
 /// Counts one sign-in by `method` (`email`, `provider`) and its outcome: `ok`, `failed`
 /// (wrong credentials, or a refused or broken provider answer), `limited` (a rate limit) or
