@@ -1,6 +1,6 @@
 //! Configuration from environment variables in .NET style (`Section__Key`).
 //!
-//! Every key is listed in the README; a bad value fails start-up with a message naming the key.
+//! Every key is listed in docs/configuration.md; a bad value fails start-up with a message naming the key.
 
 use secrecy::SecretString;
 use std::collections::BTreeMap;
