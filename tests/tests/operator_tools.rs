@@ -330,9 +330,9 @@ fn the_stated_costs_are_those_of_costs_md() {
     }
 }
 
-/// The README and every page under docs/.
+/// The README, CONTRIBUTING.md and every page under docs/.
 fn documents() -> Vec<String> {
-    let mut docs = vec!["README.md".to_owned()];
+    let mut docs = vec!["README.md".to_owned(), "CONTRIBUTING.md".to_owned()];
     let dir = root().join("docs");
     let mut pages: Vec<String> = std::fs::read_dir(&dir)
         .expect("docs/ is readable")
