@@ -11,7 +11,7 @@
 # HTTP functions answer at http://127.0.0.1:9000/lambda-url/<binary>/<path> (the request
 # becomes an API Gateway event); event functions take `cargo lambda invoke <binary>
 # --data-file <event.json>`. Nothing feeds the outbox stream or the queues to the functions
-# here: invoke the relay and the consumers with their events (README, "Local emulation"). For
+# here: invoke the relay and the consumers with their events (docs/testing.md, "Local emulation"). For
 # the whole API at its real paths with the events flowing, run infra/api-local.sh instead.
 #
 # `cargo lambda watch` runs `cargo run --bin <name>`, which in this workspace reaches only the

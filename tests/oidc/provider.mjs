@@ -4,7 +4,7 @@
 // file). Loopback only, in-memory storage, one confidential client, the
 // built-in development login form, consent granted automatically.
 //
-// Usage (see README.md):
+// Usage (see docs/testing.md):
 //   OIDC_PORT=... OIDC_CLIENT_ID=... OIDC_CLIENT_SECRET=... \
 //   OIDC_REDIRECT_URI=... node provider.mjs
 //

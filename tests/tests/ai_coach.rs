@@ -70,7 +70,7 @@ async fn ask(
     (status, body, headers)
 }
 
-/// The tokens a call reserves, by README's rule, from the body the model was sent: the
+/// The tokens a call reserves, by the rule of docs/api-guide.md (AI coach), from the body the model was sent: the
 /// prompt's bytes, 64, 8 a message (the system prompt counting as one), and the 1024 it may
 /// generate.
 fn reserved_for(sent: &Value) -> u64 {

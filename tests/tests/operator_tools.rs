@@ -248,14 +248,15 @@ fn a_deploy_builds_checks_then_deploys_the_built_template() {
     );
 }
 
-/// The README and the operator's page deploy with the script, and never name `sam deploy`
-/// with a config file but no template (which ships the sources).
+/// The operator's page deploys with the script, and no page names `sam deploy` with a config
+/// file but no template (which ships the sources).
 #[test]
 fn the_documented_deploy_command_is_the_script() {
-    for doc in ["README.md", "docs/operating.md"] {
-        let text = read(doc);
-        assert!(text.contains("infra/deploy.sh dev"), "{doc}");
-        assert!(text.contains("infra/deploy.sh prod"), "{doc}");
+    let operating = read("docs/operating.md");
+    assert!(operating.contains("infra/deploy.sh dev"));
+    assert!(operating.contains("infra/deploy.sh prod"));
+    for doc in documents() {
+        let text = read(&doc);
         for line in text.lines().filter(|l| l.contains("sam deploy")) {
             assert!(
                 !line.contains("--config-file") || line.contains("--template-file"),
@@ -277,10 +278,13 @@ fn the_documented_counts_are_the_code_s() {
     let functions = template_functions().len();
     let stated = [
         (
-            "README.md",
+            "docs/architecture.md",
             format!("{queues} queues each with a dead-letter queue"),
         ),
-        ("README.md", format!("each of the {functions} functions")),
+        (
+            "docs/operating.md",
+            format!("each of the {functions} functions"),
+        ),
         ("docs/operating.md", format!("{functions} functions")),
         ("docs/operating.md", format!("{queues} queues")),
         ("infra/COSTS.md", format!("the {queues} queues")),
@@ -292,13 +296,11 @@ fn the_documented_counts_are_the_code_s() {
     for (doc, phrase) in stated {
         assert!(read(doc).contains(&phrase), "{doc} does not say {phrase:?}");
     }
-    for doc in [
-        "README.md",
-        "docs/operating.md",
-        "infra/COSTS.md",
-        "template.yaml",
-    ] {
-        let text = read(doc);
+    for doc in documents()
+        .into_iter()
+        .chain(["infra/COSTS.md".to_owned(), "template.yaml".to_owned()])
+    {
+        let text = read(&doc);
         for (n, word) in words
             .iter()
             .enumerate()
@@ -311,7 +313,7 @@ fn the_documented_counts_are_the_code_s() {
     }
 }
 
-/// The fixed monthly costs the README and the operator's page state are the ones
+/// The fixed monthly costs the performance and operator's pages state are the ones
 /// infra/COSTS.md works out.
 #[test]
 fn the_stated_costs_are_those_of_costs_md() {
@@ -320,12 +322,27 @@ fn the_stated_costs_are_those_of_costs_md() {
         .lines()
         .find(|l| l.starts_with("In short:"))
         .expect("infra/COSTS.md has an 'In short:' line");
-    for doc in ["README.md", "docs/operating.md"] {
+    for doc in ["docs/perf.md", "docs/operating.md"] {
         assert!(
             read(doc).contains(summary),
             "{doc} does not repeat: {summary}"
         );
     }
+}
+
+/// The README, CONTRIBUTING.md and every page under docs/.
+fn documents() -> Vec<String> {
+    let mut docs = vec!["README.md".to_owned(), "CONTRIBUTING.md".to_owned()];
+    let dir = root().join("docs");
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .expect("docs/ is readable")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md"))
+        .map(|name| format!("docs/{name}"))
+        .collect();
+    pages.sort();
+    docs.extend(pages);
+    docs
 }
 
 fn python() -> PathBuf {

@@ -3,8 +3,8 @@
 //! Every line logged while a request is handled names the request (its id, method and route).
 //! A `tracing` span per request would do that, but it costs a registry entry, its fields
 //! formatted into a string, a dispatch through the subscriber each time the request's future is
-//! polled, and the entry's removal: measured by the bench (`--only health`), about as much as the
-//! request's own log line. The context is a task-local instead: set around the handler's future
+//! polled, and the entry's removal, about as much as the request's own log line
+//! (docs/perf.md). The context is a task-local instead: set around the handler's future
 //! (a thread-local swap at each poll) and read by the log formatters, which write it where they
 //! would write the span (`"span":{"name":"request",...}` in JSON).
 //!

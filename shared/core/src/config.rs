@@ -1,6 +1,7 @@
 //! Configuration from environment variables in .NET style (`Section__Key`).
 //!
-//! Every key is listed in the README; a bad value fails start-up with a message naming the key.
+//! Every key, with its default and bounds, is listed in [`keys`], which docs/configuration.md
+//! shows; a bad value fails start-up with a message naming the key.
 
 use secrecy::SecretString;
 use std::collections::BTreeMap;
@@ -9,6 +10,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::queues::QueueName;
+
+pub mod keys;
 
 /// Which adapter set backs the ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,10 +86,10 @@ impl AiSettings {
             model: model.into(),
             base_url: base_url.into(),
             base_url_configured: false,
-            timeout: Duration::from_secs(25),
-            requests_per_hour: 30,
-            tokens_per_day: 200_000,
-            service_tokens_per_day: 5_000_000,
+            timeout: Duration::from_secs(keys::AI_TIMEOUT_SECONDS.default_number()),
+            requests_per_hour: keys::AI_REQUESTS_PER_HOUR.default_number() as u32,
+            tokens_per_day: keys::AI_TOKENS_PER_DAY.default_number(),
+            service_tokens_per_day: keys::AI_SERVICE_TOKENS_PER_DAY.default_number(),
         }
     }
 }
@@ -116,14 +119,14 @@ pub struct SharepackSettings {
 impl Default for SharepackSettings {
     fn default() -> Self {
         Self {
-            max_direct_bytes: 4 * 1024 * 1024,
-            max_bytes: 100 * 1024 * 1024,
-            max_entries: 2_000,
-            max_uncompressed_bytes: 512 * 1024 * 1024,
-            max_ratio: 200,
-            max_per_user: 100,
-            max_bytes_per_user: 1024 * 1024 * 1024,
-            uploads_per_minute: 10,
+            max_direct_bytes: keys::SHAREPACKS_MAX_DIRECT_BYTES.default_number(),
+            max_bytes: keys::SHAREPACKS_MAX_BYTES.default_number(),
+            max_entries: keys::SHAREPACKS_MAX_ENTRIES.default_number() as usize,
+            max_uncompressed_bytes: keys::SHAREPACKS_MAX_UNCOMPRESSED_BYTES.default_number(),
+            max_ratio: keys::SHAREPACKS_MAX_RATIO.default_number(),
+            max_per_user: keys::SHAREPACKS_MAX_PER_USER.default_number() as u32,
+            max_bytes_per_user: keys::SHAREPACKS_MAX_BYTES_PER_USER.default_number(),
+            uploads_per_minute: keys::SHAREPACKS_UPLOADS_PER_MINUTE.default_number() as u32,
         }
     }
 }
@@ -164,15 +167,19 @@ impl Default for AuthSettings {
     fn default() -> Self {
         Self {
             public_url: None,
-            login_attempts_per_account: 10,
-            attempts_per_address: 100,
-            provider_starts_per_address: 10,
-            rate_window_secs: 300,
-            failed_logins_per_account: 50,
-            guarded_attempts_per_address: 3,
-            failed_login_window_secs: 3600,
+            login_attempts_per_account: keys::AUTH_LOGIN_ATTEMPTS_PER_ACCOUNT.default_number()
+                as u32,
+            attempts_per_address: keys::AUTH_ATTEMPTS_PER_ADDRESS.default_number() as u32,
+            provider_starts_per_address: keys::AUTH_PROVIDER_STARTS_PER_ADDRESS.default_number()
+                as u32,
+            rate_window_secs: keys::AUTH_RATE_WINDOW_SECONDS.default_number() as i64,
+            failed_logins_per_account: keys::AUTH_FAILED_LOGINS_PER_ACCOUNT.default_number() as u32,
+            guarded_attempts_per_address: keys::AUTH_GUARDED_ATTEMPTS_PER_ADDRESS.default_number()
+                as u32,
+            failed_login_window_secs: keys::AUTH_FAILED_LOGIN_WINDOW_SECONDS.default_number()
+                as i64,
             hashing_threads: crate::cores::cores(),
-            hashing_wait: Duration::from_millis(2000),
+            hashing_wait: Duration::from_millis(keys::AUTH_HASHING_WAIT_MILLIS.default_number()),
             providers: Vec::new(),
         }
     }
@@ -227,7 +234,7 @@ fn avatar_hosts(v: &str) -> Result<Vec<String>, ConfigError> {
                 .is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()));
         if !named || host.len() > 253 {
             return Err(bad(
-                "Pages__AvatarHosts",
+                keys::PAGES_AVATAR_HOSTS.name,
                 &format!("{host:?} is not a host name (such as cdn.discordapp.com)"),
             ));
         }
@@ -392,36 +399,45 @@ impl Settings {
     pub fn embedded(data_dir: impl Into<PathBuf>, address: SocketAddr) -> Self {
         Self {
             address,
-            header_read_timeout: Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(
+                keys::SERVER_HEADER_READ_TIMEOUT_SECONDS.default_number(),
+            ),
             data_dir: data_dir.into(),
             backend: Backend::Embedded,
-            table_prefix: "paddock-".into(),
+            table_prefix: keys::STORE_TABLE_PREFIX.default_text().into(),
             create_resources: false,
             bucket: None,
             queue_urls: BTreeMap::new(),
-            visibility: Duration::from_secs(60),
-            max_receives: 5,
+            visibility: Duration::from_secs(keys::QUEUE_VISIBILITY_SECONDS.default_number()),
+            max_receives: keys::QUEUE_MAX_RECEIVES.default_number() as u32,
             secret_id: None,
-            secrets_refresh: Duration::from_secs(300),
+            secrets_refresh: Duration::from_secs(keys::SECRETS_REFRESH_SECONDS.default_number()),
             jwt: JwtSettings {
-                issuer: "paddock".into(),
-                audience: "paddock-desktop".into(),
-                expiry_minutes: 60,
+                issuer: keys::JWT_ISSUER.default_text().into(),
+                audience: keys::JWT_AUDIENCE.default_text().into(),
+                expiry_minutes: keys::JWT_EXPIRY_MINUTES.default_number() as u32,
             },
-            max_body_bytes: 1024 * 1024,
-            request_timeout: Duration::from_secs(25),
+            max_body_bytes: keys::HTTP_MAX_BODY_BYTES.default_number() as usize,
+            request_timeout: Duration::from_secs(keys::HTTP_TIMEOUT_SECONDS.default_number()),
             log_format: LogFormat::Pretty,
-            metrics_namespace: "Paddock".into(),
+            metrics_namespace: keys::METRICS_NAMESPACE.default_text().into(),
             auth: AuthSettings::default(),
-            uploads_per_minute: 30,
-            feed_posts_per_minute: 10,
-            exports_per_hour: 6,
-            new_boards_per_day: 50,
-            token_requests_per_minute: 120,
-            leaderboard_cache: Duration::from_secs(5),
-            leaderboard_cache_bytes: 32 << 20,
-            retention_first_run: Duration::from_secs(120),
-            retention_interval: Duration::from_secs(3600),
+            uploads_per_minute: keys::LIMITS_UPLOADS_PER_MINUTE.default_number() as u32,
+            feed_posts_per_minute: keys::LIMITS_FEED_POSTS_PER_MINUTE.default_number() as u32,
+            exports_per_hour: keys::LIMITS_EXPORTS_PER_HOUR.default_number() as u32,
+            new_boards_per_day: keys::LIMITS_NEW_BOARDS_PER_DAY.default_number() as u32,
+            token_requests_per_minute: keys::LIMITS_TOKEN_REQUESTS_PER_MINUTE.default_number()
+                as u32,
+            leaderboard_cache: Duration::from_secs(
+                keys::LEADERBOARDS_CACHE_SECONDS.default_number(),
+            ),
+            leaderboard_cache_bytes: keys::LEADERBOARDS_CACHE_MEGABYTES.default_number() << 20,
+            retention_first_run: Duration::from_secs(
+                keys::RETENTION_FIRST_RUN_SECONDS.default_number(),
+            ),
+            retention_interval: Duration::from_secs(
+                60 * keys::RETENTION_INTERVAL_MINUTES.default_number(),
+            ),
             ai: AiSettings::defaults(AiProvider::Anthropic),
             sharepacks: SharepackSettings::default(),
             pages: PageSettings::default(),
@@ -442,40 +458,44 @@ impl Settings {
                 .map(|v| v.trim().to_owned())
                 .filter(|v| !v.is_empty())
         };
-        let mut s = Self::embedded("./data", SocketAddr::from(([127, 0, 0, 1], 8080)));
-        if let Some(v) = get("Server__Address") {
+        // The stated default address is checked by the list's tests (it parses to this one).
+        let mut s = Self::embedded(
+            keys::DATA_DIR.default_text(),
+            SocketAddr::from(([127, 0, 0, 1], 8080)),
+        );
+        if let Some(v) = get(keys::SERVER_ADDRESS.name) {
             s.address = parse(
-                "Server__Address",
+                keys::SERVER_ADDRESS.name,
                 &v,
                 "a socket address such as 127.0.0.1:8080",
             )?;
         }
-        if let Some(v) = get("Server__HeaderReadTimeoutSeconds") {
+        if let Some(v) = get(keys::SERVER_HEADER_READ_TIMEOUT_SECONDS.name) {
             s.header_read_timeout =
-                Duration::from_secs(bounded("Server__HeaderReadTimeoutSeconds", &v, 1, 300)?);
+                Duration::from_secs(keys::SERVER_HEADER_READ_TIMEOUT_SECONDS.whole_number(&v)?);
         }
-        if let Some(v) = get("Data__Dir") {
+        if let Some(v) = get(keys::DATA_DIR.name) {
             s.data_dir = v.into();
         }
-        if let Some(v) = get("Store__Backend") {
+        if let Some(v) = get(keys::STORE_BACKEND.name) {
             s.backend = match v.to_ascii_lowercase().as_str() {
                 "embedded" | "local" | "sqlite" => Backend::Embedded,
                 "aws" | "dynamodb" => Backend::Aws,
-                _ => return Err(bad("Store__Backend", "must be `embedded` or `aws`")),
+                _ => return Err(bad(keys::STORE_BACKEND.name, "must be `embedded` or `aws`")),
             };
         }
-        if let Some(v) = get("Store__TablePrefix") {
+        if let Some(v) = get(keys::STORE_TABLE_PREFIX.name) {
             s.table_prefix = v;
         }
-        if let Some(v) = get("Store__CreateResources") {
-            s.create_resources = parse("Store__CreateResources", &v, "true or false")?;
+        if let Some(v) = get(keys::STORE_CREATE_RESOURCES.name) {
+            s.create_resources = parse(keys::STORE_CREATE_RESOURCES.name, &v, "true or false")?;
         }
-        s.bucket = get("Blobs__Bucket");
+        s.bucket = get(keys::BLOBS_BUCKET.name);
         for queue in QueueName::ALL {
             let section = queue.config_section();
             let urls = QueueUrls {
-                url: get(&format!("Queue__{section}__Url")),
-                dead_letter_url: get(&format!("Queue__{section}__DeadLetterUrl")),
+                url: get(&keys::QUEUE_URL.name.replace("<Queue>", section)),
+                dead_letter_url: get(&keys::QUEUE_DEAD_LETTER_URL.name.replace("<Queue>", section)),
             };
             if urls.url.is_some() || urls.dead_letter_url.is_some() {
                 s.queue_urls.insert(queue, urls);
@@ -483,167 +503,157 @@ impl Settings {
         }
         s.ai = ai_settings(&get)?;
         let packs = &mut s.sharepacks;
-        for (key, target, min, max) in [
+        for (key, target) in [
             (
-                "Sharepacks__MaxDirectBytes",
+                keys::SHAREPACKS_MAX_DIRECT_BYTES,
                 &mut packs.max_direct_bytes,
-                1,
-                6_000_000,
             ),
+            (keys::SHAREPACKS_MAX_BYTES, &mut packs.max_bytes),
             (
-                "Sharepacks__MaxBytes",
-                &mut packs.max_bytes,
-                1,
-                5_000_000_000,
-            ),
-            (
-                "Sharepacks__MaxUncompressedBytes",
+                keys::SHAREPACKS_MAX_UNCOMPRESSED_BYTES,
                 &mut packs.max_uncompressed_bytes,
-                1,
-                100_000_000_000,
             ),
-            ("Sharepacks__MaxRatio", &mut packs.max_ratio, 2, 100_000),
+            (keys::SHAREPACKS_MAX_RATIO, &mut packs.max_ratio),
             (
-                "Sharepacks__MaxBytesPerUser",
+                keys::SHAREPACKS_MAX_BYTES_PER_USER,
                 &mut packs.max_bytes_per_user,
-                1,
-                1_000_000_000_000,
             ),
         ] {
-            if let Some(v) = get(key) {
-                *target = bounded(key, &v, min, max)?;
+            if let Some(v) = get(key.name) {
+                *target = key.whole_number(&v)?;
             }
         }
-        if let Some(v) = get("Sharepacks__MaxEntries") {
-            packs.max_entries = bounded("Sharepacks__MaxEntries", &v, 1, 65_535)? as usize;
+        if let Some(v) = get(keys::SHAREPACKS_MAX_ENTRIES.name) {
+            packs.max_entries = keys::SHAREPACKS_MAX_ENTRIES.whole_number(&v)? as usize;
         }
-        if let Some(v) = get("Sharepacks__MaxPerUser") {
-            packs.max_per_user = bounded("Sharepacks__MaxPerUser", &v, 1, 1_000_000)? as u32;
+        if let Some(v) = get(keys::SHAREPACKS_MAX_PER_USER.name) {
+            packs.max_per_user = keys::SHAREPACKS_MAX_PER_USER.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Sharepacks__UploadsPerMinute") {
-            packs.uploads_per_minute =
-                bounded("Sharepacks__UploadsPerMinute", &v, 1, 1_000_000)? as u32;
+        if let Some(v) = get(keys::SHAREPACKS_UPLOADS_PER_MINUTE.name) {
+            packs.uploads_per_minute = keys::SHAREPACKS_UPLOADS_PER_MINUTE.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Retention__FirstRunSeconds") {
+        if let Some(v) = get(keys::RETENTION_FIRST_RUN_SECONDS.name) {
             s.retention_first_run =
-                Duration::from_secs(bounded("Retention__FirstRunSeconds", &v, 0, 86_400)?);
+                Duration::from_secs(keys::RETENTION_FIRST_RUN_SECONDS.whole_number(&v)?);
         }
-        if let Some(v) = get("Retention__IntervalMinutes") {
+        if let Some(v) = get(keys::RETENTION_INTERVAL_MINUTES.name) {
             s.retention_interval =
-                Duration::from_secs(60 * bounded("Retention__IntervalMinutes", &v, 1, 10_080)?);
+                Duration::from_secs(60 * keys::RETENTION_INTERVAL_MINUTES.whole_number(&v)?);
         }
-        if let Some(v) = get("Queue__VisibilitySeconds") {
-            s.visibility = Duration::from_secs(bounded("Queue__VisibilitySeconds", &v, 1, 43_200)?);
+        if let Some(v) = get(keys::QUEUE_VISIBILITY_SECONDS.name) {
+            s.visibility = Duration::from_secs(keys::QUEUE_VISIBILITY_SECONDS.whole_number(&v)?);
         }
-        if let Some(v) = get("Queue__MaxReceives") {
-            s.max_receives = bounded("Queue__MaxReceives", &v, 1, 1000)? as u32;
+        if let Some(v) = get(keys::QUEUE_MAX_RECEIVES.name) {
+            s.max_receives = keys::QUEUE_MAX_RECEIVES.whole_number(&v)? as u32;
         }
-        s.secret_id = get("Secrets__Id");
-        if let Some(v) = get("Secrets__RefreshSeconds") {
+        s.secret_id = get(keys::SECRETS_ID.name);
+        if let Some(v) = get(keys::SECRETS_REFRESH_SECONDS.name) {
             s.secrets_refresh =
-                Duration::from_secs(bounded("Secrets__RefreshSeconds", &v, 0, 86_400)?);
+                Duration::from_secs(keys::SECRETS_REFRESH_SECONDS.whole_number(&v)?);
         }
-        if let Some(v) = get("Jwt__Issuer") {
+        if let Some(v) = get(keys::JWT_ISSUER.name) {
             s.jwt.issuer = v;
         }
-        if let Some(v) = get("Jwt__Audience") {
+        if let Some(v) = get(keys::JWT_AUDIENCE.name) {
             s.jwt.audience = v;
         }
-        if let Some(v) = get("Jwt__ExpiryMinutes") {
-            s.jwt.expiry_minutes = bounded("Jwt__ExpiryMinutes", &v, 1, 24 * 60)? as u32;
+        if let Some(v) = get(keys::JWT_EXPIRY_MINUTES.name) {
+            s.jwt.expiry_minutes = keys::JWT_EXPIRY_MINUTES.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Http__MaxBodyBytes") {
-            s.max_body_bytes = bounded("Http__MaxBodyBytes", &v, 1024, 512 * 1024 * 1024)? as usize;
+        if let Some(v) = get(keys::HTTP_MAX_BODY_BYTES.name) {
+            s.max_body_bytes = keys::HTTP_MAX_BODY_BYTES.whole_number(&v)? as usize;
         }
-        if let Some(v) = get("Http__TimeoutSeconds") {
-            s.request_timeout = Duration::from_secs(bounded("Http__TimeoutSeconds", &v, 1, 900)?);
+        if let Some(v) = get(keys::HTTP_TIMEOUT_SECONDS.name) {
+            s.request_timeout = Duration::from_secs(keys::HTTP_TIMEOUT_SECONDS.whole_number(&v)?);
         }
-        if let Some(v) = get("Log__Format") {
+        if let Some(v) = get(keys::LOG_FORMAT.name) {
             s.log_format = match v.to_ascii_lowercase().as_str() {
                 "json" => LogFormat::Json,
                 "pretty" | "text" => LogFormat::Pretty,
-                _ => return Err(bad("Log__Format", "must be `json` or `pretty`")),
+                _ => return Err(bad(keys::LOG_FORMAT.name, "must be `json` or `pretty`")),
             };
         }
-        if let Some(v) = get("Metrics__Namespace") {
+        if let Some(v) = get(keys::METRICS_NAMESPACE.name) {
             // CloudWatch: 1 to 255 characters of letters, digits and `.-_/#:`, not starting
             // with a colon.
             let allowed = |c: char| c.is_ascii_alphanumeric() || ".-_/#: ".contains(c);
             if v.len() > 255 || v.starts_with(':') || !v.chars().all(allowed) {
                 return Err(bad(
-                    "Metrics__Namespace",
+                    keys::METRICS_NAMESPACE.name,
                     "must be at most 255 letters, digits, spaces and .-_/#: (not starting with :)",
                 ));
             }
             s.metrics_namespace = v;
         }
         let a = &mut s.auth;
-        a.public_url = get("Auth__PublicUrl").map(|u| u.trim_end_matches('/').to_owned());
-        if let Some(v) = get("Auth__LoginAttemptsPerAccount") {
+        a.public_url = get(keys::AUTH_PUBLIC_URL.name).map(|u| u.trim_end_matches('/').to_owned());
+        if let Some(v) = get(keys::AUTH_LOGIN_ATTEMPTS_PER_ACCOUNT.name) {
             a.login_attempts_per_account =
-                bounded("Auth__LoginAttemptsPerAccount", &v, 1, 100_000)? as u32;
+                keys::AUTH_LOGIN_ATTEMPTS_PER_ACCOUNT.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Auth__AttemptsPerAddress") {
-            a.attempts_per_address = bounded("Auth__AttemptsPerAddress", &v, 1, 1_000_000)? as u32;
+        if let Some(v) = get(keys::AUTH_ATTEMPTS_PER_ADDRESS.name) {
+            a.attempts_per_address = keys::AUTH_ATTEMPTS_PER_ADDRESS.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Auth__ProviderStartsPerAddress") {
+        if let Some(v) = get(keys::AUTH_PROVIDER_STARTS_PER_ADDRESS.name) {
             a.provider_starts_per_address =
-                bounded("Auth__ProviderStartsPerAddress", &v, 1, 1_000_000)? as u32;
+                keys::AUTH_PROVIDER_STARTS_PER_ADDRESS.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Auth__RateWindowSeconds") {
-            a.rate_window_secs = bounded("Auth__RateWindowSeconds", &v, 1, 86_400)? as i64;
+        if let Some(v) = get(keys::AUTH_RATE_WINDOW_SECONDS.name) {
+            a.rate_window_secs = keys::AUTH_RATE_WINDOW_SECONDS.whole_number(&v)? as i64;
         }
-        if let Some(v) = get("Auth__FailedLoginsPerAccount") {
+        if let Some(v) = get(keys::AUTH_FAILED_LOGINS_PER_ACCOUNT.name) {
             a.failed_logins_per_account =
-                bounded("Auth__FailedLoginsPerAccount", &v, 1, 1_000_000)? as u32;
+                keys::AUTH_FAILED_LOGINS_PER_ACCOUNT.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Auth__GuardedAttemptsPerAddress") {
+        if let Some(v) = get(keys::AUTH_GUARDED_ATTEMPTS_PER_ADDRESS.name) {
             a.guarded_attempts_per_address =
-                bounded("Auth__GuardedAttemptsPerAddress", &v, 1, 1_000)? as u32;
+                keys::AUTH_GUARDED_ATTEMPTS_PER_ADDRESS.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Auth__FailedLoginWindowSeconds") {
+        if let Some(v) = get(keys::AUTH_FAILED_LOGIN_WINDOW_SECONDS.name) {
             a.failed_login_window_secs =
-                bounded("Auth__FailedLoginWindowSeconds", &v, 1, 7 * 86_400)? as i64;
+                keys::AUTH_FAILED_LOGIN_WINDOW_SECONDS.whole_number(&v)? as i64;
         }
-        if let Some(v) = get("Auth__HashingThreads") {
-            a.hashing_threads = bounded("Auth__HashingThreads", &v, 1, 256)? as usize;
+        if let Some(v) = get(keys::AUTH_HASHING_THREADS.name) {
+            a.hashing_threads = keys::AUTH_HASHING_THREADS.whole_number(&v)? as usize;
         }
-        if let Some(v) = get("Auth__HashingWaitMillis") {
+        if let Some(v) = get(keys::AUTH_HASHING_WAIT_MILLIS.name) {
             a.hashing_wait =
-                Duration::from_millis(bounded("Auth__HashingWaitMillis", &v, 1, 60_000)?);
+                Duration::from_millis(keys::AUTH_HASHING_WAIT_MILLIS.whole_number(&v)?);
         }
         a.providers = providers(vars)?;
-        if let Some(v) = get("Limits__UploadsPerMinute") {
-            s.uploads_per_minute = bounded("Limits__UploadsPerMinute", &v, 1, 1_000_000)? as u32;
+        if let Some(v) = get(keys::LIMITS_UPLOADS_PER_MINUTE.name) {
+            s.uploads_per_minute = keys::LIMITS_UPLOADS_PER_MINUTE.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Limits__FeedPostsPerMinute") {
-            s.feed_posts_per_minute =
-                bounded("Limits__FeedPostsPerMinute", &v, 1, 1_000_000)? as u32;
+        if let Some(v) = get(keys::LIMITS_FEED_POSTS_PER_MINUTE.name) {
+            s.feed_posts_per_minute = keys::LIMITS_FEED_POSTS_PER_MINUTE.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Limits__ExportsPerHour") {
-            s.exports_per_hour = bounded("Limits__ExportsPerHour", &v, 1, 1_000_000)? as u32;
+        if let Some(v) = get(keys::LIMITS_EXPORTS_PER_HOUR.name) {
+            s.exports_per_hour = keys::LIMITS_EXPORTS_PER_HOUR.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Limits__NewBoardsPerDay") {
-            s.new_boards_per_day = bounded("Limits__NewBoardsPerDay", &v, 1, 1_000_000)? as u32;
+        if let Some(v) = get(keys::LIMITS_NEW_BOARDS_PER_DAY.name) {
+            s.new_boards_per_day = keys::LIMITS_NEW_BOARDS_PER_DAY.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Limits__TokenRequestsPerMinute") {
+        if let Some(v) = get(keys::LIMITS_TOKEN_REQUESTS_PER_MINUTE.name) {
             s.token_requests_per_minute =
-                bounded("Limits__TokenRequestsPerMinute", &v, 1, 1_000_000)? as u32;
+                keys::LIMITS_TOKEN_REQUESTS_PER_MINUTE.whole_number(&v)? as u32;
         }
-        if let Some(v) = get("Leaderboards__CacheSeconds") {
+        if let Some(v) = get(keys::LEADERBOARDS_CACHE_SECONDS.name) {
             s.leaderboard_cache =
-                Duration::from_secs(bounded("Leaderboards__CacheSeconds", &v, 0, 3600)?);
+                Duration::from_secs(keys::LEADERBOARDS_CACHE_SECONDS.whole_number(&v)?);
         }
-        if let Some(v) = get("Leaderboards__CacheMegabytes") {
-            s.leaderboard_cache_bytes = bounded("Leaderboards__CacheMegabytes", &v, 1, 4096)? << 20;
+        if let Some(v) = get(keys::LEADERBOARDS_CACHE_MEGABYTES.name) {
+            s.leaderboard_cache_bytes = keys::LEADERBOARDS_CACHE_MEGABYTES.whole_number(&v)? << 20;
         }
-        if let Some(v) = get("Pages__AvatarHosts") {
+        if let Some(v) = get(keys::PAGES_AVATAR_HOSTS.name) {
             s.pages.avatar_hosts = avatar_hosts(&v)?;
         }
         if s.backend == Backend::Aws {
             // Queue URLs are checked by the functions that use them (see the wiring).
             if s.bucket.is_none() && !s.create_resources {
-                return Err(bad("Blobs__Bucket", "is required when Store__Backend=aws"));
+                return Err(bad(
+                    keys::BLOBS_BUCKET.name,
+                    "is required when Store__Backend=aws",
+                ));
             }
         }
         Ok(s)
@@ -662,12 +672,12 @@ impl ProviderSource {
     /// The configuration key an error about `field` names.
     fn key(self, field: &str) -> &'static str {
         match (self, field) {
-            (Self::Json, _) => "Auth__ProvidersJson",
-            (Self::Variables, "Kind") => "Auth__Providers__<name>__Kind",
-            (Self::Variables, "ClientId") => "Auth__Providers__<name>__ClientId",
-            (Self::Variables, "Issuer") => "Auth__Providers__<name>__Issuer",
+            (Self::Json, _) => keys::AUTH_PROVIDERS_JSON.name,
+            (Self::Variables, "Kind") => keys::AUTH_PROVIDER_KIND.name,
+            (Self::Variables, "ClientId") => keys::AUTH_PROVIDER_CLIENT_ID.name,
+            (Self::Variables, "Issuer") => keys::AUTH_PROVIDER_ISSUER.name,
             (Self::Variables, "TrustEmailVerified") => {
-                "Auth__Providers__<name>__TrustEmailVerified"
+                keys::AUTH_PROVIDER_TRUST_EMAIL_VERIFIED.name
             }
             (Self::Variables, _) => "Auth__Providers",
         }
@@ -708,7 +718,7 @@ fn providers(
         out.push(provider(&name, ProviderSource::Variables, field)?);
     }
     let json = vars
-        .get("Auth__ProvidersJson")
+        .get(keys::AUTH_PROVIDERS_JSON.name)
         .map(|v| v.trim())
         .filter(|v| !v.is_empty());
     if let Some(json) = json {
@@ -716,7 +726,7 @@ fn providers(
             let set = provider(&name, ProviderSource::Json, |f| fields.get(f).cloned())?;
             if out.iter().any(|p| p.name == set.name) {
                 return Err(bad(
-                    "Auth__ProvidersJson",
+                    keys::AUTH_PROVIDERS_JSON.name,
                     &format!(
                         "provider {} is also set by Auth__Providers__{name}__* (set it one way)",
                         set.name
@@ -738,7 +748,7 @@ type ProviderFields = BTreeMap<&'static str, String>;
 /// Client secrets are refused here: this value is a template parameter, shown in the stack.
 fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigError> {
     use serde_json::Value;
-    let key = "Auth__ProvidersJson";
+    let key = keys::AUTH_PROVIDERS_JSON.name;
     let doc: Value = serde_json::from_str(text).map_err(|e| {
         bad(
             key,
@@ -918,45 +928,48 @@ fn bad(key: &'static str, reason: &str) -> ConfigError {
 
 /// The `Ai__*` keys.
 fn ai_settings(get: &impl Fn(&str) -> Option<String>) -> Result<AiSettings, ConfigError> {
-    let provider = match get("Ai__Provider").as_deref().map(str::to_ascii_lowercase) {
+    let provider = match get(keys::AI_PROVIDER.name)
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+    {
         None => AiProvider::Anthropic,
         Some(p) if p == "anthropic" => AiProvider::Anthropic,
         Some(p) if p == "openai" => AiProvider::OpenAi,
         Some(p) => {
             return Err(bad(
-                "Ai__Provider",
+                keys::AI_PROVIDER.name,
                 &format!("{p:?} is not anthropic or openai"),
             ));
         }
     };
     let mut ai = AiSettings::defaults(provider);
-    if let Some(model) = get("Ai__Model") {
+    if let Some(model) = get(keys::AI_MODEL.name) {
         ai.model = model;
     }
-    if let Some(url) = get("Ai__BaseUrl") {
+    if let Some(url) = get(keys::AI_BASE_URL.name) {
         let parsed = url::Url::parse(&url).ok().filter(|u| {
             matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty())
         });
         if parsed.is_none() {
             return Err(bad(
-                "Ai__BaseUrl",
+                keys::AI_BASE_URL.name,
                 &format!("{url:?} is not an http(s) URL"),
             ));
         }
         ai.base_url = url.trim_end_matches('/').to_owned();
         ai.base_url_configured = true;
     }
-    if let Some(v) = get("Ai__TimeoutSeconds") {
-        ai.timeout = Duration::from_secs(bounded("Ai__TimeoutSeconds", &v, 1, 28)?);
+    if let Some(v) = get(keys::AI_TIMEOUT_SECONDS.name) {
+        ai.timeout = Duration::from_secs(keys::AI_TIMEOUT_SECONDS.whole_number(&v)?);
     }
-    if let Some(v) = get("Ai__RequestsPerHour") {
-        ai.requests_per_hour = bounded("Ai__RequestsPerHour", &v, 1, 1_000_000)? as u32;
+    if let Some(v) = get(keys::AI_REQUESTS_PER_HOUR.name) {
+        ai.requests_per_hour = keys::AI_REQUESTS_PER_HOUR.whole_number(&v)? as u32;
     }
-    if let Some(v) = get("Ai__TokensPerDay") {
-        ai.tokens_per_day = bounded("Ai__TokensPerDay", &v, 1, 1_000_000_000)?;
+    if let Some(v) = get(keys::AI_TOKENS_PER_DAY.name) {
+        ai.tokens_per_day = keys::AI_TOKENS_PER_DAY.whole_number(&v)?;
     }
-    if let Some(v) = get("Ai__ServiceTokensPerDay") {
-        ai.service_tokens_per_day = bounded("Ai__ServiceTokensPerDay", &v, 1, 1_000_000_000_000)?;
+    if let Some(v) = get(keys::AI_SERVICE_TOKENS_PER_DAY.name) {
+        ai.service_tokens_per_day = keys::AI_SERVICE_TOKENS_PER_DAY.whole_number(&v)?;
     }
     Ok(ai)
 }
@@ -964,14 +977,6 @@ fn ai_settings(get: &impl Fn(&str) -> Option<String>) -> Result<AiSettings, Conf
 fn parse<T: std::str::FromStr>(key: &'static str, v: &str, want: &str) -> Result<T, ConfigError> {
     v.parse()
         .map_err(|_| bad(key, &format!("{v:?} is not {want}")))
-}
-
-fn bounded(key: &'static str, v: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
-    let n: u64 = parse(key, v, "a whole number")?;
-    if !(min..=max).contains(&n) {
-        return Err(bad(key, &format!("{n} is outside {min}..={max}")));
-    }
-    Ok(n)
 }
 
 #[cfg(test)]

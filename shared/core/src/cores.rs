@@ -1,8 +1,8 @@
 //! How many threads can run at once in this process, read once.
 //!
 //! `std::thread::available_parallelism` reads the process's cgroup files (its CPU quota) on
-//! every call, a tenth of a millisecond each; a Lambda function's init asked three times (the
-//! async runtime, the password threads' default, the board cache's shards).
+//! every call, which shows in a Lambda function's init (docs/perf.md); that init asked three
+//! times (the async runtime, the password threads' default, the board cache's shards).
 
 use std::sync::OnceLock;
 

@@ -3,7 +3,7 @@
 //! `tracing-subscriber`'s own JSON format gathers each line's fields into a map of JSON values,
 //! formats a span's fields as JSON text when the span is made and decodes that text again for
 //! every line logged in the span. Every request logs a line and makes a span, so that work is
-//! on the hot path: measured by the bench (`--only health`), it was most of what the line cost.
+//! on the hot path, where it was most of what the line cost (docs/perf.md).
 //! This format writes the same members (`timestamp`, `level`, the event's fields at the top,
 //! `span` with the innermost span's name and fields) with no intermediate values.
 

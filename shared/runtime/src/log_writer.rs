@@ -4,8 +4,8 @@
 //!
 //! Why not `tracing-appender`'s non-blocking writer: it copies every line into an allocation
 //! of its own, sends it through a channel, and wakes the writer thread for nearly every line
-//! when requests come one at a time; its writer then makes one write call per line. A profile
-//! of the bench put that at about a twentieth of a cheap request's time. Here a line costs a
+//! when requests come one at a time; its writer then makes one write call per line, a share of
+//! a cheap request's time that shows (docs/perf.md). Here a line costs a
 //! copy into the buffer under a lock; the writer thread is woken at most once per batch (when
 //! a line lands in an empty buffer, or the batch reaches [`BATCH_BYTES`]) and writes the batch
 //! with one call.

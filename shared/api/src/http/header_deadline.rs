@@ -3,8 +3,8 @@
 //! hyper starts a sleep each time it waits for a request's headers and drops it once they
 //! are in, so on a kept-alive connection every request arms and removes a timer. With tokio's
 //! timer that is a boxed timer entry registered in, and removed from, the runtime's timer
-//! wheel under its lock (measured by the bench: about 0.7 us of CPU per request, more than
-//! the request's log line). The deadline is many seconds and needs no precision, so here a
+//! wheel under its lock, more CPU per request than the request's log line (docs/perf.md).
+//! The deadline is many seconds and needs no precision, so here a
 //! connection's sleeps all share one entry: arming it stores a deadline, dropping a sleep
 //! clears it, and a sweeper task wakes the connections whose deadline has passed, every
 //! [`SWEEP_EVERY`]. A connection is closed at most that much after its deadline.

@@ -149,7 +149,7 @@ async fn apply(state: &AppState, user: &AuthUser, body: ProfileUpdate) -> Result
         })
 }
 
-/// The export document (`format` 1): see the README's "Data export" section for every key.
+/// The export document (`format` 1): see docs/api-guide.md, "Profile and data control", for every key.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ExportDocument {

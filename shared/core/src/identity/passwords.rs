@@ -1,8 +1,8 @@
 //! argon2id password hashing (OWASP parameters: m=19 MiB, t=2, p=1) on a small pool of its own.
 //!
 //! Each hash needs 19 MiB of working memory. Run on tokio's blocking pool, concurrent sign-ins
-//! allocated that much each, without bound, and the allocator kept the memory afterwards (a
-//! burst of 40 registrations left the process at 750 MB). The pool here has a fixed number
+//! allocated that much each, without bound, and the allocator kept the memory afterwards
+//! (docs/perf.md has the figures). The pool here has a fixed number
 //! of threads (`Auth__HashingThreads`, default: the cores), each of which allocates its one
 //! argon2 memory block at its first hash and reuses it for every hash after, so hashing memory
 //! never grows past one block a thread. A request waits at most `Auth__HashingWaitMillis` for a free thread and

@@ -4,8 +4,8 @@
 //! most a lifetime after they expire (at a later miss).
 //!
 //! `quick_cache` rather than `moka`: a hit is a read lock on one shard and two reference-count
-//! increments; `moka`'s read also records the access for its eviction policy (measured by the
-//! bench: 0.9 us of a cached board read's CPU, against about 0.1 us).
+//! increments; `moka`'s read also records the access for its eviction policy, several times
+//! the CPU of a cached board read (docs/perf.md).
 //!
 //! Process memory holds caches only: a page is re-read once its lifetime is over, and a
 //! submission in this process drops its track's pages at once. Other processes (other
