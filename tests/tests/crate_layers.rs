@@ -160,3 +160,49 @@ fn every_function_is_a_thin_binary_over_the_runtime() {
         );
     }
 }
+
+/// The features each function enables on `paddock-runtime`, from `cargo metadata`.
+fn runtime_features() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo metadata runs");
+    let metadata: Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
+    let mut out = BTreeMap::new();
+    for package in metadata["packages"].as_array().expect("packages") {
+        let runtime = package["dependencies"]
+            .as_array()
+            .expect("dependencies")
+            .iter()
+            .find(|d| d["name"] == "paddock-runtime" && d["kind"].is_null());
+        if let Some(runtime) = runtime {
+            let features = runtime["features"]
+                .as_array()
+                .expect("features")
+                .iter()
+                .map(|f| f.as_str().unwrap().to_owned())
+                .collect();
+            out.insert(package["name"].as_str().unwrap().to_owned(), features);
+        }
+    }
+    out
+}
+
+#[test]
+fn each_group_function_links_the_aws_services_its_group_needs_and_no_other() {
+    let features = runtime_features();
+    for group in paddock_api::routes::Group::ALL {
+        let name = format!("paddock-{}", group.name());
+        let needs = group.needs();
+        let mut wanted = BTreeSet::new();
+        if needs.blobs {
+            wanted.insert("s3".to_owned());
+        }
+        if needs.secrets {
+            wanted.insert("secrets".to_owned());
+        }
+        assert_eq!(features[&name], wanted, "{name}");
+    }
+}

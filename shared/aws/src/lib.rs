@@ -2,19 +2,26 @@
 //!
 //! Endpoints come from the standard SDK configuration, so `AWS_ENDPOINT_URL_DYNAMODB`,
 //! `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_SQS` and `AWS_ENDPOINT_URL_SECRETS_MANAGER`
-//! point them at local emulators.
+//! point them at local emulators. S3, SQS and Secrets Manager are features (`s3`, `sqs`,
+//! `secretsmanager`), so a function links only the services it uses.
 
+#[cfg(feature = "s3")]
 pub mod blobs;
 pub mod items;
 pub mod on_first_use;
 pub mod provision;
+#[cfg(feature = "sqs")]
 pub mod queue;
+#[cfg(feature = "secretsmanager")]
 pub mod secrets;
 
+#[cfg(feature = "s3")]
 pub use blobs::S3BlobStore;
 pub use items::DynamoItemStore;
 pub use on_first_use::OnFirstUse;
+#[cfg(feature = "sqs")]
 pub use queue::SqsQueue;
+#[cfg(feature = "secretsmanager")]
 pub use secrets::SecretsManagerSecrets;
 
 use aws_config::{BehaviorVersion, SdkConfig};

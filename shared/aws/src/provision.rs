@@ -76,6 +76,7 @@ fn key(name: &str, kind: KeyType) -> anyhow::Result<KeySchemaElement> {
 }
 
 /// Creates `bucket` if missing.
+#[cfg(feature = "s3")]
 pub async fn create_bucket(client: &aws_sdk_s3::Client, bucket: &str) -> anyhow::Result<()> {
     match client.create_bucket().bucket(bucket).send().await {
         Ok(_) => Ok(()),
@@ -91,6 +92,7 @@ pub async fn create_bucket(client: &aws_sdk_s3::Client, bucket: &str) -> anyhow:
 }
 
 /// Creates a queue and its dead-letter queue; returns (queue URL, dead-letter URL).
+#[cfg(feature = "sqs")]
 pub async fn create_queues(
     client: &aws_sdk_sqs::Client,
     name: &str,
@@ -114,6 +116,7 @@ pub async fn create_queues(
 }
 
 /// Creates (or overwrites) a JSON secret; returns its ARN.
+#[cfg(feature = "secretsmanager")]
 pub async fn put_secret(
     client: &aws_sdk_secretsmanager::Client,
     name: &str,

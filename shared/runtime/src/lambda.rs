@@ -150,7 +150,7 @@ pub async fn serve(group: Group) -> Result<(), Error> {
         wiring = wiring.blobs().await?;
     }
     if needs.secrets {
-        wiring = wiring.secrets();
+        wiring = wiring.secrets()?;
     }
     let (settings, ports) = wiring.finish();
     let mut state = AppState::new(ports, settings);

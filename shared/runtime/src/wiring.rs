@@ -56,7 +56,7 @@ pub async fn aws_ports(settings: &mut Settings, clock: Arc<dyn Clock>) -> anyhow
         .await?
         .queues(&QueueName::ALL)
         .await?
-        .secrets();
+        .secrets()?;
     let (wired_settings, ports) = wiring.finish();
     *settings = wired_settings;
     Ok(ports)
@@ -65,10 +65,18 @@ pub async fn aws_ports(settings: &mut Settings, clock: Arc<dyn Clock>) -> anyhow
 /// Builds AWS ports one service at a time.
 ///
 /// A Lambda function calls only the methods for the services it uses; the SDK clients of the
-/// others are then never referenced, and the linker leaves them out of its binary. Ports that
-/// are not wired answer `Unavailable` ([`Unwired`]).
+/// others are then never referenced, and the linker leaves them out of its binary; the
+/// services other than DynamoDB are features of this crate besides, so a function's
+/// `Cargo.toml` states which it uses. Ports that are not wired answer `Unavailable`
+/// ([`Unwired`]).
 pub struct AwsWiring {
     settings: Settings,
+    // The configuration the other services' clients are built from (none in a binary that
+    // wires DynamoDB only).
+    #[cfg_attr(
+        not(any(feature = "s3", feature = "sqs", feature = "secrets")),
+        allow(dead_code)
+    )]
     sdk: aws_config::SdkConfig,
     ports: Ports,
 }
@@ -104,7 +112,15 @@ impl AwsWiring {
     ///
     /// The client is built at the first blob call ([`paddock_aws::OnFirstUse`]), unless the bucket is
     /// created now.
-    pub async fn blobs(mut self) -> anyhow::Result<Self> {
+    pub async fn blobs(self) -> anyhow::Result<Self> {
+        #[cfg(feature = "s3")]
+        return self.with_s3().await;
+        #[cfg(not(feature = "s3"))]
+        anyhow::bail!(unlinked("s3", "the blob store"))
+    }
+
+    #[cfg(feature = "s3")]
+    async fn with_s3(mut self) -> anyhow::Result<Self> {
         let client = if self.settings.create_resources {
             let s3 = s3_client(&self.sdk);
             let bucket = self
@@ -129,7 +145,15 @@ impl AwsWiring {
     /// Adds the SQS queues `names` (`Queue__<name>__Url`, `Queue__<name>__DeadLetterUrl`);
     /// with `Store__CreateResources`, missing ones are created as `paddock-<name>` with a
     /// `-dlq` beside them.
-    pub async fn queues(mut self, names: &[QueueName]) -> anyhow::Result<Self> {
+    pub async fn queues(self, names: &[QueueName]) -> anyhow::Result<Self> {
+        #[cfg(feature = "sqs")]
+        return self.with_sqs(names).await;
+        #[cfg(not(feature = "sqs"))]
+        anyhow::bail!(unlinked("sqs", &format!("the queues {names:?}")))
+    }
+
+    #[cfg(feature = "sqs")]
+    async fn with_sqs(mut self, names: &[QueueName]) -> anyhow::Result<Self> {
         let sqs = aws_sdk_sqs::Client::new(&self.sdk);
         for &name in names {
             let urls = self.settings.queue_urls.entry(name).or_default();
@@ -159,8 +183,11 @@ impl AwsWiring {
     /// Adds the secret source: Secrets Manager when `Secrets__Id` names a secret (its client
     /// built at the first read, [`paddock_aws::OnFirstUse`]), else
     /// secrets generated and kept in the data directory (emulator runs).
-    pub fn secrets(mut self) -> Self {
+    pub fn secrets(mut self) -> anyhow::Result<Self> {
         self.ports.secrets = match &self.settings.secret_id {
+            #[cfg(not(feature = "secrets"))]
+            Some(_) => anyhow::bail!(unlinked("secrets", "Secrets Manager")),
+            #[cfg(feature = "secrets")]
             Some(id) => {
                 let sdk = self.sdk.clone();
                 let client =
@@ -175,7 +202,7 @@ impl AwsWiring {
                 GENERATED_SECRETS,
             )),
         };
-        self
+        Ok(self)
     }
 
     /// The settings (with names filled in by provisioning) and the wired ports.
@@ -184,7 +211,17 @@ impl AwsWiring {
     }
 }
 
+/// Why a service cannot be wired: this binary was built without its feature.
+#[cfg(not(all(feature = "s3", feature = "sqs", feature = "secrets")))]
+fn unlinked(feature: &str, what: &str) -> String {
+    format!(
+        "{what} cannot be wired: this binary is built without the `{feature}` feature of \
+         paddock-runtime"
+    )
+}
+
 /// An S3 client; path-style addressing when an endpoint override points at an emulator.
+#[cfg(feature = "s3")]
 pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     let path_style = std::env::var_os("AWS_ENDPOINT_URL_S3").is_some()
         || std::env::var_os("AWS_ENDPOINT_URL").is_some();
