@@ -7,7 +7,7 @@
 
 use paddock_core::ids::TrackId;
 use paddock_core::ids::UserId;
-use paddock_core::leaderboards::board::{BoardId, Row, TRACK_INDEX_PREFIX};
+use paddock_core::leaderboards::board::{BoardId, BoardScope, Row, TRACK_INDEX_PREFIX};
 use paddock_core::leaderboards::reads as board_reads;
 use paddock_core::leaderboards::{rank_counts, vehicles};
 use paddock_core::ports::Ports;
@@ -83,11 +83,11 @@ pub(crate) async fn board_page(
     let (listed, car) = futures::try_join!(
         vehicles::list(ports, &board.track, CARS_SHOWN, None),
         async {
-            match &board.vehicle {
-                Some(car) => vehicles::read_count(ports, &board.track, car)
+            match &board.scope {
+                BoardScope::Car(car) => vehicles::read_count(ports, &board.track, car)
                     .await
                     .map(|c| (c.drivers > 0).then_some(c.vehicle_name)),
-                None => Ok(None),
+                BoardScope::Track => Ok(None),
             }
         }
     )?;

@@ -6,11 +6,6 @@ use std::sync::Arc;
 
 use super::envelope::Envelope;
 pub use super::error_cause::ErrorCause;
-use paddock_core::identity::passwords::PasswordError;
-use paddock_core::identity::rate_limits::{LimitError, RateLimited};
-use paddock_core::identity::signing_keys::SigningKeyError;
-use paddock_core::ports::{BlobError, QueueError, SecretError, StoreError};
-use paddock_core::problems::FieldProblems;
 
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
 /// carries the cause, which is logged with the request id and never sent.
@@ -148,93 +143,5 @@ impl IntoResponse for ApiError {
                 .insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         }
         response
-    }
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Unavailable(_) => Self::Backend {
-                message: "storage is temporarily unavailable, please retry".into(),
-                cause: anyhow::Error::new(e),
-            },
-            StoreError::Conflict => Self::Conflict("a concurrent change won, please retry".into()),
-            StoreError::InvalidCursor => {
-                Self::invalid("cursor", "is not a cursor this list returned")
-            }
-            other => Self::Internal(anyhow::Error::new(other)),
-        }
-    }
-}
-
-impl From<BlobError> for ApiError {
-    fn from(e: BlobError) -> Self {
-        match e {
-            BlobError::Unavailable(_) => Self::Backend {
-                message: "file storage is temporarily unavailable, please retry".into(),
-                cause: anyhow::Error::new(e),
-            },
-            BlobError::InvalidKey(_) => Self::Internal(anyhow::Error::new(e)),
-        }
-    }
-}
-
-impl From<QueueError> for ApiError {
-    fn from(e: QueueError) -> Self {
-        Self::Internal(anyhow::Error::new(e))
-    }
-}
-
-impl From<SecretError> for ApiError {
-    fn from(e: SecretError) -> Self {
-        Self::Internal(anyhow::Error::new(e))
-    }
-}
-
-impl From<RateLimited> for ApiError {
-    fn from(e: RateLimited) -> Self {
-        Self::TooManyRequests {
-            message: e.to_string(),
-            retry_after_secs: e.retry_after_secs,
-        }
-    }
-}
-
-impl From<LimitError> for ApiError {
-    fn from(e: LimitError) -> Self {
-        match e {
-            LimitError::Limited(l) => l.into(),
-            LimitError::Store(s) => s.into(),
-        }
-    }
-}
-
-impl From<PasswordError> for ApiError {
-    fn from(e: PasswordError) -> Self {
-        match e {
-            PasswordError::Busy { retry_after_secs } => Self::Busy {
-                message: "the server is busy signing other drivers in, please retry".into(),
-                retry_after_secs,
-            },
-            PasswordError::Failed(cause) => Self::Internal(anyhow::anyhow!(cause)),
-        }
-    }
-}
-
-impl From<SigningKeyError> for ApiError {
-    fn from(e: SigningKeyError) -> Self {
-        match e {
-            SigningKeyError::Secrets(s) => s.into(),
-            other => Self::Backend {
-                message: other.to_string(),
-                cause: anyhow::Error::new(other),
-            },
-        }
-    }
-}
-
-impl From<FieldProblems> for ApiError {
-    fn from(e: FieldProblems) -> Self {
-        Self::BadRequest(e.to_string())
     }
 }

@@ -4,6 +4,7 @@ pub mod auth_user;
 pub(crate) mod case_insensitive;
 pub(crate) mod conditional;
 pub(crate) mod deadline;
+mod domain_errors;
 pub mod envelope;
 pub mod error;
 pub mod error_cause;

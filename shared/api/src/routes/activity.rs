@@ -14,7 +14,7 @@ use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
 use paddock_core::activity::achievements::{self, CatalogEntry, DriverAchievement};
-use paddock_core::activity::feed::{self, FeedPost, FeedReadError};
+use paddock_core::activity::feed::{self, FeedPost};
 use paddock_core::identity::rate_limits::{self, Limit};
 
 /// The feed and achievements routes.
@@ -133,15 +133,6 @@ pub(crate) async fn catalog(
 ) -> Result<Response, ApiError> {
     let items = achievements::catalog_for(&state.ports, user.user_id()).await?;
     Ok(ok(Catalog { items }))
-}
-
-impl From<FeedReadError> for ApiError {
-    fn from(e: FeedReadError) -> Self {
-        match e {
-            FeedReadError::BadCursor => Self::invalid("cursor", "is not a nextCursor of your feed"),
-            FeedReadError::Store(s) => s.into(),
-        }
-    }
 }
 
 page_envelope!(

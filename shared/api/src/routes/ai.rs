@@ -13,11 +13,10 @@ use super::envelopes::envelope;
 use crate::http::auth_user::AuthUser;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::state::AppState;
-use paddock_core::coaching::coach::{Coach, CoachError};
+use paddock_core::coaching::coach::Coach;
 use paddock_core::coaching::context::{
     ContextFields, MessageFields, SessionContext, parse_messages,
 };
-use paddock_core::coaching::llm::LlmError;
 use paddock_core::problems::{FieldProblems, Problems};
 
 /// The AI routes.
@@ -185,47 +184,6 @@ pub(crate) async fn chat(
     Ok(ok(coach(&state, &user)
         .chat(form.context, form.messages)
         .await?))
-}
-
-impl From<CoachError> for ApiError {
-    fn from(e: CoachError) -> Self {
-        match e {
-            CoachError::PromptTooLarge(_) => Self::BadRequest(e.to_string()),
-            CoachError::Limit(limit) => limit.into(),
-            CoachError::ServiceSpent(ref limited) => Self::TooManyRequests {
-                message: e.to_string(),
-                retry_after_secs: limited.retry_after_secs,
-            },
-            CoachError::Llm(llm) => llm.into(),
-        }
-    }
-}
-
-impl From<LlmError> for ApiError {
-    fn from(e: LlmError) -> Self {
-        match e {
-            LlmError::NotConfigured => {
-                Self::Unavailable("AI coaching is not configured on this server".into())
-            }
-            LlmError::Rejected { status } => Self::BadGateway {
-                message: "the AI provider is unavailable".into(),
-                cause: anyhow::anyhow!(
-                    "the AI provider answered {status}: check the API key (secret anthropicApiKey or openaiApiKey), Ai__Model and Ai__BaseUrl"
-                ),
-            },
-            LlmError::Busy { retry_after_secs } => Self::Busy {
-                message: "the AI provider is busy, please retry".into(),
-                retry_after_secs: retry_after_secs.unwrap_or(30).clamp(1, 3600),
-            },
-            LlmError::Failed { .. } | LlmError::Upstream(_) => Self::BadGateway {
-                message: "the AI provider failed to answer".into(),
-                cause: anyhow::Error::new(e),
-            },
-            LlmError::Timeout => {
-                Self::GatewayTimeout("the AI provider did not answer in time".into())
-            }
-        }
-    }
 }
 
 envelope!(

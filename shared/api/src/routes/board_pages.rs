@@ -12,7 +12,7 @@ use crate::board_pages::{avatars, reads, render};
 use crate::http::{ApiError, conditional};
 use crate::state::AppState;
 use paddock_core::ids::{TrackId, UserId};
-use paddock_core::leaderboards::board::BoardId;
+use paddock_core::leaderboards::board::{BoardId, BoardScope};
 use paddock_core::leaderboards::cache::{DriverPageKey, RenderedPage};
 use paddock_core::leaderboards::reads as board_reads;
 use paddock_core::ports::items::StoreError;
@@ -169,10 +169,10 @@ pub(crate) async fn board(
     };
     // A car's page is titled with the car's name as stored, never with the query's text: a
     // car without entries has no page, so a link cannot make one say what it likes.
-    let car = match (&board_id.vehicle, &board.car_name) {
-        (None, _) => None,
-        (Some(_), Some(name)) => Some(name.clone()),
-        (Some(_), None) => {
+    let car = match (&board_id.scope, &board.car_name) {
+        (BoardScope::Track, _) => None,
+        (BoardScope::Car(_), Some(name)) => Some(name.clone()),
+        (BoardScope::Car(_), None) => {
             return Ok(page.not_found(
                 "No such board",
                 "Nobody has raced this car on this track yet.",

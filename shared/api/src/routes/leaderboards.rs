@@ -15,17 +15,13 @@ use crate::http::auth_user::{Authorized, RateLimitSlot, scope};
 use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok, paging};
 use crate::routes::leaderboard_answers::{LeaderboardEntry, LeaderboardPage, rendered};
 use crate::state::AppState;
-use paddock_core::identity::fields::Problems;
-use paddock_core::identity::rate_limits::LimitError;
-use paddock_core::ids::{SessionId, TrackId};
+use paddock_core::ids::TrackId;
 use paddock_core::leaderboards::board::BoardId;
 use paddock_core::leaderboards::cache::{PageError, PageKey, RenderedPage};
-use paddock_core::leaderboards::plausibility;
 use paddock_core::leaderboards::reads;
-use paddock_core::leaderboards::submit::{self, Driver, MIN_QUALITY};
+use paddock_core::leaderboards::submit_lap::{self, SubmitLap};
 use paddock_core::leaderboards::vehicles::VehicleBoard;
-use paddock_core::sessions::records;
-use paddock_core::tracks::{self, Track, TrackKey, maps};
+use paddock_core::tracks::{self, Track, TrackKey};
 
 /// The leaderboards routes.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -122,15 +118,6 @@ async fn track_for(
             Named::Key(key) => Ok(Track::empty(key)),
             Named::Id => Err(PageError::TrackNotFound),
         },
-    }
-}
-
-impl From<PageError> for ApiError {
-    fn from(e: PageError) -> Self {
-        match e {
-            PageError::TrackNotFound => Self::NotFound("track not found".into()),
-            PageError::Store(s) => s.into(),
-        }
     }
 }
 
@@ -411,98 +398,15 @@ pub async fn submit_lap(
     user: Authorized<scope::BoardsSubmit>,
     ApiJson(body): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
-    let mut p = Problems::default();
-    let session_id = match body.session_id.as_deref().map(str::trim) {
-        None | Some("") => {
-            p.add("sessionId", "is required");
-            None
-        }
-        Some(id) if uuid::Uuid::parse_str(id).is_err() => {
-            p.add("sessionId", "must be a session id (UUID)");
-            None
-        }
-        Some(id) => Some(SessionId::from(id)),
-    };
-    let lap_time_ms = match &body.lap_time_ms {
-        None | Some(serde_json::Value::Null) => {
-            p.add("lapTimeMs", "is required");
-            None
-        }
-        Some(v) => match paddock_core::sessions::upload::whole_number(v) {
-            Some(ms) if (1..=paddock_core::sessions::upload::MAX_LAP_MS).contains(&ms) => Some(ms),
-            _ => {
-                p.add(
-                    "lapTimeMs",
-                    "must be a whole number of milliseconds from 1 to 86400000",
-                );
-                None
-            }
-        },
-    };
-    let quality = match &body.quality_score {
-        None | Some(serde_json::Value::Null) => {
-            p.add("qualityScore", "is required");
-            None
-        }
-        Some(v) => match v.as_f64() {
-            Some(q) if (0.0..=1.0).contains(&q) => Some(q),
-            _ => {
-                p.add("qualityScore", "must be a number from 0 to 1");
-                None
-            }
-        },
-    };
-    p.finish()?;
-    let (Some(session_id), Some(lap_time_ms), Some(quality)) = (session_id, lap_time_ms, quality)
-    else {
-        return Err(ApiError::Internal(anyhow::anyhow!(
-            "checked fields missing"
-        )));
-    };
-    let rejected = || {
-        paddock_core::metrics::global()
-            .leaderboard_submissions
-            .with_label_values(&["rejected"])
-            .inc();
-    };
-    let session = records::get(&state.ports, user.user_id(), &session_id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound("session not found".into()))?;
-    if quality < MIN_QUALITY {
-        rejected();
-        return Err(ApiError::Unprocessable(format!(
-            "qualityScore: must be at least {MIN_QUALITY} to rank"
-        )));
-    }
-    let lap = submit::check_lap(&session, lap_time_ms).map_err(|reason| {
-        rejected();
-        ApiError::Unprocessable(reason)
-    })?;
-    let map_length_m = maps::length_m(&state.ports, &session.summary.track_id).await?;
-    if let Err(implausible) = plausibility::check(lap, map_length_m) {
-        rejected();
-        paddock_core::metrics::global()
-            .implausible_laps
-            .with_label_values(&[implausible.reason()])
-            .inc();
-        return Err(ApiError::Unprocessable(implausible.to_string()));
-    }
-    // The name and avatar as the profile holds them now (a token may predate a rename).
-    let profile = paddock_core::identity::users::get_stored(&state.ports, user.user_id())
-        .await?
-        .filter(|p| p.deleted_at.is_none())
-        .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))?;
-    let driver = Driver {
-        user_id: user.user_id().clone(),
-        display_name: profile.user.display_name,
-        avatar_url: profile.user.avatar_url,
-        profile_version: profile.version,
-    };
-    let outcome = submit::submit(
+    let lap = SubmitLap::parse(
+        body.session_id.as_deref(),
+        body.lap_time_ms.as_ref(),
+        body.quality_score.as_ref(),
+    )?;
+    let outcome = submit_lap::submit_lap(
         &state.ports,
-        &driver,
-        &session,
-        lap_time_ms,
+        user.user_id(),
+        lap,
         state.settings.new_boards_per_day,
     )
     .await?;
@@ -510,16 +414,6 @@ pub async fn submit_lap(
     state.leaderboards.invalidate(&outcome.track_id);
     state.leaderboards.forget_driver(user.user_id());
     Ok(ok(outcome))
-}
-
-impl From<submit::SubmitError> for ApiError {
-    fn from(e: submit::SubmitError) -> Self {
-        match e {
-            submit::SubmitError::Contended => Self::Conflict(e.to_string()),
-            submit::SubmitError::NewBoards(limited) => LimitError::Limited(limited).into(),
-            submit::SubmitError::Store(s) => s.into(),
-        }
-    }
 }
 
 envelope!(

@@ -103,16 +103,6 @@ pub async fn detail(
     Ok(ok(session.detail()))
 }
 
-impl From<sessions::CreateError> for ApiError {
-    fn from(e: sessions::CreateError) -> Self {
-        match e {
-            sessions::CreateError::InProgress => Self::Conflict(e.to_string()),
-            sessions::CreateError::Store(s) => s.into(),
-            sessions::CreateError::Blob(b) => b.into(),
-        }
-    }
-}
-
 envelope!(
     /// A session upload's receipt.
     ReceiptEnvelope => paddock_core::sessions::Receipt

@@ -21,7 +21,7 @@ use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
 use paddock_core::ids::UserId;
 use paddock_core::problems::{FieldProblems, Problems};
-use paddock_core::sharepacks::packs::{self, Declared, Labels, PackError, SharePack};
+use paddock_core::sharepacks::packs::{self, Declared, Labels, SharePack};
 use paddock_core::sharepacks::{blob_key, upload_key, upload_urls};
 
 /// The share-pack routes.
@@ -520,29 +520,6 @@ pub(crate) struct DeletedPack {
     pub id: String,
     /// Always true: the pack is gone.
     pub deleted: bool,
-}
-
-impl From<PackError> for ApiError {
-    fn from(e: PackError) -> Self {
-        match e {
-            PackError::Invalid(p) => p.into(),
-            PackError::Zip(_) => Self::Unprocessable(e.to_string()),
-            PackError::TooLarge(m) => Self::PayloadTooLarge(m),
-            PackError::Mismatch(m) => Self::Unprocessable(m),
-            PackError::Limited(l) => l.into(),
-            PackError::TooManyPacks(_) => Self::TooManyRequests {
-                message: e.to_string(),
-                retry_after_secs: 60,
-            },
-            PackError::NotFound => Self::NotFound(e.to_string()),
-            PackError::Busy => Self::Conflict(e.to_string()),
-            PackError::Store(s) => s.into(),
-            PackError::Blob(b) => b.into(),
-            PackError::Io(io) => {
-                Self::Internal(anyhow::Error::new(io).context("share pack staging"))
-            }
-        }
-    }
 }
 
 envelope!(

@@ -92,15 +92,6 @@ pub(crate) async fn map(
     Ok(response)
 }
 
-impl From<maps::MapReadError> for ApiError {
-    fn from(e: maps::MapReadError) -> Self {
-        match e {
-            maps::MapReadError::Store(e) => e.into(),
-            maps::MapReadError::Blob(e) => e.into(),
-        }
-    }
-}
-
 page_envelope!(
     /// One page of tracks.
     TrackListEnvelope => TrackList of paddock_core::tracks::Track

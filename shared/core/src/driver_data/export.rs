@@ -14,7 +14,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use super::{Driver, DriverData, Pages, USAGE_SCOPES, sk_after};
 use crate::identity::users::{self, LINK_INDEX_PREFIX, StoredProfile};
 use crate::ids::{JobId, SessionId, TrackId};
-use crate::leaderboards::board::StoredRow;
+use crate::leaderboards::board::{BoardScope, StoredRow};
 use crate::leaderboards::renames::boards_of;
 use crate::ports::Ports;
 use crate::ports::items::{Item, PK, Query, SK, StoreError, TTL};
@@ -297,10 +297,9 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
                     let row = StoredRow::from_item(item)?;
                     let mut value = serde_json::to_value(&row.row).expect("a row serialises");
                     value["trackId"] = json!(board.track);
-                    value["board"] = json!(if board.vehicle.is_some() {
-                        "car"
-                    } else {
-                        "track"
+                    value["board"] = json!(match board.scope {
+                        BoardScope::Track => "track",
+                        BoardScope::Car(_) => "car",
                     });
                     array.push(&value).await?;
                 }

@@ -26,15 +26,30 @@ pub const TRACK_INDEX_PREFIX: &str = "TRACKBOARD#";
 /// What separates the track from the folded vehicle name in a car board's id.
 const CAR_SEPARATOR: &str = "#CAR#";
 
-/// Which board: a track's (one best per driver), or one car's on that track (each driver's
-/// best in that car).
+/// What a board of a track ranks. Every kind of board is a variant here; [`boards_for`] says
+/// which boards a session's lap goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum BoardScope {
+    /// One best per driver on the track, whatever the car.
+    Track,
+    /// Each driver's best in one car, named folded to lower case (names match
+    /// case-insensitively).
+    Car(String),
+}
+
+/// Which board: a track's, of one scope.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct BoardId {
     /// The track.
     pub track: TrackId,
-    /// The car, folded to lower case (names match case-insensitively); `None` for the track's
-    /// board.
-    pub vehicle: Option<String>,
+    /// What the board ranks.
+    pub scope: BoardScope,
+}
+
+/// The boards a lap of a session on `track` in `vehicle_name` goes on, the track's first (its
+/// rank is the one a submission answers with).
+pub fn boards_for(track: &TrackId, vehicle_name: &str) -> [BoardId; 2] {
+    [BoardId::track(track), BoardId::car(track, vehicle_name)]
 }
 
 impl BoardId {
@@ -42,7 +57,7 @@ impl BoardId {
     pub fn track(track: &TrackId) -> Self {
         Self {
             track: track.clone(),
-            vehicle: None,
+            scope: BoardScope::Track,
         }
     }
 
@@ -50,7 +65,15 @@ impl BoardId {
     pub fn car(track: &TrackId, vehicle_name: &str) -> Self {
         Self {
             track: track.clone(),
-            vehicle: Some(fold_vehicle(vehicle_name)),
+            scope: BoardScope::Car(fold_vehicle(vehicle_name)),
+        }
+    }
+
+    /// The car of a car's board (folded); `None` for the track's board.
+    pub fn vehicle(&self) -> Option<&str> {
+        match &self.scope {
+            BoardScope::Track => None,
+            BoardScope::Car(v) => Some(v),
         }
     }
 
@@ -60,9 +83,9 @@ impl BoardId {
     }
 
     fn suffix(&self) -> String {
-        match &self.vehicle {
-            None => self.track.to_string(),
-            Some(v) => format!("{}{CAR_SEPARATOR}{v}", self.track),
+        match &self.scope {
+            BoardScope::Track => self.track.to_string(),
+            BoardScope::Car(v) => format!("{}{CAR_SEPARATOR}{v}", self.track),
         }
     }
 
@@ -83,7 +106,7 @@ impl BoardId {
 
     /// The key of `user_id`'s track index row of this board; `None` for a car's board.
     pub(crate) fn track_index_key(&self, user_id: &UserId) -> Option<Key> {
-        self.vehicle.is_none().then(|| {
+        (self.scope == BoardScope::Track).then(|| {
             Key::new(
                 format!("USER#{user_id}"),
                 format!("{TRACK_INDEX_PREFIX}{}", self.track),
@@ -97,7 +120,7 @@ impl BoardId {
         Some(match rest.split_once(CAR_SEPARATOR) {
             Some((track, vehicle)) => Self {
                 track: TrackId::from(track),
-                vehicle: Some(vehicle.to_owned()),
+                scope: BoardScope::Car(vehicle.to_owned()),
             },
             None => Self::track(&TrackId::from(rest)),
         })

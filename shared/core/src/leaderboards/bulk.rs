@@ -73,7 +73,7 @@ impl BulkBoard {
             ] {
                 items.push(stored.to_item(&board.entry_key(&e.user_id)));
                 items.push(stored.rank_item(&board));
-                let listed = json!({ "trackId": board.track, "vehicle": board.vehicle });
+                let listed = json!({ "trackId": board.track, "vehicle": board.vehicle() });
                 items.push(item(&board.index_key(&e.user_id), listed.clone()));
                 if let Some(key) = board.track_index_key(&e.user_id) {
                     items.push(item(&key, listed));

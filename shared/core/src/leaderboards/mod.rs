@@ -32,6 +32,7 @@ pub mod reads;
 pub mod removal;
 pub mod renames;
 pub mod submit;
+pub mod submit_lap;
 pub mod vehicles;
 
 pub use backfill::backfill;

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::board::{BoardId, RANK_KEY, StoredRow};
+use super::board::{BoardId, BoardScope, RANK_KEY, StoredRow};
 use super::rank_counts::Change;
 use super::vehicles;
 use crate::ids::UserId;
@@ -41,8 +41,8 @@ pub(crate) async fn remove_entry(
             return Ok(deleted);
         };
         let entry = StoredRow::from_item(item)?;
-        let car = match &board.vehicle {
-            Some(_) if entry.counted => {
+        let car = match &board.scope {
+            BoardScope::Car(_) if entry.counted => {
                 Some(vehicles::read_count(ports, &board.track, &entry.row.vehicle_name).await?)
             }
             _ => None,

@@ -1,12 +1,14 @@
-//! `POST /v1/leaderboards/submit`: the server's own quality check, then a conditional
-//! replace of the caller's entry on the track's board and on the car's board, with the
-//! boards' counts, in one transaction.
+//! The boards' side of a submission: the server's own check of the stored lap, then a
+//! conditional replace of the driver's entry on every board of the session (the track's and
+//! the car's, see [`boards_for`]), with the boards' counts, in one transaction.
 
 use serde::Serialize;
 use std::time::Duration;
 use utoipa::ToSchema;
 
-use super::board::{BoardId, Position, RANK_KEY, Row, StoredRow, rank_sk, submitted_at};
+use super::board::{
+    BoardId, BoardScope, Position, RANK_KEY, Row, StoredRow, boards_for, rank_sk, submitted_at,
+};
 use super::rank_counts::{self, Change, Tally, Through};
 use super::vehicles;
 use crate::events::{Event, EventKind, LeaderboardSubmitted};
@@ -167,7 +169,7 @@ pub(crate) fn replace_ops(
         });
     } else {
         // The driver's first entry on this board: index it under the driver.
-        let listed = serde_json::json!({ "trackId": board.track, "vehicle": board.vehicle });
+        let listed = serde_json::json!({ "trackId": board.track, "vehicle": board.vehicle() });
         ops.push(TxOp::Put {
             table: Table::Leaderboards,
             item: crate::ports::items::item(&board.index_key(user_id), listed.clone()),
@@ -208,9 +210,9 @@ async fn rank_of(ports: &Ports, board: &BoardId, current: &StoredRow) -> Result<
     Ok(ahead + 1)
 }
 
-/// Submits a checked lap of `session` for `driver`. A faster lap than the driver's entry on
-/// the track's board replaces it (and so on the board of the session's car); the answer
-/// carries the driver's rank on the track's board afterwards.
+/// Submits a checked lap of `session` for `driver`, on every board of [`boards_for`] the
+/// session: a lap faster than the driver's entry on a board replaces it. The answer carries
+/// the driver's rank on the first board (the track's) afterwards.
 pub async fn submit(
     ports: &Ports,
     driver: &Driver,
@@ -220,30 +222,43 @@ pub async fn submit(
 ) -> Result<SubmitOutcome, SubmitError> {
     let summary = &session.summary;
     let track_id = summary.track_id.clone();
-    let track_board = BoardId::track(&track_id);
-    let car_board = BoardId::car(&track_id, &summary.vehicle_name);
+    let boards = boards_for(&track_id, &summary.vehicle_name);
+    let has_car = boards.iter().any(|b| matches!(b.scope, BoardScope::Car(_)));
     for round in 0..ROUNDS {
         // The car's count is read beside the entries (one step): a new driver on the car's
         // board changes it, conditional on it.
-        let (on_track, in_car, car) = futures::try_join!(
-            read_entry(ports, &track_board, &driver.user_id),
-            read_entry(ports, &car_board, &driver.user_id),
-            vehicles::read_count(ports, &track_id, &summary.vehicle_name)
+        let (entries, car) = futures::try_join!(
+            futures::future::try_join_all(boards.iter().map(|board| read_entry(
+                ports,
+                board,
+                &driver.user_id
+            ))),
+            async {
+                match has_car {
+                    true => vehicles::read_count(ports, &track_id, &summary.vehicle_name)
+                        .await
+                        .map(Some),
+                    false => Ok(None),
+                }
+            }
         )?;
         let now = ports.clock.now();
-        let faster = |entry: &Option<StoredRow>| {
-            entry
-                .as_ref()
-                .is_none_or(|e| lap_time_ms < e.row.lap_time_ms)
-        };
-        let (faster_on_track, faster_in_car) = (faster(&on_track), faster(&in_car));
+        let faster: Vec<bool> = entries
+            .iter()
+            .map(|entry| {
+                entry
+                    .as_ref()
+                    .is_none_or(|e| lap_time_ms < e.row.lap_time_ms)
+            })
+            .collect();
+        let (ranked_board, on_track, faster_on_track) = (&boards[0], &entries[0], faster[0]);
         // The rank is decided before the write, so the event carries the rank the submission
         // answers with (achievements judge ranks by it). A new best is the latest submission:
         // it ranks behind every equal time, so the counts alone give its rank.
-        let rank = match &on_track {
-            Some(current) if !faster_on_track => rank_of(ports, &track_board, current).await?,
+        let rank = match on_track {
+            Some(current) if !faster_on_track => rank_of(ports, ranked_board, current).await?,
             _ => {
-                let tally = Tally::read(ports, &track_board, lap_time_ms).await?;
+                let tally = Tally::read(ports, ranked_board, lap_time_ms).await?;
                 1 + tally.faster() + tally.equal()
             }
         };
@@ -285,22 +300,24 @@ pub async fn submit(
             // written (a faster lap of the same driver may have replaced it meanwhile).
             ops.push(TxOp::Check {
                 table: Table::Leaderboards,
-                key: track_board.entry_key(&driver.user_id),
+                key: ranked_board.entry_key(&driver.user_id),
                 condition: Condition::eq(RANK_KEY, current.rank_key.as_str()),
             });
         }
-        if faster_on_track {
-            ops.extend(replace_ops(&track_board, on_track.as_ref(), &stored)?);
-        }
-        if faster_in_car {
-            ops.extend(replace_ops(&car_board, in_car.as_ref(), &stored)?);
-            if adds_a_driver(in_car.as_ref()) {
-                ops.extend(vehicles::count_ops(&track_id, &car, 1));
+        for ((board, entry), faster) in boards.iter().zip(&entries).zip(&faster) {
+            if !faster {
+                continue;
+            }
+            ops.extend(replace_ops(board, entry.as_ref(), &stored)?);
+            if let (BoardScope::Car(_), Some(car)) = (&board.scope, &car)
+                && adds_a_driver(entry.as_ref())
+            {
+                ops.extend(vehicles::count_ops(&track_id, car, 1));
             }
         }
         // A lap that opens a board counts against the driver's day in the same transaction,
         // so only the submission that opens it counts (not a concurrent or retried one).
-        let opening = (on_track.is_none() || (faster_in_car && in_car.is_none())).then(|| {
+        let opening = entries.iter().any(Option::is_none).then(|| {
             ops.push(new_board_op(
                 &driver.user_id,
                 now.unix_timestamp(),
