@@ -15,6 +15,7 @@ pub mod config;
 pub mod cores;
 pub mod driver_data;
 pub mod events;
+pub mod field_names;
 pub mod hidden_characters;
 pub mod identity;
 pub mod ids;

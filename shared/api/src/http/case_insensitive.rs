@@ -8,10 +8,12 @@
 //! ASCII capital. Everything else passes through untouched, so `serde_path_to_error` still
 //! names the field of a bad value.
 //!
-//! A body that carries both `GameId` and `gameId` gives serde's duplicate-field error, naming
-//! the field: the two spellings are the same field. Enum variants are not rewritten (no
-//! request type reads an enum from an object key).
+//! The names follow the one rule of `paddock_core::field_names`: an object that carries both
+//! `GameId` and `gameId` is refused, naming the field, whatever it is read into (a request
+//! type or a JSON tree). Enum variants are not rewritten (no request type reads an enum from
+//! an object key).
 
+use paddock_core::field_names::camel_case;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
@@ -19,25 +21,14 @@ use std::fmt;
 /// A deserializer whose map keys are read as camelCase at every depth.
 pub(crate) struct CamelCase<D>(pub(crate) D);
 
-/// `GameId` → `gameId`; anything not starting with an ASCII capital stays as it is.
-fn camel(key: &str) -> Cow<'_, str> {
-    match key.as_bytes().first() {
-        Some(b) if b.is_ascii_uppercase() => {
-            let mut owned = key.to_owned();
-            owned[..1].make_ascii_lowercase();
-            Cow::Owned(owned)
-        }
-        _ => Cow::Borrowed(key),
-    }
-}
-
 /// Forwards every `deserialize_*` of a wrapper to the inner deserializer with the visitor
 /// wrapped in `$wrap`.
 macro_rules! forward_deserializer {
-    ($wrap:ident; $($method:ident),* $(,)?) => {
+    ($($method:ident),* $(,)?) => {
         $(
             fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-                self.0.$method($wrap(visitor))
+                let (inner, visitor) = self.parts(visitor);
+                inner.$method(visitor)
             }
         )*
         fn deserialize_unit_struct<V: Visitor<'de>>(
@@ -45,21 +36,24 @@ macro_rules! forward_deserializer {
             name: &'static str,
             visitor: V,
         ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_unit_struct(name, $wrap(visitor))
+            let (inner, visitor) = self.parts(visitor);
+                inner.deserialize_unit_struct(name, visitor)
         }
         fn deserialize_newtype_struct<V: Visitor<'de>>(
             self,
             name: &'static str,
             visitor: V,
         ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_newtype_struct(name, $wrap(visitor))
+            let (inner, visitor) = self.parts(visitor);
+                inner.deserialize_newtype_struct(name, visitor)
         }
         fn deserialize_tuple<V: Visitor<'de>>(
             self,
             len: usize,
             visitor: V,
         ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_tuple(len, $wrap(visitor))
+            let (inner, visitor) = self.parts(visitor);
+                inner.deserialize_tuple(len, visitor)
         }
         fn deserialize_tuple_struct<V: Visitor<'de>>(
             self,
@@ -67,7 +61,8 @@ macro_rules! forward_deserializer {
             len: usize,
             visitor: V,
         ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_tuple_struct(name, len, $wrap(visitor))
+            let (inner, visitor) = self.parts(visitor);
+                inner.deserialize_tuple_struct(name, len, visitor)
         }
         fn deserialize_struct<V: Visitor<'de>>(
             self,
@@ -75,7 +70,8 @@ macro_rules! forward_deserializer {
             fields: &'static [&'static str],
             visitor: V,
         ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_struct(name, fields, $wrap(visitor))
+            let (inner, visitor) = self.parts(visitor);
+                inner.deserialize_struct(name, fields, visitor)
         }
         fn deserialize_enum<V: Visitor<'de>>(
             self,
@@ -83,7 +79,8 @@ macro_rules! forward_deserializer {
             variants: &'static [&'static str],
             visitor: V,
         ) -> Result<V::Value, Self::Error> {
-            self.0.deserialize_enum(name, variants, $wrap(visitor))
+            let (inner, visitor) = self.parts(visitor);
+                inner.deserialize_enum(name, variants, visitor)
         }
         fn is_human_readable(&self) -> bool {
             self.0.is_human_readable()
@@ -91,16 +88,42 @@ macro_rules! forward_deserializer {
     };
 }
 
+impl<D> CamelCase<D> {
+    /// The inner deserializer, and `visitor` as this wrapper hands it over.
+    fn parts<V>(self, visitor: V) -> (D, Values<V>) {
+        (self.0, Values(visitor))
+    }
+}
+
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for CamelCase<D> {
     type Error = D::Error;
 
-    forward_deserializer!(Values;
-        deserialize_any, deserialize_bool, deserialize_i8, deserialize_i16, deserialize_i32,
-        deserialize_i64, deserialize_i128, deserialize_u8, deserialize_u16, deserialize_u32,
-        deserialize_u64, deserialize_u128, deserialize_f32, deserialize_f64, deserialize_char,
-        deserialize_str, deserialize_string, deserialize_bytes, deserialize_byte_buf,
-        deserialize_option, deserialize_unit, deserialize_seq, deserialize_map,
-        deserialize_identifier, deserialize_ignored_any,
+    forward_deserializer!(
+        deserialize_any,
+        deserialize_bool,
+        deserialize_i8,
+        deserialize_i16,
+        deserialize_i32,
+        deserialize_i64,
+        deserialize_i128,
+        deserialize_u8,
+        deserialize_u16,
+        deserialize_u32,
+        deserialize_u64,
+        deserialize_u128,
+        deserialize_f32,
+        deserialize_f64,
+        deserialize_char,
+        deserialize_str,
+        deserialize_string,
+        deserialize_bytes,
+        deserialize_byte_buf,
+        deserialize_option,
+        deserialize_unit,
+        deserialize_seq,
+        deserialize_map,
+        deserialize_identifier,
+        deserialize_ignored_any,
     );
 }
 
@@ -179,7 +202,10 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Values<V> {
         self.0.visit_seq(Elements(seq))
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        self.0.visit_map(Entries(map))
+        self.0.visit_map(Entries {
+            map,
+            seen: Vec::new(),
+        })
     }
 }
 
@@ -201,8 +227,13 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Elements<A> {
     }
 }
 
-/// The entries of an object: keys camelCased, values case-mapped.
-struct Entries<A>(A);
+/// The entries of an object: keys camelCased, values case-mapped, and of a field sent in both
+/// spellings the camelCase one (see [`paddock_core::field_names`]).
+struct Entries<A> {
+    map: A,
+    /// The object's keys so far, camelCased, each with whether it was sent in camelCase.
+    seen: Vec<(String, bool)>,
+}
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<A> {
     type Error = A::Error;
@@ -211,15 +242,39 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<A> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, A::Error> {
-        self.0.next_key_seed(KeySeed(seed))
+        loop {
+            let Some(sent) = self.map.next_key::<String>()? else {
+                return Ok(None);
+            };
+            let key = camel_case(&sent);
+            let as_camel = matches!(key, Cow::Borrowed(_));
+            let key = key.into_owned();
+            match self.seen.iter().find(|(seen, _)| *seen == key) {
+                Some(&(_, camel)) if camel == as_camel => {
+                    return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+                }
+                // Its camelCase spelling came first: this one is ignored.
+                Some(&(_, true)) => {
+                    self.map.next_value::<de::IgnoredAny>()?;
+                    continue;
+                }
+                // Its PascalCase spelling came first: this one replaces it in a tree, and a
+                // request type's duplicate-field error makes `from_json_slice` read a tree.
+                _ => {}
+            }
+            self.seen.push((key.clone(), as_camel));
+            return seed
+                .deserialize(de::value::StringDeserializer::new(key))
+                .map(Some);
+        }
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-        self.0.next_value_seed(Nested(seed))
+        self.map.next_value_seed(Nested(seed))
     }
 
     fn size_hint(&self) -> Option<usize> {
-        self.0.size_hint()
+        self.map.size_hint()
     }
 }
 
@@ -231,73 +286,6 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Nested<S> {
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
         self.0.deserialize(CamelCase(d))
-    }
-}
-
-/// A seed for a map key: its string is camelCased.
-struct KeySeed<S>(S);
-
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for KeySeed<S> {
-    type Value = S::Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
-        self.0.deserialize(KeyDeserializer(d))
-    }
-}
-
-/// The deserializer of a map key.
-struct KeyDeserializer<D>(D);
-
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for KeyDeserializer<D> {
-    type Error = D::Error;
-
-    forward_deserializer!(Keys;
-        deserialize_any, deserialize_bool, deserialize_i8, deserialize_i16, deserialize_i32,
-        deserialize_i64, deserialize_i128, deserialize_u8, deserialize_u16, deserialize_u32,
-        deserialize_u64, deserialize_u128, deserialize_f32, deserialize_f64, deserialize_char,
-        deserialize_str, deserialize_string, deserialize_bytes, deserialize_byte_buf,
-        deserialize_option, deserialize_unit, deserialize_seq, deserialize_map,
-        deserialize_identifier, deserialize_ignored_any,
-    );
-}
-
-/// The visitor of a map key: strings arrive camelCased.
-struct Keys<V>(V);
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for Keys<V> {
-    type Value = V::Value;
-
-    forward_scalars!();
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        match camel(v) {
-            Cow::Borrowed(same) => self.0.visit_str(same),
-            Cow::Owned(changed) => self.0.visit_string(changed),
-        }
-    }
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        match camel(v) {
-            Cow::Borrowed(same) => self.0.visit_borrowed_str(same),
-            Cow::Owned(changed) => self.0.visit_string(changed),
-        }
-    }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        match camel(&v) {
-            Cow::Borrowed(_) => self.0.visit_string(v),
-            Cow::Owned(changed) => self.0.visit_string(changed),
-        }
-    }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        self.0.visit_some(KeyDeserializer(d))
-    }
-    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        self.0.visit_newtype_struct(KeyDeserializer(d))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        self.0.visit_seq(seq)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        self.0.visit_map(map)
     }
 }
 
@@ -354,11 +342,34 @@ mod tests {
     }
 
     #[test]
+    fn a_tree_gets_camel_case_keys_and_the_camel_case_spelling_at_any_depth() {
+        let tree: serde_json::Value =
+            read(r#"{"GameId": "acc", "Laps": [{"LapTimeMs": 1, "isValid": true}]}"#).unwrap();
+        assert_eq!(
+            tree,
+            serde_json::json!({"gameId": "acc", "laps": [{"lapTimeMs": 1, "isValid": true}]})
+        );
+        for both in [
+            r#"{"Laps": [{"LapTimeMs": 1, "lapTimeMs": 2}]}"#,
+            r#"{"Laps": [{"lapTimeMs": 2, "LapTimeMs": 1}]}"#,
+        ] {
+            let tree: serde_json::Value = read(both).unwrap();
+            assert_eq!(
+                tree,
+                serde_json::json!({"laps": [{"lapTimeMs": 2}]}),
+                "{both}"
+            );
+        }
+        let twice = read::<serde_json::Value>(r#"{"a": 1, "a": 2}"#).unwrap_err();
+        assert!(twice.contains("duplicate field `a`"), "{twice}");
+    }
+
+    #[test]
     fn only_a_leading_ascii_capital_changes() {
-        assert_eq!(camel("GameId"), "gameId");
-        assert_eq!(camel("gameId"), "gameId");
-        assert_eq!(camel("ÉTape"), "ÉTape");
-        assert_eq!(camel(""), "");
-        assert!(matches!(camel("x"), Cow::Borrowed(_)));
+        assert_eq!(camel_case("GameId"), "gameId");
+        assert_eq!(camel_case("gameId"), "gameId");
+        assert_eq!(camel_case("ÉTape"), "ÉTape");
+        assert_eq!(camel_case(""), "");
+        assert!(matches!(camel_case("x"), Cow::Borrowed(_)));
     }
 }

@@ -4,16 +4,18 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderMap, StatusCode, header};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
 use serde_json::error::Category;
 
 use super::case_insensitive::CamelCase;
 
 use super::error::ApiError;
 
-/// A JSON body. Accepts camelCase and PascalCase field names (the desktop client is a .NET
-/// program whose serializer writes PascalCase), so `T` is declared with camelCase names.
+/// A JSON body: the one reader of request bodies. Accepts camelCase and PascalCase field names
+/// (the desktop client is a .NET program whose serializer writes PascalCase) by the rule of
+/// `paddock_core::field_names`, so `T` is declared with camelCase names; a `serde_json::Value`
+/// arrives with camelCase keys at every depth.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiJson<T>(pub T);
 
@@ -69,27 +71,41 @@ async fn json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Ap
     })
 }
 
-/// Reads a request's JSON body as parsed, keys as sent.
-async fn json_value<S: Send + Sync>(req: Request, state: &S) -> Result<Value, ApiError> {
-    let bytes = json_bytes(req, state).await?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))
-}
-
 /// Deserializes `T` straight from JSON bytes, reading PascalCase names as camelCase on the
 /// way (no intermediate tree), and names the path of a bad field.
 pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(CamelCase(&mut de)).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        match inner.classify() {
-            Category::Syntax | Category::Eof | Category::Io => {
-                ApiError::BadRequest(format!("malformed JSON: {inner}"))
-            }
-            Category::Data if path == "." => ApiError::BadRequest(inner.to_string()),
-            Category::Data => ApiError::BadRequest(format!("{path}: {inner}")),
+    match stream(bytes) {
+        Err(e) if e.to_string().contains("duplicate field") => {
+            // A field sent in PascalCase before its camelCase spelling: a request type takes a
+            // field once, so the body is read as a tree first, where the camelCase value
+            // replaces the other (the one rule of `paddock_core::field_names`).
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            let tree = serde_json::Value::deserialize(CamelCase(&mut de)).map_err(|_| e)?;
+            de.end()
+                .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
+            serde_path_to_error::deserialize(tree)
+                .map_err(|e| refusal(&e.path().to_string(), e.into_inner()))
         }
-    })?;
+        read => read,
+    }
+}
+
+/// The 400 of a body that could not be read as `T`.
+fn refusal(path: &str, inner: serde_json::Error) -> ApiError {
+    match inner.classify() {
+        Category::Syntax | Category::Eof | Category::Io => {
+            ApiError::BadRequest(format!("malformed JSON: {inner}"))
+        }
+        Category::Data if path == "." => ApiError::BadRequest(inner.to_string()),
+        Category::Data => ApiError::BadRequest(format!("{path}: {inner}")),
+    }
+}
+
+/// Deserializes `T` as the bytes stream in.
+fn stream<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(CamelCase(&mut de))
+        .map_err(|e| refusal(&e.path().to_string(), e.into_inner()))?;
     // Anything after the value is malformed too.
     de.end()
         .map_err(|e| ApiError::BadRequest(format!("malformed JSON: {e}")))?;
@@ -118,23 +134,6 @@ pub fn json_body<T: DeserializeOwned>(headers: &HeaderMap, bytes: &[u8]) -> Resu
         ));
     }
     from_json_slice(bytes)
-}
-
-/// A JSON body as parsed, with its keys as the client sent them (the same rejections as
-/// [`ApiJson`]). For bodies read field by field that accept both spellings themselves, so
-/// the tree is not rebuilt with camelCase keys first.
-#[derive(Debug, Clone, Default)]
-pub struct JsonBody(pub Value);
-
-impl<S> FromRequest<S> for JsonBody
-where
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        json_value(req, state).await.map(JsonBody)
-    }
 }
 
 /// Query parameters; a bad parameter answers 400 naming it.
@@ -183,6 +182,21 @@ mod tests {
                 .unwrap()
                 .game_id,
             "acc"
+        );
+    }
+
+    #[test]
+    fn of_a_field_sent_in_both_spellings_the_camel_case_one_is_read() {
+        for both in [
+            br#"{"GameId": "pascal", "gameId": "camel"}"#.as_slice(),
+            br#"{"gameId": "camel", "GameId": "pascal"}"#.as_slice(),
+        ] {
+            assert_eq!(from_json_slice::<Body>(both).unwrap().game_id, "camel");
+        }
+        let err = from_json_slice::<Body>(br#"{"gameId": "a", "gameId": "b"}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("duplicate field `gameId`"),
+            "{err}"
         );
     }
 }

@@ -19,6 +19,6 @@ pub mod serve;
 
 pub use envelope::{Envelope, json_bytes, ok};
 pub use error::ApiError;
-pub use extract::{ApiJson, ApiQuery, JsonBody};
+pub use extract::{ApiJson, ApiQuery};
 pub use middleware::with_service_layers;
 pub use paging::{PageParams, Paged};

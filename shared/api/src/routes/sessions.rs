@@ -9,7 +9,7 @@ use utoipa_axum::routes;
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Authorized, scope};
 use crate::http::envelope::with_status;
-use crate::http::{ApiError, ApiQuery, JsonBody, PageParams, Paged, ok};
+use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
 use paddock_core::identity::rate_limits::{self, Limit};
 use paddock_core::ids::SessionId;
@@ -47,8 +47,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
 pub async fn create(
     State(state): State<AppState>,
     user: Authorized<scope::SessionsWrite>,
-    // Read as sent: the upload parser accepts camelCase and PascalCase names itself.
-    JsonBody(body): JsonBody,
+    // A tree, so the upload parser can list every problem of every field at once.
+    ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<Response, ApiError> {
     rate_limits::hit(
         &state.ports,

@@ -4,10 +4,8 @@
 //! deserializer: a typed deserializer stops at the first wrong type, while the desktop client's
 //! developers want every problem of an upload named at once (`laps[3].lapTimeMs: ...`).
 //!
-//! Field names are looked up in camelCase or PascalCase directly on the parsed object (the
-//! desktop client is a .NET program that writes PascalCase), so the body is never copied
-//! into a second, renamed tree. When an object holds both spellings of one field, the
-//! camelCase one is read and the other ignored.
+//! Field names are looked up in camelCase or PascalCase directly on the parsed object, by the
+//! one rule of [`crate::field_names`].
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -15,6 +13,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
+use crate::field_names;
 use crate::hidden_characters::{self, is_invisible_or_bidi};
 use crate::problems::{FieldProblems, Problems};
 
@@ -352,22 +351,9 @@ impl<'a> Fields<'a> {
         self.problems
     }
 
-    /// The value of `field` (its camelCase name) or, when the object has no such key, of its
-    /// PascalCase spelling. camelCase wins when both are present: that is what the API did
-    /// when it rewrote every key to camelCase before reading, and a key spelled as documented
-    /// should not lose to another spelling.
+    /// The value of `field` in either spelling ([`field_names::lookup`]).
     fn lookup(&self, field: &str) -> Option<&'a Value> {
-        if let Some(value) = self.object.get(field) {
-            return Some(value);
-        }
-        // The names are this module's ASCII literals; a stack buffer spares an allocation
-        // per lookup (a PascalCase upload misses the camelCase name on every field).
-        let mut buffer = [0u8; 48];
-        let name = field.as_bytes();
-        let pascal = buffer.get_mut(..name.len()).filter(|b| !b.is_empty())?;
-        pascal.copy_from_slice(name);
-        pascal[0] = pascal[0].to_ascii_uppercase();
-        self.object.get(std::str::from_utf8(pascal).ok()?)
+        field_names::lookup(self.object, field)
     }
 
     /// Whether an optional field is present and not null.
