@@ -6,6 +6,7 @@ use time::OffsetDateTime;
 
 use crate::ids::{SessionId, TrackId, UserId};
 use crate::ports::items::{Item, Key, StoreError, decode, item};
+use crate::sessions::records::SessionSummary;
 
 /// Sort-key prefix of rank rows.
 pub(crate) const RANK_PREFIX: &str = "RANK#";
@@ -46,10 +47,13 @@ pub struct BoardId {
     pub scope: BoardScope,
 }
 
-/// The boards a lap of a session on `track` in `vehicle_name` goes on, the track's first (its
-/// rank is the one a submission answers with).
-pub fn boards_for(track: &TrackId, vehicle_name: &str) -> [BoardId; 2] {
-    [BoardId::track(track), BoardId::car(track, vehicle_name)]
+/// The boards a lap of `session` goes on, the track's first (its rank is the one a
+/// submission answers with).
+pub fn boards_for(session: &SessionSummary) -> Vec<BoardId> {
+    vec![
+        BoardId::track(&session.track_id),
+        BoardId::car(&session.track_id, &session.vehicle_name),
+    ]
 }
 
 impl BoardId {

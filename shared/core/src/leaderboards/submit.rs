@@ -222,7 +222,7 @@ pub async fn submit(
 ) -> Result<SubmitOutcome, SubmitError> {
     let summary = &session.summary;
     let track_id = summary.track_id.clone();
-    let boards = boards_for(&track_id, &summary.vehicle_name);
+    let boards = boards_for(summary);
     let has_car = boards.iter().any(|b| matches!(b.scope, BoardScope::Car(_)));
     for round in 0..ROUNDS {
         // The car's count is read beside the entries (one step): a new driver on the car's
