@@ -27,6 +27,7 @@ pub mod problems;
 pub mod processed_events;
 pub mod queues;
 pub mod retention;
+pub mod retry;
 pub mod sessions;
 pub mod sharepacks;
 pub mod tables;

@@ -22,10 +22,13 @@ use time::OffsetDateTime;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, Query, SK, StoreError, TTL, TxOp, Update, item};
+use crate::retry::retry_on_conflict;
 use crate::tables::Table;
 
 /// Refresh-token lifetime: 30 days.
 pub const LIFETIME_SECS: i64 = 30 * 24 * 3600;
+/// Attempts of a rotation whose transaction collided with another before it gives up.
+const ROTATE_ATTEMPTS: u32 = 5;
 
 fn token_key(raw: &str) -> Key {
     token_key_of_hash(&super::sha256_hex(raw))
@@ -139,7 +142,8 @@ pub enum RefreshError {
 /// Rotates `raw`: exactly one of any number of concurrent calls succeeds.
 pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
     let key = token_key(raw);
-    for _ in 0..5 {
+    let conflict = |e: &RefreshError| matches!(e, RefreshError::Store(StoreError::Conflict));
+    retry_on_conflict(ROTATE_ATTEMPTS, conflict, || async {
         let Some(current) = ports.items.get(Table::Tokens, &key).await? else {
             return Err(RefreshError::Invalid);
         };
@@ -195,24 +199,21 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
             },
         ];
         match ports.items.transact(ops).await {
-            Ok(()) => {
-                return Ok(Issued {
-                    raw: new_raw,
-                    family_id,
-                    user_id,
-                });
-            }
+            Ok(()) => Ok(Issued {
+                raw: new_raw,
+                family_id,
+                user_id,
+            }),
             // Someone used it between our read and our write: that is a replay too.
             Err(e) if e.is_condition_failed_at(0) => {
                 revoke_family(ports, &family_id).await?;
-                return Err(RefreshError::Replayed);
+                Err(RefreshError::Replayed)
             }
-            Err(e) if e.is_condition_failed_at(1) => return Err(RefreshError::Revoked),
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) if e.is_condition_failed_at(1) => Err(RefreshError::Revoked),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(RefreshError::Store(StoreError::Conflict))
+    })
+    .await
 }
 
 /// The family of a live refresh token, if any.
