@@ -7,10 +7,10 @@ use std::sync::Arc;
 use super::envelope::Envelope;
 pub use super::error_cause::ErrorCause;
 use paddock_core::identity::passwords::PasswordError;
-use paddock_core::identity::rate_limits::{LimitError, RateLimited};
 use paddock_core::identity::signing_keys::SigningKeyError;
 use paddock_core::ports::{BlobError, QueueError, SecretError, StoreError};
 use paddock_core::problems::FieldProblems;
+use paddock_core::rate_limits::{LimitError, RateLimited};
 
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
 /// carries the cause, which is logged with the request id and never sent.

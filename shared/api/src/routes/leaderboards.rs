@@ -16,7 +16,6 @@ use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok, pagi
 use crate::routes::leaderboard_answers::{LeaderboardEntry, LeaderboardPage, rendered};
 use crate::state::AppState;
 use paddock_core::identity::fields::Problems;
-use paddock_core::identity::rate_limits::LimitError;
 use paddock_core::ids::{SessionId, TrackId};
 use paddock_core::leaderboards::board::BoardId;
 use paddock_core::leaderboards::cache::{PageError, PageKey, RenderedPage};
@@ -24,6 +23,7 @@ use paddock_core::leaderboards::plausibility;
 use paddock_core::leaderboards::reads;
 use paddock_core::leaderboards::submit::{self, Driver, MIN_QUALITY};
 use paddock_core::leaderboards::vehicles::VehicleBoard;
+use paddock_core::rate_limits::LimitError;
 use paddock_core::sessions::records;
 use paddock_core::tracks::{self, Track, TrackKey, maps};
 

@@ -31,7 +31,7 @@ pub const LIFETIME_SECS: i64 = 30 * 24 * 3600;
 const ROTATE_ATTEMPTS: u32 = 5;
 
 fn token_key(raw: &str) -> Key {
-    token_key_of_hash(&super::sha256_hex(raw))
+    token_key_of_hash(&crate::hashing::sha256_hex(raw))
 }
 
 /// The key of the token whose hash is `hash`.
@@ -87,12 +87,12 @@ fn token_op(
 pub async fn issue_new_family(ports: &Ports, user_id: &UserId) -> Result<Issued, StoreError> {
     let now = ports.clock.now();
     let family_id = uuid::Uuid::new_v4().to_string();
-    let raw = super::random_token(32);
+    let raw = crate::hashing::random_token(32);
     let family = TxOp::Put {
         table: Table::Tokens,
         item: item(
             &family_key(&family_id),
-            json!({"userId": user_id, "revoked": false, "currentToken": super::sha256_hex(&raw),
+            json!({"userId": user_id, "revoked": false, "currentToken": crate::hashing::sha256_hex(&raw),
                    TTL: now.unix_timestamp() + LIFETIME_SECS}),
         ),
         condition: Some(Condition::NotExists),
@@ -160,7 +160,7 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
             return Err(RefreshError::Replayed);
         }
         let now = ports.clock.now();
-        let new_raw = super::random_token(32);
+        let new_raw = crate::hashing::random_token(32);
         let ops = vec![
             TxOp::Update {
                 table: Table::Tokens,
@@ -175,7 +175,7 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
                 table: Table::Tokens,
                 key: family_key(&family_id),
                 update: Update::set(TTL, now.unix_timestamp() + LIFETIME_SECS)
-                    .and_set("currentToken", super::sha256_hex(&new_raw)),
+                    .and_set("currentToken", crate::hashing::sha256_hex(&new_raw)),
                 condition: Some(Condition::And(vec![
                     Condition::Exists,
                     Condition::eq("revoked", false),
@@ -183,7 +183,7 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
             },
             token_op(
                 &new_raw,
-                Some(&super::sha256_hex(raw)),
+                Some(&crate::hashing::sha256_hex(raw)),
                 &user_id,
                 &family_id,
                 now,
