@@ -1,6 +1,7 @@
-//! Paddock's core: the ids, events, queues and tables, the port traits, and the domain
-//! (identity, sessions, tracks, leaderboards, activity, share packs, coaching, a driver's data,
-//! retention, the outbox and the workers).
+//! Paddock's core: the ids, events, queues and tables, the port traits, the mechanisms the
+//! domain shares (retries on conflict, rate limits, hashing, the maintenance tick), and the
+//! domain (identity, sessions, tracks, leaderboards, activity, share packs, coaching, a
+//! driver's data, retention, the outbox and the workers).
 //!
 //! Nothing here speaks HTTP, AWS, Lambda or SQLite: the adapters (`paddock-embedded`,
 //! `paddock-aws`) implement the ports, `paddock-api` turns requests into calls of these
@@ -20,6 +21,7 @@ pub mod hidden_characters;
 pub mod identity;
 pub mod ids;
 pub mod leaderboards;
+pub mod maintenance;
 pub mod metrics;
 pub mod metrics_cloudwatch;
 pub mod outbox;
