@@ -98,7 +98,7 @@ async fn tokens_are_shown_once_and_revoked_at_once(app: TestApp) {
     assert!(list[0].get("token").is_none(), "{}", list[0]);
     let text = Value::Array(list.clone()).to_string();
     assert!(!text.contains(&token));
-    assert!(!text.contains(&paddock_core::identity::sha256_hex(&token)));
+    assert!(!text.contains(&paddock_core::hashing::sha256_hex(&token)));
 
     // A lost answer retried makes a second token, shown once too.
     let again = make_token(&app, &jwt, "spreadsheet", &["sessions:read"]).await;
@@ -496,7 +496,7 @@ async fn deletion_revokes_tokens_and_the_export_lists_them(app: TestApp) {
     assert!(tokens[0].get("lastUsedAt").is_some(), "{}", tokens[0]);
     let text = export.to_string();
     assert!(!text.contains(token));
-    assert!(!text.contains(&paddock_core::identity::sha256_hex(token)));
+    assert!(!text.contains(&paddock_core::hashing::sha256_hex(token)));
 
     let (status, body) = send(&app, reqwest::Method::DELETE, "/v1/profile/me", &jwt, None).await;
     assert_eq!(status, 202, "{body}");

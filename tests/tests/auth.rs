@@ -3,7 +3,8 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use paddock_core::identity::{exchange_codes, s256};
+use paddock_core::hashing::s256;
+use paddock_core::identity::exchange_codes;
 use paddock_tests::{Backend, TestApp, envelope};
 use serde_json::{Value, json};
 use time::Duration;

@@ -6,7 +6,7 @@
 use fantoccini::Locator;
 use paddock_clients::identity_providers::{ProviderConfig, ProviderKind};
 use paddock_core::config::Settings;
-use paddock_core::identity::{random_token, s256};
+use paddock_core::hashing::{random_token, s256};
 use paddock_tests::browser::{env, open_browser};
 use paddock_tests::{TestApp, envelope, spawn_with};
 use serde_json::json;

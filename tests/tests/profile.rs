@@ -529,7 +529,7 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
         id: UserId::from(cleo.user_id.as_str()),
         email: Some(cleo.email.to_lowercase()),
         account: Some(
-            paddock_core::identity::sha256_hex(&cleo.email.to_lowercase())[..32].to_owned(),
+            paddock_core::hashing::sha256_hex(&cleo.email.to_lowercase())[..32].to_owned(),
         ),
     };
 
@@ -619,7 +619,7 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     assert_eq!(export["userId"], cleo.user_id);
     assert_eq!(export["profile"]["displayName"], "Cleo");
     let text = export.to_string();
-    let token_hash = paddock_core::identity::sha256_hex(&cleo.personal_token);
+    let token_hash = paddock_core::hashing::sha256_hex(&cleo.personal_token);
     for secret in [
         "passwordHash",
         "$argon2",

@@ -3,8 +3,8 @@
 //! account locked on purpose by failures from elsewhere, and floods of feed posts and data
 //! exports — on both backends.
 
-use paddock_core::identity::rate_limits::{self, Limit, LimitError};
 use paddock_core::ports::ManualClock;
+use paddock_core::rate_limits::{self, Limit, LimitError};
 use paddock_tests::lambda_events::HttpRequest;
 use paddock_tests::{Backend, TestApp, envelope, ports, session_body, spawn_configured};
 use serde_json::{Value, json};

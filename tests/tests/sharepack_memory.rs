@@ -56,7 +56,7 @@ fn declared_entries(n: u32) -> Vec<u8> {
 }
 
 fn sha(bytes: &[u8]) -> String {
-    paddock_core::identity::hex(&Sha256::digest(bytes))
+    paddock_core::hashing::hex(&Sha256::digest(bytes))
 }
 
 /// A line of `/proc/self/status` (`VmRSS`, `VmHWM`), in bytes.

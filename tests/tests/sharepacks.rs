@@ -32,7 +32,7 @@ fn stored_zip(name: &str, data: &[u8]) -> Vec<u8> {
 }
 
 fn sha(bytes: &[u8]) -> String {
-    paddock_core::identity::hex(&Sha256::digest(bytes))
+    paddock_core::hashing::hex(&Sha256::digest(bytes))
 }
 
 fn a_pack() -> Vec<u8> {

@@ -2,11 +2,11 @@
 //! DynamoDB write units it costs against the minimum its item layout needs.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use paddock_core::identity::rate_limits::{self, Limit};
 use paddock_core::ids::{JobId, UserId};
 use paddock_core::outbox;
 use paddock_core::ports::Clock;
 use paddock_core::ports::items::Query;
+use paddock_core::rate_limits::{self, Limit};
 use paddock_core::sessions::{self, records, upload};
 use paddock_core::tables::Table;
 use paddock_tests::{Backend, TestPorts, ports, session_body};

@@ -1,6 +1,7 @@
-//! Paddock's core: the ids, events, queues and tables, the port traits, and the domain
-//! (identity, sessions, tracks, leaderboards, activity, share packs, coaching, a driver's data,
-//! retention, the outbox and the workers).
+//! Paddock's core: the ids, events, queues and tables, the port traits, the mechanisms the
+//! domain shares (retries on conflict, rate limits, hashing, the maintenance tick), and the
+//! domain (identity, sessions, tracks, leaderboards, activity, share packs, coaching, a
+//! driver's data, retention, the outbox and the workers).
 //!
 //! Nothing here speaks HTTP, AWS, Lambda or SQLite: the adapters (`paddock-embedded`,
 //! `paddock-aws`) implement the ports, `paddock-api` turns requests into calls of these
@@ -16,10 +17,12 @@ pub mod cores;
 pub mod driver_data;
 pub mod events;
 pub mod field_names;
+pub mod hashing;
 pub mod hidden_characters;
 pub mod identity;
 pub mod ids;
 pub mod leaderboards;
+pub mod maintenance;
 pub mod metrics;
 pub mod metrics_cloudwatch;
 pub mod outbox;
@@ -27,7 +30,9 @@ pub mod ports;
 pub mod problems;
 pub mod processed_events;
 pub mod queues;
+pub mod rate_limits;
 pub mod retention;
+pub mod retry;
 pub mod sessions;
 pub mod sharepacks;
 pub mod tables;

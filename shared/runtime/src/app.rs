@@ -100,12 +100,13 @@ impl Application {
             })
         };
 
-        // Boards written before the rank counts existed are counted at start (a read of one
-        // item once done); a store that does not answer yet is tried again.
-        let backfill = {
+        // Maintenance from start (track jobs whose lease ran out back to pending, boards written
+        // before the rank counts existed counted) until the backfill is done, a read of one
+        // item once it is; a store that does not answer yet is tried again.
+        let maintenance = {
             let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
-            supervised("leaderboard backfill", move || {
-                run_backfill(ports.clone(), stop_rx.clone())
+            supervised("maintenance", move || {
+                run_maintenance(ports.clone(), stop_rx.clone())
             })
         };
 
@@ -120,7 +121,7 @@ impl Application {
         let _ = tokio::join!(
             relay,
             retention,
-            backfill,
+            maintenance,
             futures::future::join_all(consumers)
         );
         Ok(())
@@ -179,19 +180,18 @@ async fn run_retention(
     }
 }
 
-/// Counts the boards of an older layout until done, then ends; after a failure it tries
-/// again 30 seconds later, until stopped.
-async fn run_backfill(ports: Ports, mut stop_rx: watch::Receiver<bool>) {
+/// Runs maintenance ticks from start until the boards of an older layout are all counted,
+/// then ends; after a failed backfill step it ticks again 30 seconds later, until stopped.
+async fn run_maintenance(ports: Ports, mut stop_rx: watch::Receiver<bool>) {
     loop {
-        let step = tokio::select! {
-            step = paddock_core::leaderboards::backfill(&ports, Duration::from_secs(60)) => step,
+        let report = tokio::select! {
+            report = paddock_core::maintenance::tick(&ports) => report,
             _ = stop_rx.changed() => return,
         };
-        match step {
-            Ok(report) if report.done => return,
+        match report.backfill {
+            Ok(step) if step.done => return,
             Ok(_) => {}
-            Err(e) => {
-                tracing::error!(error = %e, "leaderboard backfill failed; trying again in 30 s");
+            Err(_) => {
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_secs(30)) => {}
                     _ = stop_rx.changed() => return,

@@ -327,20 +327,8 @@ pub async fn handle_worker_event(
         WorkerInvocation::Batch(batch) => batch.records,
         WorkerInvocation::Schedule(_) if consumer != QueueName::TrackMaps => return response,
         WorkerInvocation::Schedule(_) => {
-            // Hand track jobs with an expired lease back to the workers.
-            let stuck = paddock_core::tracks::jobs::reset_stuck(
-                ports,
-                paddock_core::tracks::jobs::Stuck::LeaseExpired,
-            );
-            if let Err(e) = stuck.await {
-                tracing::error!(error = %e, "maintenance: could not reset stuck track jobs");
-            }
-            // Boards of an older layout are counted a time budget per tick; once done, this
-            // reads one item.
-            let budget = std::time::Duration::from_secs(60);
-            if let Err(e) = paddock_core::leaderboards::backfill(ports, budget).await {
-                tracing::error!(error = %e, "maintenance: leaderboard backfill failed; resumes next tick");
-            }
+            // Failures are logged by the tick and resume at the next one.
+            paddock_core::maintenance::tick(ports).await;
             return response;
         }
     };

@@ -38,7 +38,7 @@ fn write_zip(path: &Path, entries: usize, entry_len: usize) -> anyhow::Result<()
 }
 
 fn hex(bytes: &[u8]) -> String {
-    paddock_core::identity::hex(bytes)
+    paddock_core::hashing::hex(bytes)
 }
 
 /// MB/s moving `bytes` `connections` at a time for `seconds` with `send`.

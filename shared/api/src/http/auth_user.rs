@@ -19,9 +19,9 @@ use super::ApiError;
 use crate::state::AppState;
 use paddock_core::identity::claims::Claims;
 use paddock_core::identity::personal_tokens::{self, AuthError, Scope, TokenGrant};
-use paddock_core::identity::rate_limits::{self, Limit, LimitError, Usage, address_group};
 use paddock_core::identity::refresh_tokens;
 use paddock_core::ids::UserId;
+use paddock_core::rate_limits::{self, Limit, LimitError, Usage, address_group};
 
 /// The rate-limit scope of requests made with a personal access token (subject: its id).
 pub(crate) const TOKEN_REQUESTS_SCOPE: &str = "token-requests";

@@ -15,7 +15,7 @@ use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
 use paddock_core::activity::achievements::{self, CatalogEntry, DriverAchievement};
 use paddock_core::activity::feed::{self, FeedPost};
-use paddock_core::identity::rate_limits::{self, Limit};
+use paddock_core::rate_limits::{self, Limit};
 
 /// The feed and achievements routes.
 pub(crate) fn routes() -> OpenApiRouter<AppState> {

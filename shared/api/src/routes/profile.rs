@@ -20,8 +20,8 @@ use paddock_core::driver_data::deletion::{self, DeletionError};
 use paddock_core::driver_data::export::ExportError;
 use paddock_core::driver_data::{Driver, export};
 use paddock_core::identity::profiles::{self, ProfileChange, ProfileError};
-use paddock_core::identity::rate_limits::{self, Limit};
 use paddock_core::identity::users::{self, User};
+use paddock_core::rate_limits::{self, Limit};
 
 /// The profile routes.
 pub(crate) fn routes() -> OpenApiRouter<AppState> {

@@ -11,8 +11,8 @@ use crate::http::auth_user::{Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
-use paddock_core::identity::rate_limits::{self, Limit};
 use paddock_core::ids::SessionId;
+use paddock_core::rate_limits::{self, Limit};
 use paddock_core::sessions::upload::SessionUploadDto;
 use paddock_core::sessions::{self, records, upload};
 

@@ -14,7 +14,6 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-use std::time::Duration;
 use utoipa::ToSchema;
 
 use super::catalog::{self, Achievement, CATALOG, Category, Rule};
@@ -27,6 +26,7 @@ use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, Key, Query, StoreError, TxOp, decode, item};
 use crate::processed_events::{marker_key, marker_op};
 use crate::queues::QueueName;
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
 /// Read-and-commit rounds before a contended event is handed back to the queue.
@@ -88,23 +88,16 @@ pub async fn process(ports: &Ports, event: &Event) -> Result<(), ProcessError> {
     if !QueueName::Achievements.subscribes_to(&event.kind) {
         return Ok(());
     }
-    for round in 0..ROUNDS {
-        match attempt(ports, user_id, event).await {
-            Ok(()) => return Ok(()),
-            // Another delivery or event of this driver committed first: read again.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;
-            }
-            Err(e) => {
-                return Err(ProcessError::Retry(
-                    anyhow::Error::new(e).context("updating achievements"),
-                ));
-            }
-        }
+    // Another delivery or event of this driver committed first: read again.
+    match retry_on_conflict(ROUNDS, is_conflict, || attempt(ports, user_id, event)).await {
+        Ok(()) => Ok(()),
+        Err(e) if is_conflict(&e) => Err(ProcessError::Retry(anyhow::anyhow!(
+            "achievements of {user_id} stayed contended for {ROUNDS} rounds"
+        ))),
+        Err(e) => Err(ProcessError::Retry(
+            anyhow::Error::new(e).context("updating achievements"),
+        )),
     }
-    Err(ProcessError::Retry(anyhow::anyhow!(
-        "achievements of {user_id} stayed contended for {ROUNDS} rounds"
-    )))
 }
 
 /// One read-and-commit round.

@@ -22,7 +22,7 @@ pub(crate) const KEPT_SECS: i64 = 24 * 3600;
 /// do not matter.
 pub(crate) fn fingerprint(model: &str, context: &SessionContext) -> String {
     let canonical = serde_json::json!({"model": model, "context": context}).to_string();
-    crate::identity::hex(&Sha256::digest(canonical.as_bytes()))
+    crate::hashing::hex(&Sha256::digest(canonical.as_bytes()))
 }
 
 fn key(user_id: &UserId, fingerprint: &str) -> Key {

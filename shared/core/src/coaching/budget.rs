@@ -22,10 +22,10 @@ use serde_json::Value;
 
 use super::llm::Prompt;
 use crate::config::AiSettings;
-use crate::identity::rate_limits::{self, Limit, LimitError, RateLimited};
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, StoreError, TTL, Update};
+use crate::rate_limits::{self, Limit, LimitError, RateLimited};
 use crate::tables::Table;
 
 const DAY: i64 = 24 * 3600;

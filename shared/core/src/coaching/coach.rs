@@ -12,9 +12,9 @@ use super::context::SessionContext;
 use super::llm::{Completion, LanguageModel, LlmError, Message, Role};
 use super::prompt::{self, INSIGHTS_QUESTION, MAX_PROMPT_BYTES};
 use crate::config::AiSettings;
-use crate::identity::rate_limits::LimitError;
 use crate::ids::UserId;
 use crate::ports::Ports;
+use crate::rate_limits::LimitError;
 
 /// A coaching answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -61,7 +61,7 @@ pub enum CoachError {
         "AI coaching has used this service's tokens for today; retry in {} seconds, when the UTC day ends",
         .0.retry_after_secs
     )]
-    ServiceSpent(crate::identity::rate_limits::RateLimited),
+    ServiceSpent(crate::rate_limits::RateLimited),
     /// The model failed (or is not configured).
     #[error(transparent)]
     Llm(#[from] LlmError),

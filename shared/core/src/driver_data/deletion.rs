@@ -35,6 +35,7 @@ use crate::ports::clock::rfc3339;
 use crate::ports::items::{
     Condition, Item, Key, MAX_TX_OPS, Query, StoreError, TTL, TxOp, Update, item,
 };
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::sessions::records::{CLIENT_PREFIX, SESSION_PREFIX, partition};
 use crate::tables::Table;
 
@@ -70,7 +71,7 @@ const SESSIONS_PER_BATCH: usize = 30;
 /// Token families deleted per batch.
 const FAMILIES_PER_BATCH: usize = 10;
 /// Attempts of the immediate transaction before giving up under concurrent changes.
-const ROUNDS: usize = 5;
+const ROUNDS: u32 = 5;
 
 /// The answer to a deletion request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -99,114 +100,132 @@ pub enum DeletionError {
 /// Deletes `user_id`'s account at once and queues the deletion of the rest of its data. A
 /// second request (or one racing the first) answers the same job.
 pub async fn start(ports: &Ports, user_id: &UserId) -> Result<DeletionTicket, DeletionError> {
-    for _ in 0..ROUNDS {
-        let Some(profile) = users::get_stored(ports, user_id).await? else {
-            return Err(DeletionError::Gone);
+    // The profile changed, a claim, link or family moved on: read again.
+    let contended = |e: &DeletionError| matches!(e, DeletionError::Store(e) if is_conflict(e));
+    let (ticket, later) =
+        match retry_on_conflict(ROUNDS, contended, || delete_account(ports, user_id)).await {
+            Ok(Started::Before(ticket)) => return Ok(ticket),
+            Ok(Started::Now { ticket, later }) => (ticket, later),
+            Err(e) if contended(&e) => return Err(DeletionError::Contended),
+            Err(e) => return Err(e),
         };
-        if let Some(ticket) = ticket_of(&profile) {
-            return Ok(ticket);
-        }
-        let driver = Driver::of(&profile.user);
-        let now = ports.clock.now();
-        let ticket = DeletionTicket {
-            job_id: uuid::Uuid::now_v7().to_string(),
-            deleted_at: rfc3339(now),
+    // More sign-ins than one transaction holds: the rest before the answer.
+    for family in later {
+        crate::identity::refresh_tokens::revoke_family(ports, &family).await?;
+    }
+    // Personal access tokens stop working before the answer too.
+    crate::identity::personal_tokens::revoke_all(ports, user_id).await?;
+    forget_driver_in_process(user_id);
+    crate::metrics::global()
+        .account_deletions
+        .with_label_values(&["started"])
+        .inc();
+    tracing::info!(user_id = %user_id, job_id = %ticket.job_id, "account deleted; deletion job queued");
+    Ok(ticket)
+}
+
+/// How an attempt at the immediate deletion ended.
+enum Started {
+    /// The account was deleted before (an earlier or a racing request): its ticket.
+    Before(DeletionTicket),
+    /// This attempt deleted it; `later` are the sign-in families one transaction did not hold.
+    Now {
+        ticket: DeletionTicket,
+        later: Vec<String>,
+    },
+}
+
+/// One attempt at the immediate deletion: the profile marked deleted, the tombstone, the
+/// event, the email claim, the provider links and the sign-ins revoked, in one transaction
+/// conditional on what was read.
+async fn delete_account(ports: &Ports, user_id: &UserId) -> Result<Started, DeletionError> {
+    let Some(profile) = users::get_stored(ports, user_id).await? else {
+        return Err(DeletionError::Gone);
+    };
+    if let Some(ticket) = ticket_of(&profile) {
+        return Ok(Started::Before(ticket));
+    }
+    let driver = Driver::of(&profile.user);
+    let now = ports.clock.now();
+    let ticket = DeletionTicket {
+        job_id: uuid::Uuid::now_v7().to_string(),
+        deleted_at: rfc3339(now),
+    };
+    let event = Event::new(
+        EventKind::AccountDeleted(AccountDeleted {
+            job_id: ticket.job_id.clone(),
+        }),
+        Some(user_id.clone()),
+        now,
+    );
+    let mut ops = vec![
+        TxOp::Update {
+            table: Table::Users,
+            key: profile_key(user_id),
+            update: Update::set("deletedAt", ticket.deleted_at.as_str())
+                .and_set("deletionJob", ticket.job_id.as_str()),
+            condition: Some(Condition::And(vec![
+                Condition::Exists,
+                Condition::AttrNotExists("deletedAt".into()),
+            ])),
+        },
+        TxOp::Put {
+            table: Table::Users,
+            item: item(
+                &tombstone_key(user_id),
+                json!({"deletedAt": ticket.deleted_at, TTL: now.unix_timestamp() + TOMBSTONE_SECS}),
+            ),
+            condition: None,
+        },
+        event.outbox_op(),
+    ];
+    if let Some(email) = &driver.email
+        && let Some(claim) = users::find_by_email(ports, email).await?
+        && &claim.user_id == user_id
+    {
+        ops.push(TxOp::Delete {
+            table: Table::Users,
+            key: email_key(email),
+            condition: Some(Condition::eq("userId", user_id.as_str())),
+        });
+    }
+    let links = Pages::new(
+        Table::Users,
+        format!("USER#{user_id}"),
+        Some(LINK_INDEX_PREFIX),
+    );
+    for row in links.all(ports).await? {
+        let (Some(provider), Some(subject)) = (text(&row, "provider"), text(&row, "subject"))
+        else {
+            continue;
         };
-        let event = Event::new(
-            EventKind::AccountDeleted(AccountDeleted {
-                job_id: ticket.job_id.clone(),
-            }),
-            Some(user_id.clone()),
-            now,
-        );
-        let mut ops = vec![
-            TxOp::Update {
-                table: Table::Users,
-                key: profile_key(user_id),
-                update: Update::set("deletedAt", ticket.deleted_at.as_str())
-                    .and_set("deletionJob", ticket.job_id.as_str()),
-                condition: Some(Condition::And(vec![
-                    Condition::Exists,
-                    Condition::AttrNotExists("deletedAt".into()),
-                ])),
-            },
-            TxOp::Put {
-                table: Table::Users,
-                item: item(
-                    &tombstone_key(user_id),
-                    json!({"deletedAt": ticket.deleted_at, TTL: now.unix_timestamp() + TOMBSTONE_SECS}),
-                ),
-                condition: None,
-            },
-            event.outbox_op(),
-        ];
-        if let Some(email) = &driver.email
-            && let Some(claim) = users::find_by_email(ports, email).await?
-            && &claim.user_id == user_id
-        {
-            ops.push(TxOp::Delete {
-                table: Table::Users,
-                key: email_key(email),
-                condition: Some(Condition::eq("userId", user_id.as_str())),
-            });
-        }
-        let links = Pages::new(
-            Table::Users,
-            format!("USER#{user_id}"),
-            Some(LINK_INDEX_PREFIX),
-        );
-        for row in links.all(ports).await? {
-            let (Some(provider), Some(subject)) = (text(&row, "provider"), text(&row, "subject"))
-            else {
-                continue;
-            };
-            ops.push(TxOp::Delete {
-                table: Table::Users,
-                key: identity_key(&provider, &subject),
-                condition: Some(Condition::eq("userId", user_id.as_str())),
-            });
-            ops.push(TxOp::Delete {
-                table: Table::Users,
-                key: users::link_index_key(user_id, &provider, &subject),
-                condition: None,
-            });
-        }
-        let mut later = Vec::new();
-        for family in live_families(ports, user_id).await? {
-            let revoke = TxOp::Update {
-                table: Table::Tokens,
-                key: family_key(&family),
-                update: Update::set("revoked", true),
-                condition: Some(Condition::Exists),
-            };
-            if ops.len() < MAX_TX_OPS {
-                ops.push(revoke);
-            } else {
-                later.push(family);
-            }
-        }
-        match ports.items.transact(ops).await {
-            Ok(()) => {
-                // More sign-ins than one transaction holds: the rest before the answer.
-                for family in later {
-                    crate::identity::refresh_tokens::revoke_family(ports, &family).await?;
-                }
-                // Personal access tokens stop working before the answer too.
-                crate::identity::personal_tokens::revoke_all(ports, user_id).await?;
-                forget_driver_in_process(user_id);
-                crate::metrics::global()
-                    .account_deletions
-                    .with_label_values(&["started"])
-                    .inc();
-                tracing::info!(user_id = %user_id, job_id = %ticket.job_id, "account deleted; deletion job queued");
-                return Ok(ticket);
-            }
-            // The profile changed, a claim, link or family moved on: read again.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {}
-            Err(e) => return Err(e.into()),
+        ops.push(TxOp::Delete {
+            table: Table::Users,
+            key: identity_key(&provider, &subject),
+            condition: Some(Condition::eq("userId", user_id.as_str())),
+        });
+        ops.push(TxOp::Delete {
+            table: Table::Users,
+            key: users::link_index_key(user_id, &provider, &subject),
+            condition: None,
+        });
+    }
+    let mut later = Vec::new();
+    for family in live_families(ports, user_id).await? {
+        let revoke = TxOp::Update {
+            table: Table::Tokens,
+            key: family_key(&family),
+            update: Update::set("revoked", true),
+            condition: Some(Condition::Exists),
+        };
+        if ops.len() < MAX_TX_OPS {
+            ops.push(revoke);
+        } else {
+            later.push(family);
         }
     }
-    Err(DeletionError::Contended)
+    ports.items.transact(ops).await?;
+    Ok(Started::Now { ticket, later })
 }
 
 fn ticket_of(profile: &StoredProfile) -> Option<DeletionTicket> {

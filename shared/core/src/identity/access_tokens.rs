@@ -14,7 +14,7 @@ use crate::config::JwtSettings;
 /// The key id of a signing secret: the first 16 hex digits of its SHA-256, so a token names
 /// the key that signed it without revealing anything about the key.
 pub fn key_id(secret: &str) -> String {
-    super::sha256_hex(secret)[..16].to_owned()
+    crate::hashing::sha256_hex(secret)[..16].to_owned()
 }
 
 /// Signs with the current key and checks tokens signed by the current or a previous key,

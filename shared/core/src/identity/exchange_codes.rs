@@ -16,7 +16,7 @@ use crate::tables::Table;
 pub const LIFETIME_SECS: i64 = 5 * 60;
 
 fn code_key(code: &str) -> Key {
-    code_key_of_hash(&super::sha256_hex(code))
+    code_key_of_hash(&crate::hashing::sha256_hex(code))
 }
 
 /// The key of the code whose hash is `hash`.
@@ -33,9 +33,9 @@ pub async fn issue(
     user_id: &UserId,
     code_challenge: &str,
 ) -> Result<String, StoreError> {
-    let code = super::random_token(32);
+    let code = crate::hashing::random_token(32);
     let ttl = ports.clock.unix() + LIFETIME_SECS;
-    let hash = super::sha256_hex(&code);
+    let hash = crate::hashing::sha256_hex(&code);
     let record = item(
         &code_key_of_hash(&hash),
         json!({"userId": user_id, "codeChallenge": code_challenge, TTL: ttl}),
@@ -96,7 +96,7 @@ pub async fn redeem(ports: &Ports, code: &str, verifier: &str) -> Result<UserId,
         .get("codeChallenge")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    if !constant_time_eq(&super::s256(verifier), challenge) {
+    if !constant_time_eq(&crate::hashing::s256(verifier), challenge) {
         return Err(ExchangeError::WrongVerifier);
     }
     consumed

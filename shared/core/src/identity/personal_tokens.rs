@@ -403,7 +403,7 @@ pub async fn create(
         return Err(TokenError::TooMany);
     }
     let token = generate();
-    let hash = super::sha256_hex(&token);
+    let hash = crate::hashing::sha256_hex(&token);
     let token_id = uuid::Uuid::now_v7().to_string();
     let expires_at = now + i64::from(new.expires_in_days) * 24 * 3600;
     let ttl = expires_at + KEPT_AFTER_EXPIRY_SECS;
@@ -577,7 +577,7 @@ pub(crate) fn keys_of_row(row: &Item) -> (Option<Key>, Option<Key>) {
 /// What `token` grants, or why it is refused. One store read.
 pub async fn authenticate(ports: &Ports, token: &str) -> Result<TokenGrant, AuthError> {
     check_form(token)?;
-    let hash = super::sha256_hex(token);
+    let hash = crate::hashing::sha256_hex(token);
     let row = ports
         .items
         .get_shared(Table::Tokens, &lookup_key(&hash))

@@ -14,11 +14,12 @@ use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, TxOp, Update};
 use crate::problems::{FieldProblems, Problems};
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
 pub use super::fields::DISPLAY_NAME_MAX;
 /// Attempts before concurrent changes of one profile give up.
-const ROUNDS: usize = 5;
+const ROUNDS: u32 = 5;
 
 /// A parsed change: each part is absent when the request left it alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +97,8 @@ pub async fn update(
     user_id: &UserId,
     change: &ProfileChange,
 ) -> Result<User, ProfileError> {
-    for _ in 0..ROUNDS {
+    let contended = |e: &ProfileError| matches!(e, ProfileError::Store(e) if is_conflict(e));
+    let outcome = retry_on_conflict(ROUNDS, contended, || async {
         let Some(current) = users::get_stored(ports, user_id).await? else {
             return Err(ProfileError::Gone);
         };
@@ -138,13 +140,14 @@ pub async fn update(
             },
             event.outbox_op(),
         ];
-        match ports.items.transact(ops).await {
-            Ok(()) => return Ok(next.user),
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {}
-            Err(e) => return Err(e.into()),
-        }
+        ports.items.transact(ops).await?;
+        Ok(next.user)
+    })
+    .await;
+    match outcome {
+        Err(e) if contended(&e) => Err(ProfileError::Contended),
+        other => other,
     }
-    Err(ProfileError::Contended)
 }
 
 /// The profile with `change` applied and its version bumped.

@@ -18,6 +18,7 @@ use crate::identity::users::{self, EmailClaim, IdentityLink, User};
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, TxOp, Update, item};
+use crate::retry::retry_on_conflict;
 use crate::tables::Table;
 
 /// Who the provider says signed in.
@@ -36,7 +37,7 @@ pub struct ProviderIdentity {
 }
 
 /// Attempts before concurrent sign-ins of one identity give up.
-const ROUNDS: usize = 3;
+const ROUNDS: u32 = 3;
 
 /// Why a provider sign-in found no account.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +84,9 @@ pub async fn find_or_create(
     identity: &ProviderIdentity,
 ) -> Result<UserId, ProviderSignInError> {
     let subject = identity.subject.as_str();
-    for _ in 0..ROUNDS {
+    // A concurrent sign-in or change moved the records read: look again.
+    let contended = |e: &ProviderSignInError| matches!(e, ProviderSignInError::Contended);
+    retry_on_conflict(ROUNDS, contended, || async {
         if let Some(link) = users::find_link(ports, provider, subject).await? {
             if link.pending_revocation {
                 finish_takeover(ports, provider, subject, &link.user_id).await?;
@@ -109,7 +112,9 @@ pub async fn find_or_create(
                     .await
                 {
                     Ok(()) => return Ok(user_id),
-                    Err(e) if e.is_condition_failed_at(0) => continue,
+                    Err(e) if e.is_condition_failed_at(0) => {
+                        return Err(ProviderSignInError::Contended);
+                    }
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -130,7 +135,9 @@ pub async fn find_or_create(
                     return Ok(user_id);
                 }
                 // Linked meanwhile, or the claim changed (a password change): look again.
-                Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(1) => continue,
+                Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(1) => {
+                    return Err(ProviderSignInError::Contended);
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -155,13 +162,15 @@ pub async fn find_or_create(
         }
         ops.push(index);
         match ports.items.transact(ops).await {
-            Ok(()) => return Ok(user.id),
+            Ok(()) => Ok(user.id),
             // A concurrent sign-in linked the identity or claimed the email first: look again.
-            Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(2) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(2) => {
+                Err(ProviderSignInError::Contended)
+            }
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(ProviderSignInError::Contended)
+    })
+    .await
 }
 
 /// A new account from what the provider says: its name when it is a valid display name, its

@@ -22,13 +22,16 @@ use time::OffsetDateTime;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, Query, SK, StoreError, TTL, TxOp, Update, item};
+use crate::retry::retry_on_conflict;
 use crate::tables::Table;
 
 /// Refresh-token lifetime: 30 days.
 pub const LIFETIME_SECS: i64 = 30 * 24 * 3600;
+/// Attempts of a rotation whose transaction collided with another before it gives up.
+const ROTATE_ATTEMPTS: u32 = 5;
 
 fn token_key(raw: &str) -> Key {
-    token_key_of_hash(&super::sha256_hex(raw))
+    token_key_of_hash(&crate::hashing::sha256_hex(raw))
 }
 
 /// The key of the token whose hash is `hash`.
@@ -84,12 +87,12 @@ fn token_op(
 pub async fn issue_new_family(ports: &Ports, user_id: &UserId) -> Result<Issued, StoreError> {
     let now = ports.clock.now();
     let family_id = uuid::Uuid::new_v4().to_string();
-    let raw = super::random_token(32);
+    let raw = crate::hashing::random_token(32);
     let family = TxOp::Put {
         table: Table::Tokens,
         item: item(
             &family_key(&family_id),
-            json!({"userId": user_id, "revoked": false, "currentToken": super::sha256_hex(&raw),
+            json!({"userId": user_id, "revoked": false, "currentToken": crate::hashing::sha256_hex(&raw),
                    TTL: now.unix_timestamp() + LIFETIME_SECS}),
         ),
         condition: Some(Condition::NotExists),
@@ -139,7 +142,8 @@ pub enum RefreshError {
 /// Rotates `raw`: exactly one of any number of concurrent calls succeeds.
 pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
     let key = token_key(raw);
-    for _ in 0..5 {
+    let conflict = |e: &RefreshError| matches!(e, RefreshError::Store(StoreError::Conflict));
+    retry_on_conflict(ROTATE_ATTEMPTS, conflict, || async {
         let Some(current) = ports.items.get(Table::Tokens, &key).await? else {
             return Err(RefreshError::Invalid);
         };
@@ -156,7 +160,7 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
             return Err(RefreshError::Replayed);
         }
         let now = ports.clock.now();
-        let new_raw = super::random_token(32);
+        let new_raw = crate::hashing::random_token(32);
         let ops = vec![
             TxOp::Update {
                 table: Table::Tokens,
@@ -171,7 +175,7 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
                 table: Table::Tokens,
                 key: family_key(&family_id),
                 update: Update::set(TTL, now.unix_timestamp() + LIFETIME_SECS)
-                    .and_set("currentToken", super::sha256_hex(&new_raw)),
+                    .and_set("currentToken", crate::hashing::sha256_hex(&new_raw)),
                 condition: Some(Condition::And(vec![
                     Condition::Exists,
                     Condition::eq("revoked", false),
@@ -179,7 +183,7 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
             },
             token_op(
                 &new_raw,
-                Some(&super::sha256_hex(raw)),
+                Some(&crate::hashing::sha256_hex(raw)),
                 &user_id,
                 &family_id,
                 now,
@@ -195,24 +199,21 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
             },
         ];
         match ports.items.transact(ops).await {
-            Ok(()) => {
-                return Ok(Issued {
-                    raw: new_raw,
-                    family_id,
-                    user_id,
-                });
-            }
+            Ok(()) => Ok(Issued {
+                raw: new_raw,
+                family_id,
+                user_id,
+            }),
             // Someone used it between our read and our write: that is a replay too.
             Err(e) if e.is_condition_failed_at(0) => {
                 revoke_family(ports, &family_id).await?;
-                return Err(RefreshError::Replayed);
+                Err(RefreshError::Replayed)
             }
-            Err(e) if e.is_condition_failed_at(1) => return Err(RefreshError::Revoked),
-            Err(StoreError::Conflict) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) if e.is_condition_failed_at(1) => Err(RefreshError::Revoked),
+            Err(e) => Err(e.into()),
         }
-    }
-    Err(RefreshError::Store(StoreError::Conflict))
+    })
+    .await
 }
 
 /// The family of a live refresh token, if any.

@@ -30,7 +30,10 @@ pub struct SignInFlow {
 }
 
 fn flow_key(state: &str) -> Key {
-    Key::new(format!("FLOW#{}", super::sha256_hex(state)), "FLOW")
+    Key::new(
+        format!("FLOW#{}", crate::hashing::sha256_hex(state)),
+        "FLOW",
+    )
 }
 
 /// Stores `flow` under `state`.

@@ -83,7 +83,7 @@ pub(crate) const TOMBSTONE_SECS: i64 = 30 * 24 * 3600;
 /// The key of a deleted account's tombstone (no id in it, only its hash).
 pub(crate) fn tombstone_key(user_id: &UserId) -> Key {
     Key::new(
-        format!("DELETED#{}", super::sha256_hex(user_id.as_str())),
+        format!("DELETED#{}", crate::hashing::sha256_hex(user_id.as_str())),
         "TOMBSTONE",
     )
 }

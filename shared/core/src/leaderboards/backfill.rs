@@ -28,6 +28,7 @@ use super::submit::{adds_a_driver, replace_ops};
 use super::vehicles;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, Query, StoreError, TxOp, Update, decode, item};
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
 /// Entries read per page.
@@ -246,30 +247,28 @@ const ROUNDS: u32 = 5;
 
 /// Counts one entry of an older board; answers whether this call counted it (false when a
 /// submission or another run changed it first).
-async fn count_entry(
-    ports: &Ports,
-    board: &BoardId,
-    mut entry: StoredRow,
-) -> Result<bool, StoreError> {
-    for round in 0..ROUNDS {
-        match try_count(ports, board, entry.clone()).await {
-            Ok(()) => return Ok(true),
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;
+async fn count_entry(ports: &Ports, board: &BoardId, entry: StoredRow) -> Result<bool, StoreError> {
+    let key = &board.entry_key(&entry.row.user_id);
+    let mut given = Some(entry);
+    retry_on_conflict(ROUNDS, is_conflict, || {
+        let given = given.take();
+        async move {
+            let entry = match given {
+                Some(entry) => entry,
                 // Counted meanwhile (by a submission replacing it, or another run), or gone.
-                let key = board.entry_key(&entry.row.user_id);
-                match ports.items.get(Table::Leaderboards, &key).await? {
-                    Some(i) => entry = StoredRow::from_item(i)?,
+                None => match ports.items.get(Table::Leaderboards, key).await? {
+                    Some(i) => StoredRow::from_item(i)?,
                     None => return Ok(false),
-                }
-                if entry.counted {
-                    return Ok(false);
-                }
+                },
+            };
+            if entry.counted {
+                return Ok(false);
             }
-            Err(e) => return Err(e),
+            try_count(ports, board, entry).await?;
+            Ok(true)
         }
-    }
-    Err(StoreError::Conflict)
+    })
+    .await
 }
 
 async fn try_count(ports: &Ports, board: &BoardId, entry: StoredRow) -> Result<(), StoreError> {

@@ -49,7 +49,7 @@ impl RenderedPage {
     /// `body` with its ETag (a digest of it).
     pub fn with_etag(body: Vec<u8>) -> Self {
         let digest = Sha256::digest(&body);
-        let hex = crate::identity::hex(&digest[..16]);
+        let hex = crate::hashing::hex(&digest[..16]);
         let etag = format!("\"{hex}\"");
         Self {
             body: Bytes::from(body),

@@ -2,14 +2,13 @@
 //! driver's index rows and the entry's share of the board's counts (and of its car's count)
 //! go in one transaction.
 
-use std::time::Duration;
-
 use super::board::{BoardId, BoardScope, RANK_KEY, StoredRow};
 use super::rank_counts::Change;
 use super::vehicles;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, TxOp};
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
 /// Attempts before the removal is left to the caller's retry.
@@ -34,10 +33,11 @@ pub(crate) async fn remove_entry(
             condition: None,
         });
     }
-    for round in 0..ROUNDS {
+    // A submission replaced the entry meanwhile: read it again.
+    retry_on_conflict(ROUNDS, is_conflict, || async {
         let Some(item) = ports.items.get(Table::Leaderboards, &key).await? else {
             let deleted = index.len() as u64;
-            ports.items.transact(index).await?;
+            ports.items.transact(index.clone()).await?;
             return Ok(deleted);
         };
         let entry = StoredRow::from_item(item)?;
@@ -72,14 +72,8 @@ pub(crate) async fn remove_entry(
                 ops.extend(vehicles::count_ops(&board.track, car, -1));
             }
         }
-        match ports.items.transact(ops).await {
-            Ok(()) => return Ok(2 + index.len() as u64),
-            // A submission replaced the entry meanwhile: read it again.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Err(StoreError::Conflict)
+        ports.items.transact(ops).await?;
+        Ok(2 + index.len() as u64)
+    })
+    .await
 }

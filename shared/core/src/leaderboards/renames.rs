@@ -3,14 +3,13 @@
 //! the event is handled. Each row records the profile version it shows and a rewrite only
 //! moves a row to a newer version, so late, repeated or reordered events change nothing.
 
-use std::time::Duration;
-
 use super::board::{BOARD_INDEX_PREFIX, BoardId, RANK_KEY, StoredRow};
 use super::cache::{forget_driver_in_process, invalidate_in_process};
 use crate::identity::users;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Query, SK, StoreError, TxOp, check_advances};
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
 /// Attempts per entry before a rewrite is left to the event's redelivery.
@@ -73,7 +72,8 @@ async fn rewrite_entry(
     profile: &users::StoredProfile,
 ) -> Result<bool, StoreError> {
     let key = board.entry_key(&profile.user.id);
-    for round in 0..ROUNDS {
+    // A submission replaced the entry meanwhile: read it again.
+    retry_on_conflict(ROUNDS, is_conflict, || async {
         let Some(item) = ports.items.get(Table::Leaderboards, &key).await? else {
             return Ok(false);
         };
@@ -97,14 +97,8 @@ async fn rewrite_entry(
                 condition: Some(unchanged),
             },
         ];
-        match ports.items.transact(ops).await {
-            Ok(()) => return Ok(true),
-            // A submission replaced the entry meanwhile: read it again.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1))).await;
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    Err(StoreError::Conflict)
+        ports.items.transact(ops).await?;
+        Ok(true)
+    })
+    .await
 }

@@ -3,7 +3,6 @@
 //! the car's, see [`boards_for`]), with the boards' counts, in one transaction.
 
 use serde::Serialize;
-use std::time::Duration;
 use utoipa::ToSchema;
 
 use super::board::{
@@ -12,10 +11,11 @@ use super::board::{
 use super::rank_counts::{self, Change, Tally, Through};
 use super::vehicles;
 use crate::events::{Event, EventKind, LeaderboardSubmitted};
-use crate::identity::rate_limits::RateLimited;
 use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, StoreError, TTL, TxOp, Update};
+use crate::rate_limits::RateLimited;
+use crate::retry::retry_on_conflict;
 use crate::sessions::records::StoredSession;
 use crate::sessions::upload::Lap;
 use crate::tables::Table;
@@ -220,144 +220,165 @@ pub async fn submit(
     lap_time_ms: i64,
     new_boards_per_day: u32,
 ) -> Result<SubmitOutcome, SubmitError> {
+    let boards = boards_for(&session.summary);
+    // Another submission may change an entry or the counts between the reads and the write:
+    // the attempt then reads again.
+    retry_on_conflict(
+        ROUNDS,
+        |e| matches!(e, SubmitError::Contended),
+        || {
+            attempt(
+                ports,
+                driver,
+                session,
+                &boards,
+                lap_time_ms,
+                new_boards_per_day,
+            )
+        },
+    )
+    .await
+}
+
+/// One read of the driver's entries and one conditional write of the lap on `boards`;
+/// `Contended` when another submission changed what was read.
+async fn attempt(
+    ports: &Ports,
+    driver: &Driver,
+    session: &StoredSession,
+    boards: &[BoardId],
+    lap_time_ms: i64,
+    new_boards_per_day: u32,
+) -> Result<SubmitOutcome, SubmitError> {
     let summary = &session.summary;
     let track_id = summary.track_id.clone();
-    let boards = boards_for(summary);
     let has_car = boards.iter().any(|b| matches!(b.scope, BoardScope::Car(_)));
-    for round in 0..ROUNDS {
-        // The car's count is read beside the entries (one step): a new driver on the car's
-        // board changes it, conditional on it.
-        let (entries, car) = futures::try_join!(
-            futures::future::try_join_all(boards.iter().map(|board| read_entry(
-                ports,
-                board,
-                &driver.user_id
-            ))),
-            async {
-                match has_car {
-                    true => vehicles::read_count(ports, &track_id, &summary.vehicle_name)
-                        .await
-                        .map(Some),
-                    false => Ok(None),
-                }
-            }
-        )?;
-        let now = ports.clock.now();
-        let faster: Vec<bool> = entries
-            .iter()
-            .map(|entry| {
-                entry
-                    .as_ref()
-                    .is_none_or(|e| lap_time_ms < e.row.lap_time_ms)
-            })
-            .collect();
-        let (ranked_board, on_track, faster_on_track) = (&boards[0], &entries[0], faster[0]);
-        // The rank is decided before the write, so the event carries the rank the submission
-        // answers with (achievements judge ranks by it). A new best is the latest submission:
-        // it ranks behind every equal time, so the counts alone give its rank.
-        let rank = match on_track {
-            Some(current) if !faster_on_track => rank_of(ports, ranked_board, current).await?,
-            _ => {
-                let tally = Tally::read(ports, ranked_board, lap_time_ms).await?;
-                1 + tally.faster() + tally.equal()
-            }
-        };
-        let previous_best_ms = on_track.as_ref().map(|p| p.row.lap_time_ms);
-        let event = Event::new(
-            EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
-                track_id: track_id.clone(),
-                session_id: summary.id.clone(),
-                lap_time_ms,
-                previous_best_ms,
-                improved: faster_on_track,
-                rank: usize::try_from(rank).ok(),
-                game_id: summary.game_id.clone(),
-                track_name: summary.track_name.clone(),
-                track_layout: summary.track_layout.clone(),
-                vehicle_name: summary.vehicle_name.clone(),
-            }),
-            Some(driver.user_id.clone()),
-            now,
-        );
-        let stored = StoredRow {
-            row: Row {
-                user_id: driver.user_id.clone(),
-                display_name: driver.display_name.clone(),
-                avatar_url: driver.avatar_url.clone(),
-                lap_time_ms,
-                vehicle_name: summary.vehicle_name.clone(),
-                session_id: summary.id.clone(),
-                submitted_at: submitted_at(now),
-            },
-            rank_key: rank_sk(lap_time_ms, now, &driver.user_id),
-            profile_version: driver.profile_version,
-            counted: true,
-        };
-        debug_assert!(Position::of(&stored.rank_key).is_some());
-        let mut ops = vec![event.outbox_op()];
-        if let Some(current) = on_track.as_ref().filter(|_| !faster_on_track) {
-            // The rank was read for this entry: it must still be the entry when the event is
-            // written (a faster lap of the same driver may have replaced it meanwhile).
-            ops.push(TxOp::Check {
-                table: Table::Leaderboards,
-                key: ranked_board.entry_key(&driver.user_id),
-                condition: Condition::eq(RANK_KEY, current.rank_key.as_str()),
-            });
-        }
-        for ((board, entry), faster) in boards.iter().zip(&entries).zip(&faster) {
-            if !faster {
-                continue;
-            }
-            ops.extend(replace_ops(board, entry.as_ref(), &stored)?);
-            if let (BoardScope::Car(_), Some(car)) = (&board.scope, &car)
-                && adds_a_driver(entry.as_ref())
-            {
-                ops.extend(vehicles::count_ops(&track_id, car, 1));
+    // The car's count is read beside the entries (one step): a new driver on the car's
+    // board changes it, conditional on it.
+    let (entries, car) = futures::try_join!(
+        futures::future::try_join_all(boards.iter().map(|board| read_entry(
+            ports,
+            board,
+            &driver.user_id
+        ))),
+        async {
+            match has_car {
+                true => vehicles::read_count(ports, &track_id, &summary.vehicle_name)
+                    .await
+                    .map(Some),
+                false => Ok(None),
             }
         }
-        // A lap that opens a board counts against the driver's day in the same transaction,
-        // so only the submission that opens it counts (not a concurrent or retried one).
-        let opening = entries.iter().any(Option::is_none).then(|| {
-            ops.push(new_board_op(
-                &driver.user_id,
-                now.unix_timestamp(),
-                new_boards_per_day,
-            ));
-            ops.len() - 1
+    )?;
+    let now = ports.clock.now();
+    let faster: Vec<bool> = entries
+        .iter()
+        .map(|entry| {
+            entry
+                .as_ref()
+                .is_none_or(|e| lap_time_ms < e.row.lap_time_ms)
+        })
+        .collect();
+    let (ranked_board, on_track, faster_on_track) = (&boards[0], &entries[0], faster[0]);
+    // The rank is decided before the write, so the event carries the rank the submission
+    // answers with (achievements judge ranks by it). A new best is the latest submission:
+    // it ranks behind every equal time, so the counts alone give its rank.
+    let rank = match on_track {
+        Some(current) if !faster_on_track => rank_of(ports, ranked_board, current).await?,
+        _ => {
+            let tally = Tally::read(ports, ranked_board, lap_time_ms).await?;
+            1 + tally.faster() + tally.equal()
+        }
+    };
+    let previous_best_ms = on_track.as_ref().map(|p| p.row.lap_time_ms);
+    let event = Event::new(
+        EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
+            track_id: track_id.clone(),
+            session_id: summary.id.clone(),
+            lap_time_ms,
+            previous_best_ms,
+            improved: faster_on_track,
+            rank: usize::try_from(rank).ok(),
+            game_id: summary.game_id.clone(),
+            track_name: summary.track_name.clone(),
+            track_layout: summary.track_layout.clone(),
+            vehicle_name: summary.vehicle_name.clone(),
+        }),
+        Some(driver.user_id.clone()),
+        now,
+    );
+    let stored = StoredRow {
+        row: Row {
+            user_id: driver.user_id.clone(),
+            display_name: driver.display_name.clone(),
+            avatar_url: driver.avatar_url.clone(),
+            lap_time_ms,
+            vehicle_name: summary.vehicle_name.clone(),
+            session_id: summary.id.clone(),
+            submitted_at: submitted_at(now),
+        },
+        rank_key: rank_sk(lap_time_ms, now, &driver.user_id),
+        profile_version: driver.profile_version,
+        counted: true,
+    };
+    debug_assert!(Position::of(&stored.rank_key).is_some());
+    let mut ops = vec![event.outbox_op()];
+    if let Some(current) = on_track.as_ref().filter(|_| !faster_on_track) {
+        // The rank was read for this entry: it must still be the entry when the event is
+        // written (a faster lap of the same driver may have replaced it meanwhile).
+        ops.push(TxOp::Check {
+            table: Table::Leaderboards,
+            key: ranked_board.entry_key(&driver.user_id),
+            condition: Condition::eq(RANK_KEY, current.rank_key.as_str()),
         });
-        match ports.items.transact(ops).await {
-            Ok(()) => {
-                let outcome = SubmitOutcome {
-                    improved: faster_on_track,
-                    lap_time_ms,
-                    previous_best_ms,
-                    rank: Some(rank),
-                    track_id,
-                };
-                let result = if faster_on_track {
-                    "improved"
-                } else {
-                    "unchanged"
-                };
-                crate::metrics::global()
-                    .leaderboard_submissions
-                    .with_label_values(&[result])
-                    .inc();
-                return Ok(outcome);
-            }
-            Err(StoreError::ConditionFailed { index }) if Some(index) == opening => {
-                return Err(SubmitError::NewBoards(new_boards_spent(
-                    now.unix_timestamp(),
-                    new_boards_per_day,
-                )));
-            }
-            // Another submission changed an entry or the counts meanwhile: read again.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                let jitter = rand::random::<u64>() % 10;
-                tokio::time::sleep(Duration::from_millis(5 * u64::from(round + 1) + jitter)).await;
-            }
-            Err(e) => return Err(e.into()),
+    }
+    for ((board, entry), faster) in boards.iter().zip(&entries).zip(&faster) {
+        if !faster {
+            continue;
+        }
+        ops.extend(replace_ops(board, entry.as_ref(), &stored)?);
+        if let (BoardScope::Car(_), Some(car)) = (&board.scope, &car)
+            && adds_a_driver(entry.as_ref())
+        {
+            ops.extend(vehicles::count_ops(&track_id, car, 1));
         }
     }
-    Err(SubmitError::Contended)
+    // A lap that opens a board counts against the driver's day in the same transaction,
+    // so only the submission that opens it counts (not a concurrent or retried one).
+    let opening = entries.iter().any(Option::is_none).then(|| {
+        ops.push(new_board_op(
+            &driver.user_id,
+            now.unix_timestamp(),
+            new_boards_per_day,
+        ));
+        ops.len() - 1
+    });
+    match ports.items.transact(ops).await {
+        Ok(()) => {
+            let outcome = SubmitOutcome {
+                improved: faster_on_track,
+                lap_time_ms,
+                previous_best_ms,
+                rank: Some(rank),
+                track_id,
+            };
+            let result = if faster_on_track {
+                "improved"
+            } else {
+                "unchanged"
+            };
+            crate::metrics::global()
+                .leaderboard_submissions
+                .with_label_values(&[result])
+                .inc();
+            Ok(outcome)
+        }
+        Err(StoreError::ConditionFailed { index }) if Some(index) == opening => Err(
+            SubmitError::NewBoards(new_boards_spent(now.unix_timestamp(), new_boards_per_day)),
+        ),
+        Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+            Err(SubmitError::Contended)
+        }
+        Err(e) => Err(e.into()),
+    }
 }

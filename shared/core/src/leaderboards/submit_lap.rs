@@ -5,11 +5,11 @@ use serde_json::Value;
 
 use super::plausibility::{self, Implausible};
 use super::submit::{self, Driver, MIN_QUALITY, SubmitError, SubmitOutcome};
-use crate::identity::rate_limits::RateLimited;
 use crate::ids::{SessionId, UserId};
 use crate::ports::Ports;
 use crate::ports::items::StoreError;
 use crate::problems::{FieldProblems, Problems};
+use crate::rate_limits::RateLimited;
 use crate::sessions::records;
 use crate::sessions::upload::{MAX_LAP_MS, whole_number};
 use crate::tracks::maps::{self, MapReadError};

@@ -2,7 +2,6 @@
 //! `session.uploaded` event, written in one transaction.
 
 use serde::Serialize;
-use std::time::Duration;
 use utoipa::ToSchema;
 
 use super::records::{UploadRecord, client_key, new_session_id, session_item};
@@ -12,11 +11,13 @@ use crate::ids::{JobId, SessionId, TrackId, UserId};
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, StoreError, TxOp};
 use crate::ports::{BlobError, Ports};
+use crate::retry::retry_on_conflict;
 use crate::tables::Table;
 use crate::tracks::{self, TrackKey, jobs, maps};
 
-/// Transaction conflicts (a concurrent duplicate in flight) are retried this often.
-const CONFLICT_RETRIES: u32 = 4;
+/// Attempts of the transaction while it collides with another (a concurrent duplicate in
+/// flight): the first and four more.
+const CONFLICT_ATTEMPTS: u32 = 5;
 
 /// What `POST /v1/sessions` answers.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
@@ -175,16 +176,11 @@ pub async fn create(
         ));
     }
 
-    let mut attempt = 0;
-    let outcome = loop {
-        match ports.items.transact(ops.clone()).await {
-            Err(StoreError::Conflict) if attempt < CONFLICT_RETRIES => {
-                attempt += 1;
-                tokio::time::sleep(Duration::from_millis(10 * u64::from(attempt))).await;
-            }
-            other => break other,
-        }
-    };
+    let conflict = |e: &StoreError| matches!(e, StoreError::Conflict);
+    let outcome = retry_on_conflict(CONFLICT_ATTEMPTS, conflict, || {
+        ports.items.transact(ops.clone())
+    })
+    .await;
     match outcome {
         Ok(()) => {
             if let Err(e) = tracks::note_session_time(ports, &track_id, upload.recorded_at).await {

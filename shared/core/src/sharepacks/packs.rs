@@ -13,12 +13,12 @@ use super::zip_check::{self, ZipProblem};
 use super::{blob_key, held_key, object_keys, upload_key};
 use crate::config::SharepackSettings;
 use crate::hidden_characters::{self, is_invisible_or_bidi};
-use crate::identity::rate_limits::{self, Limit, LimitError};
 use crate::ids::UserId;
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, Key, Query, StoreError, TTL, TxOp, Update, decode, item};
 use crate::ports::{BlobError, Ports};
 use crate::problems::{FieldProblems, Problems};
+use crate::rate_limits::{self, Limit, LimitError};
 use crate::tables::Table;
 
 /// How long an upload URL is valid.
@@ -170,7 +170,7 @@ impl Labels {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    crate::identity::hex(&Sha256::digest(bytes))
+    crate::hashing::hex(&Sha256::digest(bytes))
 }
 
 async fn count_upload(
@@ -628,7 +628,7 @@ pub async fn complete(
             let mut hasher = Sha256::new();
             std::io::copy(&mut f, &mut hasher)?;
             let summary = zip_check::check(f, &check_limits);
-            Ok((crate::identity::hex(&hasher.finalize()), summary))
+            Ok((crate::hashing::hex(&hasher.finalize()), summary))
         })
         .await
         .map_err(|e| std::io::Error::other(e.to_string()))??;

@@ -16,7 +16,7 @@ fn mac(key: &[u8], id: &str, expires: i64, length: u64) -> Hmac<Sha256> {
 
 /// The signature of an upload of `length` bytes to pack `id` until `expires` (Unix seconds).
 pub fn sign(key: &[u8], id: &str, expires: i64, length: u64) -> String {
-    crate::identity::hex(&mac(key, id, expires, length).finalize().into_bytes())
+    crate::hashing::hex(&mac(key, id, expires, length).finalize().into_bytes())
 }
 
 /// Whether `signature` is ours for these values and has not expired at `now`; compared in

@@ -21,12 +21,15 @@ use crate::ids::{JobId, SessionId, TrackId};
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Condition, StoreError, Update};
 use crate::ports::{BlobError, Ports};
+use crate::retry::retry_on_conflict;
 use crate::tables::Table;
 
 /// How many merged job ids a map remembers, so a redelivered job is not merged twice.
 const REMEMBERED_JOBS: usize = 200;
 /// Attempts to win the map version race before giving the job back.
-const MERGE_ROUNDS: usize = 5;
+const MERGE_ROUNDS: u32 = 5;
+/// Why a build gave up when every merge round lost the version race.
+const RACED: &str = "the track map kept changing under concurrent merges";
 
 /// The blob key of an upload's track points.
 pub fn points_key(track_id: &TrackId, session_id: &SessionId) -> String {
@@ -313,7 +316,9 @@ async fn build(ports: &Ports, job: &Job) -> Result<(), BuildError> {
         .ok_or_else(|| BuildError::Permanent("the stored track points are unreadable".into()))?;
     let fresh = centreline::resample(&points).map_err(|e| BuildError::Permanent(e.to_string()))?;
 
-    for _ in 0..MERGE_ROUNDS {
+    // Another merge won the version read: drop ours and merge into theirs.
+    let raced = |e: &BuildError| matches!(e, BuildError::Transient(reason) if reason == RACED);
+    retry_on_conflict(MERGE_ROUNDS, raced, || async {
         let (version, current_blob) = map_version(ports, &job.track_id)
             .await?
             .ok_or_else(|| BuildError::Permanent("the track does not exist".into()))?;
@@ -368,19 +373,16 @@ async fn build(ports: &Ports, job: &Job) -> Result<(), BuildError> {
                 if let Some(old) = current_blob {
                     let _ = ports.blobs.delete(&old).await;
                 }
-                return Ok(());
-            }
-            Err(StoreError::ConditionFailed { .. }) => {
-                // Another merge won this version: drop ours and merge into theirs.
-                let _ = ports.blobs.delete(&blob).await;
+                Ok(())
             }
             Err(e) => {
                 let _ = ports.blobs.delete(&blob).await;
-                return Err(e.into());
+                Err(match e {
+                    StoreError::ConditionFailed { .. } => BuildError::Transient(RACED.into()),
+                    other => other.into(),
+                })
             }
         }
-    }
-    Err(BuildError::Transient(
-        "the track map kept changing under concurrent merges".into(),
-    ))
+    })
+    .await
 }

@@ -16,9 +16,9 @@ use crate::routes::envelopes::envelope;
 use crate::state::AppState;
 use paddock_core::identity::fields::{DisplayName, Email, Password, login_password};
 use paddock_core::identity::password_changes::{self, PasswordChangeError};
-use paddock_core::identity::rate_limits::{self, Limit, LimitError};
 use paddock_core::identity::users::{self, RegisterError, User};
 use paddock_core::problems::{FieldProblems, Problems};
+use paddock_core::rate_limits::{self, Limit, LimitError};
 
 /// `POST /v1/auth/register` body.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -13,12 +13,12 @@ use crate::http::auth_user::ClientAddr;
 use crate::http::{ApiError, ApiQuery};
 use crate::state::AppState;
 use paddock_clients::identity_providers as providers;
+use paddock_core::hashing::random_token;
 use paddock_core::identity::exchange_codes;
 use paddock_core::identity::provider_accounts::{self, ProviderSignInError};
-use paddock_core::identity::random_token;
-use paddock_core::identity::rate_limits::{self, Limit};
 use paddock_core::identity::sign_in_flows::{self, SignInFlow};
 use paddock_core::problems::{FieldProblems, Problems};
+use paddock_core::rate_limits::{self, Limit};
 
 const FLOW_COOKIE: &str = "paddock_signin";
 

@@ -26,6 +26,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Item, Key, StoreError, TTL, item};
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
 /// How long an address stays known after a successful sign-in.
@@ -270,7 +271,9 @@ async fn counted_hit(
 ) -> Result<Usage, LimitError> {
     let key = log_key(scope, subject, log);
     let window_secs = window_secs.max(1);
-    for race in 0..MAX_RACES {
+    let contended = |e: &LimitError| matches!(e, LimitError::Store(e) if is_conflict(e));
+    // Another hit of the same subject was written first: read again.
+    let outcome = retry_on_conflict(MAX_RACES, contended, || async {
         let now = now_ms(ports);
         let current = ports.items.get(Table::Limits, &key).await?;
         if let Some(limited) = refusal(current.as_ref(), limits, now, window_secs) {
@@ -282,23 +285,23 @@ async fn counted_hit(
         };
         let next = with_hit(&key, current.as_ref(), limits, now, window_secs);
         let usage = usage_of(&next, limits, now, window_secs);
-        match ports.items.put(Table::Limits, next, Some(condition)).await {
-            Ok(()) => return Ok(usage),
-            // Another hit of the same subject was written first: read again.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-                let pause = rand::random_range(0..=u64::from(race.min(20)) + 1);
-                tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
-            }
-            Err(e) => return Err(e.into()),
+        ports
+            .items
+            .put(Table::Limits, next, Some(condition))
+            .await?;
+        Ok(usage)
+    })
+    .await;
+    match outcome {
+        // Hundreds of hits of one subject at the same instant: refuse rather than over-admit.
+        Err(e) if contended(&e) => Err(RateLimited {
+            max: limits.iter().map(|l| l.max).min().unwrap_or(0),
+            window_secs,
+            retry_after_secs: 1,
         }
+        .into()),
+        other => other,
     }
-    // Hundreds of hits of one subject at the same instant: refuse rather than over-admit.
-    Err(RateLimited {
-        max: limits.iter().map(|l| l.max).min().unwrap_or(0),
-        window_secs,
-        retry_after_secs: 1,
-    }
-    .into())
 }
 
 /// Refuses when a limit is already used up, without counting: a cheap read that lets a
