@@ -5,6 +5,7 @@
 //! point them at local emulators.
 
 pub mod blobs;
+pub mod call_limits;
 pub mod items;
 pub mod on_first_use;
 pub mod provision;
