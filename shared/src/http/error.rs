@@ -12,6 +12,9 @@ use crate::identity::signing_keys::SigningKeyError;
 use crate::ports::{BlobError, QueueError, SecretError, StoreError};
 use crate::problems::FieldProblems;
 
+/// `Retry-After` of a 503 for a backing service that failed after the SDK's retries.
+const BACKEND_RETRY_AFTER_SECS: u64 = 1;
+
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
 /// carries the cause, which is logged with the request id and never sent.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +57,8 @@ pub enum ApiError {
     /// 503: a feature is not configured (the message says which).
     #[error("{0}")]
     Unavailable(String),
-    /// 503: a backing service failed; `message` is for the client, `cause` for the log.
+    /// 503 with `Retry-After`: a backing service failed; `message` is for the client, `cause`
+    /// for the log.
     #[error("{message}")]
     Backend {
         /// What the client is told.
@@ -127,6 +131,8 @@ impl IntoResponse for ApiError {
             | Self::Busy {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
+            // The SDK has already retried the call; a second later the fault has usually passed.
+            Self::Backend { .. } => Some(BACKEND_RETRY_AFTER_SECS),
             _ => None,
         };
         let (message, cause) = match self {
@@ -181,13 +187,25 @@ impl From<BlobError> for ApiError {
 
 impl From<QueueError> for ApiError {
     fn from(e: QueueError) -> Self {
-        Self::Internal(anyhow::Error::new(e))
+        match e {
+            QueueError::Unavailable(_) => Self::Backend {
+                message: "the service is temporarily unavailable, please retry".into(),
+                cause: anyhow::Error::new(e),
+            },
+            QueueError::TooLarge(_) => Self::Internal(anyhow::Error::new(e)),
+        }
     }
 }
 
 impl From<SecretError> for ApiError {
     fn from(e: SecretError) -> Self {
-        Self::Internal(anyhow::Error::new(e))
+        match e {
+            SecretError::Unavailable(_) => Self::Backend {
+                message: "the service is temporarily unavailable, please retry".into(),
+                cause: anyhow::Error::new(e),
+            },
+            SecretError::Malformed { .. } => Self::Internal(anyhow::Error::new(e)),
+        }
     }
 }
 
