@@ -1,0 +1,715 @@
+//! Faults in the cloud shape: the local server on the AWS adapters, its DynamoDB, S3 and SQS
+//! calls through the fault proxy (`paddock_tests::fault_proxy`), and the black-box scenarios
+//! as a client that retries a 503 or 504 the way the desktop app does. Under each kind of
+//! fault the end state (sessions, board and ranks, feed, achievements, the tables' items)
+//! must be the one reached without faults: nothing lost, nothing twice, and no 500.
+//!
+//! The test command runs a short version; `PADDOCK_FAULT_SOAK=1` runs more drivers and
+//! uploads at higher fault rates. Each run prints its figures (requests, answers by class,
+//! faults handed out, p50/p99 of the main requests).
+
+use paddock_tests::fault_proxy::{Calls, Counts, Fault, FaultProxy, Rule};
+use paddock_tests::{TestApp, require_emulators, session_body, spawn_aws_through, unique};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The proxy's generator seed: the same decisions each run.
+const SEED: u64 = 39;
+
+/// What a scenario does, by size.
+#[derive(Debug, Clone, Copy)]
+struct Size {
+    /// Drivers besides the one who fills the upload limit.
+    drivers: usize,
+    /// Sessions each of them uploads and submits.
+    sessions: usize,
+    /// Feed posts each driver writes.
+    posts: usize,
+}
+
+const SHORT: Size = Size {
+    drivers: 2,
+    sessions: 2,
+    posts: 1,
+};
+
+const SOAK: Size = Size {
+    drivers: 6,
+    sessions: 5,
+    posts: 3,
+};
+
+/// The uploads a driver may make a minute (the service's default).
+const UPLOADS_PER_MINUTE: usize = 30;
+
+/// What the client saw, over every attempt of every request.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Requests made (each retried until it got a final answer).
+    requests: u64,
+    /// Attempts answered 2xx.
+    ok: u64,
+    /// Attempts answered 503 or 504.
+    retryable: u64,
+    /// Requests that got a 503 or 504 and then succeeded when retried.
+    retried_ok: u64,
+    /// Attempts answered 500.
+    internal: u64,
+    /// Final answers that were neither 2xx nor expected (status, request label, body).
+    unexpected: Vec<(u16, String, String)>,
+    /// Time to the final answer of each request, by label.
+    latencies: BTreeMap<&'static str, Vec<Duration>>,
+}
+
+/// A client that retries a 5xx answer (after `Retry-After`, at most 2 s) as the desktop app
+/// does, up to ten attempts.
+struct Client<'a> {
+    app: &'a TestApp,
+    seen: Mutex<Seen>,
+}
+
+impl<'a> Client<'a> {
+    fn new(app: &'a TestApp) -> Self {
+        Self {
+            app,
+            seen: Mutex::new(Seen::default()),
+        }
+    }
+
+    /// `method` on `path`; answers the final status and body.
+    async fn send(
+        &self,
+        label: &'static str,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let started = Instant::now();
+        let mut retried = false;
+        for attempt in 1..=10 {
+            let mut request = self
+                .app
+                .client
+                .request(method.clone(), format!("{}{path}", self.app.address));
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let response = request.send().await.expect("the local server answers");
+            let status = response.status().as_u16();
+            let wait = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .map_or(Duration::from_millis(200), |s| {
+                    Duration::from_secs(s).min(Duration::from_secs(2))
+                });
+            let text = response.text().await.unwrap_or_default();
+            let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let retry = matches!(status, 500 | 503 | 504) && attempt < 10;
+            {
+                let mut seen = self.seen.lock().unwrap();
+                match status {
+                    200..=299 => seen.ok += 1,
+                    503 | 504 => seen.retryable += 1,
+                    500 => seen.internal += 1,
+                    _ => {}
+                }
+                if !retry {
+                    seen.requests += 1;
+                    if retried && (200..300).contains(&status) {
+                        seen.retried_ok += 1;
+                    }
+                    seen.latencies
+                        .entry(label)
+                        .or_default()
+                        .push(started.elapsed());
+                    return (status, value);
+                }
+            }
+            retried = true;
+            tokio::time::sleep(wait).await;
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    async fn post(
+        &self,
+        label: &'static str,
+        path: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> (u16, Value) {
+        self.send(label, reqwest::Method::POST, path, token, Some(body))
+            .await
+    }
+
+    async fn get(&self, label: &'static str, path: &str, token: &str) -> (u16, Value) {
+        self.send(label, reqwest::Method::GET, path, Some(token), None)
+            .await
+    }
+
+    /// Notes a final answer the scenario did not expect.
+    fn unexpected(&self, status: u16, what: &str, body: &Value) {
+        self.seen
+            .lock()
+            .unwrap()
+            .unexpected
+            .push((status, what.to_owned(), body.to_string()));
+    }
+
+    /// Expects one of `statuses`; notes anything else.
+    fn expect(&self, what: &str, (status, body): &(u16, Value), statuses: &[u16]) -> bool {
+        let ok = statuses.contains(status);
+        if !ok {
+            self.unexpected(*status, what, body);
+        }
+        ok
+    }
+}
+
+/// A driver of the scenario.
+struct Driver {
+    name: String,
+    token: String,
+}
+
+/// Registers, signs in again and rotates the refresh token.
+async fn sign_in(client: &Client<'_>, name: &str) -> Option<Driver> {
+    let email = format!("{}@example.com", unique("driver"));
+    let password = "correct horse battery";
+    let body = json!({"email": email, "password": password, "displayName": name});
+    let answer = client
+        .post("register", "/v1/auth/register", None, &body)
+        .await;
+    // A retried registration whose first attempt created the account is 409: noted.
+    if !client.expect("register", &answer, &[201]) {
+        return None;
+    }
+    let body = json!({"email": email, "password": password});
+    let answer = client
+        .post("login", "/v1/auth/login/email", None, &body)
+        .await;
+    if !client.expect("login", &answer, &[200]) {
+        return None;
+    }
+    let refresh = answer.1["data"]["refreshToken"].as_str()?.to_owned();
+    let body = json!({"refreshToken": refresh});
+    let answer = client
+        .post("refresh", "/v1/auth/refresh", None, &body)
+        .await;
+    if !client.expect("refresh", &answer, &[200]) {
+        return None;
+    }
+    let data = &answer.1["data"];
+    data["refreshToken"].as_str()?;
+    Some(Driver {
+        name: name.to_owned(),
+        token: data["accessToken"].as_str()?.to_owned(),
+    })
+}
+
+/// Uploads one session of one lap of `ms` (the client session id names it); answers the
+/// session id.
+async fn upload(client: &Client<'_>, driver: &Driver, csid: &str, ms: i64) -> Option<String> {
+    let body = session_body(csid, "2026-11-01T10:00:00Z", &[(ms, true, 0.95)], 0);
+    let answer = client
+        .post("upload", "/v1/sessions", Some(&driver.token), &body)
+        .await;
+    // 200: the client's retry found the upload already stored (the same session).
+    if !client.expect("upload", &answer, &[201, 200]) {
+        return None;
+    }
+    Some(answer.1["data"]["sessionId"].as_str()?.to_owned())
+}
+
+/// The scenario: sign-in and refresh, uploads up to the limit, submissions, feed posts.
+/// Answers the drivers (in order) and the track of their board.
+async fn scenario(client: &Client<'_>, size: Size) -> (Vec<Driver>, String) {
+    let mut drivers = Vec::new();
+    for i in 0..=size.drivers {
+        if let Some(d) = sign_in(client, &format!("Driver {i}")).await {
+            drivers.push(d);
+        }
+    }
+    assert_eq!(
+        drivers.len(),
+        size.drivers + 1,
+        "every driver signed in: {:?}",
+        client.seen.lock().unwrap().unexpected
+    );
+
+    // The first driver fills the minute's uploads, sending one of them twice (as a client
+    // does whose answer was lost): exactly 30 admitted, the 31st refused.
+    let filler = &drivers[0];
+    let mut first_session = None;
+    for n in 0..UPLOADS_PER_MINUTE {
+        let id = upload(client, filler, &format!("fill-{n}"), 120_000 + n as i64).await;
+        first_session = first_session.or(id);
+        if n == 3 {
+            upload(client, filler, "fill-3", 120_003).await;
+        }
+    }
+    let over = session_body(
+        "fill-over",
+        "2026-11-01T10:00:00Z",
+        &[(119_000, true, 0.9)],
+        0,
+    );
+    let answer = client
+        .post("upload", "/v1/sessions", Some(&filler.token), &over)
+        .await;
+    client.expect("the 31st upload", &answer, &[429]);
+
+    // Every other driver uploads and submits each session's lap.
+    let submit = |driver: &Driver, session: String, ms: i64| {
+        let body = json!({"SessionId": session, "LapTimeMs": ms, "QualityScore": 0.95});
+        let token = driver.token.clone();
+        async move {
+            client
+                .post("submit", "/v1/leaderboards/submit", Some(&token), &body)
+                .await
+        }
+    };
+    if let Some(session) = first_session {
+        let answer = submit(filler, session, 120_000).await;
+        client.expect("submit", &answer, &[200]);
+    }
+    for (i, driver) in drivers.iter().enumerate().skip(1) {
+        for s in 0..size.sessions {
+            let ms = 110_000 + (i * 1_000) as i64 - (s * 10) as i64;
+            let Some(session) = upload(client, driver, &format!("d{i}-{s}"), ms).await else {
+                continue;
+            };
+            let answer = submit(driver, session, ms).await;
+            client.expect("submit", &answer, &[200]);
+        }
+        for p in 0..size.posts {
+            let body = json!({"title": format!("{} post {p}", driver.name)});
+            let answer = client
+                .post("feed post", "/v1/feed", Some(&driver.token), &body)
+                .await;
+            client.expect("feed post", &answer, &[201]);
+        }
+    }
+    let (_, sessions) = client
+        .get("read", "/v1/sessions?limit=1", &drivers[0].token)
+        .await;
+    let track = sessions["data"]["items"][0]["trackId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    for driver in &drivers {
+        let path = format!("/v1/leaderboards?trackId={track}&limit=20");
+        let answer = client.get("board", &path, &driver.token).await;
+        client.expect("board", &answer, &[200]);
+        let path = format!("/v1/leaderboards/me?trackId={track}");
+        let answer = client.get("board", &path, &driver.token).await;
+        client.expect("standing", &answer, &[200]);
+    }
+    (drivers, track)
+}
+
+/// What a driver and an operator see after the scenario, with the run's own ids replaced by
+/// the drivers' order, so that two runs compare.
+async fn end_state(
+    client: &Client<'_>,
+    app: &TestApp,
+    drivers: &[Driver],
+    track: &str,
+) -> BTreeMap<String, Value> {
+    let mut state = BTreeMap::new();
+    let mut ids = BTreeMap::new();
+    for (i, driver) in drivers.iter().enumerate() {
+        let token = &driver.token;
+        let (_, me) = client.get("read", "/v1/profile", token).await;
+        if let Some(id) = me["data"]["id"].as_str() {
+            ids.insert(id.to_owned(), format!("driver {i}"));
+        }
+        let (_, sessions) = client.get("read", "/v1/sessions?limit=100", token).await;
+        let mut laps: Vec<i64> = sessions["data"]["items"]
+            .as_array()
+            .map(|s| s.iter().filter_map(|s| s["bestLapMs"].as_i64()).collect())
+            .unwrap_or_default();
+        laps.sort_unstable();
+        state.insert(format!("driver {i} sessions"), json!(laps));
+        let (status, standing) = client
+            .get(
+                "board",
+                &format!("/v1/leaderboards/me?trackId={track}"),
+                token,
+            )
+            .await;
+        state.insert(
+            format!("driver {i} standing"),
+            json!([
+                status,
+                standing["data"]["rank"],
+                standing["data"]["lapTimeMs"]
+            ]),
+        );
+        let (_, feed) = client.get("read", "/v1/feed?limit=100", token).await;
+        let mut entries: Vec<String> = feed["data"]["items"]
+            .as_array()
+            .map(|f| {
+                f.iter()
+                    .map(|e| format!("{} | {} | {}", e["kind"], e["title"], e["subtitle"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        entries.sort();
+        state.insert(format!("driver {i} feed"), json!(entries));
+        let (_, mine) = client.get("read", "/v1/achievements", token).await;
+        let mut unlocked: Vec<String> = mine["data"]["items"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|a| a["unlockedAt"].is_string())
+                    .filter_map(|a| a["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        unlocked.sort();
+        state.insert(format!("driver {i} achievements"), json!(unlocked));
+    }
+    let (_, board) = client
+        .get(
+            "board",
+            &format!("/v1/leaderboards?trackId={track}&limit=100"),
+            &drivers[0].token,
+        )
+        .await;
+    let rows: Vec<Value> = board["data"]["entries"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|e| {
+                    let who = e["userId"]
+                        .as_str()
+                        .and_then(|u| ids.get(u))
+                        .cloned()
+                        .unwrap_or_default();
+                    json!([e["rank"], who, e["lapTimeMs"]])
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    state.insert("board".into(), json!(rows));
+    state.insert("board total".into(), board["data"]["totalEntries"].clone());
+    // Every item of every table, counted by table and by the shape of its key (the run's ids
+    // taken out).
+    for (shape, n) in item_shapes(app).await {
+        state.insert(format!("items {shape}"), json!(n));
+    }
+    state
+}
+
+/// Items counted by table and key shape: each key with its ids (uuids, numbers, tokens)
+/// replaced by `*`.
+async fn item_shapes(app: &TestApp) -> BTreeMap<String, u64> {
+    let mut shapes = BTreeMap::new();
+    for (table, item) in paddock_tests::every_item(&app.settings).await {
+        let part = |name: &str| {
+            item.get(name)
+                .and_then(Value::as_str)
+                .map(|k| {
+                    k.split('#')
+                        .map(|seg| {
+                            if seg.len() > 12 || seg.chars().any(|c| c.is_ascii_digit()) {
+                                "*"
+                            } else {
+                                seg
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join("#")
+                })
+                .unwrap_or_default()
+        };
+        let shape = format!("{table:?} {} / {}", part("pk"), part("sk"));
+        *shapes.entry(shape).or_default() += 1;
+    }
+    shapes
+}
+
+/// Waits until the background work (feed, achievements, track maps) has settled: the end
+/// state read twice a second apart is the same. Answers it.
+async fn settled(
+    client: &Client<'_>,
+    app: &TestApp,
+    drivers: &[Driver],
+    track: &str,
+) -> BTreeMap<String, Value> {
+    let mut last = end_state(client, app, drivers, track).await;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = end_state(client, app, drivers, track).await;
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// One run's figures.
+struct Run {
+    name: &'static str,
+    seen: Seen,
+    proxy: Counts,
+    differences: Vec<String>,
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[at.min(sorted.len() - 1)]
+}
+
+impl Run {
+    fn print(&self) {
+        let s = &self.seen;
+        println!(
+            "{:<28} requests {:>4}  2xx {:>4}  503/504 {:>3} (retried to success {:>3})  500 {:>2}  \
+             unexpected {:>2}  proxy calls {:>5}  faults {:?}  end-state differences {}",
+            self.name,
+            s.requests,
+            s.ok,
+            s.retryable,
+            s.retried_ok,
+            s.internal,
+            s.unexpected.len(),
+            self.proxy.calls,
+            self.proxy.faults,
+            self.differences.len(),
+        );
+        for (label, times) in &s.latencies {
+            if matches!(*label, "upload" | "submit" | "board") {
+                let mut times = times.clone();
+                times.sort_unstable();
+                println!(
+                    "{:<28}   {label:<7} n {:>4}  p50 {:>7.1?}  p99 {:>7.1?}",
+                    "",
+                    times.len(),
+                    percentile(&times, 0.5),
+                    percentile(&times, 0.99)
+                );
+            }
+        }
+        for d in &self.differences {
+            println!("{:<28}   differs: {d}", "");
+        }
+        for (status, what, body) in &s.unexpected {
+            println!("{:<28}   unexpected {status} on {what}: {body}", "");
+        }
+    }
+}
+
+/// Runs the scenario on a fresh server and fresh tables, with `rules` set once the resources
+/// exist; compares the end state with `baseline` when given.
+async fn run(
+    name: &'static str,
+    size: Size,
+    rules: Vec<Rule>,
+    baseline: Option<&BTreeMap<String, Value>>,
+) -> (Run, BTreeMap<String, Value>) {
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let sdk = proxy.sdk_config_through(&paddock::aws::sdk_config().await);
+    let (app, _clock) = spawn_aws_through(sdk).await;
+    proxy.set_rules(rules);
+    let client = Client::new(&app);
+    let (drivers, track) = scenario(&client, size).await;
+    // Read by a client of its own, so that the figures are the scenario's; the faults go on
+    // while the background work settles.
+    let reader = Client::new(&app);
+    let state = settled(&reader, &app, &drivers, &track).await;
+    proxy.set_rules(Vec::new());
+    let reads = reader.seen.into_inner().unwrap();
+    assert!(
+        reads.unexpected.is_empty(),
+        "{name}: {:?}",
+        reads.unexpected
+    );
+    assert_eq!(reads.internal, 0, "{name}: reads answered 500");
+    let counts = proxy.counts();
+    let differences = match baseline {
+        Some(base) => base
+            .keys()
+            .chain(state.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .filter(|k| base.get(*k) != state.get(*k))
+            .map(|k| {
+                format!(
+                    "{k}: without faults {}, here {}",
+                    base.get(k).unwrap_or(&Value::Null),
+                    state.get(k).unwrap_or(&Value::Null)
+                )
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let seen = client.seen.into_inner().unwrap();
+    (
+        Run {
+            name,
+            seen,
+            proxy: counts,
+            differences,
+        },
+        state,
+    )
+}
+
+/// The fault kinds and their rates; the soak's rates are higher.
+fn fault_kinds(soak: bool) -> Vec<(&'static str, Vec<Rule>)> {
+    let k = if soak { 2.0 } else { 1.0 };
+    let mut kinds = vec![
+        (
+            "throttled 5%",
+            vec![Rule::rate(Calls::All, 0.05 * k, Fault::Throttle)],
+        ),
+        (
+            "internal errors 2%",
+            vec![Rule::rate(Calls::All, 0.02 * k, Fault::InternalError)],
+        ),
+        (
+            "write answers lost 1%",
+            vec![Rule::rate(
+                Calls::Writes,
+                if soak { 0.10 } else { 0.01 },
+                Fault::LoseAnswer,
+            )],
+        ),
+        (
+            "connections reset 1%",
+            vec![Rule::rate(Calls::All, 0.01 * k, Fault::Reset)],
+        ),
+        (
+            "writes lost past retries",
+            // Four answers in a row lost: the SDK gives up, the request answers 503 although
+            // its write happened, and the client sends it again.
+            [25, 90, 160, 230, 300]
+                .into_iter()
+                .map(|from| Rule::run(Calls::Writes, from, 4, Fault::LoseAnswer))
+                .collect(),
+        ),
+        (
+            "calls hang past retries",
+            vec![
+                Rule::run(Calls::Writes, 40, 4, Fault::Delay(Duration::from_secs(4))),
+                Rule::run(Calls::All, 400, 4, Fault::Delay(Duration::from_secs(4))),
+            ],
+        ),
+        (
+            "all of them at once",
+            vec![
+                Rule::rate(Calls::Writes, 0.01 * k, Fault::LoseAnswer),
+                Rule::rate(Calls::All, 0.05 * k, Fault::Throttle),
+                Rule::rate(Calls::All, 0.02 * k, Fault::InternalError),
+                Rule::rate(Calls::All, 0.01 * k, Fault::Reset),
+            ],
+        ),
+    ];
+    if soak {
+        kinds.push((
+            "two calls hang 4 s",
+            vec![
+                Rule::nth(Calls::Writes, 20, Fault::Delay(Duration::from_secs(4))),
+                Rule::nth(Calls::All, 150, Fault::Delay(Duration::from_secs(4))),
+            ],
+        ));
+    }
+    kinds
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn faults_on_the_wire_lose_and_duplicate_nothing() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let soak = std::env::var_os("PADDOCK_FAULT_SOAK").is_some();
+    let size = if soak { SOAK } else { SHORT };
+    let (none, baseline) = run("no faults", size, Vec::new(), None).await;
+    none.print();
+    let mut runs = vec![none];
+    for (name, rules) in fault_kinds(soak) {
+        let (r, _) = run(name, size, rules, Some(&baseline)).await;
+        r.print();
+        runs.push(r);
+    }
+    for r in &runs {
+        assert_eq!(r.seen.internal, 0, "{}: no 500", r.name);
+        assert!(
+            r.seen.unexpected.is_empty(),
+            "{}: {:?}",
+            r.name,
+            r.seen.unexpected
+        );
+        assert!(r.differences.is_empty(), "{}: {:?}", r.name, r.differences);
+    }
+    // Faults were handed out where they were asked for.
+    for r in &runs[1..] {
+        assert!(
+            r.proxy.faults_total() > 0,
+            "{}: no fault handed out",
+            r.name
+        );
+    }
+}
+
+/// The upload limit counts an upload once however its writes are answered: a third of the
+/// limit log's write answers are lost (the SDK sends the write again and finds the log
+/// changed), and the client sends five uploads twice. Exactly 30 are admitted.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_upload_limit_counts_each_upload_once_when_answers_are_lost() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let sdk = proxy.sdk_config_through(&paddock::aws::sdk_config().await);
+    let (app, _clock) = spawn_aws_through(sdk).await;
+    proxy.set_rules(vec![Rule::rate(
+        Calls::WritesContaining("RL#upload#".into()),
+        0.3,
+        Fault::LoseAnswer,
+    )]);
+    let client = Client::new(&app);
+    let driver = sign_in(&client, "Uploader").await.expect("signed in");
+    for n in 0..UPLOADS_PER_MINUTE {
+        let id = upload(&client, &driver, &format!("u-{n}"), 100_000 + n as i64).await;
+        assert!(
+            id.is_some(),
+            "upload {n}: {:?}",
+            client.seen.lock().unwrap().unexpected
+        );
+        if n % 6 == 0 {
+            let again = upload(&client, &driver, &format!("u-{n}"), 100_000 + n as i64).await;
+            assert_eq!(again, id, "the same session");
+        }
+    }
+    let over = session_body("u-over", "2026-11-01T10:00:00Z", &[(99_000, true, 0.9)], 0);
+    let (status, body) = client
+        .post("upload", "/v1/sessions", Some(&driver.token), &over)
+        .await;
+    assert_eq!(status, 429, "{body}");
+    let lost = proxy
+        .counts()
+        .faults
+        .get("lose_answer")
+        .copied()
+        .unwrap_or(0);
+    println!("limit log writes whose answer was lost: {lost}");
+    assert!(lost >= 5, "answers were lost ({lost})");
+    assert_eq!(client.seen.lock().unwrap().internal, 0);
+}
