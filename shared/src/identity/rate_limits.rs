@@ -359,6 +359,17 @@ async fn counted_hit(
                 let pause = rand::random_range(0..=u64::from(race.min(20)) + 1);
                 tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
             }
+            // Not answered after the SDK's retries, perhaps applied: the next read tells.
+            Err(e @ StoreError::Unavailable(_)) => {
+                let written = ports.items.get(Table::Limits, &key).await.ok().flatten();
+                return match written
+                    .as_ref()
+                    .filter(|log| counted_before(log, &id, now, window_secs * 1000))
+                {
+                    Some(log) => Ok(usage_of(log, limits, now, window_secs)),
+                    None => Err(e.into()),
+                };
+            }
             Err(e) => return Err(e.into()),
         }
     }
