@@ -176,6 +176,7 @@ impl<'a> Client<'a> {
 
 /// A driver of the scenario.
 struct Driver {
+    email: String,
     name: String,
     token: String,
 }
@@ -210,6 +211,7 @@ async fn sign_in(client: &Client<'_>, name: &str) -> Option<Driver> {
     let data = &answer.1["data"];
     data["refreshToken"].as_str()?;
     Some(Driver {
+        email,
         name: name.to_owned(),
         token: data["accessToken"].as_str()?.to_owned(),
     })
@@ -712,4 +714,202 @@ async fn the_upload_limit_counts_each_upload_once_when_answers_are_lost() {
     println!("limit log writes whose answer was lost: {lost}");
     assert!(lost >= 5, "answers were lost ({lost})");
     assert_eq!(client.seen.lock().unwrap().internal, 0);
+}
+
+/// DynamoDB's writes, for faults aimed at a request's own writes.
+fn dynamodb_writes() -> Calls {
+    Calls::Operations(
+        [
+            "PutItem",
+            "UpdateItem",
+            "DeleteItem",
+            "BatchWriteItem",
+            "TransactWriteItems",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    )
+}
+
+/// The request kinds whose every write is lost past the SDK's retries in turn.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Register,
+    Refresh,
+    Upload,
+    Submit,
+    FeedPost,
+}
+
+/// For each request kind and each of its DynamoDB writes in turn, the answers of that write
+/// and of the SDK's three retries are lost (the write was applied): the request answers a
+/// 503 or 504, the client sends it again, and the end state must be that of one request.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_whose_write_outlasts_the_retries_is_applied_once() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let sdk = proxy.sdk_config_through(&paddock::aws::sdk_config().await);
+    let (app, _clock) = spawn_aws_through(sdk).await;
+    let client = Client::new(&app);
+    let mut findings = Vec::new();
+    let mut figures = Vec::new();
+    for kind in [
+        Kind::Upload,
+        Kind::Submit,
+        Kind::FeedPost,
+        Kind::Refresh,
+        Kind::Register,
+    ] {
+        let driver = sign_in(&client, "Writer").await.expect("signed in");
+        let mut posts = 0;
+        let mut lost_runs = 0;
+        for k in 1..=12u64 {
+            // What the request needs, made without faults.
+            let csid = format!("{kind:?}-{k}");
+            let session = match kind {
+                Kind::Submit => upload(&client, &driver, &csid, 100_000 - k as i64).await,
+                _ => None,
+            };
+            let refresh = match kind {
+                Kind::Refresh => {
+                    let email = &driver.email;
+                    let body = json!({"email": email, "password": "correct horse battery"});
+                    let (_, res) = client
+                        .post("login", "/v1/auth/login/email", None, &body)
+                        .await;
+                    res["data"]["refreshToken"].as_str().map(str::to_owned)
+                }
+                _ => None,
+            };
+            let before = client.seen.lock().unwrap().retryable;
+            proxy.reset_counts();
+            proxy.set_rules(vec![Rule::run(dynamodb_writes(), k, 4, Fault::LoseAnswer)]);
+            let (status, body) = match kind {
+                Kind::Register => {
+                    let body = json!({"email": format!("{}@example.com", unique("reg")),
+                        "password": "correct horse battery", "displayName": "Again"});
+                    client
+                        .post("register", "/v1/auth/register", None, &body)
+                        .await
+                }
+                Kind::Refresh => {
+                    let body = json!({"refreshToken": refresh});
+                    client
+                        .post("refresh", "/v1/auth/refresh", None, &body)
+                        .await
+                }
+                Kind::Upload => {
+                    let body =
+                        session_body(&csid, "2026-11-01T10:00:00Z", &[(99_000, true, 0.9)], 0);
+                    client
+                        .post("upload", "/v1/sessions", Some(&driver.token), &body)
+                        .await
+                }
+                Kind::Submit => {
+                    let body = json!({"SessionId": session, "LapTimeMs": 100_000 - k as i64,
+                        "QualityScore": 0.95});
+                    client
+                        .post(
+                            "submit",
+                            "/v1/leaderboards/submit",
+                            Some(&driver.token),
+                            &body,
+                        )
+                        .await
+                }
+                Kind::FeedPost => {
+                    posts += 1;
+                    let body = json!({"title": format!("post {k}")});
+                    client
+                        .post("feed post", "/v1/feed", Some(&driver.token), &body)
+                        .await
+                }
+            };
+            proxy.set_rules(Vec::new());
+            let lost = proxy.counts().faults_total();
+            let answered_503 = client.seen.lock().unwrap().retryable - before;
+            if lost > 0 {
+                lost_runs += 1;
+            }
+            let what = format!("{kind:?}, write {k} lost past the retries");
+            if !(200..300).contains(&status) {
+                findings.push(format!("{what}: final answer {status} {body}"));
+            }
+            // The end state of one request.
+            match kind {
+                Kind::Register | Kind::Upload => {}
+                Kind::Refresh => {
+                    let again = json!({"refreshToken": body["data"]["refreshToken"]});
+                    let (s, b) = client
+                        .post("refresh", "/v1/auth/refresh", None, &again)
+                        .await;
+                    if s != 200 {
+                        findings.push(format!("{what}: the rotated token is refused: {s} {b}"));
+                    }
+                }
+                Kind::Submit => {
+                    let (_, mine) = client
+                        .get("board", "/v1/sessions?limit=1", &driver.token)
+                        .await;
+                    let track = mine["data"]["items"][0]["trackId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let (_, board) = client
+                        .get(
+                            "board",
+                            &format!("/v1/leaderboards?trackId={track}"),
+                            &driver.token,
+                        )
+                        .await;
+                    let total = board["data"]["totalEntries"].as_u64();
+                    let best = board["data"]["entries"][0]["lapTimeMs"].as_i64();
+                    if total != Some(1) || best != Some(100_000 - k as i64) {
+                        findings.push(format!("{what}: board total {total:?}, best {best:?}"));
+                    }
+                }
+                Kind::FeedPost => {
+                    let (_, feed) = client
+                        .get("read", "/v1/feed?limit=100", &driver.token)
+                        .await;
+                    let mine = feed["data"]["items"]
+                        .as_array()
+                        .map_or(0, |f| f.iter().filter(|e| e["kind"] == "post").count());
+                    if mine != posts {
+                        findings.push(format!("{what}: {mine} posts after {posts} sent"));
+                        posts = mine;
+                    }
+                }
+            }
+            figures.push(format!(
+                "{what}: faults {lost}, answered 503/504 {answered_503}, final {status}"
+            ));
+            if lost == 0 {
+                break;
+            }
+        }
+        if matches!(kind, Kind::Upload) {
+            let (_, sessions) = client
+                .get("read", "/v1/sessions?limit=100", &driver.token)
+                .await;
+            let n = sessions["data"]["items"].as_array().map_or(0, Vec::len);
+            if n != lost_runs + 1 && n != lost_runs {
+                findings.push(format!(
+                    "Upload: {n} sessions after {} uploads",
+                    lost_runs + 1
+                ));
+            }
+        }
+    }
+    for f in &figures {
+        println!("{f}");
+    }
+    for f in &findings {
+        println!("FINDING {f}");
+    }
+    assert_eq!(client.seen.lock().unwrap().internal, 0, "no 500");
+    assert!(findings.is_empty(), "{findings:#?}");
 }
