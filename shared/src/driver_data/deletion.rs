@@ -185,25 +185,36 @@ pub async fn start(ports: &Ports, user_id: &UserId) -> Result<DeletionTicket, De
                 later.push(family);
             }
         }
-        match ports.items.transact(ops).await {
-            Ok(()) => {
-                // More sign-ins than one transaction holds: the rest before the answer.
-                for family in later {
-                    crate::identity::refresh_tokens::revoke_family(ports, &family).await?;
-                }
-                // Personal access tokens stop working before the answer too.
-                crate::identity::personal_tokens::revoke_all(ports, user_id).await?;
-                forget_driver_in_process(user_id);
-                crate::metrics::global()
-                    .account_deletions
-                    .with_label_values(&["started"])
-                    .inc();
-                tracing::info!(user_id = %user_id, job_id = %ticket.job_id, "account deleted; deletion job queued");
-                return Ok(ticket);
-            }
+        let applied = match ports.items.transact(ops).await {
+            Ok(()) => true,
             // The profile changed, a claim, link or family moved on: read again.
-            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {}
+            Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => false,
+            // Not answered after the SDK's retries, perhaps applied: the profile tells, and
+            // an applied deletion is finished (the rest of the sign-ins and the personal
+            // tokens revoked) rather than answered 503 half-done.
+            Err(e @ StoreError::Unavailable(_)) => {
+                let stored = users::get_stored(ports, user_id).await.ok().flatten();
+                if stored.and_then(|p| p.deletion_job) != Some(ticket.job_id.clone()) {
+                    return Err(e.into());
+                }
+                true
+            }
             Err(e) => return Err(e.into()),
+        };
+        if applied {
+            // More sign-ins than one transaction holds: the rest before the answer.
+            for family in later {
+                crate::identity::refresh_tokens::revoke_family(ports, &family).await?;
+            }
+            // Personal access tokens stop working before the answer too.
+            crate::identity::personal_tokens::revoke_all(ports, user_id).await?;
+            forget_driver_in_process(user_id);
+            crate::metrics::global()
+                .account_deletions
+                .with_label_values(&["started"])
+                .inc();
+            tracing::info!(user_id = %user_id, job_id = %ticket.job_id, "account deleted; deletion job queued");
+            return Ok(ticket);
         }
     }
     Err(DeletionError::Contended)
