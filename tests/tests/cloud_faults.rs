@@ -539,11 +539,45 @@ async fn run(
     rules: Vec<Rule>,
     baseline: Option<&BTreeMap<String, Value>>,
 ) -> (Run, BTreeMap<String, Value>) {
+    run_on(Via::LocalServer, name, size, rules, baseline).await
+}
+
+/// What answers the scenario's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// The local server on the AWS adapters.
+    LocalServer,
+    /// The Lambda functions behind the local API, each a process of its own.
+    Functions,
+}
+
+async fn run_on(
+    via: Via,
+    name: &'static str,
+    size: Size,
+    rules: Vec<Rule>,
+    baseline: Option<&BTreeMap<String, Value>>,
+) -> (Run, BTreeMap<String, Value>) {
     let proxy = FaultProxy::in_front_of_emulators(SEED)
         .await
         .expect("the fault proxy");
-    let sdk = proxy.sdk_config_through(&paddock::aws::sdk_config().await);
-    let (app, _clock) = spawn_aws_through(sdk).await;
+    let app = match via {
+        Via::LocalServer => {
+            let sdk = proxy.sdk_config_through(&paddock::aws::sdk_config().await);
+            spawn_aws_through(sdk).await.0
+        }
+        Via::Functions => {
+            // The functions' DynamoDB, S3 and SQS calls go through the proxy; the local API's
+            // own deliveries (stream, queues) go to the emulators.
+            let url = proxy.url();
+            paddock_tests::spawn_functions_with(&[
+                ("AWS_ENDPOINT_URL_DYNAMODB", &url),
+                ("AWS_ENDPOINT_URL_S3", &url),
+                ("AWS_ENDPOINT_URL_SQS", &url),
+            ])
+            .await
+        }
+    };
     proxy.set_rules(rules);
     let client = Client::new(&app);
     let (drivers, track) = scenario(&client, size).await;
@@ -594,15 +628,27 @@ fn fault_kinds(soak: bool) -> Vec<(&'static str, Vec<Rule>)> {
     let k = if soak { 2.0 } else { 1.0 };
     let mut kinds = vec![
         (
-            "throttled 5%",
+            if soak {
+                "throttled 10%"
+            } else {
+                "throttled 5%"
+            },
             vec![Rule::rate(Calls::All, 0.05 * k, Fault::Throttle)],
         ),
         (
-            "internal errors 2%",
+            if soak {
+                "internal errors 4%"
+            } else {
+                "internal errors 2%"
+            },
             vec![Rule::rate(Calls::All, 0.02 * k, Fault::InternalError)],
         ),
         (
-            "write answers lost 1%",
+            if soak {
+                "write answers lost 10%"
+            } else {
+                "write answers lost 1%"
+            },
             vec![Rule::rate(
                 Calls::Writes,
                 if soak { 0.10 } else { 0.01 },
@@ -610,7 +656,11 @@ fn fault_kinds(soak: bool) -> Vec<(&'static str, Vec<Rule>)> {
             )],
         ),
         (
-            "connections reset 1%",
+            if soak {
+                "connections reset 2%"
+            } else {
+                "connections reset 1%"
+            },
             vec![Rule::rate(Calls::All, 0.01 * k, Fault::Reset)],
         ),
         (
@@ -1034,4 +1084,52 @@ fn a_pack(n: u64) -> Vec<u8> {
     zip.write_all(format!("{{\"wing\": {n}}}").as_bytes())
         .expect("zip bytes");
     zip.finish().expect("a zip").into_inner()
+}
+
+/// The scenario through the Lambda functions (each route's binary behind the local API, the
+/// consumers fed by the local API's stream and queues), without faults and with every fault
+/// kind at once: the same end state, no 500.
+#[tokio::test(flavor = "multi_thread")]
+async fn faults_through_the_functions_lose_and_duplicate_nothing() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let size = Size {
+        drivers: 1,
+        sessions: 2,
+        posts: 1,
+    };
+    let (none, baseline) = run_on(
+        Via::Functions,
+        "functions, no faults",
+        size,
+        Vec::new(),
+        None,
+    )
+    .await;
+    none.print();
+    let all = fault_kinds(false)
+        .into_iter()
+        .find(|(name, _)| *name == "all of them at once")
+        .map(|(_, rules)| rules)
+        .unwrap_or_default();
+    let (faulty, _) = run_on(
+        Via::Functions,
+        "functions, all at once",
+        size,
+        all,
+        Some(&baseline),
+    )
+    .await;
+    faulty.print();
+    for r in [&none, &faulty] {
+        assert_eq!(r.seen.internal, 0, "{}: no 500", r.name);
+        assert!(
+            r.seen.unexpected.is_empty(),
+            "{}: {:?}",
+            r.name,
+            r.seen.unexpected
+        );
+        assert!(r.differences.is_empty(), "{}: {:?}", r.name, r.differences);
+    }
+    assert!(faulty.proxy.faults_total() > 0, "faults were handed out");
 }
