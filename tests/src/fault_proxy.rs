@@ -39,6 +39,9 @@ pub enum Fault {
     Reset,
     /// The call is forwarded and applied, then the connection is closed without its answer.
     LoseAnswer,
+    /// The call is forwarded and applied, and its answer is held back for two minutes: the
+    /// caller waits there, after its write, for as long as a test needs to end it.
+    Stall,
 }
 
 impl Fault {
@@ -50,6 +53,7 @@ impl Fault {
             Self::Delay(_) => "delay",
             Self::Reset => "reset",
             Self::LoseAnswer => "lose_answer",
+            Self::Stall => "stall",
         }
     }
 }
@@ -462,11 +466,14 @@ async fn handle(
         }
         Some(Fault::Reset) => return Err(closed("connection reset by the fault proxy")),
         Some(Fault::Delay(wait)) => tokio::time::sleep(wait).await,
-        Some(Fault::LoseAnswer) | None => {}
+        Some(Fault::LoseAnswer | Fault::Stall) | None => {}
     }
     let answer = forward(shared, &call, parts).await?;
     if fault == Some(Fault::LoseAnswer) {
         return Err(closed("answer dropped after the call was applied"));
+    }
+    if fault == Some(Fault::Stall) {
+        tokio::time::sleep(Duration::from_secs(120)).await;
     }
     if fault.is_none() {
         shared.state.lock().expect("proxy state").counts.passed += 1;

@@ -1133,3 +1133,135 @@ async fn faults_through_the_functions_lose_and_duplicate_nothing() {
     }
     assert!(faulty.proxy.faults_total() > 0, "faults were handed out");
 }
+
+/// The process ids of this test's children running `binary` (a function instance).
+fn children_running(binary: &str) -> Vec<u32> {
+    let me = std::process::id();
+    // The kernel keeps 15 bytes of a process's name.
+    let name: String = binary.chars().take(15).collect();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid ...`
+            let Some((comm, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+            else {
+                return false;
+            };
+            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+            comm == name && ppid == Some(me)
+        })
+        .collect()
+}
+
+/// The achievements consumer is ended (SIGKILL, as Lambda ends a timed-out or out-of-memory
+/// instance) after its first write and before its answer; the event comes back after the
+/// visibility timeout and its redelivery finishes the work once: the session counted once,
+/// the first-session achievement unlocked once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_consumer_ended_after_its_first_write_finishes_once_on_redelivery() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let url = proxy.url();
+    let app = paddock_tests::spawn_functions_with(&[
+        ("AWS_ENDPOINT_URL_DYNAMODB", &url),
+        ("AWS_ENDPOINT_URL_S3", &url),
+        ("AWS_ENDPOINT_URL_SQS", &url),
+    ])
+    .await;
+    let client = Client::new(&app);
+    let driver = sign_in(&client, "Ended").await.expect("signed in");
+    proxy.set_rules(vec![Rule::nth(
+        Calls::WritesContaining("ACH#".into()),
+        1,
+        Fault::Stall,
+    )]);
+    let started = Instant::now();
+    upload(&client, &driver, "ended-1", 101_000)
+        .await
+        .expect("uploaded");
+    // Wait for the consumer's first write to be applied and held.
+    while proxy.counts().faults.get("stall").copied().unwrap_or(0) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the consumer never wrote"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    proxy.set_rules(Vec::new());
+    let instances = children_running("paddock-achievements");
+    assert_eq!(
+        instances.len(),
+        1,
+        "one achievements instance: {instances:?}"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &instances[0].to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let ended = started.elapsed();
+    // Redelivered once the invocation has timed out and the message is visible again.
+    let counted = |mine: &Value| -> (Option<i64>, bool) {
+        let items = mine["data"]["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let sessions = items
+            .iter()
+            .find(|a| a["id"] == "sessions-100")
+            .and_then(|a| a["progress"]["current"].as_i64());
+        let first = items
+            .iter()
+            .any(|a| a["id"] == "first-session" && a["unlockedAt"].is_string());
+        (sessions, first)
+    };
+    // The event comes back to a new instance once the ended invocation has timed out (the
+    // function's 30 s) and the message is visible again.
+    let victim = instances[0];
+    while !children_running("paddock-achievements")
+        .iter()
+        .any(|pid| *pid != victim)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the event was not delivered again"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let redelivered = started.elapsed();
+    let mut last = (None, false);
+    while started.elapsed() < Duration::from_secs(150) {
+        let (_, mine) = client.get("read", "/v1/achievements", &driver.token).await;
+        last = counted(&mine);
+        if last.1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let recovered = started.elapsed();
+    // Nothing more comes later.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (_, mine) = client.get("read", "/v1/achievements", &driver.token).await;
+    let settled = counted(&mine);
+    let (_, feed) = client
+        .get("read", "/v1/feed?limit=100", &driver.token)
+        .await;
+    let unlocked_entries = feed["data"]["items"].as_array().map_or(0, |f| {
+        f.iter().filter(|e| e["kind"] == "achievement").count()
+    });
+    println!(
+        "consumer ended {ended:.1?} after the upload, its event delivered again to a new \
+         instance {redelivered:.1?} after it, state read {recovered:.1?} after it; sessions \
+         counted {:?}, first session unlocked {}, achievement feed entries {unlocked_entries}",
+        settled.0, settled.1
+    );
+    assert_eq!(last, settled, "nothing changed after the redelivery");
+    assert_eq!(settled, (Some(1), true), "counted once and unlocked");
+}
