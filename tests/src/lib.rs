@@ -8,6 +8,7 @@ pub mod browser;
 pub mod captured_log;
 pub mod counting_items;
 pub mod fake_llm;
+pub mod fault_proxy;
 pub mod lambda_events;
 pub mod lambda_runtime_api;
 pub mod local_api;
@@ -69,6 +70,18 @@ pub fn tls_provider() {
 
 /// Fresh ports of `backend` on a manual clock (fresh tables, bucket and queues for AWS).
 pub async fn ports(backend: Backend) -> TestPorts {
+    match backend {
+        Backend::Embedded => ports_with(backend, None).await,
+        Backend::Aws => ports_with(backend, Some(paddock_aws::sdk_config().await)).await,
+    }
+}
+
+/// Fresh AWS ports whose clients are configured from `sdk` (their endpoints, say).
+pub async fn aws_ports_through(sdk: aws_config::SdkConfig) -> TestPorts {
+    ports_with(Backend::Aws, Some(sdk)).await
+}
+
+async fn ports_with(backend: Backend, service_sdk: Option<aws_config::SdkConfig>) -> TestPorts {
     tls_provider();
     let dir = tempfile::tempdir().expect("temp dir");
     let clock = Arc::new(ManualClock::new(OffsetDateTime::now_utc()));
@@ -99,7 +112,8 @@ pub async fn ports(backend: Backend) -> TestPorts {
                     },
                 );
             }
-            wiring::aws_ports(&mut settings, clock.clone())
+            let service_sdk = service_sdk.unwrap_or(sdk);
+            wiring::aws_ports_with(&mut settings, clock.clone(), service_sdk)
                 .await
                 .expect("aws ports")
         }
@@ -150,6 +164,13 @@ pub async fn spawn_configured(
 ) -> (TestApp, Arc<ManualClock>) {
     let mut t = ports(backend).await;
     configure(&mut t.settings);
+    let clock = t.clock.clone();
+    (spawn_with(t.settings, t.ports, t.dir).await, clock)
+}
+
+/// The local server on fresh AWS ports whose SDK clients are configured from `sdk`.
+pub async fn spawn_aws_through(sdk: aws_config::SdkConfig) -> (TestApp, Arc<ManualClock>) {
+    let t = aws_ports_through(sdk).await;
     let clock = t.clock.clone();
     (spawn_with(t.settings, t.ports, t.dir).await, clock)
 }

@@ -3,10 +3,11 @@
 use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, Put, PutRequest, ReturnConsumedCapacity, ReturnValue,
-    TransactWriteItem, Update as DynamoUpdate, WriteRequest,
+    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update as DynamoUpdate, WriteRequest,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -321,20 +322,38 @@ impl ItemStore for DynamoItemStore {
         check_size(&item)?;
         let mut expr = Expression::new(self.clock.unix());
         let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
+        let attributes = to_attributes(&item)?;
+        // A refused put answers the item it found: the SDK's retry of a put that was applied
+        // but whose answer was lost finds exactly its own item, and that is a success.
+        let on_refusal = cond
+            .as_ref()
+            .map(|_| ReturnValuesOnConditionCheckFailure::AllOld);
         let out = self
             .client
             .put_item()
             .table_name(self.table(table))
-            .set_item(Some(to_attributes(&item)?))
+            .set_item(Some(attributes.clone()))
             .set_condition_expression(cond)
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())
+            .set_return_values_on_condition_check_failure(on_refusal)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
-            .await
-            .map_err(sdk_error)?;
-        self.record(out.consumed_capacity(), Units::Write);
-        Ok(())
+            .await;
+        match out {
+            Ok(out) => {
+                self.record(out.consumed_capacity(), Units::Write);
+                Ok(())
+            }
+            Err(err) => match err.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(refused))
+                    if refused.item() == Some(&attributes) =>
+                {
+                    Ok(())
+                }
+                _ => Err(sdk_error(err)),
+            },
+        }
     }
 
     async fn put_many(&self, table: Table, items: Vec<Item>) -> Result<(), StoreError> {

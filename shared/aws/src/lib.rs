@@ -7,6 +7,7 @@
 
 #[cfg(feature = "s3")]
 pub mod blobs;
+pub mod call_limits;
 pub mod items;
 pub mod on_first_use;
 pub mod provision;

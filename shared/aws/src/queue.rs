@@ -107,6 +107,10 @@ impl EventQueue for SqsQueue {
             .wait_time_seconds(secs(wait).min(20))
             .visibility_timeout(secs(self.visibility))
             .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+            .customize()
+            .config_override(aws_sdk_sqs::config::Builder::default().timeout_config(
+                super::call_limits::long_poll(wait.min(Duration::from_secs(20))),
+            ))
             .send()
             .await
             .map_err(|e| unavailable(&e))?;

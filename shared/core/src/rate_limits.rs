@@ -10,10 +10,18 @@
 //! of the race reads again). A refused hit writes nothing, and `Retry-After` is the exact
 //! time until the oldest hit that fills the window leaves it.
 //!
+//! A hit is counted once however often its write is sent: each admitted hit leaves its id in
+//! the log (`once`), so when the answer to a write that was applied is lost and the write is
+//! sent again (by the SDK's retries, which then find the version changed), the check re-reads,
+//! finds its id, and answers as admitted instead of counting it a second time. A request
+//! that names itself ([`hit_once`], e.g. an upload by its client session id) is counted once
+//! per window even when the client sends it again.
+//!
 //! Keys (table `limits`):
 //! - `RL#<scope>#<subject>` / `log`: the hit logs (attribute per limit: a list of
-//!   milliseconds), the version `v`, and an expiry one window after the last hit. A subject
-//!   may keep further logs beside it in its partition (`hit_log`).
+//!   milliseconds), the ids of the hits in the window (`once`: id to milliseconds), the
+//!   version `v`, and an expiry one window after the last hit. A subject may keep further
+//!   logs beside it in its partition (`hit_log`).
 //! - `KNOWN#<account>` / `<address>`: an address the account signed in from successfully
 //!   (kept 90 days); the per-account failure limit does not slow such addresses.
 //!
@@ -34,6 +42,9 @@ const KNOWN_ADDRESS_SECS: i64 = 90 * 24 * 3600;
 
 /// The version attribute of a log item.
 const VERSION: &str = "v";
+
+/// The attribute of a log item holding the ids of the hits in the window.
+const ONCE: &str = "once";
 
 /// How many times a check re-reads after losing a race before giving up (as "busy").
 const MAX_RACES: u32 = 200;
@@ -161,9 +172,22 @@ fn with_hit(
     limits: &[Limit],
     now: i64,
     window_secs: i64,
+    id: &str,
 ) -> Item {
     let window_ms = window_secs * 1000;
     let mut attributes = Map::new();
+    let mut ids: Map<String, Value> = current
+        .and_then(|i| i.get(ONCE))
+        .and_then(Value::as_object)
+        .map(|ids| {
+            ids.iter()
+                .filter(|(_, at)| at.as_i64().is_some_and(|t| t > now - window_ms))
+                .map(|(id, at)| (id.clone(), at.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.insert(id.to_owned(), json!(now));
+    attributes.insert(ONCE.into(), Value::Object(ids));
     // Other logs of the subject (other accounts tried from an address) are kept, pruned.
     if let Some(current) = current {
         for (name, value) in current {
@@ -212,7 +236,7 @@ pub async fn hit_log(
     window_secs: i64,
     limits: &[Limit],
 ) -> Result<(), LimitError> {
-    counted_hit(ports, scope, subject, log, window_secs, limits)
+    counted_hit(ports, scope, subject, log, window_secs, limits, None)
         .await
         .map(drop)
 }
@@ -237,7 +261,39 @@ pub async fn hit_with_usage(
     limit: &Limit,
 ) -> Result<Usage, LimitError> {
     let limits = std::slice::from_ref(limit);
-    counted_hit(ports, scope, subject, MAIN_LOG, window_secs, limits).await
+    counted_hit(ports, scope, subject, MAIN_LOG, window_secs, limits, None).await
+}
+
+/// Like [`hit`], counting the request named `request` once per window: a hit whose name is
+/// already in the window is admitted again without being counted (a client's retry of a
+/// request whose answer it never got).
+pub async fn hit_once(
+    ports: &Ports,
+    scope: &str,
+    subject: &str,
+    window_secs: i64,
+    limits: &[Limit],
+    request: &str,
+) -> Result<(), LimitError> {
+    counted_hit(
+        ports,
+        scope,
+        subject,
+        MAIN_LOG,
+        window_secs,
+        limits,
+        Some(request),
+    )
+    .await
+    .map(drop)
+}
+
+/// Whether the hit `id` is in the log `item`'s window ending at `now`.
+fn counted_before(item: &Item, id: &str, now: i64, window_ms: i64) -> bool {
+    item.get(ONCE)
+        .and_then(|ids| ids.get(id))
+        .and_then(Value::as_i64)
+        .is_some_and(|at| at > now - window_ms)
 }
 
 /// The usage of the first of `limits` in the log `written` at `now`.
@@ -268,14 +324,28 @@ async fn counted_hit(
     log: &str,
     window_secs: i64,
     limits: &[Limit],
+    request: Option<&str>,
 ) -> Result<Usage, LimitError> {
     let key = log_key(scope, subject, log);
     let window_secs = window_secs.max(1);
+    // A request without a name of its own gets one for this check, so that its write, sent
+    // again after a lost answer, is recognised rather than counted twice.
+    let id = match request {
+        Some(request) => format!("r:{request}"),
+        None => format!("h:{:016x}", rand::random::<u64>()),
+    };
     let contended = |e: &LimitError| matches!(e, LimitError::Store(e) if is_conflict(e));
     // Another hit of the same subject was written first: read again.
     let outcome = retry_on_conflict(MAX_RACES, contended, || async {
         let now = now_ms(ports);
         let current = ports.items.get(Table::Limits, &key).await?;
+        let window_ms = window_secs * 1000;
+        if let Some(log) = current
+            .as_ref()
+            .filter(|log| counted_before(log, &id, now, window_ms))
+        {
+            return Ok(usage_of(log, limits, now, window_secs));
+        }
         if let Some(limited) = refusal(current.as_ref(), limits, now, window_secs) {
             return Err(limited.into());
         }
@@ -283,13 +353,23 @@ async fn counted_hit(
             Some(version) => Condition::Eq(VERSION.into(), version.clone()),
             None => Condition::NotExists,
         };
-        let next = with_hit(&key, current.as_ref(), limits, now, window_secs);
+        let next = with_hit(&key, current.as_ref(), limits, now, window_secs, &id);
         let usage = usage_of(&next, limits, now, window_secs);
-        ports
-            .items
-            .put(Table::Limits, next, Some(condition))
-            .await?;
-        Ok(usage)
+        match ports.items.put(Table::Limits, next, Some(condition)).await {
+            Ok(()) => Ok(usage),
+            // Not answered after the SDK's retries, perhaps applied: the next read tells.
+            Err(e @ StoreError::Unavailable(_)) => {
+                let written = ports.items.get(Table::Limits, &key).await.ok().flatten();
+                match written
+                    .as_ref()
+                    .filter(|log| counted_before(log, &id, now, window_ms))
+                {
+                    Some(log) => Ok(usage_of(log, limits, now, window_secs)),
+                    None => Err(e.into()),
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
     })
     .await;
     match outcome {
@@ -386,9 +466,22 @@ mod tests {
     fn a_log_keeps_only_its_window() {
         let key = log_key("s", "x", MAIN_LOG);
         let before = log("n", &[1_000, 2_000]);
-        let after = with_hit(&key, Some(&before), &[Limit::new("n", 5)], 61_500, 60);
+        let after = with_hit(&key, Some(&before), &[Limit::new("n", 5)], 61_500, 60, "a");
         assert_eq!(after["n"], json!([2_000, 61_500]));
         assert_eq!(after[VERSION], json!(1));
+    }
+
+    #[test]
+    fn a_hit_is_known_by_its_id_for_its_window() {
+        let key = log_key("s", "x", MAIN_LOG);
+        let limits = [Limit::new("n", 5)];
+        let first = with_hit(&key, None, &limits, 1_000, 60, "r:a");
+        assert!(counted_before(&first, "r:a", 2_000, 60_000));
+        assert!(!counted_before(&first, "r:b", 2_000, 60_000));
+        let second = with_hit(&key, Some(&first), &limits, 62_000, 60, "r:b");
+        // The first hit has left the window, and its id with it.
+        assert!(!counted_before(&second, "r:a", 62_000, 60_000));
+        assert_eq!(second[ONCE], json!({"r:b": 62_000}));
     }
 
     #[test]

@@ -50,7 +50,16 @@ pub fn embedded_ports(settings: &Settings, clock: Arc<dyn Clock>) -> anyhow::Res
 /// DynamoDB, S3, SQS and Secrets Manager; creates the resources first when asked to
 /// (`Store__CreateResources`, for emulators), filling in the settings' names and URLs.
 pub async fn aws_ports(settings: &mut Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Ports> {
-    let wiring = AwsWiring::connect(settings.clone(), clock).await?;
+    aws_ports_with(settings, clock, paddock_aws::sdk_config().await).await
+}
+
+/// As [`aws_ports`], with the SDK configuration given (its endpoints, say).
+pub async fn aws_ports_with(
+    settings: &mut Settings,
+    clock: Arc<dyn Clock>,
+    sdk: aws_config::SdkConfig,
+) -> anyhow::Result<Ports> {
+    let wiring = AwsWiring::connect_with(settings.clone(), clock, sdk).await?;
     let wiring = wiring
         .blobs()
         .await?
@@ -85,8 +94,22 @@ impl AwsWiring {
     /// The item store on DynamoDB (every function needs it); tables are created first when
     /// `Store__CreateResources` is set.
     pub async fn connect(settings: Settings, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
-        let sdk = paddock_aws::sdk_config().await;
-        let dynamo = aws_sdk_dynamodb::Client::new(&sdk);
+        Self::connect_with(settings, clock, paddock_aws::sdk_config().await).await
+    }
+
+    /// As [`AwsWiring::connect`], with the SDK configuration given.
+    pub async fn connect_with(
+        settings: Settings,
+        clock: Arc<dyn Clock>,
+        sdk: aws_config::SdkConfig,
+    ) -> anyhow::Result<Self> {
+        let limits = paddock_aws::call_limits::DYNAMODB;
+        let dynamo = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(&sdk)
+                .retry_config(limits.retry_config())
+                .timeout_config(limits.timeout_config())
+                .build(),
+        );
         if settings.create_resources {
             paddock_aws::provision::create_tables(&dynamo, &settings.table_prefix).await?;
         }
@@ -154,7 +177,13 @@ impl AwsWiring {
 
     #[cfg(feature = "sqs")]
     async fn with_sqs(mut self, names: &[QueueName]) -> anyhow::Result<Self> {
-        let sqs = aws_sdk_sqs::Client::new(&self.sdk);
+        let limits = paddock_aws::call_limits::SQS;
+        let sqs = aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::from(&self.sdk)
+                .retry_config(limits.retry_config())
+                .timeout_config(limits.timeout_config())
+                .build(),
+        );
         for &name in names {
             let urls = self.settings.queue_urls.entry(name).or_default();
             if self.settings.create_resources && urls.url.is_none() {
@@ -190,8 +219,15 @@ impl AwsWiring {
             #[cfg(feature = "secrets")]
             Some(id) => {
                 let sdk = self.sdk.clone();
-                let client =
-                    paddock_aws::OnFirstUse::new(move || aws_sdk_secretsmanager::Client::new(&sdk));
+                let client = paddock_aws::OnFirstUse::new(move || {
+                    let limits = paddock_aws::call_limits::SECRETS;
+                    aws_sdk_secretsmanager::Client::from_conf(
+                        aws_sdk_secretsmanager::config::Builder::from(&sdk)
+                            .retry_config(limits.retry_config())
+                            .timeout_config(limits.timeout_config())
+                            .build(),
+                    )
+                });
                 Arc::new(
                     paddock_aws::SecretsManagerSecrets::on_first_use(client, id)
                         .with_refresh(self.settings.secrets_refresh),
@@ -225,8 +261,11 @@ fn unlinked(feature: &str, what: &str) -> String {
 pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     let path_style = std::env::var_os("AWS_ENDPOINT_URL_S3").is_some()
         || std::env::var_os("AWS_ENDPOINT_URL").is_some();
+    let limits = paddock_aws::call_limits::S3;
     let config = aws_sdk_s3::config::Builder::from(sdk)
         .force_path_style(path_style)
+        .retry_config(limits.retry_config())
+        .timeout_config(limits.timeout_config())
         .build();
     aws_sdk_s3::Client::from_conf(config)
 }

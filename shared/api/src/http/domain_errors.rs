@@ -46,13 +46,25 @@ impl From<BlobError> for ApiError {
 
 impl From<QueueError> for ApiError {
     fn from(e: QueueError) -> Self {
-        Self::Internal(anyhow::Error::new(e))
+        match e {
+            QueueError::Unavailable(_) => Self::Backend {
+                message: "the service is temporarily unavailable, please retry".into(),
+                cause: anyhow::Error::new(e),
+            },
+            QueueError::TooLarge(_) => Self::Internal(anyhow::Error::new(e)),
+        }
     }
 }
 
 impl From<SecretError> for ApiError {
     fn from(e: SecretError) -> Self {
-        Self::Internal(anyhow::Error::new(e))
+        match e {
+            SecretError::Unavailable(_) => Self::Backend {
+                message: "the service is temporarily unavailable, please retry".into(),
+                cause: anyhow::Error::new(e),
+            },
+            SecretError::Malformed { .. } => Self::Internal(anyhow::Error::new(e)),
+        }
     }
 }
 

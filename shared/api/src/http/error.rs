@@ -7,6 +7,9 @@ use std::sync::Arc;
 use super::envelope::Envelope;
 pub use super::error_cause::ErrorCause;
 
+/// `Retry-After` of a 503 for a backing service that failed after the SDK's retries.
+const BACKEND_RETRY_AFTER_SECS: u64 = 1;
+
 /// An error answer. Client-facing variants carry the message the client sees; `Internal`
 /// carries the cause, which is logged with the request id and never sent.
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +52,8 @@ pub enum ApiError {
     /// 503: a feature is not configured (the message says which).
     #[error("{0}")]
     Unavailable(String),
-    /// 503: a backing service failed; `message` is for the client, `cause` for the log.
+    /// 503 with `Retry-After`: a backing service failed; `message` is for the client, `cause`
+    /// for the log.
     #[error("{message}")]
     Backend {
         /// What the client is told.
@@ -122,6 +126,8 @@ impl IntoResponse for ApiError {
             | Self::Busy {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
+            // The SDK has already retried the call; a second later the fault has usually passed.
+            Self::Backend { .. } => Some(BACKEND_RETRY_AFTER_SECS),
             _ => None,
         };
         let (message, cause) = match self {

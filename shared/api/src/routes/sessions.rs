@@ -50,14 +50,14 @@ pub async fn create(
     // A tree, so the upload parser can list every problem of every field at once.
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<Response, ApiError> {
-    rate_limits::hit(
-        &state.ports,
-        "upload",
-        user.user_id().as_str(),
-        60,
-        &[Limit::new("n", state.settings.uploads_per_minute)],
-    )
-    .await?;
+    // Counted once per client session id, so a client's retry of an upload whose answer it
+    // never got does not take a second place in the minute.
+    let limits = [Limit::new("n", state.settings.uploads_per_minute)];
+    let subject = user.user_id().as_str();
+    match upload::client_session_id(&body) {
+        Some(id) => rate_limits::hit_once(&state.ports, "upload", subject, 60, &limits, id).await?,
+        None => rate_limits::hit(&state.ports, "upload", subject, 60, &limits).await?,
+    }
     let upload = upload::parse(body, state.ports.clock.now())?;
     let receipt = sessions::create(&state.ports, user.user_id(), upload).await?;
     if receipt.duplicate {

@@ -172,15 +172,31 @@ pub async fn post(
     user_id: &UserId,
     post: FeedPost,
 ) -> Result<FeedEntry, StoreError> {
+    let date = ports.clock.now();
     let text = FeedText {
         kind: FeedKind::Post,
         title: post.title,
         subtitle: post.subtitle,
-        date: ports.clock.now(),
+        date,
     };
-    write(ports, user_id, text, uuid::Uuid::now_v7().to_string())
-        .await?
-        .ok_or_else(|| StoreError::Unavailable("a new post's key was taken".into()))
+    let id = uuid::Uuid::now_v7().to_string();
+    let outcome = write(ports, user_id, text, id.clone()).await;
+    if let Ok(Some(entry)) = outcome {
+        return Ok(entry);
+    }
+    // A write applied whose answer was lost is either not answered after the SDK's retries
+    // or refused when sent again: the post's own key (a fresh id) then holds it. Answering it
+    // spares the client's retry a second post.
+    if matches!(outcome, Ok(None) | Err(StoreError::Unavailable(_)))
+        && let Ok(Some(written)) = ports
+            .items
+            .get(Table::Activity, &entry_key(user_id, date, &id))
+            .await
+        && let Ok(entry) = serde_json::from_value::<FeedEntry>(serde_json::Value::Object(written))
+    {
+        return Ok(entry);
+    }
+    outcome?.ok_or_else(|| StoreError::Unavailable("a new post's key was taken".into()))
 }
 
 /// Why a feed page could not be read.

@@ -14,7 +14,10 @@
 //!
 //! Rotation is one transaction: mark the old token used (condition: unused), check the family
 //! is not revoked, store the new token. A used token presented again is a replay: the whole
-//! family is revoked.
+//! family is revoked. When the store fails to answer the transaction (its answer lost after
+//! the SDK's retries), the rotation reads whether its own new token became the family's
+//! newest: if so it was applied and its token is answered, since the client's retry of a 503
+//! would otherwise present a used token and lose the session as a replay.
 
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -105,7 +108,7 @@ pub async fn issue_new_family(ports: &Ports, user_id: &UserId) -> Result<Issued,
         ),
         condition: None,
     };
-    ports
+    let issued = ports
         .items
         .transact(vec![
             family,
@@ -114,7 +117,17 @@ pub async fn issue_new_family(ports: &Ports, user_id: &UserId) -> Result<Issued,
             // A sign-in that raced the account's deletion gets no tokens.
             super::users::not_deleted_op(user_id),
         ])
-        .await?;
+        .await;
+    match issued {
+        Ok(()) => {}
+        // Applied with its answer lost: the new family (a fresh id) names this token.
+        Err(e) if e.is_condition_failed_at(0) || matches!(e, StoreError::Unavailable(_)) => {
+            if !applied(ports, &family_id, &raw).await.unwrap_or(false) {
+                return Err(e);
+            }
+        }
+        Err(e) => return Err(e),
+    }
     Ok(Issued {
         raw,
         family_id,
@@ -210,10 +223,35 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
                 Err(RefreshError::Replayed)
             }
             Err(e) if e.is_condition_failed_at(1) => Err(RefreshError::Revoked),
+            // Not answered after the SDK's retries, perhaps applied: the family tells.
+            Err(e @ StoreError::Unavailable(_)) => {
+                if applied(ports, &family_id, &new_raw).await.unwrap_or(false) {
+                    return Ok(Issued {
+                        raw: new_raw,
+                        family_id,
+                        user_id,
+                    });
+                }
+                Err(e.into())
+            }
             Err(e) => Err(e.into()),
         }
     })
     .await
+}
+
+/// Whether the rotation that issued `new_raw` in `family_id` was applied: the family, not
+/// revoked, names it as its newest token.
+async fn applied(ports: &Ports, family_id: &str, new_raw: &str) -> Result<bool, StoreError> {
+    let family = ports
+        .items
+        .get(Table::Tokens, &family_key(family_id))
+        .await?;
+    Ok(family.is_some_and(|f| {
+        f.get("revoked").and_then(Value::as_bool) == Some(false)
+            && f.get("currentToken").and_then(Value::as_str)
+                == Some(super::sha256_hex(new_raw).as_str())
+    }))
 }
 
 /// The family of a live refresh token, if any.

@@ -223,7 +223,15 @@ pub async fn register(
     };
     match ports.items.transact(vec![claim, user.create_op()]).await {
         Ok(()) => Ok(()),
-        Err(e) if e.is_condition_failed_at(0) => Err(RegisterError::EmailTaken),
+        // Applied, its answer lost, and refused when sent again (or not answered at all):
+        // the claim names this new account, so the registration is done, not a conflict.
+        Err(e) if e.is_condition_failed_at(0) || matches!(e, StoreError::Unavailable(_)) => {
+            match find_by_email(ports, normalized_email).await {
+                Ok(Some(claim)) if claim.user_id == user.id => Ok(()),
+                _ if e.is_condition_failed_at(0) => Err(RegisterError::EmailTaken),
+                _ => Err(e.into()),
+            }
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -212,6 +212,19 @@ pub struct SessionUpload {
     pub track_points: Option<Vec<TrackPoint>>,
 }
 
+/// The upload's `clientSessionId` as sent (camelCase or PascalCase), when it is text of 1 to
+/// 128 characters: what names the upload before the rest of the body is read.
+pub fn client_session_id(body: &Value) -> Option<&str> {
+    let Value::Object(body) = body else {
+        return None;
+    };
+    let id = Fields::new(body, "")
+        .lookup("clientSessionId")?
+        .as_str()?
+        .trim();
+    (1..=128).contains(&id.chars().count()).then_some(id)
+}
+
 /// Reads the body (camelCase or PascalCase keys), or answers one 400 naming every problem.
 pub fn parse(body: Value, now: OffsetDateTime) -> Result<SessionUpload, FieldProblems> {
     let Value::Object(body) = body else {

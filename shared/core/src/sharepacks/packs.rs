@@ -290,7 +290,24 @@ async fn publish(
     ];
     match ports.items.transact(ops).await {
         Ok(()) => Ok(()),
-        Err(StoreError::ConditionFailed { index: 0 }) => Err(PackError::NotFound),
+        // Applied with its answer lost, then refused when sent again (no longer `checking`)
+        // or not answered at all: a pack found ready is published, and its object must not
+        // be removed as a refused pack's would be.
+        Err(e) if e.is_condition_failed_at(0) || matches!(e, StoreError::Unavailable(_)) => {
+            let stored = ports
+                .items
+                .get(Table::Sharepacks, &meta_key(&pack.id))
+                .await;
+            if let Ok(Some(stored)) = stored
+                && stored.get("state").and_then(serde_json::Value::as_str) == Some("ready")
+            {
+                return Ok(());
+            }
+            match e {
+                StoreError::ConditionFailed { .. } => Err(PackError::NotFound),
+                e => Err(e.into()),
+            }
+        }
         Err(StoreError::ConditionFailed { .. }) => {
             Err(PackError::TooManyPacks(limits.max_per_user))
         }

@@ -143,6 +143,7 @@ pub async fn register(
     let form = RegisterForm::try_from(json_body::<RegisterRequest>(&headers, &body)?)?;
     rate_limits::hit(&state.ports, "auth", &addr, window, &limits).await?;
 
+    let password = form.password.clone();
     let hash = state.passwords()?.hash(form.password).await?;
     let user = User::new(
         Some(form.email.as_str().to_owned()),
@@ -152,11 +153,55 @@ pub async fn register(
     );
     match users::register(&state.ports, &user, &form.email.normalized(), hash).await {
         Ok(()) => token_response(&state, user, StatusCode::CREATED).await,
-        Err(RegisterError::EmailTaken) => Err(ApiError::Conflict(
-            "email: an account with this email already exists".into(),
-        )),
+        Err(RegisterError::EmailTaken) => {
+            match registered_just_now(&state, &form.email, password).await? {
+                Some(user) => token_response(&state, user, StatusCode::CREATED).await,
+                None => Err(ApiError::Conflict(
+                    "email: an account with this email already exists".into(),
+                )),
+            }
+        }
         Err(RegisterError::Store(e)) => Err(e.into()),
     }
+}
+
+/// How long after an account's creation the same registration sent again signs it in.
+const REGISTRATION_RETRY_SECS: i64 = 120;
+
+/// The account `email` names when it was registered less than [`REGISTRATION_RETRY_SECS`]
+/// ago with `password`: the client's retry of a registration that was applied but answered
+/// 503 (a later write of the request failed) gets the registration's answer, not a 409. Any
+/// other password counts as a failed sign-in of the account, as at the login, so this is no
+/// way around the login's failure limits.
+async fn registered_just_now(
+    state: &AppState,
+    email: &Email,
+    password: Password,
+) -> Result<Option<User>, ApiError> {
+    let Some(claim) = users::find_by_email(&state.ports, &email.normalized()).await? else {
+        return Ok(None);
+    };
+    let Some(user) = users::get(&state.ports, &claim.user_id).await? else {
+        return Ok(None);
+    };
+    let created = time::OffsetDateTime::parse(
+        &user.created_at,
+        &time::format_description::well_known::Rfc3339,
+    );
+    let recent = created
+        .is_ok_and(|at| (state.ports.clock.now() - at).whole_seconds() < REGISTRATION_RETRY_SECS);
+    if !recent || claim.password_hash.is_none() {
+        return Ok(None);
+    }
+    let matches = state
+        .passwords()?
+        .verify(password.expose().to_owned(), claim.password_hash)
+        .await?;
+    if !matches {
+        count_failure(state, "login-failures", &account_subject(email)).await?;
+        return Ok(None);
+    }
+    Ok(Some(user))
 }
 
 /// The counter name of an account in rate limits: part of the email's hash, so the limits

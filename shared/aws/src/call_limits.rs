@@ -1,0 +1,108 @@
+//! How long each SDK client waits for a call and how often it retries one.
+//!
+//! Every call answers inside the request's own deadline (`Http__TimeoutSeconds`, 25 s, under
+//! API Gateway's 29 s and the functions' 29 s timeout), so that a request that cannot finish
+//! is answered by the service (503 with `Retry-After`, or 504) rather than cut by the
+//! gateway. Standard retries (exponential backoff with full jitter, and the SDK's retry quota
+//! so a failing service is not retried into the ground) rather than adaptive ones: adaptive
+//! retries learn a send rate per client, which a short-lived function instance never keeps
+//! long enough to use.
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use std::time::Duration;
+
+/// The retry and timeout settings of one client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    /// Attempts per call, the first included.
+    pub max_attempts: u32,
+    /// Backoff before the first retry (doubled per retry, jittered, at most `max_backoff`).
+    pub initial_backoff: Duration,
+    /// Longest backoff between two attempts.
+    pub max_backoff: Duration,
+    /// Longest wait for one attempt's answer; after it the attempt counts as failed.
+    pub attempt_timeout: Duration,
+    /// Longest wait for a call, its retries included.
+    pub operation_timeout: Duration,
+}
+
+/// Connecting within the region takes milliseconds; a second means the address is gone.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// DynamoDB answers in milliseconds, so 3 s without an answer is a lost call; four attempts
+/// within 8 s leave a request that makes two or three sequential calls inside its deadline.
+pub const DYNAMODB: CallLimits = CallLimits {
+    max_attempts: 4,
+    initial_backoff: Duration::from_millis(50),
+    max_backoff: Duration::from_secs(1),
+    attempt_timeout: Duration::from_secs(3),
+    operation_timeout: Duration::from_secs(8),
+};
+
+/// S3 moves whole files (up to a few MiB from a function), so one attempt gets 10 s; S3's
+/// `SlowDown` asks for a longer backoff than DynamoDB's throttling.
+pub const S3: CallLimits = CallLimits {
+    max_attempts: 4,
+    initial_backoff: Duration::from_millis(100),
+    max_backoff: Duration::from_secs(2),
+    attempt_timeout: Duration::from_secs(10),
+    operation_timeout: Duration::from_secs(20),
+};
+
+/// SQS sends and deletes answer in milliseconds, as DynamoDB's calls do. A long poll waits
+/// up to 20 s by design, so a receive sets its own attempt timeout ([`long_poll`]).
+pub const SQS: CallLimits = CallLimits {
+    max_attempts: 4,
+    initial_backoff: Duration::from_millis(50),
+    max_backoff: Duration::from_secs(1),
+    attempt_timeout: Duration::from_secs(3),
+    operation_timeout: Duration::from_secs(8),
+};
+
+/// Secrets are read once per function instance and cached; a slow read delays one cold
+/// start, so it gets the same bounds as a DynamoDB call.
+pub const SECRETS: CallLimits = DYNAMODB;
+
+impl CallLimits {
+    /// The SDK's retry settings.
+    pub fn retry_config(&self) -> RetryConfig {
+        RetryConfig::standard()
+            .with_max_attempts(self.max_attempts)
+            .with_initial_backoff(self.initial_backoff)
+            .with_max_backoff(self.max_backoff)
+    }
+
+    /// The SDK's timeout settings.
+    pub fn timeout_config(&self) -> TimeoutConfig {
+        TimeoutConfig::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .operation_attempt_timeout(self.attempt_timeout)
+            .operation_timeout(self.operation_timeout)
+            .build()
+    }
+}
+
+/// The timeouts of a long poll that waits up to `wait`: an attempt may take the whole wait
+/// and a few seconds more.
+pub fn long_poll(wait: Duration) -> TimeoutConfig {
+    let attempt = wait + SQS.attempt_timeout;
+    TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(attempt)
+        .operation_timeout(attempt + SQS.operation_timeout)
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_call_ends_inside_the_request_deadline() {
+        for limits in [DYNAMODB, S3, SQS, SECRETS] {
+            assert!(limits.attempt_timeout <= limits.operation_timeout);
+            assert!(limits.operation_timeout < Duration::from_secs(25));
+        }
+    }
+}

@@ -1,0 +1,1267 @@
+//! Faults in the cloud shape: the local server on the AWS adapters, its DynamoDB, S3 and SQS
+//! calls through the fault proxy (`paddock_tests::fault_proxy`), and the black-box scenarios
+//! as a client that retries a 503 or 504 the way the desktop app does. Under each kind of
+//! fault the end state (sessions, board and ranks, feed, achievements, the tables' items)
+//! must be the one reached without faults: nothing lost, nothing twice, and no 500.
+//!
+//! The test command runs a short version; `PADDOCK_FAULT_SOAK=1` runs more drivers and
+//! uploads at higher fault rates. Each run prints its figures (requests, answers by class,
+//! faults handed out, p50/p99 of the main requests).
+
+use paddock_tests::fault_proxy::{Calls, Counts, Fault, FaultProxy, Rule};
+use paddock_tests::{TestApp, require_emulators, session_body, spawn_aws_through, unique};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The proxy's generator seed: the same decisions each run.
+const SEED: u64 = 39;
+
+/// What a scenario does, by size.
+#[derive(Debug, Clone, Copy)]
+struct Size {
+    /// Drivers besides the one who fills the upload limit.
+    drivers: usize,
+    /// Sessions each of them uploads and submits.
+    sessions: usize,
+    /// Feed posts each driver writes.
+    posts: usize,
+}
+
+const SHORT: Size = Size {
+    drivers: 2,
+    sessions: 2,
+    posts: 1,
+};
+
+const SOAK: Size = Size {
+    drivers: 6,
+    sessions: 5,
+    posts: 3,
+};
+
+/// The uploads a driver may make a minute (the service's default).
+const UPLOADS_PER_MINUTE: usize = 30;
+
+/// What the client saw, over every attempt of every request.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Requests made (each retried until it got a final answer).
+    requests: u64,
+    /// Attempts answered 2xx.
+    ok: u64,
+    /// Attempts answered 503 or 504.
+    retryable: u64,
+    /// Requests that got a 503 or 504 and then succeeded when retried.
+    retried_ok: u64,
+    /// Attempts answered 500.
+    internal: u64,
+    /// Final answers that were neither 2xx nor expected (status, request label, body).
+    unexpected: Vec<(u16, String, String)>,
+    /// Time to the final answer of each request, by label.
+    latencies: BTreeMap<&'static str, Vec<Duration>>,
+}
+
+/// A client that retries a 5xx answer (after `Retry-After`, at most 2 s) as the desktop app
+/// does, up to ten attempts.
+struct Client<'a> {
+    app: &'a TestApp,
+    seen: Mutex<Seen>,
+}
+
+impl<'a> Client<'a> {
+    fn new(app: &'a TestApp) -> Self {
+        Self {
+            app,
+            seen: Mutex::new(Seen::default()),
+        }
+    }
+
+    /// `method` on `path` with a JSON body, if any; answers the final status and body.
+    async fn send(
+        &self,
+        label: &'static str,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
+        let payload = body.map(|b| ("application/json", b.to_string().into_bytes()));
+        self.send_bytes(label, method, path, token, payload).await
+    }
+
+    /// `method` on `path` with a body of the given content type, if any.
+    async fn send_bytes(
+        &self,
+        label: &'static str,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<(&'static str, Vec<u8>)>,
+    ) -> (u16, Value) {
+        let started = Instant::now();
+        let mut retried = false;
+        for attempt in 1..=10 {
+            let mut request = self
+                .app
+                .client
+                .request(method.clone(), format!("{}{path}", self.app.address));
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            if let Some((content_type, bytes)) = &body {
+                request = request
+                    .header("content-type", *content_type)
+                    .body(bytes.clone());
+            }
+            let response = request.send().await.expect("the local server answers");
+            let status = response.status().as_u16();
+            let wait = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .map_or(Duration::from_millis(200), |s| {
+                    Duration::from_secs(s).min(Duration::from_secs(2))
+                });
+            let text = response.text().await.unwrap_or_default();
+            let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let retry = matches!(status, 500 | 503 | 504) && attempt < 10;
+            {
+                let mut seen = self.seen.lock().unwrap();
+                match status {
+                    200..=299 => seen.ok += 1,
+                    503 | 504 => seen.retryable += 1,
+                    500 => seen.internal += 1,
+                    _ => {}
+                }
+                if !retry {
+                    seen.requests += 1;
+                    if retried && (200..300).contains(&status) {
+                        seen.retried_ok += 1;
+                    }
+                    seen.latencies
+                        .entry(label)
+                        .or_default()
+                        .push(started.elapsed());
+                    return (status, value);
+                }
+            }
+            retried = true;
+            tokio::time::sleep(wait).await;
+        }
+        unreachable!("the last attempt returns")
+    }
+
+    async fn post(
+        &self,
+        label: &'static str,
+        path: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> (u16, Value) {
+        self.send(label, reqwest::Method::POST, path, token, Some(body))
+            .await
+    }
+
+    async fn get(&self, label: &'static str, path: &str, token: &str) -> (u16, Value) {
+        self.send(label, reqwest::Method::GET, path, Some(token), None)
+            .await
+    }
+
+    /// Notes a final answer the scenario did not expect.
+    fn unexpected(&self, status: u16, what: &str, body: &Value) {
+        self.seen
+            .lock()
+            .unwrap()
+            .unexpected
+            .push((status, what.to_owned(), body.to_string()));
+    }
+
+    /// Expects one of `statuses`; notes anything else.
+    fn expect(&self, what: &str, (status, body): &(u16, Value), statuses: &[u16]) -> bool {
+        let ok = statuses.contains(status);
+        if !ok {
+            self.unexpected(*status, what, body);
+        }
+        ok
+    }
+}
+
+/// A driver of the scenario.
+struct Driver {
+    email: String,
+    name: String,
+    token: String,
+}
+
+/// Registers, signs in again and rotates the refresh token.
+async fn sign_in(client: &Client<'_>, name: &str) -> Option<Driver> {
+    let email = format!("{}@example.com", unique("driver"));
+    let password = "correct horse battery";
+    let body = json!({"email": email, "password": password, "displayName": name});
+    let answer = client
+        .post("register", "/v1/auth/register", None, &body)
+        .await;
+    // A retried registration whose first attempt created the account is 409: noted.
+    if !client.expect("register", &answer, &[201]) {
+        return None;
+    }
+    let body = json!({"email": email, "password": password});
+    let answer = client
+        .post("login", "/v1/auth/login/email", None, &body)
+        .await;
+    if !client.expect("login", &answer, &[200]) {
+        return None;
+    }
+    let refresh = answer.1["data"]["refreshToken"].as_str()?.to_owned();
+    let body = json!({"refreshToken": refresh});
+    let answer = client
+        .post("refresh", "/v1/auth/refresh", None, &body)
+        .await;
+    if !client.expect("refresh", &answer, &[200]) {
+        return None;
+    }
+    let data = &answer.1["data"];
+    data["refreshToken"].as_str()?;
+    Some(Driver {
+        email,
+        name: name.to_owned(),
+        token: data["accessToken"].as_str()?.to_owned(),
+    })
+}
+
+/// Uploads one session of one lap of `ms` (the client session id names it); answers the
+/// session id.
+async fn upload(client: &Client<'_>, driver: &Driver, csid: &str, ms: i64) -> Option<String> {
+    let body = session_body(csid, "2026-11-01T10:00:00Z", &[(ms, true, 0.95)], 0);
+    let answer = client
+        .post("upload", "/v1/sessions", Some(&driver.token), &body)
+        .await;
+    // 200: the client's retry found the upload already stored (the same session).
+    if !client.expect("upload", &answer, &[201, 200]) {
+        return None;
+    }
+    Some(answer.1["data"]["sessionId"].as_str()?.to_owned())
+}
+
+/// The scenario: sign-in and refresh, uploads up to the limit, submissions, feed posts.
+/// Answers the drivers (in order) and the track of their board.
+async fn scenario(client: &Client<'_>, size: Size) -> (Vec<Driver>, String) {
+    let mut drivers = Vec::new();
+    for i in 0..=size.drivers {
+        if let Some(d) = sign_in(client, &format!("Driver {i}")).await {
+            drivers.push(d);
+        }
+    }
+    assert_eq!(
+        drivers.len(),
+        size.drivers + 1,
+        "every driver signed in: {:?}",
+        client.seen.lock().unwrap().unexpected
+    );
+
+    // The first driver fills the minute's uploads, sending one of them twice (as a client
+    // does whose answer was lost): exactly 30 admitted, the 31st refused.
+    let filler = &drivers[0];
+    let mut first_session = None;
+    for n in 0..UPLOADS_PER_MINUTE {
+        let id = upload(client, filler, &format!("fill-{n}"), 120_000 + n as i64).await;
+        first_session = first_session.or(id);
+        if n == 3 {
+            upload(client, filler, "fill-3", 120_003).await;
+        }
+    }
+    let over = session_body(
+        "fill-over",
+        "2026-11-01T10:00:00Z",
+        &[(119_000, true, 0.9)],
+        0,
+    );
+    let answer = client
+        .post("upload", "/v1/sessions", Some(&filler.token), &over)
+        .await;
+    client.expect("the 31st upload", &answer, &[429]);
+
+    // Every other driver uploads and submits each session's lap.
+    let submit = |driver: &Driver, session: String, ms: i64| {
+        let body = json!({"SessionId": session, "LapTimeMs": ms, "QualityScore": 0.95});
+        let token = driver.token.clone();
+        async move {
+            client
+                .post("submit", "/v1/leaderboards/submit", Some(&token), &body)
+                .await
+        }
+    };
+    if let Some(session) = first_session {
+        let answer = submit(filler, session, 120_000).await;
+        client.expect("submit", &answer, &[200]);
+    }
+    for (i, driver) in drivers.iter().enumerate().skip(1) {
+        for s in 0..size.sessions {
+            let ms = 110_000 + (i * 1_000) as i64 - (s * 10) as i64;
+            let Some(session) = upload(client, driver, &format!("d{i}-{s}"), ms).await else {
+                continue;
+            };
+            let answer = submit(driver, session, ms).await;
+            client.expect("submit", &answer, &[200]);
+        }
+        for p in 0..size.posts {
+            let body = json!({"title": format!("{} post {p}", driver.name)});
+            let answer = client
+                .post("feed post", "/v1/feed", Some(&driver.token), &body)
+                .await;
+            client.expect("feed post", &answer, &[201]);
+        }
+    }
+    let (_, sessions) = client
+        .get("read", "/v1/sessions?limit=1", &drivers[0].token)
+        .await;
+    let track = sessions["data"]["items"][0]["trackId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    for driver in &drivers {
+        let path = format!("/v1/leaderboards?trackId={track}&limit=20");
+        let answer = client.get("board", &path, &driver.token).await;
+        client.expect("board", &answer, &[200]);
+        let path = format!("/v1/leaderboards/me?trackId={track}");
+        let answer = client.get("board", &path, &driver.token).await;
+        client.expect("standing", &answer, &[200]);
+    }
+    (drivers, track)
+}
+
+/// What a driver and an operator see after the scenario, with the run's own ids replaced by
+/// the drivers' order, so that two runs compare.
+async fn end_state(
+    client: &Client<'_>,
+    app: &TestApp,
+    drivers: &[Driver],
+    track: &str,
+) -> BTreeMap<String, Value> {
+    let mut state = BTreeMap::new();
+    let mut ids = BTreeMap::new();
+    for (i, driver) in drivers.iter().enumerate() {
+        let token = &driver.token;
+        let (_, me) = client.get("read", "/v1/profile", token).await;
+        if let Some(id) = me["data"]["id"].as_str() {
+            ids.insert(id.to_owned(), format!("driver {i}"));
+        }
+        let (_, sessions) = client.get("read", "/v1/sessions?limit=100", token).await;
+        let mut laps: Vec<i64> = sessions["data"]["items"]
+            .as_array()
+            .map(|s| s.iter().filter_map(|s| s["bestLapMs"].as_i64()).collect())
+            .unwrap_or_default();
+        laps.sort_unstable();
+        state.insert(format!("driver {i} sessions"), json!(laps));
+        let (status, standing) = client
+            .get(
+                "board",
+                &format!("/v1/leaderboards/me?trackId={track}"),
+                token,
+            )
+            .await;
+        state.insert(
+            format!("driver {i} standing"),
+            json!([
+                status,
+                standing["data"]["rank"],
+                standing["data"]["entry"]["lapTimeMs"],
+                standing["data"]["totalEntries"]
+            ]),
+        );
+        let (_, feed) = client.get("read", "/v1/feed?limit=100", token).await;
+        let mut entries: Vec<String> = feed["data"]["items"]
+            .as_array()
+            .map(|f| {
+                f.iter()
+                    .map(|e| format!("{} | {} | {}", e["kind"], e["title"], e["subtitle"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        entries.sort();
+        state.insert(format!("driver {i} feed"), json!(entries));
+        let (_, mine) = client.get("read", "/v1/achievements", token).await;
+        let mut unlocked: Vec<String> = mine["data"]["items"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter(|a| a["unlockedAt"].is_string())
+                    .filter_map(|a| a["id"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        unlocked.sort();
+        state.insert(format!("driver {i} achievements"), json!(unlocked));
+    }
+    let (_, board) = client
+        .get(
+            "board",
+            &format!("/v1/leaderboards?trackId={track}&limit=100"),
+            &drivers[0].token,
+        )
+        .await;
+    let rows: Vec<Value> = board["data"]["entries"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|e| {
+                    let who = e["userId"]
+                        .as_str()
+                        .and_then(|u| ids.get(u))
+                        .cloned()
+                        .unwrap_or_default();
+                    json!([e["rank"], who, e["lapTimeMs"]])
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    state.insert("board".into(), json!(rows));
+    state.insert("board total".into(), board["data"]["totalEntries"].clone());
+    // Every item of every table, counted by table and by the shape of its key (the run's ids
+    // taken out).
+    for (shape, n) in item_shapes(app).await {
+        state.insert(format!("items {shape}"), json!(n));
+    }
+    state
+}
+
+/// Items counted by table and key shape: each key with its ids (uuids, numbers, tokens)
+/// replaced by `*`.
+async fn item_shapes(app: &TestApp) -> BTreeMap<String, u64> {
+    let mut shapes = BTreeMap::new();
+    for (table, item) in paddock_tests::every_item(&app.settings).await {
+        let part = |name: &str| {
+            item.get(name)
+                .and_then(Value::as_str)
+                .map(|k| {
+                    k.split('#')
+                        .map(|seg| {
+                            if seg.len() > 12 || seg.chars().any(|c| c.is_ascii_digit()) {
+                                "*"
+                            } else {
+                                seg
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join("#")
+                })
+                .unwrap_or_default()
+        };
+        let shape = format!("{table:?} {} / {}", part("pk"), part("sk"));
+        *shapes.entry(shape).or_default() += 1;
+    }
+    shapes
+}
+
+/// Waits until the background work (feed, achievements, track maps) has settled: the end
+/// state read twice a second apart is the same. Answers it.
+async fn settled(
+    client: &Client<'_>,
+    app: &TestApp,
+    drivers: &[Driver],
+    track: &str,
+) -> BTreeMap<String, Value> {
+    let mut last = end_state(client, app, drivers, track).await;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = end_state(client, app, drivers, track).await;
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// One run's figures.
+struct Run {
+    name: &'static str,
+    seen: Seen,
+    proxy: Counts,
+    differences: Vec<String>,
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[at.min(sorted.len() - 1)]
+}
+
+impl Run {
+    fn print(&self) {
+        let s = &self.seen;
+        println!(
+            "{:<28} requests {:>4}  2xx {:>4}  503/504 {:>3} (retried to success {:>3})  500 {:>2}  \
+             unexpected {:>2}  proxy calls {:>5}  faults {:?}  end-state differences {}",
+            self.name,
+            s.requests,
+            s.ok,
+            s.retryable,
+            s.retried_ok,
+            s.internal,
+            s.unexpected.len(),
+            self.proxy.calls,
+            self.proxy.faults,
+            self.differences.len(),
+        );
+        for (label, times) in &s.latencies {
+            if matches!(*label, "upload" | "submit" | "board") {
+                let mut times = times.clone();
+                times.sort_unstable();
+                println!(
+                    "{:<28}   {label:<7} n {:>4}  p50 {:>7.1?}  p99 {:>7.1?}",
+                    "",
+                    times.len(),
+                    percentile(&times, 0.5),
+                    percentile(&times, 0.99)
+                );
+            }
+        }
+        for d in &self.differences {
+            println!("{:<28}   differs: {d}", "");
+        }
+        for (status, what, body) in &s.unexpected {
+            println!("{:<28}   unexpected {status} on {what}: {body}", "");
+        }
+    }
+}
+
+/// Runs the scenario on a fresh server and fresh tables, with `rules` set once the resources
+/// exist; compares the end state with `baseline` when given.
+async fn run(
+    name: &'static str,
+    size: Size,
+    rules: Vec<Rule>,
+    baseline: Option<&BTreeMap<String, Value>>,
+) -> (Run, BTreeMap<String, Value>) {
+    run_on(Via::LocalServer, name, size, rules, baseline).await
+}
+
+/// What answers the scenario's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// The local server on the AWS adapters.
+    LocalServer,
+    /// The Lambda functions behind the local API, each a process of its own.
+    Functions,
+}
+
+async fn run_on(
+    via: Via,
+    name: &'static str,
+    size: Size,
+    rules: Vec<Rule>,
+    baseline: Option<&BTreeMap<String, Value>>,
+) -> (Run, BTreeMap<String, Value>) {
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let app = match via {
+        Via::LocalServer => {
+            let sdk = proxy.sdk_config_through(&paddock_aws::sdk_config().await);
+            spawn_aws_through(sdk).await.0
+        }
+        Via::Functions => {
+            // The functions' DynamoDB, S3 and SQS calls go through the proxy; the local API's
+            // own deliveries (stream, queues) go to the emulators.
+            let url = proxy.url();
+            paddock_tests::spawn_functions_with(&[
+                ("AWS_ENDPOINT_URL_DYNAMODB", &url),
+                ("AWS_ENDPOINT_URL_S3", &url),
+                ("AWS_ENDPOINT_URL_SQS", &url),
+            ])
+            .await
+        }
+    };
+    proxy.set_rules(rules);
+    let client = Client::new(&app);
+    let (drivers, track) = scenario(&client, size).await;
+    // Read by a client of its own, so that the figures are the scenario's; the faults go on
+    // while the background work settles.
+    let reader = Client::new(&app);
+    let state = settled(&reader, &app, &drivers, &track).await;
+    proxy.set_rules(Vec::new());
+    let reads = reader.seen.into_inner().unwrap();
+    assert!(
+        reads.unexpected.is_empty(),
+        "{name}: {:?}",
+        reads.unexpected
+    );
+    assert_eq!(reads.internal, 0, "{name}: reads answered 500");
+    let counts = proxy.counts();
+    let differences = match baseline {
+        Some(base) => base
+            .keys()
+            .chain(state.keys())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .filter(|k| base.get(*k) != state.get(*k))
+            .map(|k| {
+                format!(
+                    "{k}: without faults {}, here {}",
+                    base.get(k).unwrap_or(&Value::Null),
+                    state.get(k).unwrap_or(&Value::Null)
+                )
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let seen = client.seen.into_inner().unwrap();
+    (
+        Run {
+            name,
+            seen,
+            proxy: counts,
+            differences,
+        },
+        state,
+    )
+}
+
+/// The fault kinds and their rates; the soak's rates are higher.
+fn fault_kinds(soak: bool) -> Vec<(&'static str, Vec<Rule>)> {
+    let k = if soak { 2.0 } else { 1.0 };
+    let mut kinds = vec![
+        (
+            if soak {
+                "throttled 10%"
+            } else {
+                "throttled 5%"
+            },
+            vec![Rule::rate(Calls::All, 0.05 * k, Fault::Throttle)],
+        ),
+        (
+            if soak {
+                "internal errors 4%"
+            } else {
+                "internal errors 2%"
+            },
+            vec![Rule::rate(Calls::All, 0.02 * k, Fault::InternalError)],
+        ),
+        (
+            if soak {
+                "write answers lost 10%"
+            } else {
+                "write answers lost 1%"
+            },
+            vec![Rule::rate(
+                Calls::Writes,
+                if soak { 0.10 } else { 0.01 },
+                Fault::LoseAnswer,
+            )],
+        ),
+        (
+            if soak {
+                "connections reset 2%"
+            } else {
+                "connections reset 1%"
+            },
+            vec![Rule::rate(Calls::All, 0.01 * k, Fault::Reset)],
+        ),
+        (
+            "writes lost past retries",
+            // Four answers in a row lost: the SDK gives up, the request answers 503 although
+            // its write happened, and the client sends it again.
+            [25, 90, 160, 230, 300]
+                .into_iter()
+                .map(|from| Rule::run(Calls::Writes, from, 4, Fault::LoseAnswer))
+                .collect(),
+        ),
+        (
+            "calls hang past retries",
+            vec![
+                Rule::run(Calls::Writes, 40, 4, Fault::Delay(Duration::from_secs(4))),
+                Rule::run(Calls::All, 400, 4, Fault::Delay(Duration::from_secs(4))),
+            ],
+        ),
+        (
+            "all of them at once",
+            vec![
+                Rule::rate(Calls::Writes, 0.01 * k, Fault::LoseAnswer),
+                Rule::rate(Calls::All, 0.05 * k, Fault::Throttle),
+                Rule::rate(Calls::All, 0.02 * k, Fault::InternalError),
+                Rule::rate(Calls::All, 0.01 * k, Fault::Reset),
+            ],
+        ),
+    ];
+    if soak {
+        kinds.push((
+            "two calls hang 4 s",
+            vec![
+                Rule::nth(Calls::Writes, 20, Fault::Delay(Duration::from_secs(4))),
+                Rule::nth(Calls::All, 150, Fault::Delay(Duration::from_secs(4))),
+            ],
+        ));
+    }
+    kinds
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn faults_on_the_wire_lose_and_duplicate_nothing() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let soak = std::env::var_os("PADDOCK_FAULT_SOAK").is_some();
+    let size = if soak { SOAK } else { SHORT };
+    let (none, baseline) = run("no faults", size, Vec::new(), None).await;
+    none.print();
+    let mut runs = vec![none];
+    for (name, rules) in fault_kinds(soak) {
+        let (r, _) = run(name, size, rules, Some(&baseline)).await;
+        r.print();
+        runs.push(r);
+    }
+    for r in &runs {
+        assert_eq!(r.seen.internal, 0, "{}: no 500", r.name);
+        assert!(
+            r.seen.unexpected.is_empty(),
+            "{}: {:?}",
+            r.name,
+            r.seen.unexpected
+        );
+        assert!(r.differences.is_empty(), "{}: {:?}", r.name, r.differences);
+    }
+    // Faults were handed out where they were asked for.
+    for r in &runs[1..] {
+        assert!(
+            r.proxy.faults_total() > 0,
+            "{}: no fault handed out",
+            r.name
+        );
+    }
+}
+
+/// The upload limit counts an upload once however its writes are answered: a third of the
+/// limit log's write answers are lost (the SDK sends the write again and finds the log
+/// changed), and the client sends five uploads twice. Exactly 30 are admitted.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_upload_limit_counts_each_upload_once_when_answers_are_lost() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let sdk = proxy.sdk_config_through(&paddock_aws::sdk_config().await);
+    let (app, _clock) = spawn_aws_through(sdk).await;
+    proxy.set_rules(vec![Rule::rate(
+        Calls::WritesContaining("RL#upload#".into()),
+        0.3,
+        Fault::LoseAnswer,
+    )]);
+    let client = Client::new(&app);
+    let driver = sign_in(&client, "Uploader").await.expect("signed in");
+    for n in 0..UPLOADS_PER_MINUTE {
+        let id = upload(&client, &driver, &format!("u-{n}"), 100_000 + n as i64).await;
+        assert!(
+            id.is_some(),
+            "upload {n}: {:?}",
+            client.seen.lock().unwrap().unexpected
+        );
+        if n % 6 == 0 {
+            let again = upload(&client, &driver, &format!("u-{n}"), 100_000 + n as i64).await;
+            assert_eq!(again, id, "the same session");
+        }
+    }
+    let over = session_body("u-over", "2026-11-01T10:00:00Z", &[(99_000, true, 0.9)], 0);
+    let (status, body) = client
+        .post("upload", "/v1/sessions", Some(&driver.token), &over)
+        .await;
+    assert_eq!(status, 429, "{body}");
+    let lost = proxy
+        .counts()
+        .faults
+        .get("lose_answer")
+        .copied()
+        .unwrap_or(0);
+    println!("limit log writes whose answer was lost: {lost}");
+    assert!(lost >= 5, "answers were lost ({lost})");
+    assert_eq!(client.seen.lock().unwrap().internal, 0);
+}
+
+/// DynamoDB's writes, for faults aimed at a request's own writes.
+fn dynamodb_writes() -> Calls {
+    Calls::Operations(
+        [
+            "PutItem",
+            "UpdateItem",
+            "DeleteItem",
+            "BatchWriteItem",
+            "TransactWriteItems",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    )
+}
+
+/// The request kinds whose every write is lost past the SDK's retries in turn.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    Register,
+    Refresh,
+    Upload,
+    Submit,
+    FeedPost,
+    ProfileChange,
+    SharePack,
+    DeleteAccount,
+}
+
+/// For each request kind and each of its DynamoDB writes in turn, the answer of that write is
+/// lost (the write was applied and the SDK sends it again), then the answers of that write
+/// and of the SDK's three retries (the request answers 503 or 504 and the client sends it
+/// again): the end state must be that of one request each time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_whose_write_outlasts_the_retries_is_applied_once() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let sdk = proxy.sdk_config_through(&paddock_aws::sdk_config().await);
+    let (app, _clock) = spawn_aws_through(sdk).await;
+    let client = Client::new(&app);
+    let mut findings = Vec::new();
+    let mut figures = Vec::new();
+    // One answer lost (the SDK's retry meets the applied write), then four in a row (the SDK
+    // gives up and the client sends the request again).
+    for lost_in_a_row in [1, 4] {
+        for kind in [
+            Kind::Upload,
+            Kind::Submit,
+            Kind::FeedPost,
+            Kind::Refresh,
+            Kind::Register,
+            Kind::ProfileChange,
+            Kind::SharePack,
+            Kind::DeleteAccount,
+        ] {
+            let driver = sign_in(&client, "Writer").await.expect("signed in");
+            let mut posts = 0;
+            let mut lost_runs = 0;
+            for k in 1..=12u64 {
+                // What the request needs, made without faults.
+                let csid = format!("{kind:?}-{k}");
+                let session = match kind {
+                    Kind::Submit => upload(&client, &driver, &csid, 100_000 - k as i64).await,
+                    _ => None,
+                };
+                let refresh = match kind {
+                    Kind::Refresh => {
+                        let email = &driver.email;
+                        let body = json!({"email": email, "password": "correct horse battery"});
+                        let (_, res) = client
+                            .post("login", "/v1/auth/login/email", None, &body)
+                            .await;
+                        res["data"]["refreshToken"].as_str().map(str::to_owned)
+                    }
+                    _ => None,
+                };
+                let before = client.seen.lock().unwrap().retryable;
+                proxy.reset_counts();
+                proxy.set_rules(vec![Rule::run(
+                    dynamodb_writes(),
+                    k,
+                    lost_in_a_row,
+                    Fault::LoseAnswer,
+                )]);
+                let (status, body) = match kind {
+                    Kind::Register => {
+                        let body = json!({"email": format!("{}@example.com", unique("reg")),
+                            "password": "correct horse battery", "displayName": "Again"});
+                        client
+                            .post("register", "/v1/auth/register", None, &body)
+                            .await
+                    }
+                    Kind::Refresh => {
+                        let body = json!({"refreshToken": refresh});
+                        client
+                            .post("refresh", "/v1/auth/refresh", None, &body)
+                            .await
+                    }
+                    Kind::Upload => {
+                        let body =
+                            session_body(&csid, "2026-11-01T10:00:00Z", &[(99_000, true, 0.9)], 0);
+                        client
+                            .post("upload", "/v1/sessions", Some(&driver.token), &body)
+                            .await
+                    }
+                    Kind::Submit => {
+                        let body = json!({"SessionId": session, "LapTimeMs": 100_000 - k as i64,
+                            "QualityScore": 0.95});
+                        client
+                            .post(
+                                "submit",
+                                "/v1/leaderboards/submit",
+                                Some(&driver.token),
+                                &body,
+                            )
+                            .await
+                    }
+                    Kind::ProfileChange => {
+                        let body = json!({"displayName": format!("Renamed {k}")});
+                        client
+                            .send(
+                                "profile",
+                                reqwest::Method::PATCH,
+                                "/v1/profile",
+                                Some(&driver.token),
+                                Some(&body),
+                            )
+                            .await
+                    }
+                    Kind::SharePack => {
+                        posts += 1;
+                        client
+                            .send_bytes(
+                                "share pack",
+                                reqwest::Method::POST,
+                                &format!("/v1/sharepacks?name=pack-{k}"),
+                                Some(&driver.token),
+                                Some(("application/zip", a_pack(k))),
+                            )
+                            .await
+                    }
+                    Kind::DeleteAccount => {
+                        // A driver of its own each time: the deletion ends the account.
+                        proxy.set_rules(Vec::new());
+                        let gone = sign_in(&client, "Leaving").await.expect("signed in");
+                        proxy.reset_counts();
+                        proxy.set_rules(vec![Rule::run(
+                            dynamodb_writes(),
+                            k,
+                            lost_in_a_row,
+                            Fault::LoseAnswer,
+                        )]);
+                        let answer = client
+                            .send(
+                                "delete",
+                                reqwest::Method::DELETE,
+                                "/v1/profile/me",
+                                Some(&gone.token),
+                                None,
+                            )
+                            .await;
+                        let (after, _) = client.get("read", "/v1/profile", &gone.token).await;
+                        if after != 401 {
+                            findings.push(format!(
+                                "DeleteAccount, write {k}: the account still answers {after}"
+                            ));
+                        }
+                        answer
+                    }
+                    Kind::FeedPost => {
+                        posts += 1;
+                        let body = json!({"title": format!("post {k}")});
+                        client
+                            .post("feed post", "/v1/feed", Some(&driver.token), &body)
+                            .await
+                    }
+                };
+                proxy.set_rules(Vec::new());
+                let lost = proxy.counts().faults_total();
+                let answered_503 = client.seen.lock().unwrap().retryable - before;
+                if lost > 0 {
+                    lost_runs += 1;
+                }
+                let what = format!("{kind:?}, write {k}, {lost_in_a_row} answers lost");
+                if !(200..300).contains(&status) {
+                    findings.push(format!("{what}: final answer {status} {body}"));
+                }
+                // The end state of one request.
+                match kind {
+                    Kind::Register | Kind::Upload | Kind::DeleteAccount => {}
+                    Kind::ProfileChange => {
+                        let (_, me) = client.get("read", "/v1/profile", &driver.token).await;
+                        let name = me["data"]["displayName"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned();
+                        if name != format!("Renamed {k}") {
+                            findings.push(format!("{what}: the name is {name:?}"));
+                        }
+                    }
+                    Kind::SharePack => {
+                        let (_, mine) = client.get("read", "/v1/sharepacks", &driver.token).await;
+                        let n = mine["data"]["items"].as_array().map_or(0, Vec::len);
+                        if n != posts {
+                            findings.push(format!("{what}: {n} packs after {posts} sent"));
+                            posts = n;
+                        }
+                    }
+                    Kind::Refresh => {
+                        let again = json!({"refreshToken": body["data"]["refreshToken"]});
+                        let (s, b) = client
+                            .post("refresh", "/v1/auth/refresh", None, &again)
+                            .await;
+                        if s != 200 {
+                            findings.push(format!("{what}: the rotated token is refused: {s} {b}"));
+                        }
+                    }
+                    Kind::Submit => {
+                        let (_, mine) = client
+                            .get("board", "/v1/sessions?limit=1", &driver.token)
+                            .await;
+                        let track = mine["data"]["items"][0]["trackId"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned();
+                        let (_, board) = client
+                            .get(
+                                "board",
+                                &format!("/v1/leaderboards?trackId={track}"),
+                                &driver.token,
+                            )
+                            .await;
+                        let total = board["data"]["totalEntries"].as_u64();
+                        let (_, me) = client
+                            .get(
+                                "board",
+                                &format!("/v1/leaderboards/me?trackId={track}"),
+                                &driver.token,
+                            )
+                            .await;
+                        let best = me["data"]["entry"]["lapTimeMs"].as_i64();
+                        // One driver on the board per pass.
+                        let drivers = if lost_in_a_row == 1 { 1 } else { 2 };
+                        if total != Some(drivers) || best != Some(100_000 - k as i64) {
+                            findings.push(format!("{what}: board total {total:?}, best {best:?}"));
+                        }
+                    }
+                    Kind::FeedPost => {
+                        let (_, feed) = client
+                            .get("read", "/v1/feed?limit=100", &driver.token)
+                            .await;
+                        let mine = feed["data"]["items"]
+                            .as_array()
+                            .map_or(0, |f| f.iter().filter(|e| e["kind"] == "post").count());
+                        if mine != posts {
+                            findings.push(format!("{what}: {mine} posts after {posts} sent"));
+                            posts = mine;
+                        }
+                    }
+                }
+                figures.push(format!(
+                    "{what}: faults {lost}, answered 503/504 {answered_503}, final {status}"
+                ));
+                if lost == 0 {
+                    break;
+                }
+            }
+            if matches!(kind, Kind::Upload) {
+                let (_, sessions) = client
+                    .get("read", "/v1/sessions?limit=100", &driver.token)
+                    .await;
+                let n = sessions["data"]["items"].as_array().map_or(0, Vec::len);
+                if n != lost_runs + 1 && n != lost_runs {
+                    findings.push(format!(
+                        "Upload: {n} sessions after {} uploads",
+                        lost_runs + 1
+                    ));
+                }
+            }
+        }
+    }
+    for f in &figures {
+        println!("{f}");
+    }
+    for f in &findings {
+        println!("FINDING {f}");
+    }
+    assert_eq!(client.seen.lock().unwrap().internal, 0, "no 500");
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
+/// A small share pack, different for each `n`.
+fn a_pack(n: u64) -> Vec<u8> {
+    use std::io::Write;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    zip.start_file("setup/spa.json", zip::write::SimpleFileOptions::default())
+        .expect("a zip entry");
+    zip.write_all(format!("{{\"wing\": {n}}}").as_bytes())
+        .expect("zip bytes");
+    zip.finish().expect("a zip").into_inner()
+}
+
+/// The scenario through the Lambda functions (each route's binary behind the local API, the
+/// consumers fed by the local API's stream and queues), without faults and with every fault
+/// kind at once: the same end state, no 500.
+#[tokio::test(flavor = "multi_thread")]
+async fn faults_through_the_functions_lose_and_duplicate_nothing() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let size = Size {
+        drivers: 1,
+        sessions: 2,
+        posts: 1,
+    };
+    let (none, baseline) = run_on(
+        Via::Functions,
+        "functions, no faults",
+        size,
+        Vec::new(),
+        None,
+    )
+    .await;
+    none.print();
+    let all = fault_kinds(false)
+        .into_iter()
+        .find(|(name, _)| *name == "all of them at once")
+        .map(|(_, rules)| rules)
+        .unwrap_or_default();
+    let (faulty, _) = run_on(
+        Via::Functions,
+        "functions, all at once",
+        size,
+        all,
+        Some(&baseline),
+    )
+    .await;
+    faulty.print();
+    for r in [&none, &faulty] {
+        assert_eq!(r.seen.internal, 0, "{}: no 500", r.name);
+        assert!(
+            r.seen.unexpected.is_empty(),
+            "{}: {:?}",
+            r.name,
+            r.seen.unexpected
+        );
+        assert!(r.differences.is_empty(), "{}: {:?}", r.name, r.differences);
+    }
+    assert!(faulty.proxy.faults_total() > 0, "faults were handed out");
+}
+
+/// The process ids of this test's children running `binary` (a function instance).
+fn children_running(binary: &str) -> Vec<u32> {
+    let me = std::process::id();
+    // The kernel keeps 15 bytes of a process's name.
+    let name: String = binary.chars().take(15).collect();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid ...`
+            let Some((comm, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(") "))
+            else {
+                return false;
+            };
+            let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
+            comm == name && ppid == Some(me)
+        })
+        .collect()
+}
+
+/// The achievements consumer is ended (SIGKILL, as Lambda ends a timed-out or out-of-memory
+/// instance) after its first write and before its answer; the event comes back after the
+/// visibility timeout and its redelivery finishes the work once: the session counted once,
+/// the first-session achievement unlocked once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_consumer_ended_after_its_first_write_finishes_once_on_redelivery() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let url = proxy.url();
+    let app = paddock_tests::spawn_functions_with(&[
+        ("AWS_ENDPOINT_URL_DYNAMODB", &url),
+        ("AWS_ENDPOINT_URL_S3", &url),
+        ("AWS_ENDPOINT_URL_SQS", &url),
+    ])
+    .await;
+    let client = Client::new(&app);
+    let driver = sign_in(&client, "Ended").await.expect("signed in");
+    proxy.set_rules(vec![Rule::nth(
+        Calls::WritesContaining("ACH#".into()),
+        1,
+        Fault::Stall,
+    )]);
+    let started = Instant::now();
+    upload(&client, &driver, "ended-1", 101_000)
+        .await
+        .expect("uploaded");
+    // Wait for the consumer's first write to be applied and held.
+    while proxy.counts().faults.get("stall").copied().unwrap_or(0) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the consumer never wrote"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    proxy.set_rules(Vec::new());
+    let instances = children_running("paddock-achievements");
+    assert_eq!(
+        instances.len(),
+        1,
+        "one achievements instance: {instances:?}"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &instances[0].to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let ended = started.elapsed();
+    // Redelivered once the invocation has timed out and the message is visible again.
+    let counted = |mine: &Value| -> (Option<i64>, bool) {
+        let items = mine["data"]["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let sessions = items
+            .iter()
+            .find(|a| a["id"] == "sessions-100")
+            .and_then(|a| a["progress"]["current"].as_i64());
+        let first = items
+            .iter()
+            .any(|a| a["id"] == "first-session" && a["unlockedAt"].is_string());
+        (sessions, first)
+    };
+    // The event comes back to a new instance once the ended invocation has timed out (the
+    // function's 30 s) and the message is visible again.
+    let victim = instances[0];
+    while !children_running("paddock-achievements")
+        .iter()
+        .any(|pid| *pid != victim)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the event was not delivered again"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let redelivered = started.elapsed();
+    let mut last = (None, false);
+    while started.elapsed() < Duration::from_secs(150) {
+        let (_, mine) = client.get("read", "/v1/achievements", &driver.token).await;
+        last = counted(&mine);
+        if last.1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let recovered = started.elapsed();
+    // Nothing more comes later.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let (_, mine) = client.get("read", "/v1/achievements", &driver.token).await;
+    let settled = counted(&mine);
+    let (_, feed) = client
+        .get("read", "/v1/feed?limit=100", &driver.token)
+        .await;
+    let unlocked_entries = feed["data"]["items"].as_array().map_or(0, |f| {
+        f.iter().filter(|e| e["kind"] == "achievement").count()
+    });
+    println!(
+        "consumer ended {ended:.1?} after the upload, its event delivered again to a new \
+         instance {redelivered:.1?} after it, state read {recovered:.1?} after it; sessions \
+         counted {:?}, first session unlocked {}, achievement feed entries {unlocked_entries}",
+        settled.0, settled.1
+    );
+    assert_eq!(last, settled, "nothing changed after the redelivery");
+    assert_eq!(settled, (Some(1), true), "counted once and unlocked");
+}
