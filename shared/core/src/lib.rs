@@ -12,7 +12,6 @@
 pub mod activity;
 pub mod coaching;
 pub mod config;
-pub mod cores;
 pub mod driver_data;
 pub mod events;
 pub mod hidden_characters;
