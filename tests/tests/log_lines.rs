@@ -8,8 +8,7 @@ use serde_json::Value;
 #[test]
 fn each_line_is_one_json_object_with_its_fields_and_span() {
     let out = CapturedLog::default();
-    let guard = paddock_runtime::telemetry::init_to(LogFormat::Json, out.clone())
-        .expect("the log writer starts");
+    let guard = paddock_runtime::telemetry::init_to(LogFormat::Json, out.clone());
     let awkward = "quote \" backslash \\ newline \n tab \t bell \u{7} accent é";
     tracing::info!(
         request_id = "r-1",

@@ -9,8 +9,7 @@ async fn main() -> anyhow::Result<()> {
     let _ = dotenvy::dotenv();
     let settings = Settings::from_env()?;
     // Held until the server stops, so the last lines are written.
-    let _log =
-        paddock_runtime::telemetry::init(settings.log_format).context("starting the log writer")?;
+    let _log = paddock_runtime::telemetry::init(settings.log_format);
     let app = Application::build(settings)
         .await
         .context("starting Paddock")?;

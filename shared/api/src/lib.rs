@@ -10,6 +10,5 @@
 pub mod board_pages;
 pub mod envelope;
 pub mod http;
-pub mod request_context;
 pub mod routes;
 pub mod state;

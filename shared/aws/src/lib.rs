@@ -68,8 +68,8 @@ pub async fn sdk_config() -> SdkConfig {
 ///
 /// The SDK's client reads every file under `/etc/ssl/certs` while an SDK client is being
 /// configured, that is during a Lambda function's init, before it has been asked for an
-/// event (147 files on these machines); a function whose invocation never calls AWS (a
-/// liveness probe, a refused token) never needs them.
+/// event; a function whose invocation never calls AWS (a liveness probe, a refused token)
+/// never needs them (docs/perf.md).
 #[derive(Debug)]
 struct RootsOnFirstRequest(SharedHttpClient);
 

@@ -1,8 +1,7 @@
 //! An SDK client built when an invocation first needs it, not during a function's init.
 //!
-//! Building an SDK client parses its service's endpoint rules (a partition table of every
-//! region, with regular expressions): about a quarter of a millisecond per service, which
-//! every cold start paid for each service it might use. Most invocations of a function touch
+//! Kept because building a client parses its service's endpoint rules, a cost every cold start
+//! paid for each service it might use (docs/perf.md). Most invocations of a function touch
 //! fewer services than it is wired with (the activity function reads a track map from S3 only
 //! for one endpoint), so a client is built at its first call; the DynamoDB client, which every
 //! function uses at once, is still built at init.

@@ -178,7 +178,7 @@ impl Default for AuthSettings {
                 as u32,
             failed_login_window_secs: keys::AUTH_FAILED_LOGIN_WINDOW_SECONDS.default_number()
                 as i64,
-            hashing_threads: crate::cores::cores(),
+            hashing_threads: std::thread::available_parallelism().map_or(1, usize::from),
             hashing_wait: Duration::from_millis(keys::AUTH_HASHING_WAIT_MILLIS.default_number()),
             providers: Vec::new(),
         }

@@ -13,7 +13,6 @@
 pub mod activity;
 pub mod coaching;
 pub mod config;
-pub mod cores;
 pub mod driver_data;
 pub mod events;
 pub mod field_names;

@@ -44,7 +44,6 @@ static SERVING: AtomicBool = AtomicBool::new(false);
 /// it as the function's init failure, before the process exits with status 1.
 pub fn run(function: impl Future<Output = Result<(), Error>>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(paddock_core::cores::cores())
         .enable_all()
         .build()
     {

@@ -8,9 +8,6 @@
 
 pub mod app;
 pub mod lambda;
-/// The JSON log line format.
-mod log_line;
 mod log_text;
-pub mod log_writer;
 pub mod telemetry;
 pub mod wiring;

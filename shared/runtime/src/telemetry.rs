@@ -1,25 +1,25 @@
-//! Structured logging set-up.
+//! Structured logging set-up: `tracing-subscriber`'s JSON format (or its text format with
+//! escaped fields, [`crate::log_text`]), written by `tracing-appender`'s writer thread in the
+//! local server and straight to standard output in a Lambda function.
 //!
-//! The local server formats each line on the request's thread and appends it to the buffer of
-//! a writer thread ([`crate::log_writer`]), which writes each batch in one go: a request never
-//! waits for the terminal or pipe its log goes to. The buffer is bounded and never drops a
-//! line; a writer that falls behind slows the requests instead. A Lambda function writes each
-//! line before it answers ([`init_blocking`]): the runtime freezes or ends the instance after
-//! the answer, and a line still queued then would be late or lost.
+//! The local server's writer never drops a line: a writer that falls behind slows the requests
+//! instead, and the lines queued while it writes go out together. A Lambda function writes each line before it answers ([`init_blocking`]): the
+//! runtime freezes or ends the instance after the answer, and a line still queued then would be
+//! late or lost.
 
 use std::io::Write;
 
+use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use crate::log_writer::{self, QueuedWriterGuard};
 use paddock_core::config::LogFormat;
 
 /// Keeps the log writer thread running; dropping it writes out what is still queued.
 #[must_use = "the log writer stops when its guard is dropped"]
 pub struct LogGuard {
-    _writer: QueuedWriterGuard,
+    _writer: WorkerGuard,
 }
 
 impl std::fmt::Debug for LogGuard {
@@ -29,17 +29,22 @@ impl std::fmt::Debug for LogGuard {
 }
 
 /// Installs the global subscriber writing to standard output from a writer thread (`RUST_LOG`
-/// filters, default `info`). Safe to call twice: the first subscriber stays. Fails when the
-/// writer thread cannot be started.
-pub fn init(format: LogFormat) -> std::io::Result<LogGuard> {
+/// filters, default `info`). Safe to call twice: the first subscriber stays.
+pub fn init(format: LogFormat) -> LogGuard {
     init_to(format, std::io::stdout())
 }
 
 /// As [`init`], writing to `out` (the bench logs to a file).
-pub fn init_to(format: LogFormat, out: impl Write + Send + 'static) -> std::io::Result<LogGuard> {
-    let (writer, guard) = log_writer::queued(out)?;
+pub fn init_to(format: LogFormat, out: impl Write + Send + 'static) -> LogGuard {
+    // Not lossy: a full queue (128,000 lines) holds the logging thread back rather than
+    // dropping its line. The writer thread flushes whenever it has emptied the queue, so
+    // through a `BufWriter` the lines queued meanwhile go out in one write call.
+    let (writer, guard) = NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("log-writer")
+        .finish(std::io::BufWriter::with_capacity(64 * 1024, out));
     install(format, writer);
-    Ok(LogGuard { _writer: guard })
+    LogGuard { _writer: guard }
 }
 
 /// Installs the global subscriber writing each line to standard output before the call that
@@ -63,8 +68,10 @@ where
 
 /// The subscriber the service installs, writing lines of `format` to `writer` (`RUST_LOG`
 /// filters, default `info`); tests make it the default of one thread to read its lines back.
-/// A `Dispatch` rather than a boxed subscriber: every log call then reaches the subscriber
-/// through one pointer, as with a subscriber installed directly.
+///
+/// JSON lines hold `timestamp`, `level`, the event's fields (`message` among them) at the top
+/// and, logged inside a span, `span` with the innermost span's `name` and fields (a request's
+/// `request_id`, `method` and `route`; a queued event's `event_id`, `consumer`, ...).
 pub fn subscriber<W>(format: LogFormat, writer: W) -> tracing::Dispatch
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
@@ -77,15 +84,14 @@ where
     match format {
         LogFormat::Json => tracing::Dispatch::new(
             builder
-                .fmt_fields(crate::log_line::JsonFields)
-                .event_format(crate::log_line::JsonLine)
+                .json()
+                .flatten_event(true)
+                .with_current_span(true)
+                .with_span_list(false)
                 .finish(),
         ),
-        LogFormat::Pretty => tracing::Dispatch::new(
-            builder
-                .fmt_fields(crate::log_text::TextFields)
-                .event_format(crate::log_line::TextLine)
-                .finish(),
-        ),
+        LogFormat::Pretty => {
+            tracing::Dispatch::new(builder.fmt_fields(crate::log_text::TextFields).finish())
+        }
     }
 }

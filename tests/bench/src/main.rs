@@ -177,7 +177,7 @@ async fn main() -> anyhow::Result<()> {
         "queued" => Some(paddock_runtime::telemetry::init_to(
             paddock_core::config::LogFormat::Json,
             log_file,
-        )?),
+        )),
         "blocking" => {
             paddock_runtime::telemetry::init_blocking_to(
                 paddock_core::config::LogFormat::Json,

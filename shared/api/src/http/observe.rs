@@ -1,6 +1,7 @@
-//! The outermost service layer: each request gets an id of the service's own, runs as its
-//! [`RequestContext`], and its answer gets the id back, the security headers, the envelope
-//! when a framework layer answered in plain text, its metrics and one access line.
+//! The outermost service layer: each request gets an id of the service's own, runs in a
+//! `request` span (so every line it logs names it), and its answer gets the id back, the
+//! security headers, the envelope when a framework layer answered in plain text, its metrics
+//! and one access line.
 //!
 //! A tower service rather than `axum::middleware::from_fn`: `from_fn` clones the inner service
 //! (a boxed route) and boxes two futures for every request; this layer calls the route
@@ -16,13 +17,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
-use tokio::task::futures::TaskLocalFuture;
 use tower::{Layer, Service};
+use tracing::Instrument;
+use tracing::instrument::Instrumented;
 
 use super::envelope::Envelope;
 use super::error_cause::ErrorCause;
 use super::security_headers;
-use crate::request_context::{self, RequestContext, RouteLabel};
 use paddock_core::metrics;
 
 /// Parsed once: a header named by a string is parsed again at every use.
@@ -40,7 +41,7 @@ impl<S> Layer<S> for ObserveLayer {
     }
 }
 
-/// Request id, request context, access log line, metrics, security headers, and the envelope
+/// Request id, request span, access log line, metrics, security headers, and the envelope
 /// on non-JSON error answers, around `inner`.
 #[derive(Debug, Clone)]
 pub(crate) struct Observe<S> {
@@ -67,17 +68,23 @@ where
         let context = RequestContext {
             request_id: new_request_id(),
             method: req.method().clone(),
-            // The matched route shares its text with the router (no copy per request). Taken
-            // out of the request, not cloned: the context is where it is read from now on,
-            // and a clone is one more write to a reference count every core shares.
+            // The matched route shares its text with the router (no copy per request).
             route: req
                 .extensions_mut()
                 .remove::<MatchedPath>()
                 .map_or(RouteLabel::Unmatched, RouteLabel::Matched),
         };
         let authenticated = req.headers().contains_key(header::AUTHORIZATION);
+        // Display values (`%`), so the text format writes them unquoted, as the request's name.
+        let span = tracing::info_span!(
+            "request",
+            request_id = %context.request_id,
+            method = %context.method,
+            route = %context.route.as_str(),
+        );
         ObserveFuture {
-            inner: request_context::scope(context, self.inner.call(req)),
+            inner: self.inner.call(req).instrument(span),
+            context,
             started,
             authenticated,
             client_request_id,
@@ -86,10 +93,11 @@ where
 }
 
 pin_project! {
-    /// The answer of [`Observe`]: the route's future run as the request's context.
+    /// The answer of [`Observe`]: the route's future run in the request's span.
     pub(crate) struct ObserveFuture<F> {
         #[pin]
-        inner: TaskLocalFuture<RequestContext, F>,
+        inner: Instrumented<F>,
+        context: RequestContext,
         started: Instant,
         authenticated: bool,
         client_request_id: Option<String>,
@@ -107,17 +115,41 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let response = ready!(this.inner.as_mut().poll(cx))?.map(Body::new);
-        let context = this
-            .inner
-            .take_value()
-            .expect("the request's context is taken back once, when it is answered");
         Poll::Ready(Ok(finish(
             response,
-            &context,
+            this.context,
             this.client_request_id.as_deref(),
             *this.started,
             *this.authenticated,
         )))
+    }
+}
+
+/// What the access line and the metrics of one request name.
+#[derive(Debug)]
+struct RequestContext {
+    /// The service's own id for the request (also sent back as `x-request-id`).
+    request_id: String,
+    method: http::Method,
+    /// The matched route template (`/v1/sessions/{id}`), or `unmatched`; never the path,
+    /// which may hold ids.
+    route: RouteLabel,
+}
+
+/// A route template as the router holds it (shared, not copied per request).
+#[derive(Debug)]
+enum RouteLabel {
+    Matched(MatchedPath),
+    Unmatched,
+}
+
+impl RouteLabel {
+    /// The label as logged and counted.
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Matched(path) => path.as_str(),
+            Self::Unmatched => "unmatched",
+        }
     }
 }
 
@@ -182,7 +214,7 @@ fn finish(
     );
     metrics::global().observe_request(method, route, status, elapsed);
     // The one line of this request; a server-side cause is in it, logged nowhere else. It is
-    // written outside the request's context, so the request is named by the line's own fields
+    // written outside the request's span, so the request is named by the line's own fields
     // and not twice.
     let cause = response.extensions_mut().remove::<ErrorCause>();
     let latency_ms = elapsed.as_secs_f64() * 1000.0;

@@ -595,7 +595,7 @@ mod tests {
         );
         assert_eq!(
             settings(&[]).auth.hashing_threads,
-            crate::cores::cores(),
+            std::thread::available_parallelism().map_or(1, usize::from),
             "Auth__HashingThreads defaults to the cores"
         );
     }

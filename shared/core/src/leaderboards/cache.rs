@@ -119,12 +119,9 @@ fn pages_of<K: KeyBytes + Eq + std::hash::Hash + Clone>(max_bytes: u64) -> Pages
     let estimated = usize::try_from(max_bytes / 4096)
         .unwrap_or(usize::MAX)
         .max(16);
-    // Four shards per core, as `quick_cache` chooses by default, from the process's own count
-    // (its own read of the cgroup files cost a Lambda start 0.1 ms).
     let options = quick_cache::OptionsBuilder::new()
         .estimated_items_capacity(estimated)
         .weight_capacity(max_bytes)
-        .shards(crate::cores::cores() * 4)
         .build()
         .expect("capacities are set");
     Pages::with_options(options, PageWeight, Default::default(), Default::default())

@@ -3,47 +3,12 @@
 use std::sync::Mutex;
 use time::{Duration, OffsetDateTime};
 
-/// A time as the API and stored records show it: RFC 3339 in UTC. Whole seconds (token
-/// expiries, most stored times) are written digit by digit, which costs a tenth of the
-/// general formatter; a time with a fraction of a second goes through it.
+/// A time as the API and stored records show it: RFC 3339 in UTC (`2026-11-26T03:51:40Z`, a
+/// fraction of a second only when there is one); empty for a year outside 0..=9999.
 pub fn rfc3339(t: OffsetDateTime) -> String {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    if t.nanosecond() != 0 || !(0..=9999).contains(&t.year()) {
-        return t
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
-    }
-    let digits = date_time_digits(&t);
-    let mut text = String::with_capacity(DATE_TIME_LEN + 1);
-    text.push_str(std::str::from_utf8(&digits).unwrap_or("1970-01-01T00:00:00"));
-    text.push('Z');
-    text
-}
-
-/// The length of `2026-11-26T03:51:40`.
-pub const DATE_TIME_LEN: usize = 19;
-
-/// `2026-11-26T03:51:40`: the date and time of `t` to the second, in its own offset. Years
-/// outside 0..=9999 are clamped to them.
-pub fn date_time_digits(t: &OffsetDateTime) -> [u8; DATE_TIME_LEN] {
-    let (year, month, day) = t.to_calendar_date();
-    let (hour, minute, second) = t.to_hms();
-    let mut out = *b"0000-00-00T00:00:00";
-    digits(&mut out[0..4], year.clamp(0, 9999).unsigned_abs());
-    digits(&mut out[5..7], u32::from(u8::from(month)));
-    digits(&mut out[8..10], u32::from(day));
-    digits(&mut out[11..13], u32::from(hour));
-    digits(&mut out[14..16], u32::from(minute));
-    digits(&mut out[17..19], u32::from(second));
-    out
-}
-
-/// Writes `value` in decimal into `slots`, zero-padded to their width.
-pub fn digits(slots: &mut [u8], mut value: u32) {
-    for slot in slots.iter_mut().rev() {
-        *slot = b'0' + (value % 10) as u8;
-        value /= 10;
-    }
+    t.to_offset(time::UtcOffset::UTC)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// The source of "now" for the domain.
