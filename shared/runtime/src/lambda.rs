@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use crate::telemetry;
 pub use crate::wiring::AwsWiring;
-use paddock_api::routes::Group;
+use axum::Router;
+use paddock_api::routes::{Group, group_router};
 use paddock_api::state::AppState;
 use paddock_core::config::{LogFormat, Settings};
 use paddock_core::events::ProcessError;
@@ -141,29 +142,32 @@ pub async fn start() -> Result<AwsWiring, Error> {
 }
 
 /// Serves one endpoint group behind API Gateway, wired with what the group needs (see
-/// [`Group::needs`]) and nothing else.
-pub async fn serve(group: Group) -> Result<(), Error> {
-    let needs = group.needs();
-    let mut wiring = start().await?;
-    if needs.blobs {
-        wiring = wiring.blobs().await?;
+/// [`Group::needs`]) and nothing else. The group's routes are taken before the first await,
+/// with the group a constant of the function's `main`, so its binary links the handlers of
+/// its own group only.
+#[inline(always)]
+pub fn serve(group: Group) -> impl Future<Output = Result<(), Error>> {
+    let (needs, routes) = (group.needs(), Router::from(group.routes()));
+    async move {
+        let mut wiring = start().await?;
+        if needs.blobs {
+            wiring = wiring.blobs().await?;
+        }
+        if needs.secrets {
+            wiring = wiring.secrets()?;
+        }
+        let (settings, ports) = wiring.finish();
+        let mut state = AppState::new(ports, settings);
+        if needs.identity_providers {
+            state = state.with_identity_providers();
+        }
+        if needs.coach {
+            state = state.with_coach();
+        }
+        let router = group_router(routes, state).layer(axum::middleware::from_fn(flush_metrics));
+        serving();
+        lambda_http::run(router).await
     }
-    if needs.secrets {
-        wiring = wiring.secrets()?;
-    }
-    let (settings, ports) = wiring.finish();
-    let mut state = AppState::new(ports, settings);
-    if needs.identity_providers {
-        state = state.with_identity_providers();
-    }
-    if needs.coach {
-        state = state.with_coach();
-    }
-    let router = group
-        .router(state)
-        .layer(axum::middleware::from_fn(flush_metrics));
-    serving();
-    lambda_http::run(router).await
 }
 
 /// Writes the metric lines of one HTTP invocation once it is answered.
