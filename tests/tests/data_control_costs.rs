@@ -86,7 +86,7 @@ async fn seed(t: &TestPorts, user: &UserId, count: usize) {
             let post =
                 paddock_core::activity::feed::FeedPost::parse(Some(format!("post {i}")), None)
                     .unwrap();
-            paddock_core::activity::feed::post(&ports, &user, post)
+            paddock_core::activity::feed::post(&ports, &user, post, None)
                 .await
                 .unwrap();
         }

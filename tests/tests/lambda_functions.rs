@@ -1035,7 +1035,9 @@ async fn the_accounts_function_runs_deletion_jobs() {
         .await
         .expect("a profile");
     let post = feed::FeedPost::parse(Some("Last lap".into()), None).expect("a post");
-    feed::post(&t.ports, &user, post).await.expect("a post");
+    feed::post(&t.ports, &user, post, None)
+        .await
+        .expect("a post");
     paddock_core::driver_data::deletion::start(&t.ports, &user)
         .await
         .expect("deleted");

@@ -383,6 +383,7 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         ))
         .bearer_auth(&token)
         .header("content-type", "application/zip")
+        .header("idempotency-key", "cleo-setups-1")
         .body(a_pack())
         .send()
         .await
@@ -872,7 +873,7 @@ async fn an_interrupted_deletion_resumes(backend: Backend) {
     for i in 0..120 {
         let post =
             paddock_core::activity::feed::FeedPost::parse(Some(format!("post {i}")), None).unwrap();
-        paddock_core::activity::feed::post(&t.ports, &user, post)
+        paddock_core::activity::feed::post(&t.ports, &user, post, None)
             .await
             .unwrap();
     }

@@ -30,6 +30,7 @@ pub mod problems;
 pub mod processed_events;
 pub mod queues;
 pub mod rate_limits;
+pub mod request_keys;
 pub mod retention;
 pub mod retry;
 pub mod sessions;

@@ -12,6 +12,7 @@ use paddock_core::leaderboards::submit_lap::SubmitLapError;
 use paddock_core::ports::{BlobError, QueueError, SecretError, StoreError};
 use paddock_core::problems::FieldProblems;
 use paddock_core::rate_limits::{LimitError, RateLimited};
+use paddock_core::request_keys::KeyError;
 use paddock_core::sessions::CreateError;
 use paddock_core::sharepacks::packs::PackError;
 use paddock_core::tracks::maps::MapReadError;
@@ -28,6 +29,15 @@ impl From<StoreError> for ApiError {
                 Self::invalid("cursor", "is not a cursor this list returned")
             }
             other => Self::Internal(anyhow::Error::new(other)),
+        }
+    }
+}
+
+impl From<KeyError> for ApiError {
+    fn from(e: KeyError) -> Self {
+        match e {
+            KeyError::Reused => Self::Unprocessable(e.to_string()),
+            KeyError::Store(s) => s.into(),
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod error;
 pub mod error_cause;
 pub mod extract;
 pub(crate) mod header_deadline;
+pub mod idempotency_key;
 pub(crate) mod middleware;
 pub(crate) mod observe;
 pub(crate) mod paging;

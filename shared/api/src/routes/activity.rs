@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{AuthUser, Authorized, scope};
 use crate::http::envelope::with_status;
+use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
 use paddock_core::activity::achievements::{self, CatalogEntry, DriverAchievement};
@@ -61,26 +62,31 @@ pub(crate) struct FeedPostRequest {
 #[utoipa::path(post, path = "/v1/feed", operation_id = "postFeedEntry", tag = "activity", security(("bearer" = [])),
     request_body(content = FeedPostRequest, description = "camelCase or PascalCase names", example = json!({
         "title": "New best lap at Monza", "subtitle": "1:47.345 in the Ferrari 296 GT3"})),
-    responses((status = 201, description = "Posted", body = FeedEntryEnvelope),
+    params(IdempotencyKeyHeader),
+    responses((status = 201, description = "Posted (or, for a repeated `Idempotency-Key`, what the first request posted)", body = FeedEntryEnvelope),
               (status = 400, description = "Every problem, by field"),
               (status = 401, description = "No valid token"),
+              (status = 422, description = "The `Idempotency-Key` was sent with another request"),
               (status = 429, description = "More than `Limits__FeedPostsPerMinute` posts in a minute (Retry-After)")))]
 pub(crate) async fn post_feed(
     State(state): State<AppState>,
     user: AuthUser,
+    IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<FeedPostRequest>,
 ) -> Result<Response, ApiError> {
     let post = FeedPost::parse(body.title, body.subtitle)?;
-    // Counted once the post is valid: a refused one costs the driver nothing.
-    rate_limits::hit(
-        &state.ports,
-        "feed-post",
-        user.user_id().as_str(),
-        60,
-        &[Limit::new("n", state.settings.feed_posts_per_minute)],
-    )
-    .await?;
-    let entry = feed::post(&state.ports, user.user_id(), post).await?;
+    // Counted once the post is valid: a refused one costs the driver nothing; a request sent
+    // again under its key counts once.
+    let limits = [Limit::new("n", state.settings.feed_posts_per_minute)];
+    let subject = user.user_id().as_str();
+    match &key {
+        Some(k) => {
+            rate_limits::hit_once(&state.ports, "feed-post", subject, 60, &limits, k.as_str())
+                .await?;
+        }
+        None => rate_limits::hit(&state.ports, "feed-post", subject, 60, &limits).await?,
+    };
+    let entry = feed::post(&state.ports, user.user_id(), post, key.as_ref()).await?;
     Ok(with_status(StatusCode::CREATED, entry))
 }
 

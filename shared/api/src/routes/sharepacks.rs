@@ -17,6 +17,7 @@ use utoipa_axum::routes;
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Authorized, scope};
 use crate::http::envelope::with_status;
+use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
 use paddock_core::ids::UserId;
@@ -124,19 +125,21 @@ impl ToSchema for PackForm {}
 
 /// Uploads a pack of at most 4 MiB: `application/zip` with `?name=&description=`, or
 /// `multipart/form-data` with `file`, `name` and `description`.
-#[utoipa::path(post, path = "/v1/sharepacks", operation_id = "uploadSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])), params(PackLabels),
+#[utoipa::path(post, path = "/v1/sharepacks", operation_id = "uploadSharePack", tag = "sharepacks", security(("bearer" = ["sharepacks"])), params(PackLabels, IdempotencyKeyHeader),
     request_body(content((inline(ZipBytes) = "application/zip"), (inline(PackForm) = "multipart/form-data")),
         description = "The ZIP (at most Sharepacks__MaxDirectBytes, 4 MiB by default), or a form with file, name, description"),
-    responses((status = 201, description = "Stored and checked", body = SharePackEnvelope),
+    responses((status = 201, description = "Stored and checked (or, for a repeated `Idempotency-Key`, the pack the first request stored)", body = SharePackEnvelope),
               (status = 400, description = "A bad name or description, or a form without a file"),
               (status = 401, description = "No valid token"),
+              (status = 409, description = "An earlier request under the same `Idempotency-Key` is still at work: send it again shortly"),
               (status = 413, description = "Larger than a direct upload may be (use the upload URL flow), or the driver's bytes are spent"),
               (status = 415, description = "Neither application/zip nor multipart/form-data"),
-              (status = 422, description = "Not an acceptable ZIP: the message names the entry and the rule (unsafe or clashing names, links and special files, nested archives with such entries, data outside the archive, bytes no listed entry accounts for, overlapping entries, local headers or data descriptors that disagree with the directory, too many entries, encryption, damage, a bomb)"),
+              (status = 422, description = "The `Idempotency-Key` was sent with another request, or not an acceptable ZIP: the message names the entry and the rule (unsafe or clashing names, links and special files, nested archives with such entries, data outside the archive, bytes no listed entry accounts for, overlapping entries, local headers or data descriptors that disagree with the directory, too many entries, encryption, damage, a bomb)"),
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn upload(
     State(state): State<AppState>,
     user: Authorized<scope::Sharepacks>,
+    IdempotencyKey(key): IdempotencyKey,
     request: Request,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -197,7 +200,9 @@ pub(crate) async fn upload(
             "send the pack as application/zip (with ?name=) or as multipart/form-data".into(),
         ));
     };
-    let pack = packs::create_direct(&state.ports, limits, user.user_id(), labels, bytes).await?;
+    let owner = user.user_id();
+    let pack =
+        packs::create_direct(&state.ports, limits, owner, labels, bytes, key.as_ref()).await?;
     Ok(with_status(StatusCode::CREATED, pack))
 }
 

@@ -22,6 +22,7 @@ use crate::ports::items::{
     Condition, Key, Query, StoreError, TTL, TxOp, decode, decode_cursor, encode_cursor, item,
 };
 use crate::problems::{FieldProblems, Problems};
+use crate::request_keys::{self, KeyError, Operation, RequestKey};
 use crate::tables::Table;
 
 /// Entries older than this are hidden and then removed.
@@ -166,27 +167,38 @@ impl FeedPost {
     }
 }
 
-/// Adds `user_id`'s post, dated now.
+/// Adds `user_id`'s post, dated now; with a `key`, once for every request sent under it (the
+/// post of the first, answered again).
 pub async fn post(
     ports: &Ports,
     user_id: &UserId,
     post: FeedPost,
-) -> Result<FeedEntry, StoreError> {
-    let date = ports.clock.now();
+    key: Option<&RequestKey>,
+) -> Result<FeedEntry, KeyError> {
+    let (id, date) = match key {
+        Some(key) => {
+            let request = request_keys::digest(&[post.title.as_bytes(), post.subtitle.as_bytes()]);
+            let new_id = || uuid::Uuid::now_v7().to_string();
+            let claim =
+                request_keys::claim(ports, user_id, Operation::FeedPost, key, &request, new_id)
+                    .await?;
+            (claim.id, claim.at)
+        }
+        None => (uuid::Uuid::now_v7().to_string(), ports.clock.now()),
+    };
     let text = FeedText {
         kind: FeedKind::Post,
         title: post.title,
         subtitle: post.subtitle,
         date,
     };
-    let id = uuid::Uuid::now_v7().to_string();
     let outcome = write(ports, user_id, text, id.clone()).await;
     if let Ok(Some(entry)) = outcome {
         return Ok(entry);
     }
     // A write applied whose answer was lost is either not answered after the SDK's retries
-    // or refused when sent again: the post's own key (a fresh id) then holds it. Answering it
-    // spares the client's retry a second post.
+    // or refused when sent again, and a keyed request sent again is refused too: the post's
+    // own key then holds it. Answering it spares the client's retry a second post.
     if matches!(outcome, Ok(None) | Err(StoreError::Unavailable(_)))
         && let Ok(Some(written)) = ports
             .items
@@ -196,7 +208,7 @@ pub async fn post(
     {
         return Ok(entry);
     }
-    outcome?.ok_or_else(|| StoreError::Unavailable("a new post's key was taken".into()))
+    Ok(outcome?.ok_or_else(|| StoreError::Unavailable("a new post's key was taken".into()))?)
 }
 
 /// Why a feed page could not be read.

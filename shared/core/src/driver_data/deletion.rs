@@ -42,7 +42,7 @@ use crate::tables::Table;
 /// The order the job deletes in: what is found through another kind goes before it (entries
 /// through the board index, jobs and points through sessions, tokens through their family),
 /// and the profile, which the job resumes from, goes last.
-pub const ORDER: [DriverData; 21] = [
+pub const ORDER: [DriverData; 22] = [
     DriverData::LeaderboardEntries,
     DriverData::TrackPoints,
     DriverData::TrackJobs,
@@ -56,6 +56,7 @@ pub const ORDER: [DriverData; 21] = [
     DriverData::CoachingAnswers,
     DriverData::UsageCounters,
     DriverData::SignInAddresses,
+    DriverData::RequestKeys,
     DriverData::ExchangeCodes,
     DriverData::AccessTokens,
     DriverData::RefreshTokens,
@@ -387,6 +388,10 @@ async fn delete_batch(kind: DriverData, ports: &Ports, driver: &Driver) -> Resul
         DriverData::Sessions => sessions_batch(ports, user).await,
         DriverData::UploadRecords => {
             partition_batch(ports, Table::Sessions, partition(user), Some(CLIENT_PREFIX)).await
+        }
+        DriverData::RequestKeys => {
+            let keys = crate::request_keys::partition(user);
+            partition_batch(ports, Table::Limits, keys, None).await
         }
         DriverData::Feed => {
             partition_batch(ports, Table::Activity, format!("FEED#{user}"), None).await

@@ -117,7 +117,8 @@ pub fn exported(kind: DriverData) -> bool {
         | DriverData::SharePacks
         | DriverData::CoachingAnswers
         | DriverData::UsageCounters
-        | DriverData::SignInAddresses => true,
+        | DriverData::SignInAddresses
+        | DriverData::RequestKeys => true,
     }
 }
 
@@ -255,6 +256,10 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
                     None => break,
                 }
             }
+        }
+        DriverData::RequestKeys => {
+            let keys = crate::request_keys::partition(user);
+            push_partition(ports, array, Table::Limits, keys, None).await?;
         }
         DriverData::UploadRecords => {
             push_partition(

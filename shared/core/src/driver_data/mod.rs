@@ -80,6 +80,9 @@ pub enum DriverData {
     /// `KNOWN#<account>` and `RL#login-failures#<account>`, the account named by its email's
     /// hash), found from the profile's email.
     SignInAddresses,
+    /// Idempotency keys of the driver's requests (`limits`: `REQ#<id>` / `<operation>#<key>`),
+    /// kept a day.
+    RequestKeys,
     /// Events of the driver waiting in the outbox (`outbox`): relayed within seconds and
     /// removed by the relay; their consumers write nothing for a deleted account.
     PendingEvents,
@@ -90,7 +93,7 @@ pub enum DriverData {
 
 impl DriverData {
     /// Every kind, in export order.
-    pub const ALL: [DriverData; 21] = [
+    pub const ALL: [DriverData; 22] = [
         Self::Profile,
         Self::EmailSignIn,
         Self::ProviderLinks,
@@ -110,6 +113,7 @@ impl DriverData {
         Self::CoachingAnswers,
         Self::UsageCounters,
         Self::SignInAddresses,
+        Self::RequestKeys,
         Self::PendingEvents,
         Self::Exports,
     ];
@@ -136,6 +140,7 @@ impl DriverData {
             Self::CoachingAnswers => "coachingAnswers",
             Self::UsageCounters => "usageCounters",
             Self::SignInAddresses => "signInAddresses",
+            Self::RequestKeys => "requestKeys",
             Self::PendingEvents => "pendingEvents",
             Self::Exports => "exports",
         }
@@ -193,6 +198,7 @@ impl DriverData {
             {
                 Self::SignInAddresses
             }
+            Table::Limits if pk == crate::request_keys::partition(&driver.id) => Self::RequestKeys,
             Table::Outbox
                 if item
                     .get("event")

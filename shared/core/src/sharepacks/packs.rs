@@ -19,6 +19,7 @@ use crate::ports::items::{Condition, Key, Query, StoreError, TTL, TxOp, Update, 
 use crate::ports::{BlobError, Ports};
 use crate::problems::{FieldProblems, Problems};
 use crate::rate_limits::{self, Limit, LimitError};
+use crate::request_keys::{self, Claim, KeyError, Operation, RequestKey};
 use crate::tables::Table;
 
 /// How long an upload URL is valid.
@@ -177,9 +178,14 @@ async fn count_upload(
     ports: &Ports,
     owner: &UserId,
     limits: &SharepackSettings,
+    request: Option<&RequestKey>,
 ) -> Result<(), PackError> {
     let limit = [Limit::new("n", limits.uploads_per_minute)];
-    rate_limits::hit(ports, "sharepack-upload", owner.as_str(), 60, &limit).await?;
+    let (scope, subject) = ("sharepack-upload", owner.as_str());
+    match request {
+        Some(k) => rate_limits::hit_once(ports, scope, subject, 60, &limit, k.as_str()).await?,
+        None => rate_limits::hit(ports, scope, subject, 60, &limit).await?,
+    }
     Ok(())
 }
 
@@ -373,45 +379,81 @@ fn reason_of(e: &PackError) -> &'static str {
     }
 }
 
-/// A pack sent in the request itself: checked, stored, published.
+/// How long after its start an attempt to publish a pack may still be at work: the longest a
+/// function runs (29 s) with a margin. An attempt older than this was ended mid-way.
+const ATTEMPT_SECS: i64 = 60;
+
+/// A pack sent in the request itself: checked, stored, published; with a `key`, once for
+/// every request sent under it (the pack of the first, answered again).
 pub async fn create_direct(
     ports: &Ports,
     limits: &SharepackSettings,
     owner: &UserId,
     labels: Labels,
     body: Bytes,
+    key: Option<&RequestKey>,
 ) -> Result<SharePack, PackError> {
     let result = async {
-        count_upload(ports, owner, limits).await?;
+        let (id, created) = match key {
+            Some(key) => {
+                let (digest, _) = off_thread(body.clone(), sha256_hex).await?;
+                let request = request_keys::digest(&[
+                    labels.name.as_bytes(),
+                    labels.description.as_bytes(),
+                    digest.as_bytes(),
+                ]);
+                let new_id = || uuid::Uuid::now_v7().to_string();
+                let claim =
+                    request_keys::claim(ports, owner, Operation::SharePack, key, &request, new_id)
+                        .await
+                        .map_err(|e| match e {
+                            KeyError::Reused => PackError::Mismatch(e.to_string()),
+                            KeyError::Store(s) => PackError::Store(s),
+                        })?;
+                if claim.repeat
+                    && let Some(pack) = earlier_attempt(ports, owner, &claim).await?
+                {
+                    return Ok(pack);
+                }
+                (claim.id, claim.at)
+            }
+            None => (uuid::Uuid::now_v7().to_string(), ports.clock.now()),
+        };
+        count_upload(ports, owner, limits, key).await?;
         let size = body.len() as u64;
         check_quota(ports, owner, size, limits).await?;
         let check_limits = limits.clone();
-        let (bytes, summary) = tokio::task::spawn_blocking(move || {
-            let summary = zip_check::check(std::io::Cursor::new(&body[..]), &check_limits);
-            (body, summary)
+        let (summary, bytes) = off_thread(body, move |b| {
+            zip_check::check(std::io::Cursor::new(b), &check_limits)
         })
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))?;
+        .await?;
         let summary = summary?;
         let now = ports.clock.now();
         let pack = SharePack {
-            id: uuid::Uuid::now_v7().to_string(),
+            id,
             name: labels.name,
             description: labels.description,
             size_bytes: size,
             sha256: sha256_hex(&bytes),
             entry_count: summary.entries,
-            created_at: rfc3339(now),
+            created_at: rfc3339(created),
         };
         // No URL takes bytes for this pack: it is being checked from the start.
-        begin(
+        let begun = begin(
             ports,
             owner,
             &pack,
             State::Checking,
             now.unix_timestamp() + PENDING_GRACE_SECS,
         )
-        .await?;
+        .await;
+        match begun {
+            // Another request under the same key began it first.
+            Err(StoreError::ConditionFailed { .. }) if key.is_some() => {
+                return Err(PackError::Busy);
+            }
+            other => other?,
+        }
         let stored = ports
             .blobs
             .put(&blob_key(&pack.id), bytes, "application/zip")
@@ -437,6 +479,44 @@ pub async fn create_direct(
         Err(e) => outcome("refused", reason_of(e)),
     }
     result
+}
+
+/// Runs `work` over `body` on a blocking thread (a digest or a ZIP check of megabytes would
+/// hold up the other requests of the instance); answers its result and the body.
+async fn off_thread<T: Send + 'static>(
+    body: Bytes,
+    work: impl FnOnce(&[u8]) -> T + Send + 'static,
+) -> Result<(T, Bytes), PackError> {
+    tokio::task::spawn_blocking(move || (work(&body[..]), body))
+        .await
+        .map_err(|e| PackError::Io(std::io::Error::other(e.to_string())))
+}
+
+/// What an earlier request under the same key left: its published pack, or nothing to build
+/// on (never begun, refused, or ended mid-way and now cleared, so this request starts over
+/// under the same id). An attempt that may still be at work is `Busy`.
+async fn earlier_attempt(
+    ports: &Ports,
+    owner: &UserId,
+    claim: &Claim,
+) -> Result<Option<SharePack>, PackError> {
+    let Some(found) = record(ports, &claim.id).await? else {
+        return Ok(None);
+    };
+    if &found.owner_id != owner {
+        return Err(PackError::NotFound);
+    }
+    match found.state {
+        State::Ready => Ok(Some(found.pack)),
+        State::Deleting => Err(PackError::NotFound),
+        State::Pending | State::Checking => {
+            if ports.clock.unix() < claim.at.unix_timestamp() + ATTEMPT_SECS {
+                return Err(PackError::Busy);
+            }
+            abandon(ports, &claim.id).await;
+            Ok(None)
+        }
+    }
 }
 
 /// A pack to come through an upload URL.
@@ -498,7 +578,7 @@ pub async fn start_upload(
     declared: Declared,
     local_url: impl FnOnce(&str, i64, u64) -> String,
 ) -> Result<UploadTicket, PackError> {
-    count_upload(ports, owner, limits).await?;
+    count_upload(ports, owner, limits, None).await?;
     check_quota(ports, owner, declared.size_bytes, limits).await?;
     let now = ports.clock.now();
     let expires = now.unix_timestamp() + UPLOAD_URL_SECS;

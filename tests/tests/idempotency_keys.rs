@@ -1,0 +1,218 @@
+//! `Idempotency-Key` on the creating requests that take one (`POST /v1/feed`, `POST
+//! /v1/sharepacks`): the same request sent again under its key makes one post or pack and is
+//! answered with it, concurrently too; another request under the key is refused; a malformed
+//! key is refused; another driver's key is another driver's; the minute's limit counts a keyed
+//! request once. On both adapter sets and through the functions.
+
+use paddock_tests::{TestApp, envelope, on_both_backends};
+use serde_json::{Value, json};
+use std::io::Write;
+
+async fn post(app: &TestApp, token: &str, key: Option<&str>, body: &Value) -> (u16, Value) {
+    let mut request = app
+        .client
+        .post(format!("{}/v1/feed", app.address))
+        .bearer_auth(token)
+        .json(body);
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    envelope(request.send().await.expect("sent")).await
+}
+
+async fn pack(app: &TestApp, token: &str, key: &str, name: &str, bytes: Vec<u8>) -> (u16, Value) {
+    let response = app
+        .client
+        .post(format!("{}/v1/sharepacks?name={name}", app.address))
+        .bearer_auth(token)
+        .header("content-type", "application/zip")
+        .header("idempotency-key", key)
+        .body(bytes)
+        .send()
+        .await
+        .expect("sent");
+    envelope(response).await
+}
+
+fn a_zip(text: &str) -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    w.start_file("notes.txt", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    w.write_all(text.as_bytes()).unwrap();
+    w.finish().unwrap().into_inner()
+}
+
+async fn posts_of(app: &TestApp, token: &str) -> Vec<Value> {
+    let (status, body) = envelope(app.get_auth("/v1/feed?limit=100", token).await).await;
+    assert_eq!(status, 200, "{body}");
+    body["data"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "post")
+        .cloned()
+        .collect()
+}
+
+async fn packs_of(app: &TestApp, token: &str) -> Vec<Value> {
+    let (status, body) = envelope(app.get_auth("/v1/sharepacks?limit=100", token).await).await;
+    assert_eq!(status, 200, "{body}");
+    body["data"]["items"].as_array().unwrap().clone()
+}
+
+async fn a_keyed_post_sent_again_is_posted_once(app: TestApp) {
+    let (token, _) = app.driver("Keyed").await;
+    let body = json!({"title": "Quali tomorrow", "subtitle": "wish me luck"});
+    let (status, first) = post(&app, &token, Some("post-1"), &body).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, again) = post(&app, &token, Some("post-1"), &body).await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(
+        again["data"], first["data"],
+        "the first post, answered again"
+    );
+    let posts = posts_of(&app, &token).await;
+    assert_eq!(posts.len(), 1, "{posts:?}");
+
+    // Eight at once under a new key: one post, every answer the same.
+    let body = json!({"title": "Race day"});
+    let answers = futures::future::join_all((0..8).map(|_| {
+        post(
+            &app,
+            &token,
+            Some("0b9e6f3c-6a3e-4c1e-9c49-0f3f4b7a1d2e"),
+            &body,
+        )
+    }))
+    .await;
+    let ids: std::collections::BTreeSet<String> = answers
+        .iter()
+        .map(|(status, b)| {
+            assert_eq!(*status, 201, "{b}");
+            b["data"]["id"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(ids.len(), 1, "{answers:?}");
+    assert_eq!(posts_of(&app, &token).await.len(), 2);
+
+    // Without a key, each request is a post of its own.
+    for _ in 0..2 {
+        let (status, b) = post(&app, &token, None, &json!({"title": "Again"})).await;
+        assert_eq!(status, 201, "{b}");
+    }
+    assert_eq!(posts_of(&app, &token).await.len(), 4);
+
+    // Another driver's key of the same name is theirs.
+    let (other, _) = app.driver("Other").await;
+    let (status, theirs) = post(&app, &other, Some("post-1"), &json!({"title": "Mine"})).await;
+    assert_eq!(status, 201, "{theirs}");
+    assert_ne!(theirs["data"]["id"], first["data"]["id"]);
+    assert_eq!(posts_of(&app, &other).await.len(), 1);
+}
+
+async fn a_key_sent_with_another_request_is_refused(app: TestApp) {
+    let (token, _) = app.driver("Reuser").await;
+    let (status, b) = post(&app, &token, Some("k1"), &json!({"title": "First"})).await;
+    assert_eq!(status, 201, "{b}");
+    for other in [
+        json!({"title": "Second"}),
+        json!({"title": "First", "subtitle": "and more"}),
+    ] {
+        let (status, b) = post(&app, &token, Some("k1"), &other).await;
+        assert_eq!(status, 422, "{b}");
+        let error = b["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("Idempotency-Key: was sent with a different request"),
+            "{error}"
+        );
+    }
+    // A post and a pack may share a key: each kind of request has keys of its own.
+    let (status, b) = pack(&app, &token, "k1", "setups", a_zip("wing 7")).await;
+    assert_eq!(status, 201, "{b}");
+    assert_eq!(posts_of(&app, &token).await.len(), 1);
+
+    for bad in ["", "has space", "sla/sh", &"k".repeat(101)] {
+        let (status, b) = post(&app, &token, Some(bad), &json!({"title": "Bad"})).await;
+        assert_eq!(status, 400, "{bad:?}: {b}");
+        let error = b["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("Idempotency-Key: must be 1 to 100"),
+            "{error}"
+        );
+    }
+    let twice = app
+        .client
+        .post(format!("{}/v1/feed", app.address))
+        .bearer_auth(&token)
+        .header("idempotency-key", "a")
+        .header("idempotency-key", "b")
+        .json(&json!({"title": "Twice"}))
+        .send()
+        .await
+        .unwrap();
+    let (status, b) = envelope(twice).await;
+    assert_eq!(status, 400, "{b}");
+    assert_eq!(posts_of(&app, &token).await.len(), 1);
+}
+
+async fn a_keyed_request_counts_once_against_the_minute(app: TestApp) {
+    let (token, _) = app.driver("Counted").await;
+    let body = json!({"title": "Same one"});
+    // Twelve sends of one post, past the 10 a minute: all one request.
+    for _ in 0..12 {
+        let (status, b) = post(&app, &token, Some("same"), &body).await;
+        assert_eq!(status, 201, "{b}");
+    }
+    for n in 0..9 {
+        let (status, b) = post(&app, &token, Some(&format!("p{n}")), &body).await;
+        assert_eq!(status, 201, "post {n}: {b}");
+    }
+    let (status, b) = post(&app, &token, Some("p-over"), &body).await;
+    assert_eq!(status, 429, "the eleventh post: {b}");
+    assert_eq!(posts_of(&app, &token).await.len(), 10);
+}
+
+async fn a_keyed_pack_sent_again_is_stored_once(app: TestApp) {
+    let (token, _) = app.driver("Packer").await;
+    let bytes = a_zip("brake at the 100 m board");
+    let (status, first) = pack(&app, &token, "pack-1", "setups", bytes.clone()).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, again) = pack(&app, &token, "pack-1", "setups", bytes.clone()).await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(again["data"], first["data"]);
+    // Other bytes or another name under the key: refused.
+    let (status, b) = pack(&app, &token, "pack-1", "setups", a_zip("other")).await;
+    assert_eq!(status, 422, "{b}");
+    let (status, b) = pack(&app, &token, "pack-1", "renamed", bytes.clone()).await;
+    assert_eq!(status, 422, "{b}");
+    assert_eq!(packs_of(&app, &token).await.len(), 1);
+
+    // Six at once: one pack; an answer is that pack, or a 409 while it is being checked.
+    let other = a_zip("six at once");
+    let answers = futures::future::join_all(
+        (0..6).map(|_| pack(&app, &token, "pack-2", "six", other.clone())),
+    )
+    .await;
+    let mut ids = std::collections::BTreeSet::new();
+    for (status, b) in &answers {
+        match status {
+            201 => {
+                ids.insert(b["data"]["id"].as_str().unwrap().to_owned());
+            }
+            409 => {}
+            _ => panic!("{status}: {b}"),
+        }
+    }
+    assert_eq!(ids.len(), 1, "{answers:?}");
+    let (status, b) = pack(&app, &token, "pack-2", "six", other).await;
+    assert_eq!(status, 201, "{b}");
+    assert!(ids.contains(b["data"]["id"].as_str().unwrap()));
+    assert_eq!(packs_of(&app, &token).await.len(), 2);
+}
+
+on_both_backends!(plain: [
+    a_keyed_post_sent_again_is_posted_once,
+    a_key_sent_with_another_request_is_refused,
+    a_keyed_request_counts_once_against_the_minute,
+    a_keyed_pack_sent_again_is_stored_once,
+]);
