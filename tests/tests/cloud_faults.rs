@@ -88,10 +88,12 @@ impl<'a> Client<'a> {
         body: Option<&Value>,
     ) -> (u16, Value) {
         let payload = body.map(|b| ("application/json", b.to_string().into_bytes()));
-        self.send_bytes(label, method, path, token, payload).await
+        self.send_bytes(label, method, path, token, payload, None)
+            .await
     }
 
-    /// `method` on `path` with a body of the given content type, if any.
+    /// `method` on `path` with a body of the given content type, if any, and the same
+    /// `Idempotency-Key` on every attempt, if any.
     async fn send_bytes(
         &self,
         label: &'static str,
@@ -99,6 +101,7 @@ impl<'a> Client<'a> {
         path: &str,
         token: Option<&str>,
         body: Option<(&'static str, Vec<u8>)>,
+        key: Option<&str>,
     ) -> (u16, Value) {
         let started = Instant::now();
         let mut retried = false;
@@ -109,6 +112,9 @@ impl<'a> Client<'a> {
                 .request(method.clone(), format!("{}{path}", self.app.address));
             if let Some(token) = token {
                 request = request.bearer_auth(token);
+            }
+            if let Some(key) = key {
+                request = request.header("idempotency-key", key);
             }
             if let Some((content_type, bytes)) = &body {
                 request = request
@@ -162,6 +168,30 @@ impl<'a> Client<'a> {
         body: &Value,
     ) -> (u16, Value) {
         self.send(label, reqwest::Method::POST, path, token, Some(body))
+            .await
+    }
+
+    /// A POST of a JSON body under an `Idempotency-Key`, as the desktop app sends its posts.
+    async fn post_keyed(
+        &self,
+        label: &'static str,
+        path: &str,
+        token: &str,
+        key: &str,
+        body: &Value,
+    ) -> (u16, Value) {
+        let payload = ("application/json", body.to_string().into_bytes());
+        let method = reqwest::Method::POST;
+        self.send_bytes(label, method, path, Some(token), Some(payload), Some(key))
+            .await
+    }
+
+    /// A share pack under an `Idempotency-Key`.
+    async fn pack_keyed(&self, token: &str, key: &str, name: &str, zip: Vec<u8>) -> (u16, Value) {
+        let path = format!("/v1/sharepacks?name={name}");
+        let payload = Some(("application/zip", zip));
+        let method = reqwest::Method::POST;
+        self.send_bytes("share pack", method, &path, Some(token), payload, Some(key))
             .await
     }
 
@@ -246,18 +276,19 @@ async fn upload(client: &Client<'_>, driver: &Driver, csid: &str, ms: i64) -> Op
     Some(answer.1["data"]["sessionId"].as_str()?.to_owned())
 }
 
-/// The scenario: sign-in and refresh, uploads up to the limit, submissions, feed posts.
-/// Answers the drivers (in order) and the track of their board.
+/// The scenario: sign-in and refresh, uploads up to the limit, submissions, feed posts and
+/// share packs (each under its `Idempotency-Key`), board reads, and the last driver deleting
+/// the account. Answers the drivers (in order) and the track of their board.
 async fn scenario(client: &Client<'_>, size: Size) -> (Vec<Driver>, String) {
     let mut drivers = Vec::new();
-    for i in 0..=size.drivers {
+    for i in 0..=size.drivers + 1 {
         if let Some(d) = sign_in(client, &format!("Driver {i}")).await {
             drivers.push(d);
         }
     }
     assert_eq!(
         drivers.len(),
-        size.drivers + 1,
+        size.drivers + 2,
         "every driver signed in: {:?}",
         client.seen.lock().unwrap().unexpected
     );
@@ -309,11 +340,17 @@ async fn scenario(client: &Client<'_>, size: Size) -> (Vec<Driver>, String) {
         }
         for p in 0..size.posts {
             let body = json!({"title": format!("{} post {p}", driver.name)});
+            let key = format!("post-{i}-{p}");
             let answer = client
-                .post("feed post", "/v1/feed", Some(&driver.token), &body)
+                .post_keyed("feed post", "/v1/feed", &driver.token, &key, &body)
                 .await;
             client.expect("feed post", &answer, &[201]);
         }
+        let name = format!("pack-{i}");
+        let answer = client
+            .pack_keyed(&driver.token, &name, &name, a_pack(i as u64))
+            .await;
+        client.expect("share pack", &answer, &[201]);
     }
     let (_, sessions) = client
         .get("read", "/v1/sessions?limit=1", &drivers[0].token)
@@ -330,7 +367,72 @@ async fn scenario(client: &Client<'_>, size: Size) -> (Vec<Driver>, String) {
         let answer = client.get("board", &path, &driver.token).await;
         client.expect("standing", &answer, &[200]);
     }
+    if let Some(leaving) = drivers.last() {
+        let answer = client
+            .send(
+                "delete",
+                reqwest::Method::DELETE,
+                "/v1/profile/me",
+                Some(&leaving.token),
+                None,
+            )
+            .await;
+        client.expect("account deletion", &answer, &[202]);
+    }
     (drivers, track)
+}
+
+/// Each driver's export, as the service hands it out (streamed, or stored and offered by a
+/// presigned URL): whether it is complete, and how many sessions, feed entries and packs it
+/// holds; a deleted account's answer status.
+async fn exports(client: &Client<'_>, drivers: &[Driver]) -> BTreeMap<String, Value> {
+    let mut state = BTreeMap::new();
+    for (i, driver) in drivers.iter().enumerate() {
+        let (status, body) = client
+            .get("export", "/v1/profile/me/export", &driver.token)
+            .await;
+        let document = match status {
+            200 => Some(body),
+            302 => fetch_export(client, &driver.token).await,
+            _ => None,
+        };
+        let count = |d: &Value, kind: &str| d[kind].as_array().map(Vec::len);
+        let summary = match document {
+            Some(d) => json!([
+                d["complete"],
+                count(&d, "sessions"),
+                count(&d, "feed"),
+                count(&d, "sharePacks")
+            ]),
+            None => json!(status),
+        };
+        state.insert(format!("driver {i} export"), summary);
+    }
+    state
+}
+
+/// A stored export through its presigned URL (the request for it is sent again, as a client
+/// would, while the URL's answer is a fault's).
+async fn fetch_export(client: &Client<'_>, token: &str) -> Option<Value> {
+    for _ in 0..5 {
+        let response = client
+            .app
+            .client
+            .get(format!("{}/v1/profile/me/export", client.app.address))
+            .bearer_auth(token)
+            .send()
+            .await
+            .ok()?;
+        let location = response.headers().get("location")?.to_str().ok()?.to_owned();
+        if let Ok(document) = reqwest::get(location).await
+            && document.status().is_success()
+            && let Ok(value) = document.json::<Value>().await
+        {
+            return Some(value);
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    None
 }
 
 /// What a driver and an operator see after the scenario, with the run's own ids replaced by
@@ -395,6 +497,17 @@ async fn end_state(
             .unwrap_or_default();
         unlocked.sort();
         state.insert(format!("driver {i} achievements"), json!(unlocked));
+        let (status, packs) = client.get("read", "/v1/sharepacks?limit=100", token).await;
+        let mut held: Vec<String> = packs["data"]["items"]
+            .as_array()
+            .map(|p| {
+                p.iter()
+                    .map(|p| format!("{} | {} | {}", p["name"], p["sizeBytes"], p["sha256"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        held.sort();
+        state.insert(format!("driver {i} packs"), json!([status, held]));
     }
     let (_, board) = client
         .get(
@@ -584,7 +697,8 @@ async fn run_on(
     // Read by a client of its own, so that the figures are the scenario's; the faults go on
     // while the background work settles.
     let reader = Client::new(&app);
-    let state = settled(&reader, &app, &drivers, &track).await;
+    let mut state = settled(&reader, &app, &drivers, &track).await;
+    state.extend(exports(&reader, &drivers).await);
     proxy.set_rules(Vec::new());
     let reads = reader.seen.into_inner().unwrap();
     assert!(
@@ -922,6 +1036,7 @@ async fn a_request_whose_write_outlasts_the_retries_is_applied_once() {
                                 &format!("/v1/sharepacks?name=pack-{k}"),
                                 Some(&driver.token),
                                 Some(("application/zip", a_pack(k))),
+                                None,
                             )
                             .await
                     }
@@ -1264,4 +1379,207 @@ async fn a_consumer_ended_after_its_first_write_finishes_once_on_redelivery() {
     );
     assert_eq!(last, settled, "nothing changed after the redelivery");
     assert_eq!(settled, (Some(1), true), "counted once and unlocked");
+}
+
+/// Waits until the proxy has held a write (the `Stall` fault), then ends the one instance of
+/// `binary` as Lambda ends one that timed out or ran out of memory; answers its process id.
+async fn end_instance_after_its_write(proxy: &FaultProxy, binary: &str) -> u32 {
+    let started = Instant::now();
+    while proxy.counts().faults.get("stall").copied().unwrap_or(0) == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{binary} never wrote"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    proxy.set_rules(Vec::new());
+    let instances = children_running(binary);
+    assert_eq!(instances.len(), 1, "one {binary} instance: {instances:?}");
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &instances[0].to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    instances[0]
+}
+
+/// An HTTP function ended after its write and before its answer (the client gets the
+/// gateway's error) is sent the request again under the same `Idempotency-Key`: one post and
+/// one pack, each answered as the first request made it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_whose_function_ended_after_its_write_is_applied_once_when_sent_again() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let url = proxy.url();
+    let app = paddock_tests::spawn_functions_with(&[
+        ("AWS_ENDPOINT_URL_DYNAMODB", &url),
+        ("AWS_ENDPOINT_URL_S3", &url),
+        ("AWS_ENDPOINT_URL_SQS", &url),
+    ])
+    .await;
+    let client = Client::new(&app);
+    let driver = sign_in(&client, "Ended").await.expect("signed in");
+
+    // The post's entry is written and held; the activity function is ended.
+    proxy.set_rules(vec![Rule::nth(
+        Calls::WritesContaining("FEED#".into()),
+        1,
+        Fault::Stall,
+    )]);
+    let body = json!({"title": "Written, never answered"});
+    let started = Instant::now();
+    let (post, ended) = tokio::join!(
+        client.post_keyed("feed post", "/v1/feed", &driver.token, "ended-post", &body),
+        end_instance_after_its_write(&proxy, "paddock-activity"),
+    );
+    println!(
+        "feed post: instance {ended} ended after its write; answered {} after {:.1?}",
+        post.0,
+        started.elapsed()
+    );
+    assert_eq!(post.0, 201, "{}", post.1);
+    let (status, again) = client
+        .post_keyed("feed post", "/v1/feed", &driver.token, "ended-post", &body)
+        .await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(again["data"], post.1["data"]);
+    let (_, feed) = client
+        .get("read", "/v1/feed?limit=100", &driver.token)
+        .await;
+    let posts = feed["data"]["items"]
+        .as_array()
+        .map_or(0, |f| f.iter().filter(|e| e["kind"] == "post").count());
+    assert_eq!(posts, 1, "{feed}");
+
+    // The pack is published (its listing row written) and held; the function is ended.
+    proxy.reset_counts();
+    proxy.set_rules(vec![Rule::nth(
+        Calls::WritesContaining("OWNER#".into()),
+        1,
+        Fault::Stall,
+    )]);
+    let started = Instant::now();
+    let (pack, ended) = tokio::join!(
+        client.pack_keyed(&driver.token, "ended-pack", "ended", a_pack(7)),
+        end_instance_after_its_write(&proxy, "paddock-sharepacks"),
+    );
+    println!(
+        "share pack: instance {ended} ended after its publication; answered {} after {:.1?}",
+        pack.0,
+        started.elapsed()
+    );
+    assert_eq!(pack.0, 201, "{}", pack.1);
+    let (_, mine) = client
+        .get("read", "/v1/sharepacks?limit=100", &driver.token)
+        .await;
+    let held = mine["data"]["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(held.len(), 1, "{mine}");
+    assert_eq!(held[0]["id"], pack.1["data"]["id"]);
+    let seen = client.seen.lock().unwrap();
+    println!(
+        "requests {}, 2xx {}, retried to success {}, gateway 500s (the ended instances) {}",
+        seen.requests, seen.ok, seen.retried_ok, seen.internal
+    );
+    assert!(seen.unexpected.is_empty(), "{:?}", seen.unexpected);
+}
+
+/// S3's and SQS's answers lost once (the SDK sends the call again) and past the SDK's retries
+/// (the request answers 503 and is sent again; the relay's batch fails and is delivered
+/// again): one pack object, and each upload's event applied once by every consumer.
+#[tokio::test(flavor = "multi_thread")]
+async fn s3_and_sqs_answers_lost_change_nothing_twice() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let sdk = proxy.sdk_config_through(&paddock_aws::sdk_config().await);
+    let (app, _clock) = spawn_aws_through(sdk).await;
+    let client = Client::new(&app);
+    let driver = sign_in(&client, "Lost").await.expect("signed in");
+    let mut figures = Vec::new();
+    for (n, lost) in [1u64, 4].into_iter().enumerate() {
+        proxy.reset_counts();
+        proxy.set_rules(vec![Rule::run(
+            Calls::Operations(vec!["S3 PUT".into()]),
+            1,
+            lost,
+            Fault::LoseAnswer,
+        )]);
+        let name = format!("lost-{lost}");
+        let (status, body) = client
+            .pack_keyed(&driver.token, &name, &name, a_pack(100 + lost))
+            .await;
+        proxy.set_rules(Vec::new());
+        assert_eq!(status, 201, "{body}");
+        let faults = proxy.counts().faults_total();
+        assert_eq!(faults, lost, "the pack's S3 answers were lost");
+        figures.push(format!(
+            "S3 PUT answers lost {lost} in a row: faults {faults}, pack answered {status}"
+        ));
+        let (_, mine) = client
+            .get("read", "/v1/sharepacks?limit=100", &driver.token)
+            .await;
+        assert_eq!(
+            mine["data"]["items"].as_array().map_or(0, Vec::len),
+            n + 1,
+            "{mine}"
+        );
+
+        proxy.reset_counts();
+        proxy.set_rules(vec![Rule::run(
+            Calls::Operations(vec!["SendMessage".into(), "SendMessageBatch".into()]),
+            1,
+            lost,
+            Fault::LoseAnswer,
+        )]);
+        upload(&client, &driver, &format!("sqs-{lost}"), 100_000 + lost as i64)
+            .await
+            .expect("uploaded");
+        // Every consumer has had the event (the session's feed entry is the last to appear
+        // of a consumer's work) and nothing comes twice.
+        let started = Instant::now();
+        let feed_entries = loop {
+            let (_, feed) = client
+                .get("read", "/v1/feed?limit=100", &driver.token)
+                .await;
+            let sessions = feed["data"]["items"]
+                .as_array()
+                .map_or(0, |f| f.iter().filter(|e| e["kind"] == "session").count());
+            if sessions > n || started.elapsed() > Duration::from_secs(60) {
+                break sessions;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        };
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        proxy.set_rules(Vec::new());
+        let faults = proxy.counts().faults_total();
+        assert_eq!(faults, lost, "the event's SQS answers were lost");
+        figures.push(format!(
+            "SendMessage answers lost {lost} in a row: faults {faults}, feed entries {feed_entries}"
+        ));
+        let (_, feed) = client
+            .get("read", "/v1/feed?limit=100", &driver.token)
+            .await;
+        let sessions = feed["data"]["items"]
+            .as_array()
+            .map_or(0, |f| f.iter().filter(|e| e["kind"] == "session").count());
+        assert_eq!(sessions, n + 1, "one entry per upload: {feed}");
+        assert_eq!(feed_entries, sessions);
+        let (_, mine) = client.get("read", "/v1/achievements", &driver.token).await;
+        let counted = mine["data"]["items"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["id"] == "sessions-100"))
+            .and_then(|a| a["progress"]["current"].as_i64());
+        assert_eq!(counted, Some(n as i64 + 1), "sessions counted once each");
+    }
+    let objects = app.ports.blobs.list("packs/").await.expect("listed");
+    for f in &figures {
+        println!("{f}");
+    }
+    assert_eq!(objects.len(), 2, "one object per pack: {objects:?}");
+    assert_eq!(client.seen.lock().unwrap().internal, 0, "no 500");
 }
