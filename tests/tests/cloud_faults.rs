@@ -423,7 +423,12 @@ async fn fetch_export(client: &Client<'_>, token: &str) -> Option<Value> {
             .send()
             .await
             .ok()?;
-        let location = response.headers().get("location")?.to_str().ok()?.to_owned();
+        let location = response
+            .headers()
+            .get("location")?
+            .to_str()
+            .ok()?
+            .to_owned();
         if let Ok(document) = reqwest::get(location).await
             && document.status().is_success()
             && let Ok(value) = document.json::<Value>().await
@@ -1475,7 +1480,10 @@ async fn a_request_whose_function_ended_after_its_write_is_applied_once_when_sen
     let (_, mine) = client
         .get("read", "/v1/sharepacks?limit=100", &driver.token)
         .await;
-    let held = mine["data"]["items"].as_array().cloned().unwrap_or_default();
+    let held = mine["data"]["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(held.len(), 1, "{mine}");
     assert_eq!(held[0]["id"], pack.1["data"]["id"]);
     let seen = client.seen.lock().unwrap();
@@ -1536,9 +1544,14 @@ async fn s3_and_sqs_answers_lost_change_nothing_twice() {
             lost,
             Fault::LoseAnswer,
         )]);
-        upload(&client, &driver, &format!("sqs-{lost}"), 100_000 + lost as i64)
-            .await
-            .expect("uploaded");
+        upload(
+            &client,
+            &driver,
+            &format!("sqs-{lost}"),
+            100_000 + lost as i64,
+        )
+        .await
+        .expect("uploaded");
         // Every consumer has had the event (the session's feed entry is the last to appear
         // of a consumer's work) and nothing comes twice.
         let started = Instant::now();
@@ -1582,4 +1595,78 @@ async fn s3_and_sqs_answers_lost_change_nothing_twice() {
     }
     assert_eq!(objects.len(), 2, "one object per pack: {objects:?}");
     assert_eq!(client.seen.lock().unwrap().internal, 0, "no 500");
+}
+
+/// Each kind of DynamoDB call has its own attempt timeout: a read held 2.5 s is given up at
+/// its 2 s and sent again, while a single write held as long (3 s) and a transaction held
+/// 3.5 s (4 s) are waited for. Counted in calls the proxy received, not timed.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_kind_of_call_waits_its_own_attempt_timeout() {
+    require_emulators();
+    paddock_tests::tls_provider();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let sdk = proxy.sdk_config_through(&paddock_aws::sdk_config().await);
+    let (app, _clock) = spawn_aws_through(sdk).await;
+    let client = Client::new(&app);
+    let driver = sign_in(&client, "Timed").await.expect("signed in");
+    let calls_of = |operation: &str| {
+        proxy
+            .counts()
+            .operations
+            .get(operation)
+            .copied()
+            .unwrap_or(0)
+    };
+    let mut n = 0;
+    // A keyed feed post claims its key (`PutItem`) and writes its entry in a transaction.
+    let mut post = async |held: Option<(&str, Duration)>| {
+        n += 1;
+        proxy.reset_counts();
+        if let Some((operation, delay)) = held {
+            let calls = Calls::Operations(vec![operation.to_owned()]);
+            proxy.set_rules(vec![Rule::nth(calls, 1, Fault::Delay(delay))]);
+        }
+        let body = json!({"title": format!("post {n}")});
+        let key = format!("timed-{n}");
+        let (status, answer) = client
+            .post_keyed("feed post", "/v1/feed", &driver.token, &key, &body)
+            .await;
+        proxy.set_rules(Vec::new());
+        assert_eq!(status, 201, "{answer}");
+        (calls_of("PutItem"), calls_of("TransactWriteItems"))
+    };
+    let (puts, transactions) = post(None).await;
+    let held_put = post(Some(("PutItem", Duration::from_millis(2_500)))).await;
+    let held_transaction = post(Some(("TransactWriteItems", Duration::from_millis(3_500)))).await;
+
+    let read = async |held: Option<Duration>| {
+        proxy.reset_counts();
+        if let Some(delay) = held {
+            let calls = Calls::Operations(vec!["GetItem".to_owned()]);
+            proxy.set_rules(vec![Rule::nth(calls, 1, Fault::Delay(delay))]);
+        }
+        let (status, answer) = client.get("read", "/v1/profile", &driver.token).await;
+        proxy.set_rules(Vec::new());
+        assert_eq!(status, 200, "{answer}");
+        calls_of("GetItem")
+    };
+    let gets = read(None).await;
+    let held_get = read(Some(Duration::from_millis(2_500))).await;
+    println!(
+        "calls without a hold: PutItem {puts}, TransactWriteItems {transactions}, GetItem {gets}; \
+         PutItem held 2.5 s: {held_put:?}; TransactWriteItems held 3.5 s: {held_transaction:?}; \
+         GetItem held 2.5 s: {held_get}"
+    );
+    assert_eq!(held_put, (puts, transactions), "the write was waited for");
+    assert_eq!(
+        held_transaction,
+        (puts, transactions),
+        "the transaction was waited for"
+    );
+    assert!(
+        held_get > gets,
+        "the read was sent again ({held_get} > {gets})"
+    );
 }

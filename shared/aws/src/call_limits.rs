@@ -1,6 +1,9 @@
-//! How long each SDK client waits for a call and how often it retries one.
+//! How long each SDK call waits for an answer and how often it is retried, by the kind of
+//! call: each client has its default, and DynamoDB's reads, transactions and sweeps override
+//! it per call (`customize().config_override`), since they differ in what a retry costs and
+//! how long an answer may take.
 //!
-//! Every call answers inside the request's own deadline (`Http__TimeoutSeconds`, 25 s, under
+//! Every call on a request's path answers inside the request's own deadline (`Http__TimeoutSeconds`, 25 s, under
 //! API Gateway's 29 s and the functions' 29 s timeout), so that a request that cannot finish
 //! is answered by the service (503 with `Retry-After`, or 504) rather than cut by the
 //! gateway. Standard retries (exponential backoff with full jitter, and the SDK's retry quota
@@ -30,14 +33,51 @@ pub struct CallLimits {
 /// Connecting within the region takes milliseconds; a second means the address is gone.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// DynamoDB answers in milliseconds, so 3 s without an answer is a lost call; four attempts
-/// within 8 s leave a request that makes two or three sequential calls inside its deadline.
+/// DynamoDB's single-item writes (the client's default): DynamoDB answers in milliseconds,
+/// so 3 s without an answer is a lost call; four attempts within 8 s leave a request that
+/// makes two or three sequential calls inside its deadline. A write sent again is harmless
+/// (each is conditional or keyed, and finds its own earlier success).
 pub const DYNAMODB: CallLimits = CallLimits {
     max_attempts: 4,
     initial_backoff: Duration::from_millis(50),
     max_backoff: Duration::from_secs(1),
     attempt_timeout: Duration::from_secs(3),
     operation_timeout: Duration::from_secs(8),
+};
+
+/// DynamoDB's reads (`GetItem`, `Query`): nothing to undo when sent again, and the common
+/// case of a request (a read path has one or two of them in a row), so a read that has not
+/// answered in 2 s is given up for a fresh attempt sooner than a write, and the whole call
+/// in 5 s leaves a read path's answer well inside the deadline.
+pub const DYNAMODB_READS: CallLimits = CallLimits {
+    max_attempts: 4,
+    initial_backoff: Duration::from_millis(25),
+    max_backoff: Duration::from_millis(500),
+    attempt_timeout: Duration::from_secs(2),
+    operation_timeout: Duration::from_secs(5),
+};
+
+/// DynamoDB's transactions (`TransactWriteItems`, up to 100 items): one takes a few times a
+/// single write's time, and is sent again under the same `ClientRequestToken`, which DynamoDB
+/// answers as the first success for 10 minutes; 4 s an attempt and 10 s the call.
+pub const DYNAMODB_TRANSACTIONS: CallLimits = CallLimits {
+    max_attempts: 4,
+    initial_backoff: Duration::from_millis(50),
+    max_backoff: Duration::from_secs(1),
+    attempt_timeout: Duration::from_secs(4),
+    operation_timeout: Duration::from_secs(10),
+};
+
+/// DynamoDB's sweeps (the retention scan and its deletes, bulk writes of maintenance): no
+/// driver waits for them and they run in the scheduled function (15 minutes), so they wait
+/// out a throttled table longer rather than fail a run: six attempts, up to 5 s apart, 10 s an
+/// attempt and 40 s the call.
+pub const DYNAMODB_SWEEPS: CallLimits = CallLimits {
+    max_attempts: 6,
+    initial_backoff: Duration::from_millis(100),
+    max_backoff: Duration::from_secs(5),
+    attempt_timeout: Duration::from_secs(10),
+    operation_timeout: Duration::from_secs(40),
 };
 
 /// S3 moves whole files (up to a few MiB from a function), so one attempt gets 10 s; S3's
@@ -81,6 +121,13 @@ impl CallLimits {
             .operation_timeout(self.operation_timeout)
             .build()
     }
+
+    /// A DynamoDB call's override of its client's settings.
+    pub fn dynamodb_call(&self) -> aws_sdk_dynamodb::config::Builder {
+        aws_sdk_dynamodb::config::Builder::default()
+            .retry_config(self.retry_config())
+            .timeout_config(self.timeout_config())
+    }
 }
 
 /// The timeouts of a long poll that waits up to `wait`: an attempt may take the whole wait
@@ -100,9 +147,24 @@ mod tests {
 
     #[test]
     fn every_call_ends_inside_the_request_deadline() {
-        for limits in [DYNAMODB, S3, SQS, SECRETS] {
+        let on_a_request = [
+            DYNAMODB,
+            DYNAMODB_READS,
+            DYNAMODB_TRANSACTIONS,
+            S3,
+            SQS,
+            SECRETS,
+        ];
+        for limits in on_a_request {
             assert!(limits.attempt_timeout <= limits.operation_timeout);
             assert!(limits.operation_timeout < Duration::from_secs(25));
         }
+        // Two reads and a transaction in a row, each given up at its bound, still answer
+        // inside the request's deadline.
+        let path = 2 * DYNAMODB_READS.operation_timeout + DYNAMODB_TRANSACTIONS.operation_timeout;
+        assert!(path < Duration::from_secs(25), "{path:?}");
+        // A sweep's call ends well inside the scheduled function's 15 minutes.
+        assert!(DYNAMODB_SWEEPS.operation_timeout < Duration::from_secs(60));
+        assert!(DYNAMODB_SWEEPS.attempt_timeout <= DYNAMODB_SWEEPS.operation_timeout);
     }
 }

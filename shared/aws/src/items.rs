@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::describe;
+use crate::call_limits;
 use paddock_core::ports::Clock;
 use paddock_core::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, PK, Page, Query, SK, SkRange, StoreError, TTL, TxOp,
@@ -300,6 +301,8 @@ impl ItemStore for DynamoItemStore {
             .set_key(Some(key_attributes(key)))
             .consistent_read(true)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .customize()
+            .config_override(call_limits::DYNAMODB_READS.dynamodb_call())
             .send()
             .await
             .map_err(sdk_error)?;
@@ -378,6 +381,8 @@ impl ItemStore for DynamoItemStore {
                     .batch_write_item()
                     .request_items(&name, requests)
                     .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                    .customize()
+                    .config_override(call_limits::DYNAMODB_SWEEPS.dynamodb_call())
                     .send()
                     .await
                     .map_err(sdk_error)?;
@@ -498,6 +503,8 @@ impl ItemStore for DynamoItemStore {
                 .limit(i32::try_from(want).unwrap_or(i32::MAX))
                 .set_exclusive_start_key(start.take())
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .customize()
+                .config_override(call_limits::DYNAMODB_READS.dynamodb_call())
                 .send()
                 .await
                 .map_err(sdk_error)?;
@@ -619,6 +626,8 @@ impl ItemStore for DynamoItemStore {
             .transact_write_items()
             .set_transact_items(Some(writes))
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .customize()
+            .config_override(call_limits::DYNAMODB_TRANSACTIONS.dynamodb_call())
             .send()
             .await
         {
@@ -685,6 +694,8 @@ impl ItemStore for DynamoItemStore {
             .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
             .set_exclusive_start_key(start)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .customize()
+            .config_override(call_limits::DYNAMODB_SWEEPS.dynamodb_call())
             .send()
             .await
             .map_err(sdk_error)?;
@@ -720,6 +731,8 @@ impl ItemStore for DynamoItemStore {
             .set_expression_attribute_names(expr.names())
             .set_expression_attribute_values(expr.values())
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .customize()
+            .config_override(call_limits::DYNAMODB_SWEEPS.dynamodb_call())
             .send()
             .await;
         match out {
