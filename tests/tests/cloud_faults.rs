@@ -1670,3 +1670,117 @@ async fn each_kind_of_call_waits_its_own_attempt_timeout() {
         "the read was sent again ({held_get} > {gets})"
     );
 }
+
+/// One SQS batch of `events` as Lambda hands it to a consumer, each record named by its id.
+fn sqs_batch(
+    events: &[(&str, &paddock_core::events::Event)],
+) -> paddock_runtime::lambda::WorkerInvocation {
+    let records: Vec<Value> = events
+        .iter()
+        .map(|(id, e)| {
+            json!({"messageId": id, "receiptHandle": format!("r-{id}"),
+                "body": serde_json::to_string(e).expect("an event serialises"),
+                "attributes": {"ApproximateReceiveCount": "1"}})
+        })
+        .collect();
+    serde_json::from_value(json!({"Records": records})).expect("an SQS batch")
+}
+
+/// A consumer's batch of three events on the AWS adapters, one driver's writes failing past
+/// the SDK's retries and half of the other writes' answers lost: the consumer reports that one
+/// record alone in `batchItemFailures`; the whole batch delivered again (as SQS does when an
+/// invocation fails) finishes it, and each event is applied once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_consumer_reports_only_the_record_that_failed_and_finishes_it_once() {
+    use paddock_core::activity::achievements;
+    use paddock_core::events::{Event, EventKind, SessionUploaded};
+    use paddock_core::ids::UserId;
+    use paddock_core::ports::Clock;
+    use paddock_core::queues::QueueName;
+
+    require_emulators();
+    let proxy = FaultProxy::in_front_of_emulators(SEED)
+        .await
+        .expect("the fault proxy");
+    let t = paddock_tests::aws_ports_through(
+        proxy.sdk_config_through(&paddock_aws::sdk_config().await),
+    )
+    .await;
+    let users = [unique("fine"), unique("failing"), unique("also-fine")];
+    let events: Vec<Event> = users
+        .iter()
+        .map(|user| {
+            Event::new(
+                EventKind::SessionUploaded(SessionUploaded {
+                    session_id: "s1".into(),
+                    track_id: "t1".into(),
+                    game_id: "acc".into(),
+                    track_name: "Monza".into(),
+                    track_layout: String::new(),
+                    vehicle_name: "Ferrari 296 GT3".into(),
+                    recorded_at: "2026-11-01T10:00:00Z".into(),
+                    session_phase: "Race".into(),
+                    best_lap_ms: 107_250,
+                    lap_count: 12,
+                    job_id: None,
+                    valid_lap_count: 12,
+                    driving_ms: 1_300_000,
+                    valid_lap_spread_ms: Some(400),
+                }),
+                Some(UserId::from(user.as_str())),
+                t.clock.now(),
+            )
+        })
+        .collect();
+    let batch = sqs_batch(&[("m1", &events[0]), ("m2", &events[1]), ("m3", &events[2])]);
+    let processor = paddock_core::workers::processor(QueueName::Achievements);
+    proxy.set_rules(vec![
+        Rule::rate(
+            Calls::WritesContaining(format!("ACH#{}", users[1])),
+            1.0,
+            Fault::InternalError,
+        ),
+        Rule::rate(Calls::Writes, 0.5, Fault::LoseAnswer),
+    ]);
+    let first = paddock_runtime::lambda::handle_worker_event(
+        QueueName::Achievements,
+        batch.clone(),
+        &t.ports,
+        &processor,
+    )
+    .await;
+    proxy.set_rules(Vec::new());
+    let faults = proxy.counts().faults;
+    assert_eq!(
+        serde_json::to_value(&first).expect("JSON"),
+        json!({"batchItemFailures": [{"itemIdentifier": "m2"}]}),
+        "faults {faults:?}"
+    );
+    let again = paddock_runtime::lambda::handle_worker_event(
+        QueueName::Achievements,
+        batch,
+        &t.ports,
+        &processor,
+    )
+    .await;
+    assert_eq!(
+        serde_json::to_value(&again).expect("JSON"),
+        json!({"batchItemFailures": []})
+    );
+    for user in &users {
+        let mine = achievements::for_driver(&t.ports, &UserId::from(user.as_str()))
+            .await
+            .expect("achievements");
+        let mine = serde_json::to_value(mine).expect("JSON");
+        let sessions = mine
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["id"] == "sessions-100"))
+            .map(|a| a["progress"]["current"].clone());
+        assert_eq!(sessions, Some(json!(1)), "{user}: counted once");
+    }
+    println!("first delivery's faults: {faults:?}");
+    assert!(
+        faults.get("lose_answer").copied().unwrap_or(0) > 0,
+        "{faults:?}"
+    );
+}
