@@ -18,7 +18,7 @@ use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -142,6 +142,11 @@ pub struct Counts {
     pub faults: BTreeMap<&'static str, u64>,
     /// Calls received, by operation (`PutItem`, `S3 PUT`, ...).
     pub operations: BTreeMap<String, u64>,
+    /// Events handed to consumers by SQS `ReceiveMessage` answers.
+    pub deliveries: u64,
+    /// Of those, deliveries of an event its queue had handed out before (a redelivery after
+    /// a failed or ended consumer, or a duplicate send).
+    pub redeliveries: u64,
 }
 
 impl Counts {
@@ -157,6 +162,8 @@ struct State {
     seen: Vec<u64>,
     rng: u64,
     counts: Counts,
+    /// Deliveries so far of each (queue, event id).
+    delivered: HashMap<(String, String), u64>,
 }
 
 impl State {
@@ -373,6 +380,7 @@ impl FaultProxy {
                 seen: Vec::new(),
                 rng: seed,
                 counts: Counts::default(),
+                delivered: HashMap::new(),
             }),
             dynamodb: dynamodb.trim_end_matches('/').to_owned(),
             moto: moto.trim_end_matches('/').to_owned(),
@@ -501,7 +509,40 @@ async fn forward(
     let answer = shared.client.request(upstream).await.map_err(closed)?;
     let (parts, body) = answer.into_parts();
     let body = body.collect().await.map_err(closed)?.to_bytes();
+    if call.operation == "ReceiveMessage" && parts.status.is_success() {
+        count_deliveries(shared, &call.body, &body);
+    }
     Ok(Response::from_parts(parts, Full::new(body)))
+}
+
+/// Counts the events a `ReceiveMessage` answer hands out (each message's body is an event
+/// with its `id`), and those its queue handed out before.
+fn count_deliveries(shared: &Shared, request: &[u8], answer: &[u8]) {
+    let json = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).ok();
+    let (Some(request), Some(answer)) = (json(request), json(answer)) else {
+        return;
+    };
+    let queue = request["QueueUrl"].as_str().unwrap_or_default().to_owned();
+    let ids: Vec<String> = answer["Messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .filter_map(|m| json(m["Body"].as_str()?.as_bytes()))
+                .filter_map(|event| event["id"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut state = shared.state.lock().expect("proxy state");
+    for id in ids {
+        let seen = state.delivered.entry((queue.clone(), id)).or_default();
+        *seen += 1;
+        let again = *seen > 1;
+        state.counts.deliveries += 1;
+        if again {
+            state.counts.redeliveries += 1;
+        }
+    }
 }
 
 /// Service settings from the environment, as the SDK reads them, except that DynamoDB, S3 and

@@ -368,6 +368,9 @@ async fn scenario(client: &Client<'_>, size: Size) -> (Vec<Driver>, String) {
         client.expect("standing", &answer, &[200]);
     }
     if let Some(leaving) = drivers.last() {
+        // Its events handled first, so that what the consumers wrote for it is the same in
+        // every run (an event handled after the deletion writes nothing).
+        wait_for_own_work(client, leaving, size.sessions).await;
         let answer = client
             .send(
                 "delete",
@@ -380,6 +383,27 @@ async fn scenario(client: &Client<'_>, size: Size) -> (Vec<Driver>, String) {
         client.expect("account deletion", &answer, &[202]);
     }
     (drivers, track)
+}
+
+/// Waits until `driver`'s feed and achievements show its `sessions` uploads and hold still.
+async fn wait_for_own_work(client: &Client<'_>, driver: &Driver, sessions: usize) {
+    let mut last = Value::Null;
+    for _ in 0..60 {
+        let (_, feed) = client
+            .get("read", "/v1/feed?limit=100", &driver.token)
+            .await;
+        let (_, mine) = client.get("read", "/v1/achievements", &driver.token).await;
+        let counted = mine["data"]["items"]
+            .as_array()
+            .and_then(|a| a.iter().find(|a| a["id"] == "sessions-100"))
+            .and_then(|a| a["progress"]["current"].as_u64());
+        let now = json!([feed["data"]["items"], mine["data"]["items"]]);
+        if counted == Some(sessions as u64) && now == last {
+            return;
+        }
+        last = now;
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
 }
 
 /// Each driver's export, as the service hands it out (streamed, or stored and offered by a
@@ -615,7 +639,8 @@ impl Run {
         let s = &self.seen;
         println!(
             "{:<28} requests {:>4}  2xx {:>4}  503/504 {:>3} (retried to success {:>3})  500 {:>2}  \
-             unexpected {:>2}  proxy calls {:>5}  faults {:?}  end-state differences {}",
+             unexpected {:>2}  proxy calls {:>5}  faults {:?}  events delivered {} (again {})  \
+             end-state differences {}",
             self.name,
             s.requests,
             s.ok,
@@ -625,6 +650,8 @@ impl Run {
             s.unexpected.len(),
             self.proxy.calls,
             self.proxy.faults,
+            self.proxy.deliveries,
+            self.proxy.redeliveries,
             self.differences.len(),
         );
         for (label, times) in &s.latencies {
