@@ -43,29 +43,35 @@ pub struct Counted {
     pub steps: u64,
 }
 
-/// The number of sequential steps among `spans`: a call that begins before every earlier
-/// call of its step has answered joins that step.
+/// The number of sequential steps among `spans`: the longest chain of calls each of which
+/// began after the one before it had answered (the round trips a request waited on one after
+/// another). Calls made at once overlap, and count once.
 pub fn steps(spans: &[Span]) -> u64 {
     grouped(spans).len() as u64
 }
 
-/// The operations of `spans` by sequential step, in the order the steps ran.
+/// The operations of `spans` by sequential step: each call in the step after the latest
+/// step of the calls that had answered before it began.
 pub fn grouped(spans: &[Span]) -> Vec<Vec<&'static str>> {
     let mut sorted = spans.to_vec();
     sorted.sort_by_key(|s| (s.start, s.end));
+    let mut levels: Vec<usize> = Vec::with_capacity(sorted.len());
+    for (i, span) in sorted.iter().enumerate() {
+        let level = sorted[..i]
+            .iter()
+            .zip(&levels)
+            .filter(|(before, _)| before.end <= span.start)
+            .map(|(_, level)| level + 1)
+            .max()
+            .unwrap_or(0);
+        levels.push(level);
+    }
     let mut steps: Vec<Vec<&'static str>> = Vec::new();
-    let mut step_end: Option<Instant> = None;
-    for span in sorted {
-        match (step_end, steps.last_mut()) {
-            (Some(until), Some(step)) if span.start < until => {
-                step.push(span.operation);
-                step_end = Some(until.max(span.end));
-            }
-            _ => {
-                steps.push(vec![span.operation]);
-                step_end = Some(span.end);
-            }
+    for (span, level) in sorted.iter().zip(levels) {
+        if steps.len() <= level {
+            steps.resize_with(level + 1, Vec::new);
         }
+        steps[level].push(span.operation);
     }
     steps
 }
