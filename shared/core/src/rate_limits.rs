@@ -395,7 +395,7 @@ async fn counted_hit_from(
     request: Option<&str>,
     first: Option<Option<Item>>,
 ) -> Result<Usage, LimitError> {
-    let first = &std::sync::Mutex::new(first);
+    let mut first = first;
     let key = log_key(scope, subject, log);
     let window_secs = window_secs.max(1);
     // A request without a name of its own gets one for this check, so that its write, sent
@@ -406,43 +406,47 @@ async fn counted_hit_from(
     };
     let contended = |e: &LimitError| matches!(e, LimitError::Store(e) if is_conflict(e));
     // Another hit of the same subject was written first: read again.
-    let outcome = retry_on_conflict(MAX_RACES, contended, || async {
-        let now = now_ms(ports);
-        let given = first.lock().map(|mut f| f.take()).unwrap_or(None);
-        let current = match given {
-            Some(read) => read,
-            None => ports.items.get(Table::Limits, &key).await?,
-        };
-        let window_ms = window_secs * 1000;
-        if let Some(log) = current
-            .as_ref()
-            .filter(|log| counted_before(log, &id, now, window_ms))
-        {
-            return Ok(usage_of(log, limits, now, window_secs));
-        }
-        if let Some(limited) = refusal(current.as_ref(), limits, now, window_secs) {
-            return Err(limited.into());
-        }
-        let condition = match current.as_ref().and_then(|i| i.get(VERSION)) {
-            Some(version) => Condition::Eq(VERSION.into(), version.clone()),
-            None => Condition::NotExists,
-        };
-        let next = with_hit(&key, current.as_ref(), limits, now, window_secs, &id);
-        let usage = usage_of(&next, limits, now, window_secs);
-        match ports.items.put(Table::Limits, next, Some(condition)).await {
-            Ok(()) => Ok(usage),
-            // Not answered after the SDK's retries, perhaps applied: the next read tells.
-            Err(e @ StoreError::Unavailable(_)) => {
-                let written = ports.items.get(Table::Limits, &key).await.ok().flatten();
-                match written
-                    .as_ref()
-                    .filter(|log| counted_before(log, &id, now, window_ms))
-                {
-                    Some(log) => Ok(usage_of(log, limits, now, window_secs)),
-                    None => Err(e.into()),
-                }
+    let (key, id) = (&key, &id);
+    let outcome = retry_on_conflict(MAX_RACES, contended, || {
+        // The first round starts from the log the caller read, if it read one.
+        let given = first.take();
+        async move {
+            let now = now_ms(ports);
+            let current = match given {
+                Some(read) => read,
+                None => ports.items.get(Table::Limits, key).await?,
+            };
+            let window_ms = window_secs * 1000;
+            if let Some(log) = current
+                .as_ref()
+                .filter(|log| counted_before(log, id, now, window_ms))
+            {
+                return Ok(usage_of(log, limits, now, window_secs));
             }
-            Err(e) => Err(e.into()),
+            if let Some(limited) = refusal(current.as_ref(), limits, now, window_secs) {
+                return Err(limited.into());
+            }
+            let condition = match current.as_ref().and_then(|i| i.get(VERSION)) {
+                Some(version) => Condition::Eq(VERSION.into(), version.clone()),
+                None => Condition::NotExists,
+            };
+            let next = with_hit(key, current.as_ref(), limits, now, window_secs, id);
+            let usage = usage_of(&next, limits, now, window_secs);
+            match ports.items.put(Table::Limits, next, Some(condition)).await {
+                Ok(()) => Ok(usage),
+                // Not answered after the SDK's retries, perhaps applied: the next read tells.
+                Err(e @ StoreError::Unavailable(_)) => {
+                    let written = ports.items.get(Table::Limits, key).await.ok().flatten();
+                    match written
+                        .as_ref()
+                        .filter(|log| counted_before(log, id, now, window_ms))
+                    {
+                        Some(log) => Ok(usage_of(log, limits, now, window_secs)),
+                        None => Err(e.into()),
+                    }
+                }
+                Err(e) => Err(e.into()),
+            }
         }
     })
     .await;

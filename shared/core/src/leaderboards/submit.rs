@@ -263,51 +263,64 @@ pub async fn submit(
     lap_time_ms: i64,
     new_boards_per_day: u32,
 ) -> Result<SubmitOutcome, SubmitError> {
-    let read = read_boards(ports, &driver.user_id, session, lap_time_ms).await?;
     submit_read(
         ports,
         driver,
         session,
         lap_time_ms,
         new_boards_per_day,
-        read,
+        None,
     )
     .await
 }
 
+/// A snapshot read refused while transactions kept writing its items (a race on one board)
+/// is a round lost to another submission, tried again as one.
+fn contended(e: StoreError) -> SubmitError {
+    match e {
+        StoreError::Conflict => SubmitError::Contended,
+        e => SubmitError::Store(e),
+    }
+}
+
 /// [`submit`] from what [`read_boards`] read for it (read beside the submission's other
-/// checks, say); a round lost to another submission reads again.
+/// checks, say; `None` when that read lost a race); a round lost to another submission reads
+/// again.
 pub async fn submit_read(
     ports: &Ports,
     driver: &Driver,
     session: &StoredSession,
     lap_time_ms: i64,
     new_boards_per_day: u32,
-    read: BoardsRead,
+    read: Option<BoardsRead>,
 ) -> Result<SubmitOutcome, SubmitError> {
     let boards = &boards_for(&session.summary);
-    let first = &std::sync::Mutex::new(Some(read));
+    let mut first = read;
     // Another submission may change an entry or the counts between the reads and the write:
     // the attempt then reads again.
     retry_on_conflict(
         ROUNDS,
         |e| matches!(e, SubmitError::Contended),
-        move || async move {
-            let taken = first.lock().map(|mut f| f.take()).unwrap_or(None);
-            let read = match taken {
-                Some(read) => read,
-                None => read_boards(ports, &driver.user_id, session, lap_time_ms).await?,
-            };
-            attempt(
-                ports,
-                driver,
-                session,
-                boards,
-                lap_time_ms,
-                new_boards_per_day,
-                read,
-            )
-            .await
+        move || {
+            let taken = first.take();
+            async move {
+                let read = match taken {
+                    Some(read) => read,
+                    None => read_boards(ports, &driver.user_id, session, lap_time_ms)
+                        .await
+                        .map_err(contended)?,
+                };
+                attempt(
+                    ports,
+                    driver,
+                    session,
+                    boards,
+                    lap_time_ms,
+                    new_boards_per_day,
+                    read,
+                )
+                .await
+            }
         },
     )
     .await
@@ -345,7 +358,9 @@ async fn attempt(
     // answers with (achievements judge ranks by it). A new best is the latest submission:
     // it ranks behind every equal time, so the counts alone give its rank.
     let rank = match on_track {
-        Some(current) if !faster_on_track => rank_of(ports, ranked_board, current).await?,
+        Some(current) if !faster_on_track => rank_of(ports, ranked_board, current)
+            .await
+            .map_err(contended)?,
         _ => 1 + tally.faster() + tally.equal(),
     };
     let previous_best_ms = on_track.as_ref().map(|p| p.row.lap_time_ms);

@@ -203,14 +203,17 @@ pub async fn submit_read(
         rejected();
         SubmitLapError::NoSuchLap(reason)
     })?;
-    let (map_length_m, boards) = futures::try_join!(
-        async { Ok::<_, SubmitLapError>(maps::length_m(ports, &session.summary.track_id).await?) },
-        async {
-            Ok::<_, SubmitLapError>(
-                submit::read_boards(ports, user_id, &session, lap.lap_time.ms()).await?,
-            )
-        }
-    )?;
+    let (map_length_m, boards) = futures::join!(
+        maps::length_m(ports, &session.summary.track_id),
+        submit::read_boards(ports, user_id, &session, lap.lap_time.ms())
+    );
+    let map_length_m = map_length_m?;
+    // A read that lost a race with other submissions is made again by the submission.
+    let boards = match boards {
+        Ok(boards) => Some(boards),
+        Err(StoreError::Conflict) => None,
+        Err(e) => return Err(e.into()),
+    };
     if let Err(implausible) = plausibility::check(stored, map_length_m) {
         rejected();
         crate::metrics::global()
