@@ -42,6 +42,7 @@ const LIMITS: &[(&str, u64, u64)] = &[
     ("GET /v1/feed", 2, 1),
     ("GET /v1/profile/me", 2, 1),
     ("GET /v1/achievements", 3, 1),
+    ("GET /v1/sessions (personal access token)", 5, 4),
 ];
 
 /// What each store call is held, as a round trip in the same region takes a few
@@ -329,6 +330,22 @@ async fn each_request_kind(m: &mut Meter) {
         let (status, body) = m.call(Some(what), "GET", path, token, None).await;
         assert_eq!(status, 200, "{path}: {body}");
     }
+
+    // A personal access token: its grant, its rate limit and its last use.
+    let made = json!({"name": "trips", "scopes": ["sessions:read"]});
+    let (status, body) = m.call(None, "POST", "/v1/tokens", token, Some(made)).await;
+    assert_eq!(status, 201, "{body}");
+    let personal = body["data"]["token"].as_str().unwrap().to_owned();
+    let (status, body) = m
+        .call(
+            Some("GET /v1/sessions (personal access token)"),
+            "GET",
+            "/v1/sessions",
+            Some(&personal),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
 }
 
 async fn each_request_kind_stays_within_its_round_trips(backend: Backend) {

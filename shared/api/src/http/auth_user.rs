@@ -211,17 +211,19 @@ impl<S: RequiredScope> Authorized<S> {
                 S::SCOPE.name()
             )));
         }
-        count_token_request(state, &grant, slot).await?;
         let now = state.ports.clock.unix();
-        if personal_tokens::last_used_due(&grant, now) {
-            // Off the answer's path: a lost write only leaves `lastUsedAt` a minute behind.
-            let (ports, grant) = (state.ports.clone(), grant.clone());
-            tokio::spawn(async move {
-                if let Err(e) = personal_tokens::mark_used(&ports, &grant, now).await {
-                    tracing::warn!(error = %e, "recording a token's last use failed");
-                }
-            });
-        }
+        // The last use is written beside the request's count, in the same round trip: not
+        // after the answer, which a Lambda function may never get to (it is frozen once it
+        // has answered). A failed write only leaves `lastUsedAt` a minute behind.
+        let mark_used = async {
+            if personal_tokens::last_used_due(&grant, now)
+                && let Err(e) = personal_tokens::mark_used(&state.ports, &grant, now).await
+            {
+                tracing::warn!(error = %e, "recording a token's last use failed");
+            }
+        };
+        let (counted, ()) = futures::join!(count_token_request(state, &grant, slot), mark_used);
+        counted?;
         Ok(Self {
             user_id: grant.user_id.clone(),
             token: Some(Arc::new(grant)),
