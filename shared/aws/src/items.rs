@@ -29,6 +29,9 @@ type Attributes = HashMap<String, AttributeValue>;
 
 /// Keys one BatchGetItem takes, as DynamoDB allows.
 const BATCH_GET_KEYS: usize = 100;
+/// Times a batch read is sent while DynamoDB leaves some of its keys unprocessed (it does
+/// under throttling): about six seconds of pauses in all.
+const BATCH_GET_ROUNDS: u32 = 10;
 /// Times a snapshot read is sent while transactions keep writing its items.
 const SNAPSHOT_ATTEMPTS: u32 = 8;
 
@@ -129,6 +132,7 @@ impl DynamoItemStore {
         let mut found = HashMap::new();
         let now = self.clock.unix();
         let mut pause = Duration::from_millis(20);
+        let mut rounds = 0;
         while !request.is_empty() {
             let out = self
                 .client
@@ -158,6 +162,12 @@ impl DynamoItemStore {
             request = out.unprocessed_keys.unwrap_or_default();
             request.retain(|_, k| !k.keys().is_empty());
             if !request.is_empty() {
+                rounds += 1;
+                if rounds >= BATCH_GET_ROUNDS {
+                    return Err(StoreError::Unavailable(
+                        "a batch read kept leaving keys unprocessed".into(),
+                    ));
+                }
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(1));
             }
