@@ -4,10 +4,12 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::transact_get_items::TransactGetItemsError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, PutRequest, ReturnConsumedCapacity, ReturnValue,
-    ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update as DynamoUpdate, WriteRequest,
+    AttributeValue, ConditionCheck, Delete, Get, KeysAndAttributes, Put, PutRequest,
+    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactGetItem,
+    TransactWriteItem, Update as DynamoUpdate, WriteRequest,
 };
 use serde_json::Value;
 use std::collections::HashMap;
@@ -19,11 +21,20 @@ use crate::call_limits;
 use paddock_core::ports::Clock;
 use paddock_core::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, PK, Page, Query, SK, SkRange, StoreError, TTL, TxOp,
-    Update, check_size, check_transaction, checked_key, decode_cursor, encode_cursor, is_expired,
+    Update, check_size, check_snapshot, check_transaction, checked_key, decode_cursor,
+    encode_cursor, is_expired,
 };
 use paddock_core::tables::Table;
 
 type Attributes = HashMap<String, AttributeValue>;
+
+/// Keys one BatchGetItem takes, as DynamoDB allows.
+const BATCH_GET_KEYS: usize = 100;
+/// Times a batch read is sent while DynamoDB leaves some of its keys unprocessed (it does
+/// under throttling): about six seconds of pauses in all.
+const BATCH_GET_ROUNDS: u32 = 10;
+/// Times a snapshot read is sent while transactions keep writing its items.
+const SNAPSHOT_ATTEMPTS: u32 = 8;
 
 /// The DynamoDB item store; tables are named `prefix + logical name`.
 pub struct DynamoItemStore {
@@ -92,6 +103,77 @@ impl DynamoItemStore {
                     .inc_by((read * 1000.0).round() as u64);
             }
         }
+    }
+
+    /// One BatchGetItem of at most [`BATCH_GET_KEYS`] distinct keys, its unprocessed keys
+    /// asked again after a pause until none is left: the items found, by table and key.
+    async fn batch_get(
+        &self,
+        keys: &[(Table, Key)],
+    ) -> Result<HashMap<(Table, Key), Item>, StoreError> {
+        let by_name: HashMap<String, Table> =
+            keys.iter().map(|(t, _)| (self.table(*t), *t)).collect();
+        let mut request: HashMap<String, KeysAndAttributes> = HashMap::new();
+        for (table, key) in keys {
+            let name = self.table(*table);
+            let wanted = request.remove(&name).map_or_else(
+                || KeysAndAttributes::builder().consistent_read(true),
+                |k| {
+                    KeysAndAttributes::builder()
+                        .consistent_read(true)
+                        .set_keys(Some(k.keys().to_vec()))
+                },
+            );
+            let wanted = wanted
+                .keys(key_attributes(key))
+                .build()
+                .map_err(|e| StoreError::Invalid(e.to_string()))?;
+            request.insert(name, wanted);
+        }
+        let mut found = HashMap::new();
+        let now = self.clock.unix();
+        let mut pause = Duration::from_millis(20);
+        let mut rounds = 0;
+        while !request.is_empty() {
+            let out = self
+                .client
+                .batch_get_item()
+                .set_request_items(Some(request))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .map_err(sdk_error)?;
+            for c in out.consumed_capacity() {
+                self.record(Some(c), Units::Read);
+            }
+            for (name, items) in out.responses.unwrap_or_default() {
+                let table = *by_name
+                    .get(&name)
+                    .ok_or_else(|| StoreError::Unavailable(format!("unasked table {name}")))?;
+                Self::items_read(items.len());
+                for attrs in items {
+                    let item = from_attributes(attrs)?;
+                    let key = Key::of(&item)
+                        .ok_or_else(|| StoreError::Unavailable("item without a key".into()))?;
+                    if !is_expired(&item, now) {
+                        found.insert((table, key), item);
+                    }
+                }
+            }
+            request = out.unprocessed_keys.unwrap_or_default();
+            request.retain(|_, k| !k.keys().is_empty());
+            if !request.is_empty() {
+                rounds += 1;
+                if rounds >= BATCH_GET_ROUNDS {
+                    return Err(StoreError::Unavailable(
+                        "a batch read kept leaving keys unprocessed".into(),
+                    ));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+        }
+        Ok(found)
     }
 
     /// Counts items read (Prometheus only).
@@ -313,6 +395,90 @@ impl ItemStore for DynamoItemStore {
             .map(from_attributes)
             .transpose()
             .map(|i| i.filter(|i| !is_expired(i, now)))
+    }
+
+    async fn get_many(&self, keys: Vec<(Table, Key)>) -> Result<Vec<Option<Item>>, StoreError> {
+        // BatchGetItem refuses a key asked twice: each is asked once and answered where asked.
+        let mut distinct: Vec<(Table, Key)> = keys.clone();
+        distinct.sort();
+        distinct.dedup();
+        let batches = distinct
+            .chunks(BATCH_GET_KEYS)
+            .map(|chunk| self.batch_get(chunk));
+        let mut found = HashMap::new();
+        for batch in futures::future::try_join_all(batches).await? {
+            found.extend(batch);
+        }
+        Ok(keys.iter().map(|k| found.get(k).cloned()).collect())
+    }
+
+    async fn transact_get(&self, keys: Vec<(Table, Key)>) -> Result<Vec<Option<Item>>, StoreError> {
+        check_snapshot(&keys)?;
+        let gets = keys
+            .iter()
+            .map(|(table, key)| {
+                Get::builder()
+                    .table_name(self.table(*table))
+                    .set_key(Some(key_attributes(key)))
+                    .build()
+                    .map(|get| TransactGetItem::builder().get(get).build())
+                    .map_err(|e| StoreError::Invalid(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // A snapshot read is refused while a transaction writes one of its items: it is asked
+        // again after a pause, as the SDK does not retry it.
+        let mut pause = Duration::from_millis(10);
+        let mut attempts = 0;
+        let out = loop {
+            attempts += 1;
+            match self
+                .client
+                .transact_get_items()
+                .set_transact_items(Some(gets.clone()))
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+            {
+                Ok(out) => break out,
+                Err(err)
+                    if attempts < SNAPSHOT_ATTEMPTS
+                        && matches!(
+                            err.as_service_error(),
+                            Some(TransactGetItemsError::TransactionCanceledException(_))
+                        ) =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(err) => {
+                    return Err(match err.as_service_error() {
+                        Some(TransactGetItemsError::TransactionCanceledException(_)) => {
+                            StoreError::Conflict
+                        }
+                        _ => sdk_error(err),
+                    });
+                }
+            }
+        };
+        for c in out.consumed_capacity() {
+            self.record(Some(c), Units::Read);
+        }
+        let now = self.clock.unix();
+        let responses = out.responses.unwrap_or_default();
+        if responses.len() != keys.len() {
+            return Err(StoreError::Unavailable(format!(
+                "a snapshot read of {} items answered {}",
+                keys.len(),
+                responses.len()
+            )));
+        }
+        let mut found = Vec::with_capacity(keys.len());
+        for response in responses {
+            let item = response.item.map(from_attributes).transpose()?;
+            Self::items_read(usize::from(item.is_some()));
+            found.push(item.filter(|i| !is_expired(i, now)));
+        }
+        Ok(found)
     }
 
     async fn put(

@@ -33,7 +33,7 @@ use std::net::IpAddr;
 use serde_json::{Map, Value, json};
 
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Item, Key, StoreError, TTL, item};
+use crate::ports::items::{Condition, Item, Key, StoreError, TTL, TxOp, item};
 use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
@@ -317,6 +317,50 @@ fn usage_of(written: &Item, limits: &[Limit], now: i64, window_secs: i64) -> Usa
     }
 }
 
+/// The table and key of `subject`'s main log in `scope`, for a request that reads it beside
+/// its other items and hands it to [`hit_read`] or [`refusal_in`].
+pub fn main_log(scope: &str, subject: &str) -> (Table, Key) {
+    (Table::Limits, log_key(scope, subject, MAIN_LOG))
+}
+
+/// Like [`hit`] (or [`hit_once`], with `request`), from the main log as the caller just read
+/// it ([`main_log`]): the first round writes without reading it again. A round that loses a
+/// race reads it again, as [`hit`] does.
+pub async fn hit_read(
+    ports: &Ports,
+    scope: &str,
+    subject: &str,
+    window_secs: i64,
+    limits: &[Limit],
+    request: Option<&str>,
+    read: Option<Item>,
+) -> Result<Usage, LimitError> {
+    counted_hit_from(
+        ports,
+        scope,
+        subject,
+        MAIN_LOG,
+        window_secs,
+        limits,
+        request,
+        Some(read),
+    )
+    .await
+}
+
+/// Like [`check`], on the main log as the caller just read it ([`main_log`]).
+pub fn refusal_in(
+    ports: &Ports,
+    read: Option<&Item>,
+    window_secs: i64,
+    limits: &[Limit],
+) -> Result<(), RateLimited> {
+    match refusal(read, limits, now_ms(ports), window_secs.max(1)) {
+        Some(limited) => Err(limited),
+        None => Ok(()),
+    }
+}
+
 async fn counted_hit(
     ports: &Ports,
     scope: &str,
@@ -326,6 +370,32 @@ async fn counted_hit(
     limits: &[Limit],
     request: Option<&str>,
 ) -> Result<Usage, LimitError> {
+    counted_hit_from(
+        ports,
+        scope,
+        subject,
+        log,
+        window_secs,
+        limits,
+        request,
+        None,
+    )
+    .await
+}
+
+/// A hit of the log, from `first` (the log as read by the caller) in the first round.
+#[allow(clippy::too_many_arguments)]
+async fn counted_hit_from(
+    ports: &Ports,
+    scope: &str,
+    subject: &str,
+    log: &str,
+    window_secs: i64,
+    limits: &[Limit],
+    request: Option<&str>,
+    first: Option<Option<Item>>,
+) -> Result<Usage, LimitError> {
+    let mut first = first;
     let key = log_key(scope, subject, log);
     let window_secs = window_secs.max(1);
     // A request without a name of its own gets one for this check, so that its write, sent
@@ -336,39 +406,47 @@ async fn counted_hit(
     };
     let contended = |e: &LimitError| matches!(e, LimitError::Store(e) if is_conflict(e));
     // Another hit of the same subject was written first: read again.
-    let outcome = retry_on_conflict(MAX_RACES, contended, || async {
-        let now = now_ms(ports);
-        let current = ports.items.get(Table::Limits, &key).await?;
-        let window_ms = window_secs * 1000;
-        if let Some(log) = current
-            .as_ref()
-            .filter(|log| counted_before(log, &id, now, window_ms))
-        {
-            return Ok(usage_of(log, limits, now, window_secs));
-        }
-        if let Some(limited) = refusal(current.as_ref(), limits, now, window_secs) {
-            return Err(limited.into());
-        }
-        let condition = match current.as_ref().and_then(|i| i.get(VERSION)) {
-            Some(version) => Condition::Eq(VERSION.into(), version.clone()),
-            None => Condition::NotExists,
-        };
-        let next = with_hit(&key, current.as_ref(), limits, now, window_secs, &id);
-        let usage = usage_of(&next, limits, now, window_secs);
-        match ports.items.put(Table::Limits, next, Some(condition)).await {
-            Ok(()) => Ok(usage),
-            // Not answered after the SDK's retries, perhaps applied: the next read tells.
-            Err(e @ StoreError::Unavailable(_)) => {
-                let written = ports.items.get(Table::Limits, &key).await.ok().flatten();
-                match written
-                    .as_ref()
-                    .filter(|log| counted_before(log, &id, now, window_ms))
-                {
-                    Some(log) => Ok(usage_of(log, limits, now, window_secs)),
-                    None => Err(e.into()),
-                }
+    let (key, id) = (&key, &id);
+    let outcome = retry_on_conflict(MAX_RACES, contended, || {
+        // The first round starts from the log the caller read, if it read one.
+        let given = first.take();
+        async move {
+            let now = now_ms(ports);
+            let current = match given {
+                Some(read) => read,
+                None => ports.items.get(Table::Limits, key).await?,
+            };
+            let window_ms = window_secs * 1000;
+            if let Some(log) = current
+                .as_ref()
+                .filter(|log| counted_before(log, id, now, window_ms))
+            {
+                return Ok(usage_of(log, limits, now, window_secs));
             }
-            Err(e) => Err(e.into()),
+            if let Some(limited) = refusal(current.as_ref(), limits, now, window_secs) {
+                return Err(limited.into());
+            }
+            let condition = match current.as_ref().and_then(|i| i.get(VERSION)) {
+                Some(version) => Condition::Eq(VERSION.into(), version.clone()),
+                None => Condition::NotExists,
+            };
+            let next = with_hit(key, current.as_ref(), limits, now, window_secs, id);
+            let usage = usage_of(&next, limits, now, window_secs);
+            match ports.items.put(Table::Limits, next, Some(condition)).await {
+                Ok(()) => Ok(usage),
+                // Not answered after the SDK's retries, perhaps applied: the next read tells.
+                Err(e @ StoreError::Unavailable(_)) => {
+                    let written = ports.items.get(Table::Limits, key).await.ok().flatten();
+                    match written
+                        .as_ref()
+                        .filter(|log| counted_before(log, id, now, window_ms))
+                    {
+                        Some(log) => Ok(usage_of(log, limits, now, window_secs)),
+                        None => Err(e.into()),
+                    }
+                }
+                Err(e) => Err(e.into()),
+            }
         }
     })
     .await;
@@ -416,6 +494,23 @@ pub async fn is_known_address(
         .get(Table::Limits, &known_key(account, address))
         .await?
         .is_some())
+}
+
+/// The table and key that say whether `account` signed in from `address` before, for a
+/// sign-in that reads it beside its other items.
+pub fn known_address(account: &str, address: &str) -> (Table, Key) {
+    (Table::Limits, known_key(account, address))
+}
+
+/// The write that remembers that `account` signed in from `address`, to go in the sign-in's
+/// own transaction.
+pub fn remember_address_op(ports: &Ports, account: &str, address: &str) -> TxOp {
+    let ttl = ports.clock.unix() + KNOWN_ADDRESS_SECS;
+    TxOp::Put {
+        table: Table::Limits,
+        item: item(&known_key(account, address), json!({ TTL: ttl })),
+        condition: None,
+    }
 }
 
 /// Remembers that `account` signed in from `address` (written only when not yet known).

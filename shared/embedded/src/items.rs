@@ -14,7 +14,8 @@ use super::read_cache::{Lookup, ReadCache};
 use paddock_core::ports::Clock;
 use paddock_core::ports::items::{
     Condition, Item, ItemStore, Key, KeyPage, Page, Query, SkRange, StoreError, TTL, TxOp, Update,
-    check_transaction, checked_key, decode_cursor, encode_cursor, encode_within_limit, is_expired,
+    check_snapshot, check_transaction, checked_key, decode_cursor, encode_cursor,
+    encode_within_limit, is_expired,
 };
 use paddock_core::tables::Table;
 
@@ -66,6 +67,24 @@ impl SqliteItemStore {
         })
         .await
         .map_err(|e| StoreError::Unavailable(format!("store task failed: {e}")))?
+    }
+
+    /// The live items under `keys` read in one read transaction on a reader connection (a
+    /// snapshot under WAL), inline as a point read is.
+    fn read_together(&self, keys: &[(Table, Key)]) -> Result<Vec<Option<Item>>, StoreError> {
+        let now = self.clock.unix();
+        let conn = self.reader();
+        let mut guard = conn
+            .lock()
+            .map_err(|_| StoreError::Unavailable("connection poisoned".into()))?;
+        let tx = guard.transaction().map_err(db_err)?;
+        let found = keys
+            .iter()
+            .map(|(table, key)| live(&tx, *table, key, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.finish().map_err(db_err)?;
+        items_read(found.iter().flatten().count());
+        Ok(found)
     }
 
     /// Runs `f` inside one write transaction on `keys`; commits only when it succeeds. The
@@ -228,6 +247,40 @@ impl ItemStore for SqliteItemStore {
         items_read(usize::from(found.is_some()));
         self.cache.fill(table, key, found.clone(), generation);
         Ok(found)
+    }
+
+    async fn get_many(&self, keys: Vec<(Table, Key)>) -> Result<Vec<Option<Item>>, StoreError> {
+        // Cached items are answered from memory; the rest in one read transaction.
+        let now = self.clock.unix();
+        let mut found = Vec::with_capacity(keys.len());
+        let mut missed = Vec::new();
+        for (i, (table, key)) in keys.iter().enumerate() {
+            match self.cache.lookup(*table, key, now) {
+                Lookup::Hit(item) => found.push(item.map(Arc::unwrap_or_clone)),
+                Lookup::Miss(generation) => {
+                    found.push(None);
+                    missed.push((i, generation));
+                }
+            }
+        }
+        if missed.is_empty() {
+            return Ok(found);
+        }
+        let asked: Vec<(Table, Key)> = missed.iter().map(|&(i, _)| keys[i].clone()).collect();
+        let read = self.read_together(&asked)?;
+        for ((i, generation), item) in missed.into_iter().zip(read) {
+            let (table, key) = &keys[i];
+            self.cache
+                .fill(*table, key, item.clone().map(Arc::new), generation);
+            found[i] = item;
+        }
+        Ok(found)
+    }
+
+    async fn transact_get(&self, keys: Vec<(Table, Key)>) -> Result<Vec<Option<Item>>, StoreError> {
+        check_snapshot(&keys)?;
+        // From the file, not the cache: one read transaction is one snapshot.
+        self.read_together(&keys)
     }
 
     async fn put(

@@ -70,27 +70,38 @@ pub(crate) async fn board_page(
     after: Option<&str>,
     limit: usize,
 ) -> Result<Option<BoardPage>, StoreError> {
-    let Some(track) = tracks::get(ports, &board.track).await? else {
-        return Ok(None);
-    };
-    let slice = board_reads::page(ports, board, after, limit).await?;
-    let first_ms = match slice.rows.first() {
-        Some(r) if r.rank == 1 => Some(r.row.lap_time_ms),
-        _ => board_reads::fastest(ports, board)
-            .await?
-            .map(|r| r.lap_time_ms),
-    };
-    let (listed, car) = futures::try_join!(
-        vehicles::list(ports, &board.track, CARS_SHOWN, None),
+    // Nothing here depends on anything else read here: one round trip for all of it. The
+    // fastest row is read only for a later page (the first page starts with it).
+    let (track, slice, fastest, (listed, car)) = futures::try_join!(
+        tracks::get(ports, &board.track),
+        board_reads::page(ports, board, after, limit),
         async {
-            match &board.scope {
-                BoardScope::Car(car) => vehicles::read_count(ports, &board.track, car)
-                    .await
-                    .map(|c| (c.drivers > 0).then_some(c.vehicle_name)),
-                BoardScope::Track => Ok(None),
+            match after {
+                Some(_) => board_reads::fastest(ports, board).await,
+                None => Ok(None),
             }
+        },
+        async {
+            futures::try_join!(
+                vehicles::list(ports, &board.track, CARS_SHOWN, None),
+                async {
+                    match &board.scope {
+                        BoardScope::Car(car) => vehicles::read_count(ports, &board.track, car)
+                            .await
+                            .map(|c| (c.drivers > 0).then_some(c.vehicle_name)),
+                        BoardScope::Track => Ok(None),
+                    }
+                }
+            )
         }
     )?;
+    let Some(track) = track else {
+        return Ok(None);
+    };
+    let first_ms = match slice.rows.first() {
+        Some(r) if r.rank == 1 => Some(r.row.lap_time_ms),
+        _ => fastest.map(|r| r.lap_time_ms),
+    };
     let vehicles = listed
         .items
         .into_iter()

@@ -95,15 +95,26 @@ impl AuthUser {
 
     /// Authenticates a sign-in's access token (a JWT).
     async fn from_access_token(token: &str, state: &AppState) -> Result<Self, ApiError> {
-        let claims = state
-            .verify_access_token(token)
-            .await?
-            .map_err(|reason| ApiError::Unauthorized(reason.into()))?;
-        if !refresh_tokens::family_active(&state.ports, &claims.sid, &claims.sub).await? {
-            return Err(ApiError::Unauthorized("session has been revoked".into()));
-        }
+        let claims = verified_claims(token, state).await?;
+        confirm_family(state, &claims).await?;
         Ok(Self { claims })
     }
+}
+
+/// The claims of an access token whose signature and expiry hold (no store call).
+async fn verified_claims(token: &str, state: &AppState) -> Result<Arc<Claims>, ApiError> {
+    state
+        .verify_access_token(token)
+        .await?
+        .map_err(|reason| ApiError::Unauthorized(reason.into()))
+}
+
+/// Refuses a token whose sign-in (its family) was revoked or belongs to someone else.
+async fn confirm_family(state: &AppState, claims: &Claims) -> Result<(), ApiError> {
+    if !refresh_tokens::family_active(&state.ports, &claims.sid, &claims.sub).await? {
+        return Err(ApiError::Unauthorized("session has been revoked".into()));
+    }
+    Ok(())
 }
 
 /// What a route opened to personal access tokens requires of one: the scope it names.
@@ -200,22 +211,110 @@ impl<S: RequiredScope> Authorized<S> {
                 S::SCOPE.name()
             )));
         }
-        count_token_request(state, &grant, slot).await?;
         let now = state.ports.clock.unix();
-        if personal_tokens::last_used_due(&grant, now) {
-            // Off the answer's path: a lost write only leaves `lastUsedAt` a minute behind.
-            let (ports, grant) = (state.ports.clone(), grant.clone());
-            tokio::spawn(async move {
-                if let Err(e) = personal_tokens::mark_used(&ports, &grant, now).await {
-                    tracing::warn!(error = %e, "recording a token's last use failed");
-                }
-            });
-        }
+        // The last use is written beside the request's count, in the same round trip: not
+        // after the answer, which a Lambda function may never get to (it is frozen once it
+        // has answered). A failed write only leaves `lastUsedAt` a minute behind.
+        let mark_used = async {
+            if personal_tokens::last_used_due(&grant, now)
+                && let Err(e) = personal_tokens::mark_used(&state.ports, &grant, now).await
+            {
+                tracing::warn!(error = %e, "recording a token's last use failed");
+            }
+        };
+        let (counted, ()) = futures::join!(count_token_request(state, &grant, slot), mark_used);
+        counted?;
         Ok(Self {
             user_id: grant.user_id.clone(),
             token: Some(Arc::new(grant)),
             scope: PhantomData,
         })
+    }
+}
+
+/// The caller of a route as [`Authorized<S>`] admits it, except that a sign-in's family is
+/// not read yet: [`Caller::confirmed_with`] reads it beside the route's first reads, so a
+/// request waits on one round trip for both instead of one after the other. Those reads see
+/// the claimed user's data before the sign-in is confirmed, so they must write nothing; their
+/// answer is handed over only once it is. A personal access token is checked whole here, as
+/// by `Authorized` (its rate limit counts the request before any work).
+#[derive(Debug, Clone)]
+pub struct Caller<S: RequiredScope> {
+    authorized: Authorized<S>,
+    /// The claims whose family is still to be confirmed (a sign-in).
+    unconfirmed: Option<Arc<Claims>>,
+}
+
+impl<S: RequiredScope> Caller<S> {
+    /// The caller's user id, as the verified token names it.
+    pub fn user_id(&self) -> &UserId {
+        &self.authorized.user_id
+    }
+
+    /// Runs `reads` beside the confirmation of the caller's sign-in; answers the caller and
+    /// what the reads answered once both are done and the sign-in holds. A revoked sign-in is
+    /// refused (401) whatever the reads answered.
+    pub async fn confirmed_with<T, E>(
+        self,
+        state: &AppState,
+        reads: impl Future<Output = Result<T, E>>,
+    ) -> Result<(Authorized<S>, T), ApiError>
+    where
+        ApiError: From<E>,
+    {
+        let (confirmed, read) = match &self.unconfirmed {
+            Some(claims) => futures::join!(confirm_family(state, claims), reads),
+            None => (Ok(()), reads.await),
+        };
+        confirmed?;
+        Ok((self.authorized, read?))
+    }
+
+    /// The answer to a request refused for itself (a field breaking a rule, say): a revoked
+    /// sign-in is told that first, as when the sign-in is checked before anything else.
+    pub async fn refusal(self, state: &AppState, refused: ApiError) -> ApiError {
+        let nothing = async { Ok::<_, ApiError>(()) };
+        match self.confirmed_with(state, nothing).await {
+            Ok(_) => refused,
+            Err(e) => e,
+        }
+    }
+
+    /// Authenticates an `Authorization` header's value as [`Authorized::from_authorization`]
+    /// does, leaving a sign-in's family to [`Caller::confirmed_with`].
+    pub async fn from_authorization(
+        authorization: Option<&HeaderValue>,
+        slot: Option<&RateLimitSlot>,
+        state: &AppState,
+    ) -> Result<Self, ApiError> {
+        let token = authorization
+            .and_then(bearer_of)
+            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        if personal_tokens::is_personal_token(token) {
+            let authorized = Authorized::from_authorization(authorization, slot, state).await?;
+            return Ok(Self {
+                authorized,
+                unconfirmed: None,
+            });
+        }
+        let claims = verified_claims(token, state).await?;
+        Ok(Self {
+            authorized: Authorized {
+                user_id: claims.sub.clone(),
+                token: None,
+                scope: PhantomData,
+            },
+            unconfirmed: Some(claims),
+        })
+    }
+}
+
+impl<S: RequiredScope> FromRequestParts<AppState> for Caller<S> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let slot = parts.extensions.get::<RateLimitSlot>();
+        Self::from_authorization(parts.headers.get(header::AUTHORIZATION), slot, state).await
     }
 }
 

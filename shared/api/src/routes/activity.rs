@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::{AuthUser, Authorized, scope};
+use crate::http::auth_user::{AuthUser, Authorized, Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
@@ -33,13 +33,21 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list_feed(
     State(state): State<AppState>,
-    user: Authorized<scope::ActivityRead>,
+    caller: Caller<scope::ActivityRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
-    let limit = page.limit()?;
+    let limit = match page.limit() {
+        Ok(limit) => limit,
+        Err(refused) => return Err(caller.refusal(&state, refused).await),
+    };
     let cursor = page.cursor();
-    let (items, next_cursor) =
-        feed::list(&state.ports, user.user_id(), limit, cursor.as_deref()).await?;
+    let user_id = caller.user_id().clone();
+    let (_, (items, next_cursor)) = caller
+        .confirmed_with(
+            &state,
+            feed::list(&state.ports, &user_id, limit, cursor.as_deref()),
+        )
+        .await?;
     Ok(ok(Paged { items, next_cursor }))
 }
 
@@ -109,9 +117,12 @@ pub(crate) struct AchievementList {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn mine(
     State(state): State<AppState>,
-    user: Authorized<scope::ActivityRead>,
+    caller: Caller<scope::ActivityRead>,
 ) -> Result<Response, ApiError> {
-    let items = achievements::for_driver(&state.ports, user.user_id()).await?;
+    let user_id = caller.user_id().clone();
+    let (_, items) = caller
+        .confirmed_with(&state, achievements::for_driver(&state.ports, &user_id))
+        .await?;
     let unlocked = items.iter().filter(|a| a.unlocked_at.is_some()).count();
     let total = items.len();
     Ok(ok(AchievementList {

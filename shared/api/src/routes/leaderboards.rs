@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::envelope;
-use crate::http::auth_user::{Authorized, RateLimitSlot, scope};
+use crate::http::auth_user::{Caller, RateLimitSlot, scope};
 use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok, paging};
 use crate::routes::leaderboard_answers::{LeaderboardEntry, LeaderboardPage, rendered};
 use crate::state::AppState;
@@ -155,15 +155,22 @@ pub async fn leaderboard(
             ));
         }
         Some("me") => {
-            let user = Authorized::<scope::BoardsRead>::from_authorization(
+            let caller = Caller::<scope::BoardsRead>::from_authorization(
                 headers.authorization.as_ref(),
                 headers.rate_limit.as_ref(),
                 &state,
             )
             .await?;
-            let track = track_for(&state, &track_id, &named).await?;
-            let slice = reads::around(&state.ports, &board, user.user_id(), limit)
-                .await?
+            let user_id = caller.user_id().clone();
+            let reads = async {
+                futures::try_join!(track_for(&state, &track_id, &named), async {
+                    reads::around(&state.ports, &board, &user_id, limit)
+                        .await
+                        .map_err(PageError::from)
+                })
+            };
+            let (_, (track, slice)) = caller.confirmed_with(&state, reads).await?;
+            let slice = slice
                 .ok_or_else(|| ApiError::NotFound("you have no entry on this board".into()))?;
             let page = rendered(&LeaderboardPage::of(track, slice));
             let mut response = page_response(&state, headers.if_none_match.as_ref(), page);
@@ -183,14 +190,17 @@ pub async fn leaderboard(
     // Called on a miss only: a cached read copies nothing for it.
     let (state_ref, named) = (&state, &named);
     let load = move |key: PageKey| async move {
-        let track = track_for(state_ref, &key.board.track, named).await?;
-        let slice = reads::page(
-            &state_ref.ports,
-            &key.board,
-            key.after.as_deref(),
-            key.limit,
-        )
-        .await?;
+        let (track, slice) =
+            futures::try_join!(track_for(state_ref, &key.board.track, named), async {
+                reads::page(
+                    &state_ref.ports,
+                    &key.board,
+                    key.after.as_deref(),
+                    key.limit,
+                )
+                .await
+                .map_err(PageError::from)
+            })?;
         Ok(rendered(&LeaderboardPage::of(track, slice)))
     };
     let page = state.leaderboards.page(key, load).await?;
@@ -277,17 +287,23 @@ pub(crate) struct MyStanding {
               (status = 404, description = "The caller has no entry on this board")))]
 pub async fn my_standing(
     State(state): State<AppState>,
-    user: Authorized<scope::BoardsRead>,
+    caller: Caller<scope::BoardsRead>,
     ApiQuery(q): ApiQuery<StandingQuery>,
 ) -> Result<Response, ApiError> {
-    let track_id = match nonempty(&q.track_id) {
-        Some(id) => track_id_param(id)?,
-        None => return Err(ApiError::invalid("trackId", "is required")),
+    let board = match nonempty(&q.track_id) {
+        Some(id) => track_id_param(id).and_then(|track_id| board_of(&track_id, &q.vehicle_name)),
+        None => Err(ApiError::invalid("trackId", "is required")),
     };
-    let board = board_of(&track_id, &q.vehicle_name)?;
-    let standing = reads::standing(&state.ports, &board, user.user_id())
-        .await?
-        .ok_or_else(|| ApiError::NotFound("you have no entry on this board".into()))?;
+    let board = match board {
+        Ok(board) => board,
+        Err(refused) => return Err(caller.refusal(&state, refused).await),
+    };
+    let user_id = caller.user_id().clone();
+    let (_, standing) = caller
+        .confirmed_with(&state, reads::standing(&state.ports, &board, &user_id))
+        .await?;
+    let standing =
+        standing.ok_or_else(|| ApiError::NotFound("you have no entry on this board".into()))?;
     let total = standing.total.max(standing.entry.rank);
     let rank = standing.entry.rank;
     let lap = standing.entry.row.lap_time_ms;
@@ -395,19 +411,29 @@ pub struct SubmitRequest {
                past the day's `Limits__NewBoardsPerDay`; nothing is written")))]
 pub async fn submit_lap(
     State(state): State<AppState>,
-    user: Authorized<scope::BoardsSubmit>,
+    caller: Caller<scope::BoardsSubmit>,
     ApiJson(body): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
-    let lap = SubmitLap::parse(
+    let lap = match SubmitLap::parse(
         body.session_id.as_deref(),
         body.lap_time_ms.as_ref(),
         body.quality_score.as_ref(),
-    )?;
-    let outcome = submit_lap::submit_lap(
+    ) {
+        Ok(lap) => lap,
+        Err(problems) => return Err(caller.refusal(&state, problems.into()).await),
+    };
+    let user_id = caller.user_id().clone();
+    // The session and profile are read beside the sign-in's check; nothing is written before
+    // it holds.
+    let (user, first) = caller
+        .confirmed_with(&state, submit_lap::read_first(&state.ports, &user_id, &lap))
+        .await?;
+    let outcome = submit_lap::submit_read(
         &state.ports,
         user.user_id(),
         lap,
         state.settings.new_boards_per_day,
+        first,
     )
     .await?;
     // This process shows the new boards at once; others within the cache lifetime.

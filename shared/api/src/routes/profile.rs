@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::envelope;
-use crate::http::auth_user::{AuthUser, Authorized, scope};
+use crate::http::auth_user::{AuthUser, Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::state::AppState;
@@ -83,9 +83,9 @@ fn given<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
-    user: Authorized<scope::ProfileRead>,
+    caller: Caller<scope::ProfileRead>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(Profile::from(current(&state, &user).await?)))
+    Ok(ok(Profile::from(current(&state, caller).await?)))
 }
 
 /// The caller's profile with its creation time.
@@ -94,9 +94,9 @@ pub(crate) async fn read(
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read_me(
     State(state): State<AppState>,
-    user: Authorized<scope::ProfileRead>,
+    caller: Caller<scope::ProfileRead>,
 ) -> Result<Response, ApiError> {
-    Ok(ok(current(&state, &user).await?))
+    Ok(ok(current(&state, caller).await?))
 }
 
 /// Changes the caller's display name and/or avatar.
@@ -129,13 +129,13 @@ pub(crate) async fn change_me(
     Ok(ok(apply(&state, &user, body).await?))
 }
 
-async fn current(
-    state: &AppState,
-    user: &Authorized<scope::ProfileRead>,
-) -> Result<User, ApiError> {
-    profiles::get(&state.ports, user.user_id())
-        .await?
-        .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))
+/// The caller's profile, read beside the check of the caller's sign-in.
+async fn current(state: &AppState, caller: Caller<scope::ProfileRead>) -> Result<User, ApiError> {
+    let user_id = caller.user_id().clone();
+    let (_, profile) = caller
+        .confirmed_with(state, profiles::get(&state.ports, &user_id))
+        .await?;
+    profile.ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))
 }
 
 async fn apply(state: &AppState, user: &AuthUser, body: ProfileUpdate) -> Result<User, ApiError> {

@@ -7,12 +7,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::{Authorized, scope};
+use crate::http::auth_user::{Authorized, Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
 use paddock_core::ids::SessionId;
 use paddock_core::rate_limits::{self, Limit};
+use paddock_core::sessions::create::FirstReads;
 use paddock_core::sessions::upload::SessionUploadDto;
 use paddock_core::sessions::{self, records, upload};
 
@@ -46,20 +47,45 @@ pub fn routes() -> OpenApiRouter<AppState> {
               (status = 429, description = "More than 30 uploads in a minute")))]
 pub async fn create(
     State(state): State<AppState>,
-    user: Authorized<scope::SessionsWrite>,
+    caller: Caller<scope::SessionsWrite>,
     // A tree, so the upload parser can list every problem of every field at once.
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<Response, ApiError> {
     // Counted once per client session id, so a client's retry of an upload whose answer it
     // never got does not take a second place in the minute.
     let limits = [Limit::new("n", state.settings.uploads_per_minute)];
-    let subject = user.user_id().as_str();
-    match upload::client_session_id(&body) {
-        Some(id) => rate_limits::hit_once(&state.ports, "upload", subject, 60, &limits, id).await?,
-        None => rate_limits::hit(&state.ports, "upload", subject, 60, &limits).await?,
+    let user_id = caller.user_id().clone();
+    let subject = user_id.as_str();
+    let client_session_id = upload::client_session_id(&body).map(str::to_owned);
+    let parsed = upload::parse(body, state.ports.clock.now());
+    // The rate limit's log, the upload's idempotency record and its track, read at once and
+    // beside the sign-in's check; nothing is written before it holds.
+    let mut keys = vec![rate_limits::main_log("upload", subject)];
+    if let Ok(upload) = &parsed {
+        keys.extend(FirstReads::keys(&user_id, upload));
     }
-    let upload = upload::parse(body, state.ports.clock.now())?;
-    let receipt = sessions::create(&state.ports, user.user_id(), upload).await?;
+    let (user, mut found) = caller
+        .confirmed_with(&state, state.ports.items.get_many(keys))
+        .await?;
+    let log = found.remove(0);
+    rate_limits::hit_read(
+        &state.ports,
+        "upload",
+        subject,
+        60,
+        &limits,
+        client_session_id.as_deref(),
+        log,
+    )
+    .await?;
+    // An upload over the limit is refused as such, whatever its body.
+    let upload = parsed?;
+    let first = match <[_; 2]>::try_from(found) {
+        Ok(found) => FirstReads::of(found),
+        Err(_) => FirstReads::default(),
+    };
+    let receipt =
+        sessions::create::create_read(&state.ports, user.user_id(), upload, first).await?;
     if receipt.duplicate {
         paddock_core::metrics::global()
             .sessions_uploaded
@@ -77,11 +103,20 @@ pub async fn create(
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub async fn list(
     State(state): State<AppState>,
-    user: Authorized<scope::SessionsRead>,
+    caller: Caller<scope::SessionsRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
-    let (items, next_cursor) =
-        records::list(&state.ports, user.user_id(), page.limit()?, page.cursor()).await?;
+    let limit = match page.limit() {
+        Ok(limit) => limit,
+        Err(refused) => return Err(caller.refusal(&state, refused).await),
+    };
+    let user_id = caller.user_id().clone();
+    let (_, (items, next_cursor)) = caller
+        .confirmed_with(
+            &state,
+            records::list(&state.ports, &user_id, limit, page.cursor()),
+        )
+        .await?;
     Ok(ok(Paged { items, next_cursor }))
 }
 

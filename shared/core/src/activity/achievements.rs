@@ -334,15 +334,16 @@ pub async fn for_driver(
     ports: &Ports,
     user_id: &UserId,
 ) -> Result<Vec<DriverAchievement>, StoreError> {
-    let stats = match ports
-        .items
-        .get(Table::Activity, &stats_key(user_id))
-        .await?
-    {
+    // The statistics and the unlocks do not depend on each other: one round trip for both.
+    let stats_key = stats_key(user_id);
+    let (stats, mut unlocks) = futures::try_join!(
+        ports.items.get(Table::Activity, &stats_key),
+        unlocks(ports, user_id)
+    )?;
+    let stats = match stats {
         Some(item) => decode::<StatsRecord>(item, "achievement statistics")?.stats,
         None => Statistics::default(),
     };
-    let mut unlocks = unlocks(ports, user_id).await?;
     unlocks.sort_by(|a, b| b.unlocked_at.cmp(&a.unlocked_at));
     let mut out: Vec<DriverAchievement> = unlocks
         .iter()

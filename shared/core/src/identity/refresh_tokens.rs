@@ -88,6 +88,12 @@ fn token_op(
 
 /// Starts a new family (a sign-in) with its first token.
 pub async fn issue_new_family(ports: &Ports, user_id: &UserId) -> Result<Issued, StoreError> {
+    issue_new_family_with(ports, user_id, Vec::new()).await
+}
+
+/// The writes of a new family of `user_id` with its first token, and the token: for a
+/// transaction that signs in as it writes something else (a registration).
+pub(crate) fn new_family_ops(ports: &Ports, user_id: &UserId) -> (Issued, Vec<TxOp>) {
     let now = ports.clock.now();
     let family_id = uuid::Uuid::new_v4().to_string();
     let raw = crate::hashing::random_token(32);
@@ -108,31 +114,44 @@ pub async fn issue_new_family(ports: &Ports, user_id: &UserId) -> Result<Issued,
         ),
         condition: None,
     };
-    let issued = ports
-        .items
-        .transact(vec![
-            family,
-            token_op(&raw, None, user_id, &family_id, now),
-            index,
-            // A sign-in that raced the account's deletion gets no tokens.
-            super::users::not_deleted_op(user_id),
-        ])
-        .await;
-    match issued {
+    let ops = vec![
+        family,
+        token_op(&raw, None, user_id, &family_id, now),
+        index,
+        // A sign-in that raced the account's deletion gets no tokens.
+        super::users::not_deleted_op(user_id),
+    ];
+    let issued = Issued {
+        raw,
+        family_id,
+        user_id: user_id.to_owned(),
+    };
+    (issued, ops)
+}
+
+/// [`issue_new_family`] with `more` writes in the same transaction (what a sign-in records
+/// of itself, such as the address it came from), so they are made exactly when it is.
+pub async fn issue_new_family_with(
+    ports: &Ports,
+    user_id: &UserId,
+    more: Vec<TxOp>,
+) -> Result<Issued, StoreError> {
+    let (issued, mut ops) = new_family_ops(ports, user_id);
+    ops.extend(more);
+    match ports.items.transact(ops).await {
         Ok(()) => {}
         // Applied with its answer lost: the new family (a fresh id) names this token.
         Err(e) if e.is_condition_failed_at(0) || matches!(e, StoreError::Unavailable(_)) => {
-            if !applied(ports, &family_id, &raw).await.unwrap_or(false) {
+            if !applied(ports, &issued.family_id, &issued.raw)
+                .await
+                .unwrap_or(false)
+            {
                 return Err(e);
             }
         }
         Err(e) => return Err(e),
     }
-    Ok(Issued {
-        raw,
-        family_id,
-        user_id: user_id.to_owned(),
-    })
+    Ok(issued)
 }
 
 /// Why a refresh was refused (all answer 401).
@@ -154,7 +173,27 @@ pub enum RefreshError {
 
 /// Rotates `raw`: exactly one of any number of concurrent calls succeeds.
 pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
+    let nothing = |_: UserId| async { Ok::<_, StoreError>(()) };
+    rotate_with(ports, raw, nothing)
+        .await
+        .map(|(issued, ())| issued)
+}
+
+/// [`rotate`], with `beside` (a read of the token's user, say) made at the same time as the
+/// rotation's write, once the token is read: a refresh then waits on two round trips, not
+/// three. What `beside` answers is handed back with the new token; it is made whether or not
+/// the rotation is applied, so it must write nothing.
+pub async fn rotate_with<T, F, Fut>(
+    ports: &Ports,
+    raw: &str,
+    beside: F,
+) -> Result<(Issued, T), RefreshError>
+where
+    F: Fn(UserId) -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
     let key = token_key(raw);
+    let beside = &beside;
     let conflict = |e: &RefreshError| matches!(e, RefreshError::Store(StoreError::Conflict));
     retry_on_conflict(ROTATE_ATTEMPTS, conflict, || async {
         let Some(current) = ports.items.get(Table::Tokens, &key).await? else {
@@ -211,26 +250,28 @@ pub async fn rotate(ports: &Ports, raw: &str) -> Result<Issued, RefreshError> {
                 condition: None,
             },
         ];
-        match ports.items.transact(ops).await {
-            Ok(()) => Ok(Issued {
-                raw: new_raw,
-                family_id,
-                user_id,
-            }),
+        let (written, alongside) =
+            futures::join!(ports.items.transact(ops), beside(user_id.clone()));
+        let issued = Issued {
+            raw: new_raw,
+            family_id,
+            user_id,
+        };
+        match written {
+            Ok(()) => Ok((issued, alongside?)),
             // Someone used it between our read and our write: that is a replay too.
             Err(e) if e.is_condition_failed_at(0) => {
-                revoke_family(ports, &family_id).await?;
+                revoke_family(ports, &issued.family_id).await?;
                 Err(RefreshError::Replayed)
             }
             Err(e) if e.is_condition_failed_at(1) => Err(RefreshError::Revoked),
             // Not answered after the SDK's retries, perhaps applied: the family tells.
             Err(e @ StoreError::Unavailable(_)) => {
-                if applied(ports, &family_id, &new_raw).await.unwrap_or(false) {
-                    return Ok(Issued {
-                        raw: new_raw,
-                        family_id,
-                        user_id,
-                    });
+                if applied(ports, &issued.family_id, &issued.raw)
+                    .await
+                    .unwrap_or(false)
+                {
+                    return Ok((issued, alongside?));
                 }
                 Err(e.into())
             }

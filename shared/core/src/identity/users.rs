@@ -19,7 +19,7 @@ use utoipa::ToSchema;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
-use crate::ports::items::{Condition, Key, StoreError, TxOp, decode, item};
+use crate::ports::items::{Condition, Item, Key, StoreError, TxOp, decode, item};
 use crate::tables::Table;
 
 /// A user's profile as the API shows it.
@@ -211,6 +211,29 @@ pub async fn register(
     normalized_email: &str,
     password_hash: String,
 ) -> Result<(), RegisterError> {
+    register_with(ports, user, normalized_email, password_hash, Vec::new()).await
+}
+
+/// [`register`] and the account's first sign-in (a new refresh-token family) in the same
+/// transaction: the account and its tokens are made together, in one round trip.
+pub async fn register_signed_in(
+    ports: &Ports,
+    user: &User,
+    normalized_email: &str,
+    password_hash: String,
+) -> Result<super::refresh_tokens::Issued, RegisterError> {
+    let (issued, sign_in) = super::refresh_tokens::new_family_ops(ports, &user.id);
+    register_with(ports, user, normalized_email, password_hash, sign_in).await?;
+    Ok(issued)
+}
+
+async fn register_with(
+    ports: &Ports,
+    user: &User,
+    normalized_email: &str,
+    password_hash: String,
+    more: Vec<TxOp>,
+) -> Result<(), RegisterError> {
     let claim = EmailClaim {
         user_id: user.id.clone(),
         password_hash: Some(password_hash),
@@ -221,10 +244,13 @@ pub async fn register(
         item: claim.to_item(normalized_email),
         condition: Some(Condition::NotExists),
     };
-    match ports.items.transact(vec![claim, user.create_op()]).await {
+    let mut ops = vec![claim, user.create_op()];
+    ops.extend(more);
+    match ports.items.transact(ops).await {
         Ok(()) => Ok(()),
         // Applied, its answer lost, and refused when sent again (or not answered at all):
-        // the claim names this new account, so the registration is done, not a conflict.
+        // the claim names this new account, so the registration is done, not a conflict
+        // (and, the transaction being whole, so is what was written with it).
         Err(e) if e.is_condition_failed_at(0) || matches!(e, StoreError::Unavailable(_)) => {
             match find_by_email(ports, normalized_email).await {
                 Ok(Some(claim)) if claim.user_id == user.id => Ok(()),
@@ -245,12 +271,22 @@ pub async fn find_by_email(
         .items
         .get(Table::Users, &email_key(normalized_email))
         .await?;
-    claim
-        .map(|c| {
-            serde_json::from_value(Value::Object(c))
-                .map_err(|e| StoreError::Unavailable(format!("corrupt email claim: {e}")))
-        })
-        .transpose()
+    email_claim_of(claim)
+}
+
+/// The table and key of the claim of `normalized_email`, for a sign-in that reads it beside
+/// its other items.
+pub fn email_claim_key(normalized_email: &str) -> (Table, Key) {
+    (Table::Users, email_key(normalized_email))
+}
+
+/// The claim as read under [`email_claim_key`].
+pub fn email_claim_of(item: Option<Item>) -> Result<Option<EmailClaim>, StoreError> {
+    item.map(|c| {
+        serde_json::from_value(Value::Object(c))
+            .map_err(|e| StoreError::Unavailable(format!("corrupt email claim: {e}")))
+    })
+    .transpose()
 }
 
 /// The link of a provider identity, if any.

@@ -22,7 +22,11 @@
 //! So a rank costs six item reads and one query whose rows share the lap time to the
 //! millisecond and the day of submission (the bound: rows of one board, one millisecond and
 //! one day, which real boards keep to a handful), whatever the size of the board. A new best
-//! needs four reads and no query: it is the latest submission, behind every equal time. No
+//! needs four reads and no query: it is the latest submission, behind every equal time. The
+//! count items of a rank are read as one snapshot (`ItemStore::transact_get`): a submission
+//! moves a row's counts between items in one transaction, and reads of the items one by one
+//! could add up counts from before it and after it. The query is made beside that read (one
+//! round trip for both). No
 //! count item grows past about a hundred attributes however many drivers a board has (the
 //! root: one per 100 s of the slowest lap; `COUNT#T`: one per period with an equal time), so
 //! reading and changing one costs the same on a board of a thousand drivers and of a million
@@ -157,6 +161,24 @@ fn attr(item: Option<&Item>, name: &str) -> u64 {
         .map_or(0, |n| n.max(0).unsigned_abs())
 }
 
+/// Reads count items of `board` as one snapshot, so the sums of a rank add up to one state of
+/// the board even while submissions change it (they change the counts in one transaction).
+async fn count_items<const N: usize>(
+    ports: &Ports,
+    board: &BoardId,
+    sks: [String; N],
+) -> Result<[Option<Item>; N], StoreError> {
+    let pk = board.partition();
+    let keys = sks
+        .into_iter()
+        .map(|sk| (Table::Leaderboards, Key::new(pk.clone(), sk)))
+        .collect();
+    let items = ports.items.transact_get(keys).await?;
+    items
+        .try_into()
+        .map_err(|_| StoreError::Unavailable("a snapshot read answered too few items".into()))
+}
+
 /// Reads one count item of `board`.
 async fn count_item(
     ports: &Ports,
@@ -171,14 +193,19 @@ async fn count_item(
 
 impl Tally {
     /// Reads the count items that give the entries faster than and equal to lap time `ms` of
-    /// `board` (four reads at once): enough to rank a new best.
+    /// `board` (four items, one snapshot): enough to rank a new best.
     pub async fn read(ports: &Ports, board: &BoardId, ms: i64) -> Result<Self, StoreError> {
-        let (root, hundred_seconds, second, ten_ms) = futures::try_join!(
-            count_item(ports, board, root_sk()),
-            count_item(ports, board, hundred_seconds_sk(ms)),
-            count_item(ports, board, second_sk(ms)),
-            count_item(ports, board, ten_ms_sk(ms))
-        )?;
+        let [root, hundred_seconds, second, ten_ms] = count_items(
+            ports,
+            board,
+            [
+                root_sk(),
+                hundred_seconds_sk(ms),
+                second_sk(ms),
+                ten_ms_sk(ms),
+            ],
+        )
+        .await?;
         Ok(Self {
             root,
             hundred_seconds,
@@ -191,17 +218,29 @@ impl Tally {
     }
 
     /// Reads the count items of position `p` of `board`, the tie counts of its lap time
-    /// included (six reads at once).
+    /// included (six items, one snapshot).
     pub async fn read_at(ports: &Ports, board: &BoardId, p: Position) -> Result<Self, StoreError> {
-        let (faster, ties, period) = futures::try_join!(
-            Self::read(ports, board, p.ms),
-            count_item(ports, board, ties_sk(p.ms)),
-            count_item(ports, board, period_sk(p.ms, p.day()))
-        )?;
+        let [root, hundred_seconds, second, ten_ms, ties, period] = count_items(
+            ports,
+            board,
+            [
+                root_sk(),
+                hundred_seconds_sk(p.ms),
+                second_sk(p.ms),
+                ten_ms_sk(p.ms),
+                ties_sk(p.ms),
+                period_sk(p.ms, p.day()),
+            ],
+        )
+        .await?;
         Ok(Self {
+            root,
+            hundred_seconds,
+            second,
+            ten_ms,
             ties,
             period,
-            ..faster
+            ms: p.ms,
         })
     }
 
@@ -256,8 +295,26 @@ pub async fn rows_ahead(
 ) -> Result<(u64, u64), StoreError> {
     let p = Position::of(rank_key)
         .ok_or_else(|| StoreError::Invalid(format!("not a rank key: {rank_key}")))?;
-    let tally = Tally::read_at(ports, board, p).await?;
-    let mut ahead = tally.faster() + tally.equal_before_day(p.day());
+    // The counts and the rows of the same lap time and day do not depend on each other: one
+    // step for both.
+    let (tally, same_day) = futures::try_join!(
+        Tally::read_at(ports, board, p),
+        same_day_ahead(ports, board, p, rank_key, through)
+    )?;
+    let ahead = tally.faster() + tally.equal_before_day(p.day()) + same_day;
+    Ok((ahead, tally.total()))
+}
+
+/// The counted rank rows of `board` with the lap time and day of position `p` before
+/// `rank_key` (and `rank_key`'s own row with [`Through::Including`]).
+async fn same_day_ahead(
+    ports: &Ports,
+    board: &BoardId,
+    p: Position,
+    rank_key: &str,
+    through: Through,
+) -> Result<u64, StoreError> {
+    let mut ahead = 0;
     let mut cursor = None;
     loop {
         let page = ports
@@ -285,7 +342,7 @@ pub async fn rows_ahead(
             None => break,
         }
     }
-    Ok((ahead, tally.total()))
+    Ok(ahead)
 }
 
 /// Whether the row with sort key `sk` among `items` is counted (rows written before the counts

@@ -150,19 +150,56 @@ fn slice(rows: Vec<Ranked>, total: u64, limit: usize) -> Slice {
     }
 }
 
-/// The page of `board` after position `after` (the first page with `None`).
+/// The page of `board` after position `after` (the first page with `None`): the rank of its
+/// first row and its rows, read at once.
 pub async fn page(
     ports: &Ports,
     board: &BoardId,
     after: Option<&str>,
     limit: usize,
 ) -> Result<Slice, StoreError> {
-    let (ahead, total) = match after {
-        None => (0, rank_counts::total(ports, board).await?),
-        Some(key) => rank_counts::rows_ahead(ports, board, key, Through::Including).await?,
-    };
-    let rows = rows_after(ports, board, after, limit).await?;
+    let ((ahead, total), rows) = futures::try_join!(
+        async {
+            match after {
+                None => Ok((0, rank_counts::total(ports, board).await?)),
+                Some(key) => rank_counts::rows_ahead(ports, board, key, Through::Including).await,
+            }
+        },
+        rows_after(ports, board, after, limit)
+    )?;
     Ok(slice(ranked(ahead + 1, rows), total, limit))
+}
+
+/// `user_id`'s stored entry on `board`, if any.
+async fn stored_entry(
+    ports: &Ports,
+    board: &BoardId,
+    user_id: &UserId,
+) -> Result<Option<StoredRow>, StoreError> {
+    ports
+        .items
+        .get(Table::Leaderboards, &board.entry_key(user_id))
+        .await?
+        .map(StoredRow::from_item)
+        .transpose()
+}
+
+/// `stored` with its rank, and the board's total.
+async fn ranked_entry(
+    ports: &Ports,
+    board: &BoardId,
+    stored: StoredRow,
+) -> Result<(Ranked, u64), StoreError> {
+    let (ahead, total) =
+        rank_counts::rows_ahead(ports, board, &stored.rank_key, Through::Before).await?;
+    Ok((
+        Ranked {
+            rank: ahead + 1,
+            row: stored.row,
+            rank_key: stored.rank_key,
+        },
+        total,
+    ))
 }
 
 /// `user_id`'s entry on `board` with its rank, and the board's total; `None` without one.
@@ -171,40 +208,32 @@ pub async fn entry(
     board: &BoardId,
     user_id: &UserId,
 ) -> Result<Option<(Ranked, u64)>, StoreError> {
-    let Some(item) = ports
-        .items
-        .get(Table::Leaderboards, &board.entry_key(user_id))
-        .await?
-    else {
-        return Ok(None);
-    };
-    let stored = StoredRow::from_item(item)?;
-    let (ahead, total) =
-        rank_counts::rows_ahead(ports, board, &stored.rank_key, Through::Before).await?;
-    Ok(Some((
-        Ranked {
-            rank: ahead + 1,
-            row: stored.row,
-            rank_key: stored.rank_key,
-        },
-        total,
-    )))
+    match stored_entry(ports, board, user_id).await? {
+        Some(stored) => Ok(Some(ranked_entry(ports, board, stored).await?)),
+        None => Ok(None),
+    }
 }
 
-/// The page of `limit` rows centred on `user_id`'s entry; `None` without one.
+/// The page of `limit` rows centred on `user_id`'s entry; `None` without one. Once the entry
+/// is read, its rank and the rows on either side are read at once: the rows after it are read
+/// for a whole page less one and cut to what the rows before it leave room for.
 pub async fn around(
     ports: &Ports,
     board: &BoardId,
     user_id: &UserId,
     limit: usize,
 ) -> Result<Option<Slice>, StoreError> {
-    let Some((me, total)) = entry(ports, board, user_id).await? else {
+    let Some(stored) = stored_entry(ports, board, user_id).await? else {
         return Ok(None);
     };
     let wanted_before = (limit - 1) / 2;
-    let before = rows_before(ports, board, &me.rank_key, wanted_before).await?;
-    let after_count = limit - 1 - before.len();
-    let after = rows_after(ports, board, Some(&me.rank_key), after_count).await?;
+    let rank_key = stored.rank_key.clone();
+    let ((me, total), before, mut after) = futures::try_join!(
+        ranked_entry(ports, board, stored),
+        rows_before(ports, board, &rank_key, wanted_before),
+        rows_after(ports, board, Some(&rank_key), limit - 1)
+    )?;
+    after.truncate(limit - 1 - before.len());
     let first_rank = me.rank - before.len() as u64;
     let rows: Vec<(String, Row)> = before
         .into_iter()
@@ -227,17 +256,23 @@ pub struct Standing {
     pub first_ms: i64,
 }
 
-/// `user_id`'s place on `board`; `None` without an entry.
+/// `user_id`'s place on `board`; `None` without an entry. Once the entry is read, its rank,
+/// the row ahead of it and the fastest row are read at once.
 pub async fn standing(
     ports: &Ports,
     board: &BoardId,
     user_id: &UserId,
 ) -> Result<Option<Standing>, StoreError> {
-    let Some((entry, total)) = self::entry(ports, board, user_id).await? else {
+    let Some(stored) = stored_entry(ports, board, user_id).await? else {
         return Ok(None);
     };
-    let ahead = rows_before(ports, board, &entry.rank_key, 1).await?;
-    let first = match fastest(ports, board).await? {
+    let rank_key = stored.rank_key.clone();
+    let ((entry, total), ahead, fastest) = futures::try_join!(
+        ranked_entry(ports, board, stored),
+        rows_before(ports, board, &rank_key, 1),
+        fastest(ports, board)
+    )?;
+    let first = match fastest {
         Some(row) => row.lap_time_ms,
         None => entry.row.lap_time_ms,
     };

@@ -120,21 +120,6 @@ fn new_boards_spent(now: i64, max: u32) -> RateLimited {
     }
 }
 
-async fn read_entry(
-    ports: &Ports,
-    board: &BoardId,
-    user_id: &UserId,
-) -> Result<Option<StoredRow>, StoreError> {
-    match ports
-        .items
-        .get(Table::Leaderboards, &board.entry_key(user_id))
-        .await?
-    {
-        Some(item) => Ok(Some(StoredRow::from_item(item)?)),
-        None => Ok(None),
-    }
-}
-
 /// The writes that put `new` in place of `current` on `board`: the entry (conditional on
 /// `current` being what is stored), its rank row, the old rank row's removal or the driver's
 /// index rows, and the board's counts. A car board's entry that [`adds_a_driver`] also needs
@@ -210,6 +195,64 @@ async fn rank_of(ports: &Ports, board: &BoardId, current: &StoredRow) -> Result<
     Ok(ahead + 1)
 }
 
+/// What a submission reads before it writes.
+#[derive(Debug)]
+pub struct BoardsRead {
+    /// The driver's entry on each board of [`boards_for`] the session, in that order.
+    entries: Vec<Option<StoredRow>>,
+    /// The car's count, when a board is the car's.
+    car: Option<vehicles::CarCount>,
+    /// The counts of the track's board at the submitted lap time: a new best's rank.
+    tally: Tally,
+}
+
+/// Reads what a submission of `lap_time_ms` of `session` by `user_id` starts from: the
+/// driver's entries and the car's count (one batch; a new driver on the car's board changes
+/// the count, conditional on it), and beside them the counts that rank a new best (one
+/// snapshot). The counts are read whether or not the lap is a new best, which is known only
+/// once the entries are: a slower lap pays for four count items it does not use, so that a
+/// new best waits on one round trip here rather than two.
+pub async fn read_boards(
+    ports: &Ports,
+    user_id: &UserId,
+    session: &StoredSession,
+    lap_time_ms: i64,
+) -> Result<BoardsRead, StoreError> {
+    let summary = &session.summary;
+    let boards = boards_for(summary);
+    let has_car = boards.iter().any(|b| matches!(b.scope, BoardScope::Car(_)));
+    let mut keys: Vec<(Table, Key)> = boards
+        .iter()
+        .map(|board| (Table::Leaderboards, board.entry_key(user_id)))
+        .collect();
+    if has_car {
+        keys.push((
+            Table::Leaderboards,
+            vehicles::key(&summary.track_id, &summary.vehicle_name),
+        ));
+    }
+    let (mut found, tally) = futures::try_join!(
+        ports.items.get_many(keys),
+        Tally::read(ports, &boards[0], lap_time_ms)
+    )?;
+    let car = match has_car {
+        true => Some(vehicles::count_of(
+            found.pop().flatten(),
+            &summary.vehicle_name,
+        )),
+        false => None,
+    };
+    let entries = found
+        .into_iter()
+        .map(|item| item.map(StoredRow::from_item).transpose())
+        .collect::<Result<_, _>>()?;
+    Ok(BoardsRead {
+        entries,
+        car,
+        tally,
+    })
+}
+
 /// Submits a checked lap of `session` for `driver`, on every board of [`boards_for`] the
 /// session: a lap faster than the driver's entry on a board replaces it. The answer carries
 /// the driver's rank on the first board (the track's) afterwards.
@@ -220,28 +263,71 @@ pub async fn submit(
     lap_time_ms: i64,
     new_boards_per_day: u32,
 ) -> Result<SubmitOutcome, SubmitError> {
-    let boards = boards_for(&session.summary);
+    submit_read(
+        ports,
+        driver,
+        session,
+        lap_time_ms,
+        new_boards_per_day,
+        None,
+    )
+    .await
+}
+
+/// A snapshot read refused while transactions kept writing its items (a race on one board)
+/// is a round lost to another submission, tried again as one.
+fn contended(e: StoreError) -> SubmitError {
+    match e {
+        StoreError::Conflict => SubmitError::Contended,
+        e => SubmitError::Store(e),
+    }
+}
+
+/// [`submit`] from what [`read_boards`] read for it (read beside the submission's other
+/// checks, say; `None` when that read lost a race); a round lost to another submission reads
+/// again.
+pub async fn submit_read(
+    ports: &Ports,
+    driver: &Driver,
+    session: &StoredSession,
+    lap_time_ms: i64,
+    new_boards_per_day: u32,
+    read: Option<BoardsRead>,
+) -> Result<SubmitOutcome, SubmitError> {
+    let boards = &boards_for(&session.summary);
+    let mut first = read;
     // Another submission may change an entry or the counts between the reads and the write:
     // the attempt then reads again.
     retry_on_conflict(
         ROUNDS,
         |e| matches!(e, SubmitError::Contended),
-        || {
-            attempt(
-                ports,
-                driver,
-                session,
-                &boards,
-                lap_time_ms,
-                new_boards_per_day,
-            )
+        move || {
+            let taken = first.take();
+            async move {
+                let read = match taken {
+                    Some(read) => read,
+                    None => read_boards(ports, &driver.user_id, session, lap_time_ms)
+                        .await
+                        .map_err(contended)?,
+                };
+                attempt(
+                    ports,
+                    driver,
+                    session,
+                    boards,
+                    lap_time_ms,
+                    new_boards_per_day,
+                    read,
+                )
+                .await
+            }
         },
     )
     .await
 }
 
-/// One read of the driver's entries and one conditional write of the lap on `boards`;
-/// `Contended` when another submission changed what was read.
+/// One conditional write of the lap on `boards` from `read`; `Contended` when another
+/// submission changed what was read.
 async fn attempt(
     ports: &Ports,
     driver: &Driver,
@@ -249,27 +335,15 @@ async fn attempt(
     boards: &[BoardId],
     lap_time_ms: i64,
     new_boards_per_day: u32,
+    read: BoardsRead,
 ) -> Result<SubmitOutcome, SubmitError> {
     let summary = &session.summary;
     let track_id = summary.track_id.clone();
-    let has_car = boards.iter().any(|b| matches!(b.scope, BoardScope::Car(_)));
-    // The car's count is read beside the entries (one step): a new driver on the car's
-    // board changes it, conditional on it.
-    let (entries, car) = futures::try_join!(
-        futures::future::try_join_all(boards.iter().map(|board| read_entry(
-            ports,
-            board,
-            &driver.user_id
-        ))),
-        async {
-            match has_car {
-                true => vehicles::read_count(ports, &track_id, &summary.vehicle_name)
-                    .await
-                    .map(Some),
-                false => Ok(None),
-            }
-        }
-    )?;
+    let BoardsRead {
+        entries,
+        car,
+        tally,
+    } = read;
     let now = ports.clock.now();
     let faster: Vec<bool> = entries
         .iter()
@@ -284,11 +358,10 @@ async fn attempt(
     // answers with (achievements judge ranks by it). A new best is the latest submission:
     // it ranks behind every equal time, so the counts alone give its rank.
     let rank = match on_track {
-        Some(current) if !faster_on_track => rank_of(ports, ranked_board, current).await?,
-        _ => {
-            let tally = Tally::read(ports, ranked_board, lap_time_ms).await?;
-            1 + tally.faster() + tally.equal()
-        }
+        Some(current) if !faster_on_track => rank_of(ports, ranked_board, current)
+            .await
+            .map_err(contended)?,
+        _ => 1 + tally.faster() + tally.equal(),
     };
     let previous_best_ms = on_track.as_ref().map(|p| p.row.lap_time_ms);
     let event = Event::new(

@@ -5,12 +5,13 @@ use serde_json::Value;
 
 use super::plausibility::{self, Implausible};
 use super::submit::{self, Driver, MIN_QUALITY, SubmitError, SubmitOutcome};
+use crate::identity::users::StoredProfile;
 use crate::ids::{SessionId, UserId};
 use crate::ports::Ports;
 use crate::ports::items::StoreError;
 use crate::problems::{FieldProblems, Problems};
 use crate::rate_limits::RateLimited;
-use crate::sessions::records;
+use crate::sessions::records::{self, StoredSession};
 use crate::sessions::upload::{MAX_LAP_MS, whole_number};
 use crate::tracks::maps::{self, MapReadError};
 
@@ -145,6 +146,26 @@ impl From<SubmitError> for SubmitLapError {
     }
 }
 
+/// What a submission reads first, both at once: the session and the driver's profile.
+#[derive(Debug)]
+pub struct FirstReads {
+    session: Option<StoredSession>,
+    profile: Option<StoredProfile>,
+}
+
+/// Reads what a submission of `lap` by `user_id` starts from (nothing is written).
+pub async fn read_first(
+    ports: &Ports,
+    user_id: &UserId,
+    lap: &SubmitLap,
+) -> Result<FirstReads, StoreError> {
+    let (session, profile) = futures::try_join!(
+        records::get(ports, user_id, &lap.session_id),
+        crate::identity::users::get_stored(ports, user_id)
+    )?;
+    Ok(FirstReads { session, profile })
+}
+
 /// Submits `lap` for `user_id`: the session must be the driver's, the score high enough, the
 /// lap stored, valid and plausible; then it goes on the session's boards (a day opens at
 /// most `new_boards_per_day` new ones).
@@ -154,15 +175,26 @@ pub async fn submit_lap(
     lap: SubmitLap,
     new_boards_per_day: u32,
 ) -> Result<SubmitOutcome, SubmitLapError> {
+    let first = read_first(ports, user_id, &lap).await?;
+    submit_read(ports, user_id, lap, new_boards_per_day, first).await
+}
+
+/// [`submit_lap`] from what [`read_first`] read for it. Then the track's map and the boards
+/// are read at once, and the lap written.
+pub async fn submit_read(
+    ports: &Ports,
+    user_id: &UserId,
+    lap: SubmitLap,
+    new_boards_per_day: u32,
+    first: FirstReads,
+) -> Result<SubmitOutcome, SubmitLapError> {
     let rejected = || {
         crate::metrics::global()
             .leaderboard_submissions
             .with_label_values(&["rejected"])
             .inc();
     };
-    let session = records::get(ports, user_id, &lap.session_id)
-        .await?
-        .ok_or(SubmitLapError::SessionNotFound)?;
+    let session = first.session.ok_or(SubmitLapError::SessionNotFound)?;
     if !lap.quality.ranks() {
         rejected();
         return Err(SubmitLapError::LowQuality);
@@ -171,7 +203,17 @@ pub async fn submit_lap(
         rejected();
         SubmitLapError::NoSuchLap(reason)
     })?;
-    let map_length_m = maps::length_m(ports, &session.summary.track_id).await?;
+    let (map_length_m, boards) = futures::join!(
+        maps::length_m(ports, &session.summary.track_id),
+        submit::read_boards(ports, user_id, &session, lap.lap_time.ms())
+    );
+    let map_length_m = map_length_m?;
+    // A read that lost a race with other submissions is made again by the submission.
+    let boards = match boards {
+        Ok(boards) => Some(boards),
+        Err(StoreError::Conflict) => None,
+        Err(e) => return Err(e.into()),
+    };
     if let Err(implausible) = plausibility::check(stored, map_length_m) {
         rejected();
         crate::metrics::global()
@@ -181,8 +223,8 @@ pub async fn submit_lap(
         return Err(SubmitLapError::Implausible(implausible));
     }
     // The name and avatar as the profile holds them now (a token may predate a rename).
-    let profile = crate::identity::users::get_stored(ports, user_id)
-        .await?
+    let profile = first
+        .profile
         .filter(|p| p.deleted_at.is_none())
         .ok_or(SubmitLapError::AccountGone)?;
     let driver = Driver {
@@ -191,12 +233,13 @@ pub async fn submit_lap(
         avatar_url: profile.user.avatar_url,
         profile_version: profile.version,
     };
-    Ok(submit::submit(
+    Ok(submit::submit_read(
         ports,
         &driver,
         &session,
         lap.lap_time.ms(),
         new_boards_per_day,
+        boards,
     )
     .await?)
 }

@@ -123,7 +123,12 @@ pub async fn read_count(
         .items
         .get(Table::Leaderboards, &key(track, vehicle_name))
         .await?;
-    Ok(match stored {
+    Ok(count_of(stored, vehicle_name))
+}
+
+/// The count of `vehicle_name` as its item `stored` holds it (read by [`key`]).
+pub(crate) fn count_of(stored: Option<crate::ports::items::Item>, vehicle_name: &str) -> CarCount {
+    match stored {
         Some(item) => CarCount {
             vehicle_name: item
                 .get("vehicleName")
@@ -136,7 +141,7 @@ pub async fn read_count(
             vehicle_name: vehicle_name.trim().to_owned(),
             drivers: 0,
         },
-    })
+    }
 }
 
 /// The writes that change `read`'s count of drivers on `track` by `by` (one driver more or
@@ -229,10 +234,21 @@ pub async fn list(
         .iter()
         .filter_map(|item| item.get("vehicleName")?.as_str().map(str::to_owned))
         .collect();
-    // The exact counts, from the cars' own items (a listing row knows only its band).
-    let counts =
-        futures::future::try_join_all(names.iter().map(|name| read_count(ports, track, name)))
-            .await?;
+    // The exact counts, from the cars' own items (a listing row knows only its band), read
+    // in one call.
+    let keys = names
+        .iter()
+        .map(|name| (Table::Leaderboards, key(track, name)))
+        .collect();
+    let found = match names.is_empty() {
+        true => Vec::new(),
+        false => ports.items.get_many(keys).await?,
+    };
+    let counts: Vec<CarCount> = found
+        .into_iter()
+        .zip(&names)
+        .map(|(stored, name)| count_of(stored, name))
+        .collect();
     let mut items: Vec<VehicleBoard> = counts
         .into_iter()
         .filter(|c| c.drivers >= LISTED_FROM)

@@ -26,6 +26,9 @@ pub const TTL: &str = "ttl";
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 /// Largest number of operations in one transaction, as in DynamoDB.
 pub const MAX_TX_OPS: usize = 100;
+/// Largest number of items one snapshot read ([`ItemStore::transact_get`]) takes: the limit
+/// of DynamoDB's `TransactGetItems` that every DynamoDB (and DynamoDB Local) honours.
+pub const MAX_SNAPSHOT_ITEMS: usize = 25;
 
 /// The primary key of an item.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -446,6 +449,22 @@ pub fn check_transaction(ops: &[TxOp]) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Checks a snapshot read's shape: 1 to [`MAX_SNAPSHOT_ITEMS`] distinct items.
+pub fn check_snapshot(keys: &[(Table, Key)]) -> Result<(), StoreError> {
+    if keys.is_empty() || keys.len() > MAX_SNAPSHOT_ITEMS {
+        return Err(StoreError::Invalid(format!(
+            "a snapshot read takes 1 to {MAX_SNAPSHOT_ITEMS} items"
+        )));
+    }
+    let distinct: std::collections::HashSet<_> = keys.iter().collect();
+    if distinct.len() != keys.len() {
+        return Err(StoreError::Invalid(
+            "a snapshot read names each item once".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Why an item store operation failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
@@ -493,6 +512,23 @@ pub trait ItemStore: Send + Sync {
         key: &Key,
     ) -> Result<Option<std::sync::Arc<Item>>, StoreError> {
         Ok(self.get(table, key).await?.map(std::sync::Arc::new))
+    }
+    /// The live items under `keys`, in the order asked (`None` where absent), read at once
+    /// (DynamoDB's BatchGetItem, 100 keys a call, its unprocessed keys asked again; one
+    /// SQLite read transaction). Each item is read consistently, but the items are not one
+    /// snapshot: a write between two of them may show in one and not the other (see
+    /// [`ItemStore::transact_get`]). Asking a key twice answers it twice.
+    async fn get_many(&self, keys: Vec<(Table, Key)>) -> Result<Vec<Option<Item>>, StoreError> {
+        futures::future::try_join_all(keys.iter().map(|(table, key)| self.get(*table, key))).await
+    }
+    /// The live items under `keys` (at most [`MAX_SNAPSHOT_ITEMS`], distinct), in the order
+    /// asked, as one snapshot: no write is seen by some of them and not by others (DynamoDB's
+    /// TransactGetItems; one SQLite read transaction). For counts that must add up, as a
+    /// rank's do. The default reads them one by one: a store must override it to keep the
+    /// snapshot.
+    async fn transact_get(&self, keys: Vec<(Table, Key)>) -> Result<Vec<Option<Item>>, StoreError> {
+        check_snapshot(&keys)?;
+        futures::future::try_join_all(keys.iter().map(|(table, key)| self.get(*table, key))).await
     }
     /// Writes `item` whole if `condition` holds.
     async fn put(

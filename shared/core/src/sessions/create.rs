@@ -9,7 +9,7 @@ use super::upload::SessionUpload;
 use crate::events::{Event, EventKind, SessionUploaded};
 use crate::ids::{JobId, SessionId, TrackId, UserId};
 use crate::ports::clock::rfc3339;
-use crate::ports::items::{Condition, StoreError, TxOp};
+use crate::ports::items::{Condition, Item, Key, StoreError, TxOp};
 use crate::ports::{BlobError, Ports};
 use crate::retry::retry_on_conflict;
 use crate::tables::Table;
@@ -56,9 +56,42 @@ async fn earlier_upload(
         .items
         .get(Table::Sessions, &client_key(user_id, client_session_id))
         .await?;
+    repeat_of(record)
+}
+
+/// The answer to a repeat of the upload whose idempotency record is `record`, if any.
+fn repeat_of(record: Option<Item>) -> Result<Option<Receipt>, StoreError> {
     record
         .map(|item| UploadRecord::from_item(item).map(Receipt::repeat))
         .transpose()
+}
+
+/// What an upload reads before it writes: its idempotency record (an earlier upload of its
+/// ClientSessionId) and its track (whose `lastSessionAt` it may move).
+#[derive(Debug, Default)]
+pub struct FirstReads {
+    earlier: Option<Item>,
+    track: Option<Item>,
+}
+
+impl FirstReads {
+    /// The keys to read for `upload` of `user_id`, in the order [`FirstReads::of`] takes.
+    pub fn keys(user_id: &UserId, upload: &SessionUpload) -> [(Table, Key); 2] {
+        let track = TrackKey::new(&upload.game_id, &upload.track_name, &upload.track_layout);
+        [
+            (
+                Table::Sessions,
+                client_key(user_id, &upload.client_session_id),
+            ),
+            (Table::Tracks, tracks::key(&track.id())),
+        ]
+    }
+
+    /// What was read under [`FirstReads::keys`], in that order.
+    pub fn of(found: [Option<Item>; 2]) -> Self {
+        let [earlier, track] = found;
+        Self { earlier, track }
+    }
 }
 
 /// Slowest minus fastest valid lap, for sessions with at least five valid laps.
@@ -95,7 +128,29 @@ pub async fn create(
     user_id: &UserId,
     upload: SessionUpload,
 ) -> Result<Receipt, CreateError> {
-    if let Some(earlier) = earlier_upload(ports, user_id, &upload.client_session_id).await? {
+    let keys = FirstReads::keys(user_id, &upload).to_vec();
+    let found: [Option<Item>; 2] = ports
+        .items
+        .get_many(keys)
+        .await?
+        .try_into()
+        .map_err(|_| StoreError::Unavailable("a read of two items answered others".into()))?;
+    create_read(ports, user_id, upload, FirstReads::of(found)).await
+}
+
+/// The index of the track's update in the upload's transaction.
+const TRACK_OP: usize = 2;
+/// Rounds of the transaction when concurrent uploads keep moving the track's `lastSessionAt`.
+const TRACK_ROUNDS: u32 = 10;
+
+/// [`create`] from what it reads first ([`FirstReads`], read beside other items).
+pub async fn create_read(
+    ports: &Ports,
+    user_id: &UserId,
+    upload: SessionUpload,
+    first: FirstReads,
+) -> Result<Receipt, CreateError> {
+    if let Some(earlier) = repeat_of(first.earlier)? {
         return Ok(earlier);
     }
     let now = ports.clock.now();
@@ -162,7 +217,7 @@ pub async fn create(
     let mut ops = vec![
         record,
         session,
-        tracks::count_session_op(&track),
+        tracks::count_session_at_op(&track, upload.recorded_at, first.track.as_ref()),
         event.outbox_op(),
     ];
     if let Some((id, key)) = &job {
@@ -177,15 +232,33 @@ pub async fn create(
     }
 
     let conflict = |e: &StoreError| matches!(e, StoreError::Conflict);
-    let outcome = retry_on_conflict(CONFLICT_ATTEMPTS, conflict, || {
-        ports.items.transact(ops.clone())
-    })
-    .await;
+    let mut rounds = 0;
+    let outcome = loop {
+        rounds += 1;
+        let outcome = retry_on_conflict(CONFLICT_ATTEMPTS, conflict, || {
+            ports.items.transact(ops.clone())
+        })
+        .await;
+        match outcome {
+            // Another upload moved the track's lastSessionAt since it was read: read it again.
+            Err(e) if e.is_condition_failed_at(TRACK_OP) && rounds < TRACK_ROUNDS => {
+                let track_item = ports
+                    .items
+                    .get(Table::Tracks, &tracks::key(&track_id))
+                    .await;
+                match track_item {
+                    Ok(read) => {
+                        ops[TRACK_OP] =
+                            tracks::count_session_at_op(&track, upload.recorded_at, read.as_ref());
+                    }
+                    Err(e) => break Err(e),
+                }
+            }
+            other => break other,
+        }
+    };
     match outcome {
         Ok(()) => {
-            if let Err(e) = tracks::note_session_time(ports, &track_id, upload.recorded_at).await {
-                tracing::warn!(error = %e, %track_id, "could not move the track's lastSessionAt");
-            }
             crate::metrics::global()
                 .sessions_uploaded
                 .with_label_values(&["created"])
@@ -198,7 +271,9 @@ pub async fn create(
             }
             match e {
                 // A concurrent duplicate won: answer with its session.
-                StoreError::ConditionFailed { .. } | StoreError::Conflict => {
+                e @ (StoreError::ConditionFailed { .. } | StoreError::Conflict)
+                    if !e.is_condition_failed_at(TRACK_OP) =>
+                {
                     earlier_upload(ports, user_id, &upload.client_session_id)
                         .await?
                         .ok_or(CreateError::InProgress)

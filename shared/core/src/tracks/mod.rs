@@ -181,34 +181,34 @@ pub fn count_session_op(track: &TrackKey) -> TxOp {
     }
 }
 
-/// Moves the track's `lastSessionAt` forward to `recorded_at` (never back).
-///
-/// Runs after the upload's transaction: a DynamoDB update cannot take a maximum, and a
-/// condition inside the transaction would fail the whole upload when an older session arrives
-/// late. A lost race or a crash in between leaves the field older, never wrong data.
-pub async fn note_session_time(
-    ports: &Ports,
-    track_id: &TrackId,
+/// [`count_session_op`] for a session recorded at `recorded_at`, given the track's item as
+/// read before (`read`): when the session is newer than the read `lastSessionAt` (or the
+/// track has none), the update moves it forward, conditional on it being still what was read.
+/// A DynamoDB update cannot take a maximum: a concurrent upload that moved it meanwhile fails
+/// the condition, and the upload reads the track again and retries. An older session leaves
+/// it alone, with no condition.
+pub fn count_session_at_op(
+    track: &TrackKey,
     recorded_at: OffsetDateTime,
-) -> Result<(), StoreError> {
+    read: Option<&Item>,
+) -> TxOp {
     let at = crate::ports::clock::rfc3339(recorded_at);
-    let newer = Condition::Or(vec![
-        Condition::AttrNotExists(LAST_SESSION_AT.into()),
-        Condition::Lt(LAST_SESSION_AT.into(), json!(at)),
-    ]);
-    match ports
-        .items
-        .update(
-            Table::Tracks,
-            &key(track_id),
-            Update::set(LAST_SESSION_AT, at.as_str()),
-            Some(Condition::And(vec![Condition::Exists, newer])),
-        )
-        .await
+    let last = read
+        .and_then(|item| item.get(LAST_SESSION_AT))
+        .and_then(Value::as_str);
+    let mut op = count_session_op(track);
+    if last.is_none_or(|last| last < at.as_str())
+        && let TxOp::Update {
+            update, condition, ..
+        } = &mut op
     {
-        Ok(_) | Err(StoreError::ConditionFailed { .. }) => Ok(()),
-        Err(e) => Err(e),
+        update.set.push((LAST_SESSION_AT.into(), json!(at)));
+        *condition = Some(match last {
+            Some(last) => Condition::eq(LAST_SESSION_AT, last),
+            None => Condition::AttrNotExists(LAST_SESSION_AT.into()),
+        });
     }
+    op
 }
 
 /// Track `id`, if any session was uploaded on it.

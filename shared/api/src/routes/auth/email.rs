@@ -8,7 +8,7 @@ use http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::token_response;
+use super::{token_response, tokens_for};
 use crate::http::auth_user::{AuthUser, ClientAddr};
 use crate::http::extract::json_body;
 use crate::http::{ApiError, ApiJson, ok};
@@ -16,7 +16,9 @@ use crate::routes::envelopes::envelope;
 use crate::state::AppState;
 use paddock_core::identity::fields::{DisplayName, Email, Password, login_password};
 use paddock_core::identity::password_changes::{self, PasswordChangeError};
+use paddock_core::identity::refresh_tokens;
 use paddock_core::identity::users::{self, RegisterError, User};
+use paddock_core::ports::items::StoreError;
 use paddock_core::problems::{FieldProblems, Problems};
 use paddock_core::rate_limits::{self, Limit, LimitError};
 
@@ -138,10 +140,13 @@ pub async fn register(
 ) -> Result<Response, ApiError> {
     let window = state.settings.auth.rate_window_secs;
     let limits = [address_limit(&state)];
-    // An address over its cap is turned away before its body is parsed.
-    rate_limits::check(&state.ports, "auth", &addr, window, &limits).await?;
+    // An address over its cap is turned away before its body is parsed. The log read for
+    // that is the one the hit writes back.
+    let (table, key) = rate_limits::main_log("auth", &addr);
+    let log = state.ports.items.get(table, &key).await?;
+    rate_limits::refusal_in(&state.ports, log.as_ref(), window, &limits)?;
     let form = RegisterForm::try_from(json_body::<RegisterRequest>(&headers, &body)?)?;
-    rate_limits::hit(&state.ports, "auth", &addr, window, &limits).await?;
+    rate_limits::hit_read(&state.ports, "auth", &addr, window, &limits, None, log).await?;
 
     let password = form.password.clone();
     let hash = state.passwords()?.hash(form.password).await?;
@@ -151,8 +156,18 @@ pub async fn register(
         None,
         state.ports.clock.now(),
     );
-    match users::register(&state.ports, &user, &form.email.normalized(), hash).await {
-        Ok(()) => token_response(&state, user, StatusCode::CREATED).await,
+    // The account and its first sign-in in one transaction.
+    match users::register_signed_in(&state.ports, &user, &form.email.normalized(), hash).await {
+        Ok(issued) => {
+            tokens_for(
+                &state,
+                user,
+                issued.raw,
+                &issued.family_id,
+                StatusCode::CREATED,
+            )
+            .await
+        }
         Err(RegisterError::EmailTaken) => {
             match registered_just_now(&state, &form.email, password).await? {
                 Some(user) => token_response(&state, user, StatusCode::CREATED).await,
@@ -256,18 +271,53 @@ async fn sign_in(
     body: &Bytes,
 ) -> Result<Response, ApiError> {
     let auth = &state.settings.auth;
-    rate_limits::check(
+    let form = json_body::<LoginRequest>(headers, body)
+        .and_then(|request| LoginForm::try_from(request).map_err(ApiError::from));
+    let LoginForm { email, password } = match form {
+        Ok(form) => form,
+        Err(e) => {
+            // An address over its cap is refused as such, whatever its body.
+            rate_limits::check(
+                &state.ports,
+                "auth",
+                addr,
+                auth.rate_window_secs,
+                &[address_limit(state)],
+            )
+            .await?;
+            return Err(e);
+        }
+    };
+    let account = account_subject(&email);
+    // What the sign-in decides by, read at once: the address's log, the account's failure
+    // log, the email's claim and whether the account signed in from this address before.
+    let keys = vec![
+        rate_limits::main_log("auth", addr),
+        rate_limits::main_log("login-failures", &account),
+        users::email_claim_key(&email.normalized()),
+        rate_limits::known_address(&account, addr),
+    ];
+    let [address_log, failure_log, claim, known]: [Option<_>; 4] = state
+        .ports
+        .items
+        .get_many(keys)
+        .await?
+        .try_into()
+        .map_err(|_| {
+            ApiError::from(StoreError::Unavailable(
+                "a read answered other items".into(),
+            ))
+        })?;
+    let claim = users::email_claim_of(claim)?;
+    let known = known.is_some();
+    rate_limits::refusal_in(
         &state.ports,
-        "auth",
-        addr,
+        address_log.as_ref(),
         auth.rate_window_secs,
         &[address_limit(state)],
-    )
-    .await?;
-    let LoginForm { email, password } =
-        LoginForm::try_from(json_body::<LoginRequest>(headers, body)?)?;
-    let account = account_subject(&email);
-    // One update counts the attempt against the address and against (address, account).
+    )?;
+    // One update counts the attempt against the address and against (address, account);
+    // the account is read beside it (used only if the password matches).
     let limits = [
         address_limit(state),
         Limit::new(
@@ -275,53 +325,69 @@ async fn sign_in(
             auth.login_attempts_per_account,
         ),
     ];
-    rate_limits::hit(&state.ports, "auth", addr, auth.rate_window_secs, &limits).await?;
+    let (counted, user) = futures::join!(
+        rate_limits::hit_read(
+            &state.ports,
+            "auth",
+            addr,
+            auth.rate_window_secs,
+            &limits,
+            None,
+            address_log,
+        ),
+        async {
+            match &claim {
+                Some(claim) => users::get(&state.ports, &claim.user_id).await,
+                None => Ok(None),
+            }
+        }
+    );
+    counted?;
+    let user = user?;
     // Guessing one account from many addresses: past the per-account failure limit, an
     // address the account never signed in from gets a few attempts of its own per failure
     // window. Slowed, not shut out: the budget is keyed by the address, so failures from
     // elsewhere cannot use up the owner's, and the right password still signs in.
-    match rate_limits::check(
+    let failures = rate_limits::refusal_in(
         &state.ports,
-        "login-failures",
-        &account,
+        failure_log.as_ref(),
         auth.failed_login_window_secs,
         &failure_limit(state),
-    )
-    .await
-    {
-        Ok(()) => {}
-        Err(LimitError::Limited(_)) => {
-            if !rate_limits::is_known_address(&state.ports, &account, addr).await? {
-                let guarded = [Limit::new("n", auth.guarded_attempts_per_address)];
-                // Beside the account's failure log, so it goes with the account's counters.
-                rate_limits::hit_log(
-                    &state.ports,
-                    "login-failures",
-                    &account,
-                    &format!("guarded#{addr}"),
-                    auth.failed_login_window_secs,
-                    &guarded,
-                )
-                .await?;
-            }
-        }
-        Err(LimitError::Store(e)) => return Err(e.into()),
+    );
+    if failures.is_err() && !known {
+        let guarded = [Limit::new("n", auth.guarded_attempts_per_address)];
+        // Beside the account's failure log, so it goes with the account's counters.
+        rate_limits::hit_log(
+            &state.ports,
+            "login-failures",
+            &account,
+            &format!("guarded#{addr}"),
+            auth.failed_login_window_secs,
+            &guarded,
+        )
+        .await?;
     }
 
-    let claim = users::find_by_email(&state.ports, &email.normalized()).await?;
     let hash = claim.as_ref().and_then(|c| c.password_hash.clone());
     // An unknown email verifies against a dummy hash: same answer, same time.
     let matches = state.passwords()?.verify(password, hash).await?;
     let user = match (matches, claim) {
-        (true, Some(claim)) => users::get(&state.ports, &claim.user_id).await?,
+        (true, Some(_)) => user,
         _ => None,
     };
     let Some(user) = user else {
         count_failure(state, "login-failures", &account).await?;
         return Err(ApiError::Unauthorized("invalid email or password".into()));
     };
-    rate_limits::remember_address(&state.ports, &account, addr).await?;
-    token_response(state, user, StatusCode::OK).await
+    // The address is remembered in the sign-in's own transaction.
+    let remember = (!known).then(|| rate_limits::remember_address_op(&state.ports, &account, addr));
+    let issued = refresh_tokens::issue_new_family_with(
+        &state.ports,
+        &user.id,
+        remember.into_iter().collect(),
+    )
+    .await?;
+    tokens_for(state, user, issued.raw, &issued.family_id, StatusCode::OK).await
 }
 
 /// `POST /v1/auth/password` body.

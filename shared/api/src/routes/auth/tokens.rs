@@ -15,6 +15,7 @@ use crate::state::AppState;
 use paddock_core::identity::exchange_codes::{self, ExchangeError};
 use paddock_core::identity::refresh_tokens::{self, RefreshError};
 use paddock_core::identity::users;
+use paddock_core::ids::UserId;
 use paddock_core::ports::clock::rfc3339;
 use paddock_core::problems::{FieldProblems, Problems};
 
@@ -104,15 +105,16 @@ pub async fn refresh(
     let raw = body
         .refresh_token
         .ok_or_else(|| ApiError::invalid("refreshToken", "is required"))?;
-    let issued = refresh_tokens::rotate(&state.ports, &raw)
+    // The account is read beside the rotation's write.
+    let ports = &state.ports;
+    let read_user = |user_id: UserId| async move { users::get(ports, &user_id).await };
+    let (issued, user) = refresh_tokens::rotate_with(ports, &raw, read_user)
         .await
         .map_err(|e| match e {
             RefreshError::Store(s) => ApiError::from(s),
             other => ApiError::Unauthorized(other.to_string()),
         })?;
-    let user = users::get(&state.ports, &issued.user_id)
-        .await?
-        .ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))?;
+    let user = user.ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))?;
     tokens_for(&state, user, issued.raw, &issued.family_id, StatusCode::OK).await
 }
 
