@@ -45,7 +45,7 @@ pub const DYNAMODB: CallLimits = CallLimits {
     operation_timeout: Duration::from_secs(8),
 };
 
-/// DynamoDB's reads (`GetItem`, `Query`): nothing to undo when sent again, and the common
+/// DynamoDB's reads (`GetItem`, `Query`, `BatchGetItem`, `TransactGetItems`): nothing to undo when sent again, and the common
 /// case of a request (a read path has one or two of them in a row), so a read that has not
 /// answered in 2 s is given up for a fresh attempt sooner than a write, and the whole call
 /// in 5 s leaves a read path's answer well inside the deadline.

@@ -140,6 +140,8 @@ impl DynamoItemStore {
                 .batch_get_item()
                 .set_request_items(Some(request))
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .customize()
+                .config_override(call_limits::DYNAMODB_READS.dynamodb_call())
                 .send()
                 .await
                 .map_err(sdk_error)?;
@@ -436,6 +438,8 @@ impl ItemStore for DynamoItemStore {
                 .transact_get_items()
                 .set_transact_items(Some(gets.clone()))
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .customize()
+                .config_override(call_limits::DYNAMODB_READS.dynamodb_call())
                 .send()
                 .await
             {
