@@ -9,3 +9,4 @@
 
 pub mod identity_providers;
 pub mod language_models;
+pub mod webhooks;

@@ -142,6 +142,8 @@ pub mod scope {
         ActivityRead;
         /// `sharepacks`.
         Sharepacks;
+        /// `webhooks`.
+        Webhooks;
     }
 }
 

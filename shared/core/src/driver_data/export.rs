@@ -117,7 +117,8 @@ pub fn exported(kind: DriverData) -> bool {
         | DriverData::SharePacks
         | DriverData::CoachingAnswers
         | DriverData::UsageCounters
-        | DriverData::SignInAddresses => true,
+        | DriverData::SignInAddresses
+        | DriverData::Webhooks => true,
     }
 }
 
@@ -318,6 +319,11 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
         }
         DriverData::CoachingAnswers => {
             push_partition(ports, array, Table::Coaching, format!("AI#{user}"), None).await?;
+        }
+        DriverData::Webhooks => {
+            for subscription in crate::webhooks::subscriptions::exported(ports, user).await? {
+                array.push(&subscription).await?;
+            }
         }
         DriverData::UsageCounters => {
             for scope in USAGE_SCOPES {

@@ -83,6 +83,10 @@ pub enum DriverData {
     /// Events of the driver waiting in the outbox (`outbox`): relayed within seconds and
     /// removed by the relay; their consumers write nothing for a deleted account.
     PendingEvents,
+    /// Webhook subscriptions with their secrets, delivery history, delivered-event markers
+    /// and `board.passed` markers (`activity`: `HOOK#<id>`). Exported as the subscriptions
+    /// without their secrets; deleted first, so nothing more is delivered.
+    Webhooks,
     /// Exports handed out through the blob store (AWS: blobs `exports/<id>/<export>.json`,
     /// offered by a presigned URL, expired after a day by the bucket's lifecycle rule).
     Exports,
@@ -90,7 +94,7 @@ pub enum DriverData {
 
 impl DriverData {
     /// Every kind, in export order.
-    pub const ALL: [DriverData; 21] = [
+    pub const ALL: [DriverData; 22] = [
         Self::Profile,
         Self::EmailSignIn,
         Self::ProviderLinks,
@@ -110,6 +114,7 @@ impl DriverData {
         Self::CoachingAnswers,
         Self::UsageCounters,
         Self::SignInAddresses,
+        Self::Webhooks,
         Self::PendingEvents,
         Self::Exports,
     ];
@@ -137,6 +142,7 @@ impl DriverData {
             Self::UsageCounters => "usageCounters",
             Self::SignInAddresses => "signInAddresses",
             Self::PendingEvents => "pendingEvents",
+            Self::Webhooks => "webhooks",
             Self::Exports => "exports",
         }
     }
@@ -183,6 +189,7 @@ impl DriverData {
                 Self::SharePacks
             }
             Table::Coaching if pk == format!("AI#{user}") => Self::CoachingAnswers,
+            Table::Activity if pk == crate::webhooks::partition(&driver.id) => Self::Webhooks,
             Table::Limits if USAGE_SCOPES.iter().any(|s| pk == format!("RL#{s}#{user}")) => {
                 Self::UsageCounters
             }
