@@ -754,7 +754,7 @@ async fn nothing_arrives_for_a_deleted_subscription_or_account(app: TestApp) {
 
 async fn a_passed_driver_hears_of_it_once_per_window(app: TestApp) {
     let receiver = Receiver::start().await;
-    let (ana, ana_id) = app.driver("Ana").await;
+    let (ana, _) = app.driver("Ana").await;
     let (bo, _) = app.driver("Bo").await;
     let (cy, cy_id) = app.driver("Cy").await;
     let (_, secret) = subscribe(&app, &ana, &receiver.url, &["board.passed"]).await;
@@ -772,7 +772,10 @@ async fn a_passed_driver_hears_of_it_once_per_window(app: TestApp) {
         })
         .await;
     let first = receiver.all()[0].clone();
-    assert_eq!(verify(&[&secret], &[first.clone()]), vec![vec![0]]);
+    assert_eq!(
+        verify(&[&secret], std::slice::from_ref(&first)),
+        vec![vec![0]]
+    );
     let body: Value = serde_json::from_str(&first.body).unwrap();
     assert_eq!(body["type"], "board.passed");
     let data = &body["data"];
@@ -797,7 +800,6 @@ async fn a_passed_driver_hears_of_it_once_per_window(app: TestApp) {
     let all = receiver.all();
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!(all[0].headers["webhook-id"], first.headers["webhook-id"]);
-    let _ = ana_id;
 }
 
 paddock_tests::on_both_backends!(

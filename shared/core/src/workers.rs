@@ -40,14 +40,8 @@ pub fn processor(queue: QueueName) -> Processor {
             Box::pin(async move { account_event(event, ports).await })
         }),
         // Deliveries need an HTTP client: the processes that run this consumer build it with
-        // [`webhook_processor`]; without one, events wait in the queue.
-        QueueName::Webhooks => Arc::new(|_: Event, _: Ports| {
-            Box::pin(async move {
-                Err(ProcessError::Retry(anyhow::anyhow!(
-                    "no webhook client is wired in this process"
-                )))
-            })
-        }),
+        // [`webhook_processor`]; without one, deliveries fail and are tried again.
+        QueueName::Webhooks => webhook_processor(Arc::new(crate::webhooks::client::Unwired)),
     }
 }
 
@@ -187,22 +181,21 @@ async fn deliver(
 /// Deliveries of one event before it is dead-lettered: the policy's, but webhooks keep
 /// trying for about a day.
 pub fn max_receives(consumer: QueueName, policy: RetryPolicy) -> u32 {
-    match consumer {
-        QueueName::Webhooks => crate::webhooks::delivery::MAX_ATTEMPTS,
-        _ => policy.max_receives,
+    if consumer == QueueName::Webhooks {
+        crate::webhooks::delivery::MAX_ATTEMPTS
+    } else {
+        policy.max_receives
     }
 }
 
 /// The wait before delivering again an event delivered `receive_count` times: the policy's
 /// doubling delay capped at a minute, or the webhooks' back-off.
 pub fn retry_delay(consumer: QueueName, policy: RetryPolicy, receive_count: u32) -> Duration {
-    match consumer {
-        QueueName::Webhooks => crate::webhooks::delivery::retry_delay(receive_count),
-        _ => {
-            let exp = receive_count.saturating_sub(1).min(7);
-            (policy.base_delay * 2u32.pow(exp)).min(Duration::from_secs(60))
-        }
+    if consumer == QueueName::Webhooks {
+        return crate::webhooks::delivery::retry_delay(receive_count);
     }
+    let exp = receive_count.saturating_sub(1).min(7);
+    (policy.base_delay * 2u32.pow(exp)).min(Duration::from_secs(60))
 }
 
 /// The metric label of a queued body: its kind's name, or `unreadable` (labels stay a small,

@@ -123,7 +123,7 @@ impl WebhookUrl {
         }
         match url.host() {
             None => return Err(Refused::rule(Rule::Malformed)),
-            Some(Host::Domain(d)) if d.is_empty() => return Err(Refused::rule(Rule::Malformed)),
+            Some(Host::Domain("")) => return Err(Refused::rule(Rule::Malformed)),
             Some(_) => {}
         }
         Ok(Self { url })

@@ -55,3 +55,22 @@ pub trait WebhookClient: Send + Sync {
     /// the rules; never follows a redirect (a 3xx is an answer, and not a success).
     async fn post(&self, request: WebhookRequest) -> Result<WebhookAnswer, DeliveryFailure>;
 }
+
+/// The client of a process that was given none: every delivery fails (and is tried again
+/// later, by a process that has one). Events of drivers without subscriptions pass as
+/// everywhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unwired;
+
+#[async_trait]
+impl WebhookClient for Unwired {
+    fn policy(&self) -> Policy {
+        Policy::default()
+    }
+
+    async fn post(&self, _: WebhookRequest) -> Result<WebhookAnswer, DeliveryFailure> {
+        Err(DeliveryFailure::Connection(
+            "no webhook client is wired in this process".into(),
+        ))
+    }
+}
