@@ -14,6 +14,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
+use paddock_core::ports::ManualClock;
 use paddock_tests::{Backend, TestApp, envelope, session_body};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -802,6 +803,103 @@ async fn a_passed_driver_hears_of_it_once_per_window(app: TestApp) {
     assert_eq!(all[0].headers["webhook-id"], first.headers["webhook-id"]);
 }
 
+/// A subscription whose deliveries all fail for three days is turned off, and a feed entry
+/// tells the driver; turning it back on clears the failure.
+async fn a_subscription_failing_for_days_is_disabled_and_the_driver_told(
+    app: TestApp,
+    clock: Arc<ManualClock>,
+) {
+    let email = format!("{}@example.com", paddock_tests::unique("ola"));
+    let password = "correct horse battery";
+    let registered = app.register(&email, password).await;
+    let token = registered["accessToken"].as_str().unwrap().to_owned();
+    let receiver = Receiver::start().await;
+    receiver.set_failing(true);
+    let (id, _) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
+    upload(&app, &token, "ola-1", 96_000).await;
+    receiver
+        .wait_for(Duration::from_secs(20), "a failed attempt", |all| {
+            !all.is_empty()
+        })
+        .await;
+    // The failure state is written after the attempt's answer.
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, one) = send(
+            &app,
+            Method::GET,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            None,
+        )
+        .await;
+        if one["data"]["failingSince"].is_string() {
+            break;
+        }
+        assert!(Instant::now() < until, "no failure recorded: {one}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Three days later the next attempt fails too: the subscription is turned off.
+    clock.advance(time::Duration::days(3) + time::Duration::minutes(1));
+    let (status, signed_in) = envelope(
+        app.post_json(
+            "/v1/auth/login/email",
+            &json!({"email": email, "password": password}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{signed_in}");
+    let token = signed_in["data"]["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let until = Instant::now() + Duration::from_secs(30);
+    let disabled = loop {
+        let (_, one) = send(
+            &app,
+            Method::GET,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            None,
+        )
+        .await;
+        if one["data"]["enabled"] == false {
+            break one;
+        }
+        assert!(Instant::now() < until, "not disabled: {one}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let reason = disabled["data"]["disabledReason"].as_str().unwrap();
+    assert!(reason.contains("for 3 days"), "{reason}");
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, feed) = send(&app, Method::GET, "/v1/feed", &token, None).await;
+        let told = feed["data"]["items"].as_array().unwrap().iter().any(|e| {
+            e["kind"] == "webhook" && e["subtitle"].as_str().unwrap().contains(&receiver.url)
+        });
+        if told {
+            break;
+        }
+        assert!(Instant::now() < until, "no feed entry: {feed}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Turned back on: the failure state is cleared.
+    let (status, resumed) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        Some(json!({"enabled": true})),
+    )
+    .await;
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(resumed["data"]["disabledReason"], Value::Null);
+    assert_eq!(resumed["data"]["failingSince"], Value::Null);
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         subscriptions_follow_their_rules,
@@ -811,5 +909,6 @@ paddock_tests::on_both_backends!(
         nothing_arrives_for_a_deleted_subscription_or_account,
         a_passed_driver_hears_of_it_once_per_window,
     ],
+    clocked: [a_subscription_failing_for_days_is_disabled_and_the_driver_told],
     ports: [loopback_needs_the_local_test_setting],
 );
