@@ -53,12 +53,14 @@ pub struct Attempt {
     /// RFC 3339.
     pub attempted_at: String,
     /// The receiver's HTTP status, when it answered.
+    #[schema(required = true)]
     pub status: Option<u16>,
     /// Whether the receiver took it (a 2xx answer).
     pub succeeded: bool,
     /// From the request to the answer, milliseconds.
     pub duration_ms: u64,
     /// Why it failed, when it did.
+    #[schema(required = true)]
     pub error: Option<String>,
 }
 

@@ -72,16 +72,19 @@ pub struct Subscription {
     pub url: String,
     /// The event types posted.
     pub event_types: Vec<String>,
-    /// The driver's own note.
+    /// The driver's own note (empty when none).
     #[serde(default)]
+    #[schema(required = true)]
     pub description: String,
     /// False when the driver paused it, or after it failed for days.
     pub enabled: bool,
     /// Why it was disabled by the service, if it was.
     #[serde(default)]
+    #[schema(required = true)]
     pub disabled_reason: Option<String>,
     /// Since when every delivery has failed (null after a success).
     #[serde(default)]
+    #[schema(required = true)]
     pub failing_since: Option<String>,
     /// RFC 3339.
     pub created_at: String,
@@ -89,6 +92,7 @@ pub struct Subscription {
     pub updated_at: String,
     /// Until when the secret before the last rotation still signs (RFC 3339), if it does.
     #[serde(default)]
+    #[schema(required = true)]
     pub previous_secret_expires_at: Option<String>,
 }
 
@@ -153,6 +157,7 @@ pub struct RotatedSecret {
     /// The new `whsec_...` secret.
     pub secret: String,
     /// Until when the previous secret signs too (RFC 3339); null without a grace period.
+    #[schema(required = true)]
     pub previous_secret_expires_at: Option<String>,
 }
 
