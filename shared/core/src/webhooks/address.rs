@@ -436,6 +436,12 @@ mod tests {
             "https://localhost/",
             "https://169.254.169.254/latest/meta-data",
             "https://[fd00:ec2::254]/",
+            // Other spellings of 127.0.0.1 that URL parsers accept.
+            "https://2130706433/",
+            "https://0x7f000001/",
+            "https://127.1/",
+            "https://0177.0.0.1/",
+            "https://localhost./",
         ] {
             let url = WebhookUrl::parse(raw, strict).unwrap();
             assert!(resolve_checked(&url, strict).await.is_err(), "{raw}");
