@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of Paddock on a fresh machine:
 #   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
-#   missing; cfn-lint, schemathesis and openapi-python-client into a venv; the `oidc-provider`
+#   missing; cfn-lint, schemathesis, openapi-python-client and standardwebhooks into a venv; the `oidc-provider`
 #   OpenID Connect provider, axe-core, Redocly CLI, openapi-typescript and openapi-fetch from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
 #   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
 #   provider and chromedriver on loopback, lints the SAM template, runs schemathesis with every
@@ -50,6 +50,10 @@ if [ ! -x "$tools/venv/bin/cfn-lint" ] || [ ! -x "$tools/venv/bin/st" ]; then
 fi
 if [ ! -x "$tools/venv/bin/openapi-python-client" ]; then
   "$tools/venv/bin/pip" install -q openapi-python-client==0.29.1
+fi
+# The Standard Webhooks reference library, which tests/tests/webhooks.rs verifies deliveries with.
+if ! "$tools/venv/bin/python" -c 'import standardwebhooks' 2>/dev/null; then
+  "$tools/venv/bin/pip" install -q standardwebhooks==1.1.0
 fi
 mkdir -p "$tools/oidc"
 cp "$root/tests/oidc/package.json" "$root/tests/oidc/provider.mjs" "$tools/oidc/"

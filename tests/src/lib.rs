@@ -59,6 +59,8 @@ pub fn unique(prefix: &str) -> String {
 pub fn test_settings(dir: &TempDir) -> Settings {
     let mut s = Settings::embedded(dir.path(), SocketAddr::from(([127, 0, 0, 1], 0)));
     s.visibility = Duration::from_secs(2);
+    // Webhook receivers of tests listen on loopback (the template never sets this).
+    s.webhooks_allow_loopback_http = true;
     s
 }
 
@@ -225,6 +227,8 @@ pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
         ("Auth__PublicUrl".into(), address.clone()),
         ("Log__Format".into(), "json".into()),
         ("RUST_LOG".into(), "warn".into()),
+        // Webhook receivers of tests listen on loopback (the template never sets this).
+        ("Webhooks__AllowLoopbackHttp".into(), "true".into()),
     ];
     let mut queues = std::collections::HashMap::new();
     for (name, urls) in &t.settings.queue_urls {

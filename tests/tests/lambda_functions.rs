@@ -47,6 +47,7 @@ const HTTP_FUNCTIONS: &[(&str, &str, &str)] = &[
         "/v1/sharepacks/uploads",
     ),
     ("profile", "/v1/profile", "/v1/profile"),
+    ("webhooks", "/v1/webhooks", "/v1/webhooks"),
     ("health", "/health/ready?detail=1", "/health"),
 ];
 
@@ -59,7 +60,13 @@ const CONSUMERS: &[(&str, QueueName)] = &[
 
 /// The functions on other triggers (the outbox table's stream, the share-pack table's stream), and
 /// the accounts consumer, whose events (renames, deletions) have a test of their own.
-const OTHER_FUNCTIONS: &[&str] = &["outbox-relay", "retention", "accounts"];
+/// The webhook deliveries consumer has its scenarios in `webhooks.rs`.
+const OTHER_FUNCTIONS: &[&str] = &[
+    "outbox-relay",
+    "retention",
+    "accounts",
+    "webhook-deliveries",
+];
 
 /// Headers that differ between two answers to the same request for good reasons: the
 /// request id (made per request), the date, and the length (the socket server counts the
@@ -712,6 +719,9 @@ async fn failing_record(t: &TestPorts, consumer: QueueName, upload_event: &Value
         }
         QueueName::Accounts => {
             panic!("the accounts consumer does not take uploads; it has a test of its own")
+        }
+        QueueName::Webhooks => {
+            panic!("the webhook deliveries consumer has its scenarios in webhooks.rs")
         }
     }
     event.to_string()

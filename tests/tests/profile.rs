@@ -328,6 +328,8 @@ struct Seeded {
     pack_id: String,
     /// A personal access token of the driver (`sessions:read`), used once.
     personal_token: String,
+    /// The signing secret of the driver's webhook subscription.
+    webhook_secret: String,
 }
 
 /// Writes one of every kind of driver data through the API (and an exchange code, whose
@@ -453,6 +455,18 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     )
     .await;
     assert_eq!(status, 200);
+    // A webhook subscription (nothing listens there; it wants only board.passed, which no one
+    // sends the driver here).
+    let (status, hook) = send(
+        app,
+        reqwest::Method::POST,
+        "/v1/webhooks",
+        &token,
+        Some(json!({"url": "http://127.0.0.1:9/hook", "eventTypes": ["board.passed"]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{hook}");
+    let webhook_secret = hook["data"]["secret"].as_str().unwrap().to_owned();
     Seeded {
         user_id,
         email,
@@ -462,6 +476,7 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         track_id,
         pack_id,
         personal_token,
+        webhook_secret,
     }
 }
 
@@ -628,6 +643,7 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
         "codeChallenge",
         &cleo.personal_token,
         &token_hash,
+        &cleo.webhook_secret,
     ] {
         assert!(!text.contains(secret), "the export holds {secret}");
     }
@@ -659,6 +675,8 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     assert_eq!(export["emailSignIn"][0]["hasPassword"], true);
     assert_eq!(export["signIns"].as_array().unwrap().len(), 2);
     assert_eq!(export["accessTokens"][0]["name"], "spreadsheet");
+    assert_eq!(export["webhooks"][0]["url"], "http://127.0.0.1:9/hook");
+    assert_eq!(export["webhooks"][0]["eventTypes"], json!(["board.passed"]));
     assert_eq!(
         export["accessTokens"][0]["scopes"],
         json!(["sessions:read"])

@@ -1,5 +1,6 @@
 //! Paddock's clients of other services over HTTPS: the identity providers a driver signs in
-//! with (OpenID Connect and OAuth2) and the language models behind the coach.
+//! with (OpenID Connect and OAuth2), the language models behind the coach, and the drivers'
+//! own webhook receivers.
 //!
 //! They are adapters like `paddock-embedded` and `paddock-aws`: `paddock-core` states what it
 //! needs from them as types and traits, and never links an HTTP client.
@@ -9,3 +10,4 @@
 
 pub mod identity_providers;
 pub mod language_models;
+pub mod webhooks;

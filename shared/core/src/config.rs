@@ -300,6 +300,8 @@ pub struct Settings {
     /// `Limits__TokenRequestsPerMinute`: requests a minute of one personal access token
     /// (default 120), counted on requests made with the token.
     pub token_requests_per_minute: u32,
+    /// `Webhooks__AllowLoopbackHttp`: webhooks may use `http` to loopback (local tests only).
+    pub webhooks_allow_loopback_http: bool,
     /// `Leaderboards__CacheSeconds`: how long a process serves a leaderboard from memory
     /// (default 5; 0 turns the cache off). Also the `Cache-Control` max-age.
     pub leaderboard_cache: Duration,
@@ -426,6 +428,7 @@ impl Settings {
             feed_posts_per_minute: keys::LIMITS_FEED_POSTS_PER_MINUTE.default_number() as u32,
             exports_per_hour: keys::LIMITS_EXPORTS_PER_HOUR.default_number() as u32,
             new_boards_per_day: keys::LIMITS_NEW_BOARDS_PER_DAY.default_number() as u32,
+            webhooks_allow_loopback_http: false,
             token_requests_per_minute: keys::LIMITS_TOKEN_REQUESTS_PER_MINUTE.default_number()
                 as u32,
             leaderboard_cache: Duration::from_secs(
@@ -632,6 +635,10 @@ impl Settings {
         }
         if let Some(v) = get(keys::LIMITS_NEW_BOARDS_PER_DAY.name) {
             s.new_boards_per_day = keys::LIMITS_NEW_BOARDS_PER_DAY.whole_number(&v)? as u32;
+        }
+        if let Some(v) = get(keys::WEBHOOKS_ALLOW_LOOPBACK_HTTP.name) {
+            s.webhooks_allow_loopback_http =
+                parse(keys::WEBHOOKS_ALLOW_LOOPBACK_HTTP.name, &v, "true or false")?;
         }
         if let Some(v) = get(keys::LIMITS_TOKEN_REQUESTS_PER_MINUTE.name) {
             s.token_requests_per_minute =

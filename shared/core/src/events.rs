@@ -54,17 +54,29 @@ pub enum EventKind {
     /// A driver deleted their account: the deletion job removes the rest of their data.
     #[serde(rename = "account.deleted")]
     AccountDeleted(AccountDeleted),
+    /// Another driver's new best moved the driver down a board.
+    #[serde(rename = "board.passed")]
+    BoardPassed(BoardPassed),
+    /// The driver asked for a test delivery to one webhook subscription.
+    #[serde(rename = "webhook.test")]
+    WebhookTest(WebhookTest),
+    /// A webhook subscription failing for days was turned off; the driver is told.
+    #[serde(rename = "webhook.disabled")]
+    WebhookDisabled(WebhookDisabled),
 }
 
 impl EventKind {
     /// Every wire name, in a stable order (metric labels are bounded by this list).
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 9] = [
         "session.uploaded",
         "leaderboard.submit",
         "track.process",
         "achievement.unlocked",
         "profile.updated",
         "account.deleted",
+        "board.passed",
+        "webhook.test",
+        "webhook.disabled",
     ];
 
     /// The wire name of this kind.
@@ -76,6 +88,9 @@ impl EventKind {
             Self::AchievementUnlocked(_) => Self::NAMES[3],
             Self::ProfileUpdated(_) => Self::NAMES[4],
             Self::AccountDeleted(_) => Self::NAMES[5],
+            Self::BoardPassed(_) => Self::NAMES[6],
+            Self::WebhookTest(_) => Self::NAMES[7],
+            Self::WebhookDisabled(_) => Self::NAMES[8],
         }
     }
 }
@@ -189,6 +204,63 @@ pub struct ProfileUpdated {
 pub struct AccountDeleted {
     /// The deletion job (answered to the driver, and in the job's log lines).
     pub job_id: String,
+}
+
+/// `board.passed`: the event's user is the driver who was passed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BoardPassed {
+    /// The canonical track of the board.
+    pub track_id: TrackId,
+    /// The board's car (folded), or `None` for the track's board.
+    #[serde(default)]
+    pub vehicle: Option<String>,
+    /// The game, e.g. `acc`.
+    pub game_id: String,
+    /// The track as the game names it.
+    pub track_name: String,
+    /// The layout; empty for tracks without layouts.
+    pub track_layout: String,
+    /// The passed driver's rank before the lap (1 is fastest).
+    pub previous_rank: u64,
+    /// The passed driver's rank after it.
+    pub new_rank: u64,
+    /// The passed driver's time, milliseconds.
+    pub lap_time_ms: i64,
+    /// Who passed.
+    pub passed_by: PassedBy,
+}
+
+/// The driver who passed, as the board shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PassedBy {
+    /// Their id.
+    pub user_id: UserId,
+    /// Their name on the board.
+    pub display_name: String,
+    /// Their new time, milliseconds.
+    pub lap_time_ms: i64,
+}
+
+/// `webhook.test`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookTest {
+    /// The one subscription the test goes to.
+    pub subscription_id: String,
+}
+
+/// `webhook.disabled`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookDisabled {
+    /// The subscription turned off.
+    pub subscription_id: String,
+    /// Its URL.
+    pub url: String,
+    /// Since when every delivery had failed (RFC 3339).
+    pub failing_since: String,
 }
 
 impl Event {

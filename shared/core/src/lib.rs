@@ -38,4 +38,5 @@ pub mod sharepacks;
 pub mod tables;
 pub mod trace_context;
 pub mod tracks;
+pub mod webhooks;
 pub mod workers;

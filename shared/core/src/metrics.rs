@@ -177,6 +177,8 @@ pub struct Metrics {
     /// Leaderboard submissions refused as implausible, by reason (`too_fast`,
     /// `sectors_mismatch`).
     pub implausible_laps: CounterFamily,
+    /// Webhook delivery attempts, by outcome (`ok`, `failed`).
+    pub webhook_deliveries: CounterFamily,
     /// Data exports, by result (`complete`, `failed`).
     pub exports: CounterFamily,
     /// Account deletions, by stage (`started`, `finished`).
@@ -355,6 +357,11 @@ impl Metrics {
         for reason in IMPLAUSIBLE_LAP_REASONS {
             implausible_laps.prometheus.with_label_values(&[reason]);
         }
+        let webhook_deliveries = CounterFamily::new(
+            "paddock_webhook_deliveries_total",
+            "Webhook delivery attempts, by outcome (ok or failed).",
+            &["outcome"],
+        );
         let exports = CounterFamily::new(
             "paddock_exports_total",
             "Data exports, by result (complete or failed).",
@@ -399,6 +406,7 @@ impl Metrics {
             &leaderboard_cache,
             &track_jobs,
             &implausible_laps,
+            &webhook_deliveries,
             &exports,
             &account_deletions,
             &account_deletion_items,
@@ -432,6 +440,7 @@ impl Metrics {
             leaderboard_cache,
             track_jobs,
             implausible_laps,
+            webhook_deliveries,
             exports,
             account_deletions,
             account_deletion_items,

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::{EventKind, SessionUploaded};
+use crate::events::{EventKind, LeaderboardSubmitted, SessionUploaded};
 
 /// A queue and its consumer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -19,15 +19,18 @@ pub enum QueueName {
     Feed,
     /// Carries profile changes to the leaderboards and runs account deletion jobs.
     Accounts,
+    /// Delivers events to the drivers' webhook subscriptions.
+    Webhooks,
 }
 
 impl QueueName {
     /// Every queue, in a stable order (metric labels are bounded by this list).
-    pub const ALL: [QueueName; 4] = [
+    pub const ALL: [QueueName; 5] = [
         Self::TrackMaps,
         Self::Achievements,
         Self::Feed,
         Self::Accounts,
+        Self::Webhooks,
     ];
 
     /// The queue's name: its metric label, its embedded queue's name and (after `paddock-`)
@@ -38,6 +41,7 @@ impl QueueName {
             Self::Achievements => "achievements",
             Self::Feed => "feed",
             Self::Accounts => "accounts",
+            Self::Webhooks => "webhooks",
         }
     }
 
@@ -48,6 +52,7 @@ impl QueueName {
             Self::Achievements => "Achievements",
             Self::Feed => "Feed",
             Self::Accounts => "Accounts",
+            Self::Webhooks => "Webhooks",
         }
     }
 
@@ -71,10 +76,20 @@ impl QueueName {
                 EventKind::SessionUploaded(_)
                     | EventKind::LeaderboardSubmitted(_)
                     | EventKind::AchievementUnlocked(_)
+                    | EventKind::WebhookDisabled(_)
             ),
             Self::Accounts => matches!(
                 kind,
                 EventKind::ProfileUpdated(_) | EventKind::AccountDeleted(_)
+            ),
+            // The kinds a subscription can ask for (a submission only when it is a new best).
+            Self::Webhooks => matches!(
+                kind,
+                EventKind::SessionUploaded(_)
+                    | EventKind::LeaderboardSubmitted(LeaderboardSubmitted { improved: true, .. })
+                    | EventKind::AchievementUnlocked(_)
+                    | EventKind::BoardPassed(_)
+                    | EventKind::WebhookTest(_)
             ),
         }
     }

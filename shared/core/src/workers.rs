@@ -39,7 +39,18 @@ pub fn processor(queue: QueueName) -> Processor {
         QueueName::Accounts => Arc::new(|event: Event, ports: Ports| {
             Box::pin(async move { account_event(event, ports).await })
         }),
+        // Deliveries need an HTTP client: the processes that run this consumer build it with
+        // [`webhook_processor`]; without one, deliveries fail and are tried again.
+        QueueName::Webhooks => webhook_processor(Arc::new(crate::webhooks::client::Unwired)),
     }
+}
+
+/// The webhooks consumer, delivering through `client`.
+pub fn webhook_processor(client: Arc<dyn crate::webhooks::client::WebhookClient>) -> Processor {
+    Arc::new(move |event: Event, ports: Ports| {
+        let client = client.clone();
+        Box::pin(async move { crate::webhooks::delivery::process(&ports, &*client, &event).await })
+    })
 }
 
 /// The accounts consumer: a renamed driver's boards, or a deleted account's deletion job.
@@ -148,11 +159,10 @@ async fn deliver(
             count(kind, "ok");
             return Some(message.receipt);
         }
-        Err(ProcessError::Retry(e)) if message.receive_count < policy.max_receives => {
+        Err(ProcessError::Retry(e)) if message.receive_count < max_receives(consumer, policy) => {
             count(kind_of(&message.body), "retry");
             tracing::warn!(%consumer, message_id = %message.id, attempt = message.receive_count, error = format!("{e:#}"), "event failed; will retry");
-            let exp = message.receive_count.saturating_sub(1).min(7);
-            let delay = (policy.base_delay * 2u32.pow(exp)).min(Duration::from_secs(60));
+            let delay = retry_delay(consumer, policy, message.receive_count);
             queue.retry_later(&message.receipt, delay).await
         }
         Err(e) => {
@@ -168,6 +178,26 @@ async fn deliver(
     None
 }
 
+/// Deliveries of one event before it is dead-lettered: the policy's, but webhooks keep
+/// trying for about a day.
+pub fn max_receives(consumer: QueueName, policy: RetryPolicy) -> u32 {
+    if consumer == QueueName::Webhooks {
+        crate::webhooks::delivery::MAX_ATTEMPTS
+    } else {
+        policy.max_receives
+    }
+}
+
+/// The wait before delivering again an event delivered `receive_count` times: the policy's
+/// doubling delay capped at a minute, or the webhooks' back-off.
+pub fn retry_delay(consumer: QueueName, policy: RetryPolicy, receive_count: u32) -> Duration {
+    if consumer == QueueName::Webhooks {
+        return crate::webhooks::delivery::retry_delay(receive_count);
+    }
+    let exp = receive_count.saturating_sub(1).min(7);
+    (policy.base_delay * 2u32.pow(exp)).min(Duration::from_secs(60))
+}
+
 /// The metric label of a queued body: its kind's name, or `unreadable` (labels stay a small,
 /// fixed set whatever a body says).
 pub fn kind_of(body: &str) -> &'static str {
@@ -181,6 +211,8 @@ fn concurrency(consumer: QueueName) -> usize {
         // build is CPU work that must not starve the request handlers.
         QueueName::TrackMaps => 1,
         QueueName::Achievements | QueueName::Feed => 10,
+        // Each delivery mostly waits on a receiver.
+        QueueName::Webhooks => 10,
         // A deletion job is long and writes in batches of its own.
         QueueName::Accounts => 2,
     }

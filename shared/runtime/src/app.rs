@@ -83,7 +83,10 @@ impl Application {
         };
         let consumers: Vec<_> = QueueName::ALL
             .into_iter()
-            .map(|queue| consumer(queue, ports.clone(), policy, stop_rx.clone()))
+            .map(|queue| {
+                let processor = crate::wiring::processor(queue, &self.state.settings);
+                consumer(queue, ports.clone(), processor, policy, stop_rx.clone())
+            })
             .collect();
         // The embedded store has no TTL of its own: the sweep removes what expired. Over the
         // AWS adapters, DynamoDB's TTL removes it (DynamoDB Local removes nothing; reads
@@ -132,13 +135,14 @@ impl Application {
 fn consumer(
     queue: QueueName,
     ports: Ports,
+    processor: workers::Processor,
     policy: RetryPolicy,
     stop_rx: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
     let first_start = Arc::new(AtomicBool::new(true));
     supervised(queue.name(), move || {
         let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
-        let first_start = first_start.clone();
+        let (first_start, processor) = (first_start.clone(), processor.clone());
         async move {
             // Before this process's track-map consumer first starts, every job left in
             // processing is stuck. A store that is down now must not stop the server
@@ -149,7 +153,6 @@ fn consumer(
                     tracing::warn!(error = %e, "could not return stuck track jobs to pending");
                 }
             }
-            let processor = workers::processor(queue);
             workers::run_consumer(queue, ports, processor, policy, stop_rx).await;
         }
     })

@@ -205,8 +205,8 @@ pub enum WorkerInvocation {
 /// The SQS-triggered consumer of `queue` (the track-map consumer is also invoked by the
 /// maintenance schedule).
 pub async fn serve_consumer(wiring: AwsWiring, queue: QueueName) -> Result<(), Error> {
-    let (_, ports) = wiring.finish();
-    let processor = workers::processor(queue);
+    let (settings, ports) = wiring.finish();
+    let processor = crate::wiring::processor(queue, &settings);
     serving();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<WorkerInvocation>| {
         let (ports, processor) = (ports.clone(), processor.clone());
@@ -380,6 +380,23 @@ async fn handle_record(
         }
         Err(e) => {
             tracing::warn!(error = %e, "event failed; SQS will redeliver");
+            // Webhooks back off over about a day: the message stays hidden until its next
+            // attempt (others reappear after the queue's visibility timeout).
+            if consumer == QueueName::Webhooks {
+                let delay = workers::retry_delay(
+                    consumer,
+                    workers::RetryPolicy::default(),
+                    message.receive_count,
+                );
+                if let Err(e) = ports
+                    .queues
+                    .get(consumer)
+                    .retry_later(&message.receipt, delay)
+                    .await
+                {
+                    tracing::warn!(error = %e, "could not delay the next attempt");
+                }
+            }
             ("retry", true)
         }
     };

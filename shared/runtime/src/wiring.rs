@@ -269,3 +269,20 @@ pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
         .build();
     aws_sdk_s3::Client::from_conf(config)
 }
+
+/// The processor of `queue`'s consumer: the webhooks consumer with its HTTP client under the
+/// configured address rules, every other one as `workers::processor` makes it.
+pub fn processor(
+    queue: QueueName,
+    settings: &paddock_core::config::Settings,
+) -> paddock_core::workers::Processor {
+    match queue {
+        QueueName::Webhooks => {
+            let policy = paddock_core::webhooks::address::Policy::of(settings);
+            paddock_core::workers::webhook_processor(std::sync::Arc::new(
+                paddock_clients::webhooks::HttpsWebhookClient::new(policy),
+            ))
+        }
+        _ => paddock_core::workers::processor(queue),
+    }
+}

@@ -153,6 +153,8 @@ pub mod scope {
         ActivityRead;
         /// `sharepacks`.
         Sharepacks;
+        /// `webhooks`.
+        Webhooks;
     }
 }
 

@@ -16,6 +16,7 @@ pub(crate) mod profile;
 pub mod sessions;
 pub mod sharepacks;
 pub(crate) mod tracks;
+pub(crate) mod webhooks;
 
 use axum::Router;
 use axum::routing::get;
@@ -45,6 +46,8 @@ pub enum Group {
     Sharepacks,
     /// Profile reads and changes, the data export and account deletion.
     Profile,
+    /// Webhook subscriptions.
+    Webhooks,
 }
 
 /// What a group's handlers use beyond the item store, the outbox and the clock: a function
@@ -63,7 +66,7 @@ pub struct Needs {
 
 impl Group {
     /// Every group, in the order the local server merges them.
-    pub const ALL: [Group; 8] = [
+    pub const ALL: [Group; 9] = [
         Group::Health,
         Group::Auth,
         Group::Sessions,
@@ -72,6 +75,7 @@ impl Group {
         Group::Ai,
         Group::Sharepacks,
         Group::Profile,
+        Group::Webhooks,
     ];
 
     /// The group's name: its function's directory under `functions/` and its binary
@@ -86,6 +90,7 @@ impl Group {
             Group::Ai => "ai",
             Group::Sharepacks => "sharepacks",
             Group::Profile => "profile",
+            Group::Webhooks => "webhooks",
         }
     }
 
@@ -122,6 +127,8 @@ impl Group {
                 coach: true,
                 ..secrets
             },
+            // Secrets: the signing key of sign-in tokens.
+            Group::Webhooks => secrets,
         }
     }
 
@@ -140,6 +147,7 @@ impl Group {
             Group::Ai => ai::routes(),
             Group::Sharepacks => sharepacks::routes(),
             Group::Profile => profile::routes(),
+            Group::Webhooks => webhooks::routes(),
         }
     }
 

@@ -55,7 +55,8 @@ pub(crate) async fn openapi_json() -> Response {
          (name = "ai", description = "AI coaching on a lap: one-shot insights and chat"),
          (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"),
          (name = "profile", description = "The driver's profile, the export of all their data, account deletion"),
-         (name = "tokens", description = "Personal access tokens for a driver's own tools (see docs/tokens.md)"))
+         (name = "tokens", description = "Personal access tokens for a driver's own tools (see docs/tokens.md)"),
+         (name = "webhooks", description = "Signed event deliveries to a driver's own URLs (see docs/webhooks.md)"))
 )]
 struct ApiDoc;
 

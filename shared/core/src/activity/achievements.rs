@@ -129,7 +129,10 @@ async fn attempt(ports: &Ports, user_id: &UserId, event: &Event) -> Result<(), S
         EventKind::TrackProcessRequested(_)
         | EventKind::AchievementUnlocked(_)
         | EventKind::ProfileUpdated(_)
-        | EventKind::AccountDeleted(_) => {
+        | EventKind::AccountDeleted(_)
+        | EventKind::BoardPassed(_)
+        | EventKind::WebhookTest(_)
+        | EventKind::WebhookDisabled(_) => {
             return Ok(());
         }
     }

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::events::{AchievementUnlocked, Event, EventKind, LeaderboardSubmitted, SessionUploaded};
+use crate::events::{
+    AchievementUnlocked, Event, EventKind, LeaderboardSubmitted, SessionUploaded, WebhookDisabled,
+};
 use crate::leaderboards::format_lap_time;
 use utoipa::ToSchema;
 
@@ -21,6 +23,8 @@ pub enum FeedKind {
     Achievement,
     /// The driver's own post.
     Post,
+    /// A notice about the driver's webhooks (a subscription disabled after failing).
+    Webhook,
 }
 
 /// What a feed entry says, before it is stored.
@@ -38,9 +42,12 @@ pub(crate) fn for_event(event: &Event) -> Option<FeedText> {
         EventKind::SessionUploaded(s) => Some(session(s, event.occurred_at)),
         EventKind::LeaderboardSubmitted(s) => Some(submission(s, event.occurred_at)),
         EventKind::AchievementUnlocked(a) => Some(achievement(a, event.occurred_at)),
+        EventKind::WebhookDisabled(w) => Some(webhook_disabled(w, event.occurred_at)),
         EventKind::TrackProcessRequested(_)
         | EventKind::ProfileUpdated(_)
-        | EventKind::AccountDeleted(_) => None,
+        | EventKind::AccountDeleted(_)
+        | EventKind::BoardPassed(_)
+        | EventKind::WebhookTest(_) => None,
     }
 }
 
@@ -122,6 +129,18 @@ fn format_gap(ms: i64) -> String {
         format!("{}.{:03} s", ms / 1000, ms % 1000)
     } else {
         format_lap_time(ms)
+    }
+}
+
+fn webhook_disabled(w: &WebhookDisabled, disabled: OffsetDateTime) -> FeedText {
+    FeedText {
+        kind: FeedKind::Webhook,
+        title: "A webhook was turned off".into(),
+        subtitle: format!(
+            "Deliveries to {} failed since {}; fix the receiver and turn it back on",
+            w.url, w.failing_since
+        ),
+        date: disabled,
     }
 }
 

@@ -444,6 +444,12 @@ keys! {
         bounds: Some((1, 1_000_000)),
         meaning: "requests per personal access token in any 60 seconds; answers to token requests carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, and the next answers 429 with `Retry-After`",
     }
+    WEBHOOKS_ALLOW_LOOPBACK_HTTP {
+        name: "Webhooks__AllowLoopbackHttp",
+        default: DefaultValue::Text("false"),
+        bounds: None,
+        meaning: "local tests only, never in AWS: `true` lets webhook subscriptions use `http` and loopback addresses (127.0.0.0/8, ::1); every other address rule stays",
+    }
     LIMITS_NEW_BOARDS_PER_DAY {
         name: "Limits__NewBoardsPerDay",
         default: DefaultValue::Number(50),

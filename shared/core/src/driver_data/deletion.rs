@@ -42,7 +42,9 @@ use crate::tables::Table;
 /// The order the job deletes in: what is found through another kind goes before it (entries
 /// through the board index, jobs and points through sessions, tokens through their family),
 /// and the profile, which the job resumes from, goes last.
-pub const ORDER: [DriverData; 22] = [
+pub const ORDER: [DriverData; 23] = [
+    // First, so nothing more is delivered to the driver's receivers.
+    DriverData::Webhooks,
     DriverData::LeaderboardEntries,
     DriverData::TrackPoints,
     DriverData::TrackJobs,
@@ -417,6 +419,15 @@ async fn delete_batch(kind: DriverData, ports: &Ports, driver: &Driver) -> Resul
         }
         DriverData::CoachingAnswers => {
             partition_batch(ports, Table::Coaching, format!("AI#{user}"), None).await
+        }
+        DriverData::Webhooks => {
+            partition_batch(
+                ports,
+                Table::Activity,
+                crate::webhooks::partition(user),
+                None,
+            )
+            .await
         }
         DriverData::UsageCounters => {
             for scope in USAGE_SCOPES {

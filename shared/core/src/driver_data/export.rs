@@ -118,7 +118,8 @@ pub fn exported(kind: DriverData) -> bool {
         | DriverData::CoachingAnswers
         | DriverData::UsageCounters
         | DriverData::SignInAddresses
-        | DriverData::RequestKeys => true,
+        | DriverData::RequestKeys
+        | DriverData::Webhooks => true,
     }
 }
 
@@ -323,6 +324,11 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
         }
         DriverData::CoachingAnswers => {
             push_partition(ports, array, Table::Coaching, format!("AI#{user}"), None).await?;
+        }
+        DriverData::Webhooks => {
+            for subscription in crate::webhooks::subscriptions::exported(ports, user).await? {
+                array.push(&subscription).await?;
+            }
         }
         DriverData::UsageCounters => {
             for scope in USAGE_SCOPES {

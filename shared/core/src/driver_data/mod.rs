@@ -86,6 +86,10 @@ pub enum DriverData {
     /// Events of the driver waiting in the outbox (`outbox`): relayed within seconds and
     /// removed by the relay; their consumers write nothing for a deleted account.
     PendingEvents,
+    /// Webhook subscriptions with their secrets, delivery history, delivered-event markers
+    /// and `board.passed` markers (`activity`: `HOOK#<id>`). Exported as the subscriptions
+    /// without their secrets; deleted first, so nothing more is delivered.
+    Webhooks,
     /// Exports handed out through the blob store (AWS: blobs `exports/<id>/<export>.json`,
     /// offered by a presigned URL, expired after a day by the bucket's lifecycle rule).
     Exports,
@@ -93,7 +97,7 @@ pub enum DriverData {
 
 impl DriverData {
     /// Every kind, in export order.
-    pub const ALL: [DriverData; 22] = [
+    pub const ALL: [DriverData; 23] = [
         Self::Profile,
         Self::EmailSignIn,
         Self::ProviderLinks,
@@ -114,6 +118,7 @@ impl DriverData {
         Self::UsageCounters,
         Self::SignInAddresses,
         Self::RequestKeys,
+        Self::Webhooks,
         Self::PendingEvents,
         Self::Exports,
     ];
@@ -142,6 +147,7 @@ impl DriverData {
             Self::SignInAddresses => "signInAddresses",
             Self::RequestKeys => "requestKeys",
             Self::PendingEvents => "pendingEvents",
+            Self::Webhooks => "webhooks",
             Self::Exports => "exports",
         }
     }
@@ -188,6 +194,7 @@ impl DriverData {
                 Self::SharePacks
             }
             Table::Coaching if pk == format!("AI#{user}") => Self::CoachingAnswers,
+            Table::Activity if pk == crate::webhooks::partition(&driver.id) => Self::Webhooks,
             Table::Limits if USAGE_SCOPES.iter().any(|s| pk == format!("RL#{s}#{user}")) => {
                 Self::UsageCounters
             }

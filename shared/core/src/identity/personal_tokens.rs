@@ -75,11 +75,14 @@ pub enum Scope {
     /// List, upload, read, download and delete share packs.
     #[serde(rename = "sharepacks")]
     Sharepacks,
+    /// Make, list, change, test and delete webhook subscriptions (`/v1/webhooks`).
+    #[serde(rename = "webhooks")]
+    Webhooks,
 }
 
 impl Scope {
     /// Every scope, in the documented order.
-    pub const ALL: [Scope; 7] = [
+    pub const ALL: [Scope; 8] = [
         Self::SessionsRead,
         Self::SessionsWrite,
         Self::BoardsRead,
@@ -87,6 +90,7 @@ impl Scope {
         Self::ProfileRead,
         Self::ActivityRead,
         Self::Sharepacks,
+        Self::Webhooks,
     ];
 
     /// The scope's name in requests, answers and documentation.
@@ -99,6 +103,7 @@ impl Scope {
             Self::ProfileRead => "profile:read",
             Self::ActivityRead => "activity:read",
             Self::Sharepacks => "sharepacks",
+            Self::Webhooks => "webhooks",
         }
     }
 

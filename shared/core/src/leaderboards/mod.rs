@@ -26,6 +26,7 @@ pub mod backfill;
 pub mod board;
 pub mod bulk;
 pub mod cache;
+pub mod passing;
 pub mod plausibility;
 pub mod rank_counts;
 pub mod reads;

@@ -416,6 +416,18 @@ async fn attempt(
             ops.extend(vehicles::count_ops(&track_id, car, 1));
         }
     }
+    // The drivers a new best passes hear of it through the same transaction.
+    if faster_on_track {
+        let passed = super::passing::passed_ops(
+            ports,
+            ranked_board,
+            &stored,
+            on_track.as_ref(),
+            rank,
+            summary,
+        );
+        ops.extend(passed.await?);
+    }
     // A lap that opens a board counts against the driver's day in the same transaction,
     // so only the submission that opens it counts (not a concurrent or retried one).
     let opening = entries.iter().any(Option::is_none).then(|| {

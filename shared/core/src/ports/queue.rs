@@ -70,6 +70,7 @@ pub struct Queues {
     achievements: Arc<dyn EventQueue>,
     feed: Arc<dyn EventQueue>,
     accounts: Arc<dyn EventQueue>,
+    webhooks: Arc<dyn EventQueue>,
 }
 
 impl Queues {
@@ -80,6 +81,7 @@ impl Queues {
             achievements: make(QueueName::Achievements),
             feed: make(QueueName::Feed),
             accounts: make(QueueName::Accounts),
+            webhooks: make(QueueName::Webhooks),
         }
     }
 
@@ -92,6 +94,7 @@ impl Queues {
             achievements: make(QueueName::Achievements)?,
             feed: make(QueueName::Feed)?,
             accounts: make(QueueName::Accounts)?,
+            webhooks: make(QueueName::Webhooks)?,
         })
     }
 
@@ -102,6 +105,7 @@ impl Queues {
             QueueName::Achievements => &self.achievements,
             QueueName::Feed => &self.feed,
             QueueName::Accounts => &self.accounts,
+            QueueName::Webhooks => &self.webhooks,
         }
     }
 
@@ -112,6 +116,7 @@ impl Queues {
             QueueName::Achievements => self.achievements = queue,
             QueueName::Feed => self.feed = queue,
             QueueName::Accounts => self.accounts = queue,
+            QueueName::Webhooks => self.webhooks = queue,
         }
     }
 }

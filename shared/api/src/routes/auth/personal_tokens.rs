@@ -24,7 +24,7 @@ pub struct CreateTokenRequest {
         pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub name: Option<String>,
     /// One or more of `sessions:read`, `sessions:write`, `boards:read`, `boards:submit`,
-    /// `profile:read`, `activity:read`, `sharepacks`.
+    /// `profile:read`, `activity:read`, `sharepacks`, `webhooks`.
     #[schema(required = true, value_type = Vec<personal_tokens::Scope>, min_items = 1)]
     pub scopes: Option<Vec<String>>,
     /// Days until the token expires: 1 to 365 (default 90).

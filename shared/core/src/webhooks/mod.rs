@@ -1,0 +1,44 @@
+//! Webhooks: a driver's own tools hear of a new best, an unlocked achievement, an upload or
+//! a lost place on a board as it happens, signed per Standard Webhooks.
+//!
+//! A driver keeps up to [`subscriptions::MAX_PER_DRIVER`] subscriptions ([`subscriptions`]);
+//! the webhooks consumer ([`delivery`]) posts each subscribed event to each subscription that
+//! wants it, through a [`client::WebhookClient`] that checks every address the URL resolves
+//! to against [`address`]'s rules before it connects.
+//!
+//! Key layout (table `activity`, partition `HOOK#<user id>`):
+//! - `SUB#<subscription id>`: a subscription with its secrets;
+//! - `LOG#<subscription id>#<attempt id>`: one delivery attempt, kept [`delivery::LOG_KEPT_SECS`];
+//! - `DONE#<subscription id>#<event id>`: an event delivered to a subscription (a redelivered
+//!   event skips it), kept as long as processed-event markers;
+//! - `WANTS#board.passed`: present while a live subscription wants `board.passed`, so a
+//!   submission reads one small item per passed driver instead of their subscriptions;
+//! - `PASSED#<board>#<window>`: a `board.passed` already sent for that board in that window
+//!   ([`crate::leaderboards::passing`]).
+
+pub mod address;
+pub mod client;
+pub mod delivery;
+pub mod signing;
+pub mod subscriptions;
+
+use crate::ids::UserId;
+
+/// The partition of `user`'s webhook items.
+pub(crate) fn partition(user: &UserId) -> String {
+    format!("{PARTITION_PREFIX}{user}")
+}
+
+/// The prefix of every driver's webhook partition.
+pub(crate) const PARTITION_PREFIX: &str = "HOOK#";
+
+/// The event types a subscription may ask for, in documented order.
+pub const EVENT_TYPES: [&str; 4] = [
+    "session.uploaded",
+    "leaderboard.best",
+    "achievement.unlocked",
+    "board.passed",
+];
+
+/// The type sent by `POST /v1/webhooks/{id}/test` (always delivered, never subscribed to).
+pub const TEST_EVENT_TYPE: &str = "webhook.test";

@@ -1,0 +1,633 @@
+//! A driver's webhook subscriptions: made, listed, changed, tested and deleted by the driver;
+//! each with a URL checked against [`super::address`], the event types it wants and a
+//! signing secret shown once (rotatable, the previous one still signing for a grace period).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::address::{self, Policy, Refused, WebhookUrl};
+use super::signing;
+use super::{EVENT_TYPES, partition};
+use crate::events::{Event, EventKind, WebhookDisabled, WebhookTest};
+use crate::ids::UserId;
+use crate::ports::Ports;
+use crate::ports::clock::rfc3339;
+use crate::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, item};
+use crate::tables::Table;
+
+/// Subscriptions a driver may hold.
+pub const MAX_PER_DRIVER: usize = 10;
+/// The longest description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 100;
+/// The longest grace period of a rotated secret, in hours.
+pub const MAX_GRACE_HOURS: i64 = 72;
+/// The grace period of a rotated secret when none is asked for, in hours.
+pub const DEFAULT_GRACE_HOURS: i64 = 24;
+/// Sort-key prefix of a subscription.
+pub(crate) const SUB_PREFIX: &str = "SUB#";
+/// Sort key of the marker that some live subscription wants `board.passed`.
+pub(crate) const WANTS_PASSED_SK: &str = "WANTS#board.passed";
+
+/// Why a subscription request was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SubscriptionError {
+    /// The URL breaks a rule (the error names it).
+    #[error(transparent)]
+    Url(#[from] Refused),
+    /// No event types asked for.
+    #[error("eventTypes: must name at least one of {}", EVENT_TYPES.join(", "))]
+    NoEventTypes,
+    /// An event type that does not exist.
+    #[error("eventTypes: {0:?} is not one of {types}", types = EVENT_TYPES.join(", "))]
+    UnknownEventType(String),
+    /// A bad description.
+    #[error(
+        "description: must be at most {MAX_DESCRIPTION_CHARS} characters without control or invisible characters"
+    )]
+    BadDescription,
+    /// A grace period outside the bounds.
+    #[error("graceHours: must be a whole number of hours from 0 to {MAX_GRACE_HOURS}")]
+    BadGrace,
+    /// The driver holds the most subscriptions already.
+    #[error("a driver may hold at most {MAX_PER_DRIVER} webhook subscriptions; delete one first")]
+    TooMany,
+    /// No subscription of that id is the caller's.
+    #[error("no webhook subscription of that id")]
+    NotFound,
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A subscription as the driver sees it (never its secret).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Subscription {
+    /// The subscription's id.
+    pub id: String,
+    /// Where events are posted.
+    pub url: String,
+    /// The event types posted.
+    pub event_types: Vec<String>,
+    /// The driver's own note (empty when none).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub description: String,
+    /// False when the driver paused it, or after it failed for days.
+    pub enabled: bool,
+    /// Why it was disabled by the service, if it was.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub disabled_reason: Option<String>,
+    /// Since when every delivery has failed (null after a success).
+    #[serde(default)]
+    #[schema(required = true)]
+    pub failing_since: Option<String>,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub updated_at: String,
+    /// Until when the secret before the last rotation still signs (RFC 3339), if it does.
+    #[serde(default)]
+    #[schema(required = true)]
+    pub previous_secret_expires_at: Option<String>,
+}
+
+/// A subscription as stored: what the driver sees and the secrets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StoredSubscription {
+    #[serde(flatten)]
+    pub shown: Subscription,
+    pub secret: String,
+    #[serde(default)]
+    pub previous_secret: Option<String>,
+    /// Unix seconds until which `previous_secret` signs too.
+    #[serde(default)]
+    pub previous_secret_until: Option<i64>,
+}
+
+impl StoredSubscription {
+    /// The secrets that sign a delivery at `now`: the current one, and the previous one
+    /// during its grace period.
+    pub(crate) fn signing_secrets(&self, now: i64) -> Vec<&str> {
+        let mut secrets = vec![self.secret.as_str()];
+        if let (Some(previous), Some(until)) = (&self.previous_secret, self.previous_secret_until)
+            && now < until
+        {
+            secrets.push(previous);
+        }
+        secrets
+    }
+
+    pub(crate) fn wants(&self, event_type: &str) -> bool {
+        self.shown.enabled && self.shown.event_types.iter().any(|t| t == event_type)
+    }
+
+    fn to_item(&self, user: &UserId) -> Item {
+        item(
+            &key(user, &self.shown.id),
+            serde_json::to_value(self).expect("a subscription serialises"),
+        )
+    }
+
+    fn from_item(row: Item) -> Result<Self, StoreError> {
+        crate::ports::items::decode(row, "webhook subscription")
+    }
+}
+
+/// A subscription just made, with its secret shown this once.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreatedSubscription {
+    /// The subscription.
+    #[serde(flatten)]
+    pub subscription: Subscription,
+    /// `whsec_...`: store it now; it is never shown again.
+    pub secret: String,
+}
+
+/// A rotated secret, shown this once.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RotatedSecret {
+    /// The new `whsec_...` secret.
+    pub secret: String,
+    /// Until when the previous secret signs too (RFC 3339); null without a grace period.
+    #[schema(required = true)]
+    pub previous_secret_expires_at: Option<String>,
+}
+
+/// The key of subscription `id` of `user`.
+pub(crate) fn key(user: &UserId, id: &str) -> Key {
+    Key::new(partition(user), format!("{SUB_PREFIX}{id}"))
+}
+
+fn wants_passed_key(user: &UserId) -> Key {
+    Key::new(partition(user), WANTS_PASSED_SK)
+}
+
+/// The event types `raw` names, checked, deduplicated, in documented order.
+pub fn parse_event_types(raw: &[String]) -> Result<Vec<String>, SubscriptionError> {
+    if raw.is_empty() {
+        return Err(SubscriptionError::NoEventTypes);
+    }
+    if let Some(unknown) = raw.iter().find(|t| !EVENT_TYPES.contains(&t.as_str())) {
+        return Err(SubscriptionError::UnknownEventType(unknown.clone()));
+    }
+    Ok(EVENT_TYPES
+        .iter()
+        .filter(|t| raw.iter().any(|r| r == *t))
+        .map(|t| (*t).to_owned())
+        .collect())
+}
+
+/// A description, checked and trimmed.
+pub fn parse_description(raw: &str) -> Result<String, SubscriptionError> {
+    let bad = |c: char| c.is_control() || crate::hidden_characters::is_invisible_or_bidi(c);
+    if raw.chars().count() > MAX_DESCRIPTION_CHARS || raw.chars().any(bad) {
+        return Err(SubscriptionError::BadDescription);
+    }
+    Ok(raw.trim().to_owned())
+}
+
+/// Checks a URL's own rules and then every address its host resolves to.
+pub async fn check_url(raw: &str, policy: Policy) -> Result<WebhookUrl, SubscriptionError> {
+    let url = WebhookUrl::parse(raw, policy)?;
+    address::resolve_checked(&url, policy).await?;
+    Ok(url)
+}
+
+/// A new subscription's request, parsed (its URL still to resolve).
+#[derive(Debug, Clone)]
+pub struct NewSubscription {
+    /// The URL as given.
+    pub url: String,
+    /// The event types, checked.
+    pub event_types: Vec<String>,
+    /// The description, checked.
+    pub description: String,
+}
+
+/// The driver's subscriptions as stored, oldest first.
+pub(crate) async fn stored_all(
+    ports: &Ports,
+    user: &UserId,
+) -> Result<Vec<StoredSubscription>, StoreError> {
+    let mut rows = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Activity, partition(user))
+                    .begins_with(SUB_PREFIX)
+                    .limit(50)
+                    .after(cursor),
+            )
+            .await?;
+        for row in page.items {
+            rows.push(StoredSubscription::from_item(row)?);
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    // Ids are time-ordered.
+    rows.sort_by(|a, b| a.shown.id.cmp(&b.shown.id));
+    Ok(rows)
+}
+
+async fn stored_one(
+    ports: &Ports,
+    user: &UserId,
+    id: &str,
+) -> Result<StoredSubscription, SubscriptionError> {
+    if Uuid::parse_str(id).is_err() {
+        return Err(SubscriptionError::NotFound);
+    }
+    match ports.items.get(Table::Activity, &key(user, id)).await? {
+        Some(row) => Ok(StoredSubscription::from_item(row)?),
+        None => Err(SubscriptionError::NotFound),
+    }
+}
+
+/// Keeps the `board.passed` marker true to the subscriptions: present while one that is
+/// enabled wants the type. Run after every change; repeating it is harmless.
+pub(crate) async fn refresh_wants_passed(ports: &Ports, user: &UserId) -> Result<(), StoreError> {
+    let wanted = stored_all(ports, user)
+        .await?
+        .iter()
+        .any(|s| s.wants("board.passed"));
+    let key = wants_passed_key(user);
+    if wanted {
+        ports
+            .items
+            .put(Table::Activity, item(&key, json!({})), None)
+            .await
+    } else {
+        ports
+            .items
+            .delete(Table::Activity, &key, None)
+            .await
+            .map(|_| ())
+    }
+}
+
+/// Makes a subscription for `user`; the answer holds its secret, shown this once.
+pub async fn create(
+    ports: &Ports,
+    user: &UserId,
+    new: NewSubscription,
+    policy: Policy,
+) -> Result<CreatedSubscription, SubscriptionError> {
+    let url = check_url(&new.url, policy).await?;
+    // Read when the request arrives: creations at the same instant may each pass it.
+    if stored_all(ports, user).await?.len() >= MAX_PER_DRIVER {
+        return Err(SubscriptionError::TooMany);
+    }
+    let now = rfc3339(ports.clock.now());
+    let stored = StoredSubscription {
+        shown: Subscription {
+            id: Uuid::now_v7().to_string(),
+            url: url.as_str().to_owned(),
+            event_types: new.event_types,
+            description: new.description,
+            enabled: true,
+            disabled_reason: None,
+            failing_since: None,
+            created_at: now.clone(),
+            updated_at: now,
+            previous_secret_expires_at: None,
+        },
+        secret: signing::new_secret(),
+        previous_secret: None,
+        previous_secret_until: None,
+    };
+    let ops = vec![
+        TxOp::Put {
+            table: Table::Activity,
+            item: stored.to_item(user),
+            condition: Some(Condition::NotExists),
+        },
+        // A deleted account makes no subscriptions.
+        crate::identity::users::not_deleted_op(user),
+    ];
+    match ports.items.transact(ops).await {
+        Ok(()) => {}
+        Err(StoreError::ConditionFailed { .. }) => return Err(SubscriptionError::NotFound),
+        Err(e) => return Err(e.into()),
+    }
+    refresh_wants_passed(ports, user).await?;
+    Ok(CreatedSubscription {
+        subscription: stored.shown,
+        secret: stored.secret,
+    })
+}
+
+/// The driver's subscriptions, oldest first.
+pub async fn list(ports: &Ports, user: &UserId) -> Result<Vec<Subscription>, SubscriptionError> {
+    Ok(stored_all(ports, user)
+        .await?
+        .into_iter()
+        .map(|s| s.shown)
+        .collect())
+}
+
+/// One of the driver's subscriptions.
+pub async fn get(
+    ports: &Ports,
+    user: &UserId,
+    id: &str,
+) -> Result<Subscription, SubscriptionError> {
+    Ok(stored_one(ports, user, id).await?.shown)
+}
+
+/// What a change sets; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    /// A new URL (checked as at creation).
+    pub url: Option<String>,
+    /// New event types, checked.
+    pub event_types: Option<Vec<String>>,
+    /// A new description, checked.
+    pub description: Option<String>,
+    /// Pause (false) or resume (true); resuming clears the failure state.
+    pub enabled: Option<bool>,
+}
+
+/// Changes one of the driver's subscriptions.
+pub async fn update(
+    ports: &Ports,
+    user: &UserId,
+    id: &str,
+    changes: Changes,
+    policy: Policy,
+) -> Result<Subscription, SubscriptionError> {
+    let mut stored = stored_one(ports, user, id).await?;
+    let before = stored.shown.updated_at.clone();
+    if let Some(raw) = &changes.url {
+        stored.shown.url = check_url(raw, policy).await?.as_str().to_owned();
+    }
+    if let Some(types) = changes.event_types {
+        stored.shown.event_types = types;
+    }
+    if let Some(description) = changes.description {
+        stored.shown.description = description;
+    }
+    if let Some(enabled) = changes.enabled {
+        if enabled && !stored.shown.enabled {
+            stored.shown.disabled_reason = None;
+            stored.shown.failing_since = None;
+        }
+        stored.shown.enabled = enabled;
+    }
+    stored.shown.updated_at = rfc3339(ports.clock.now());
+    replace(ports, user, &stored, &before).await?;
+    refresh_wants_passed(ports, user).await?;
+    Ok(stored.shown)
+}
+
+/// Writes `stored` over the row last updated at `before` (a concurrent change wins and this
+/// one answers as if the subscription had changed under it: not found, to be read again).
+async fn replace(
+    ports: &Ports,
+    user: &UserId,
+    stored: &StoredSubscription,
+    before: &str,
+) -> Result<(), SubscriptionError> {
+    match ports
+        .items
+        .put(
+            Table::Activity,
+            stored.to_item(user),
+            Some(Condition::eq("updatedAt", before)),
+        )
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(StoreError::ConditionFailed { .. }) => Err(SubscriptionError::NotFound),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Deletes one of the driver's subscriptions; nothing is delivered to it afterwards.
+pub async fn delete(ports: &Ports, user: &UserId, id: &str) -> Result<(), SubscriptionError> {
+    stored_one(ports, user, id).await?;
+    ports
+        .items
+        .delete(Table::Activity, &key(user, id), None)
+        .await?;
+    refresh_wants_passed(ports, user).await?;
+    Ok(())
+}
+
+/// Parses a grace period in hours (default [`DEFAULT_GRACE_HOURS`]).
+pub fn parse_grace_hours(raw: Option<&Value>) -> Result<i64, SubscriptionError> {
+    match raw {
+        None | Some(Value::Null) => Ok(DEFAULT_GRACE_HOURS),
+        Some(v) => v
+            .as_i64()
+            .filter(|h| (0..=MAX_GRACE_HOURS).contains(h))
+            .ok_or(SubscriptionError::BadGrace),
+    }
+}
+
+/// Gives a subscription a new secret; the current one keeps signing for `grace_hours`.
+pub async fn rotate_secret(
+    ports: &Ports,
+    user: &UserId,
+    id: &str,
+    grace_hours: i64,
+) -> Result<RotatedSecret, SubscriptionError> {
+    let mut stored = stored_one(ports, user, id).await?;
+    let before = stored.shown.updated_at.clone();
+    let now = ports.clock.now();
+    let until = now + time::Duration::hours(grace_hours);
+    let previous = std::mem::replace(&mut stored.secret, signing::new_secret());
+    if grace_hours > 0 {
+        stored.previous_secret = Some(previous);
+        stored.previous_secret_until = Some(until.unix_timestamp());
+        stored.shown.previous_secret_expires_at = Some(rfc3339(until));
+    } else {
+        stored.previous_secret = None;
+        stored.previous_secret_until = None;
+        stored.shown.previous_secret_expires_at = None;
+    }
+    stored.shown.updated_at = rfc3339(now);
+    replace(ports, user, &stored, &before).await?;
+    Ok(RotatedSecret {
+        secret: stored.secret,
+        previous_secret_expires_at: stored.shown.previous_secret_expires_at,
+    })
+}
+
+/// Sends a `webhook.test` event to one subscription (through the outbox, as every event);
+/// answers the event's id, which is the delivery's `webhook-id`.
+pub async fn send_test(
+    ports: &Ports,
+    user: &UserId,
+    id: &str,
+) -> Result<String, SubscriptionError> {
+    stored_one(ports, user, id).await?;
+    let event = Event::new(
+        EventKind::WebhookTest(WebhookTest {
+            subscription_id: id.to_owned(),
+        }),
+        Some(user.clone()),
+        ports.clock.now(),
+    );
+    ports.items.transact(vec![event.outbox_op()]).await?;
+    Ok(event.id.to_string())
+}
+
+/// Turns off a subscription whose deliveries have all failed since `since`, and tells the
+/// driver (a `webhook.disabled` event, in the same transaction, becomes a feed entry).
+pub(crate) async fn disable(
+    ports: &Ports,
+    user: &UserId,
+    id: &str,
+    since: OffsetDateTime,
+    reason: String,
+) -> Result<(), StoreError> {
+    let Ok(mut stored) = stored_one(ports, user, id).await else {
+        return Ok(());
+    };
+    if !stored.shown.enabled {
+        return Ok(());
+    }
+    let before = stored.shown.updated_at.clone();
+    let now = ports.clock.now();
+    stored.shown.enabled = false;
+    stored.shown.disabled_reason = Some(reason);
+    stored.shown.updated_at = rfc3339(now);
+    let event = Event::new(
+        EventKind::WebhookDisabled(WebhookDisabled {
+            subscription_id: id.to_owned(),
+            url: stored.shown.url.clone(),
+            failing_since: rfc3339(since),
+        }),
+        Some(user.clone()),
+        now,
+    );
+    let ops = vec![
+        TxOp::Put {
+            table: Table::Activity,
+            item: stored.to_item(user),
+            condition: Some(Condition::eq("updatedAt", before.as_str())),
+        },
+        event.outbox_op(),
+    ];
+    match ports.items.transact(ops).await {
+        // Changed meanwhile (by the driver, or disabled by another delivery): left as it is.
+        Ok(()) | Err(StoreError::ConditionFailed { .. }) => {}
+        Err(e) => return Err(e),
+    }
+    refresh_wants_passed(ports, user).await
+}
+
+/// Records the failure state after a delivery: `failing_since` set at the first failure
+/// after a success (and kept), cleared by a success. Answers the failing-since time.
+pub(crate) async fn record_outcome(
+    ports: &Ports,
+    user: &UserId,
+    id: &str,
+    succeeded: bool,
+    now: OffsetDateTime,
+) -> Result<Option<OffsetDateTime>, StoreError> {
+    let Ok(mut stored) = stored_one(ports, user, id).await else {
+        return Ok(None);
+    };
+    let since = stored.shown.failing_since.as_deref().and_then(|s| {
+        OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+    });
+    let wanted = match (succeeded, since) {
+        (true, None) => return Ok(None),
+        (true, Some(_)) => None,
+        (false, Some(since)) => return Ok(Some(since)),
+        (false, None) => Some(now),
+    };
+    let before = stored.shown.updated_at.clone();
+    stored.shown.failing_since = wanted.map(rfc3339);
+    // `updatedAt` is the driver's change time; the failure state is written under the same
+    // condition so a concurrent change by the driver is not overwritten.
+    match ports
+        .items
+        .put(
+            Table::Activity,
+            stored.to_item(user),
+            Some(Condition::eq("updatedAt", before.as_str())),
+        )
+        .await
+    {
+        Ok(()) | Err(StoreError::ConditionFailed { .. }) => Ok(wanted),
+        Err(e) => Err(e),
+    }
+}
+
+/// The driver's subscriptions as the export shows them (no secrets).
+pub async fn exported(ports: &Ports, user: &UserId) -> Result<Vec<Subscription>, StoreError> {
+    Ok(stored_all(ports, user)
+        .await?
+        .into_iter()
+        .map(|s| s.shown)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_types_are_checked_and_ordered() {
+        let raw = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            parse_event_types(&raw(&["board.passed", "session.uploaded", "board.passed"])).unwrap(),
+            raw(&["session.uploaded", "board.passed"])
+        );
+        assert!(matches!(
+            parse_event_types(&raw(&["lap.done"])),
+            Err(SubscriptionError::UnknownEventType(t)) if t == "lap.done"
+        ));
+        assert!(matches!(
+            parse_event_types(&[]),
+            Err(SubscriptionError::NoEventTypes)
+        ));
+    }
+
+    #[test]
+    fn grace_hours_are_bounded() {
+        assert_eq!(parse_grace_hours(None).unwrap(), DEFAULT_GRACE_HOURS);
+        assert_eq!(parse_grace_hours(Some(&json!(0))).unwrap(), 0);
+        for bad in [json!(-1), json!(73), json!("24"), json!(1.5)] {
+            assert!(parse_grace_hours(Some(&bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_previous_secret_signs_during_its_grace_only() {
+        let stored = StoredSubscription {
+            shown: Subscription {
+                id: "i".into(),
+                url: "https://example.com/".into(),
+                event_types: vec![],
+                description: String::new(),
+                enabled: true,
+                disabled_reason: None,
+                failing_since: None,
+                created_at: String::new(),
+                updated_at: String::new(),
+                previous_secret_expires_at: None,
+            },
+            secret: "new".into(),
+            previous_secret: Some("old".into()),
+            previous_secret_until: Some(100),
+        };
+        assert_eq!(stored.signing_secrets(99), vec!["new", "old"]);
+        assert_eq!(stored.signing_secrets(100), vec!["new"]);
+    }
+}

@@ -1,0 +1,914 @@
+//! Webhooks: subscriptions and their rules, signed delivery to a receiver on loopback (the
+//! signatures checked by the Standard Webhooks reference library), retries through a failing
+//! receiver, secret rotation, the address rules, `board.passed`, and the account's export and
+//! deletion; on both backends and through the functions.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use paddock_core::ports::ManualClock;
+use paddock_tests::{Backend, TestApp, envelope, session_body};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+struct Received {
+    headers: BTreeMap<String, String>,
+    body: String,
+    /// Whether it was answered 2xx.
+    taken: bool,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct ReceiverState {
+    received: Vec<Received>,
+    failing: bool,
+}
+
+/// A webhook receiver on loopback: records every request; answers 503 while failing.
+#[derive(Clone)]
+struct Receiver {
+    url: String,
+    state: Arc<Mutex<ReceiverState>>,
+}
+
+async fn receive(
+    State(state): State<Arc<Mutex<ReceiverState>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let mut s = state.lock().unwrap();
+    let taken = !s.failing;
+    s.received.push(Received {
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+            .collect(),
+        body: String::from_utf8_lossy(&body).into_owned(),
+        taken,
+        at: Instant::now(),
+    });
+    if taken {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    }
+}
+
+impl Receiver {
+    async fn start() -> Self {
+        let state = Arc::new(Mutex::new(ReceiverState::default()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address: SocketAddr = listener.local_addr().unwrap();
+        let app = Router::new()
+            .route("/hook", post(receive))
+            .with_state(state.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            url: format!("http://{address}/hook"),
+            state,
+        }
+    }
+
+    fn set_failing(&self, failing: bool) {
+        self.state.lock().unwrap().failing = failing;
+    }
+
+    fn all(&self) -> Vec<Received> {
+        self.state.lock().unwrap().received.clone()
+    }
+
+    /// The taken deliveries, one per `webhook-id` (the receiver's de-duplication).
+    fn taken_by_id(&self) -> BTreeMap<String, Received> {
+        let mut by_id = BTreeMap::new();
+        for r in self.all().into_iter().filter(|r| r.taken) {
+            by_id.entry(r.headers["webhook-id"].clone()).or_insert(r);
+        }
+        by_id
+    }
+
+    /// Waits until `done` holds of what was received (at most `within`).
+    async fn wait_for(&self, within: Duration, what: &str, done: impl Fn(&[Received]) -> bool) {
+        let until = Instant::now() + within;
+        while Instant::now() < until {
+            if done(&self.all()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the receiver did not get {what}: {:#?}", self.all());
+    }
+}
+
+fn event_type(r: &Received) -> String {
+    serde_json::from_str::<Value>(&r.body).unwrap()["type"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// For each message, the indexes of `secrets` it verifies under, by the reference library.
+fn verify(secrets: &[&str], messages: &[Received]) -> Vec<Vec<usize>> {
+    let tools = std::env::var_os("PADDOCK_TOOLS_DIR").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/paddock-tools"),
+        PathBuf::from,
+    );
+    let python = tools.join("venv/bin/python");
+    let script = paddock_tests::binaries::workspace_root().join("tests/webhooks/verify.py");
+    let job = json!({
+        "secrets": secrets,
+        "messages": messages.iter().map(|m| json!({"headers": m.headers, "body": m.body})).collect::<Vec<_>>(),
+    });
+    let mut child = std::process::Command::new(&python)
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("{python:?}: {e} (tests/run.sh installs standardwebhooks into the venv)")
+        });
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(job.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "verify.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// DELETE `path`; answers the status (a 204 has no envelope).
+async fn delete(app: &TestApp, path: &str, token: &str) -> u16 {
+    app.client
+        .delete(format!("{}{path}", app.address))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn send(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    token: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let (status, body, _) = app.send_auth(method, path, token, body).await;
+    (status, body)
+}
+
+/// Makes a subscription; answers (id, secret).
+async fn subscribe(app: &TestApp, token: &str, url: &str, types: &[&str]) -> (String, String) {
+    let (status, made) = send(
+        app,
+        Method::POST,
+        "/v1/webhooks",
+        token,
+        Some(json!({"url": url, "eventTypes": types, "description": "test receiver"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    (
+        made["data"]["id"].as_str().unwrap().to_owned(),
+        made["data"]["secret"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// Uploads a session of one lap; answers its id.
+async fn upload(app: &TestApp, token: &str, csid: &str, lap_ms: i64) -> String {
+    let body = session_body(csid, "2026-11-01T10:00:00Z", &[(lap_ms, true, 0.95)], 0);
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
+    assert!(status == 201 || status == 200, "{res}");
+    res["data"]["sessionId"].as_str().unwrap().to_owned()
+}
+
+async fn submit(app: &TestApp, token: &str, session: &str, lap_ms: i64) -> Value {
+    let body = json!({"SessionId": session, "LapTimeMs": lap_ms, "QualityScore": 0.95});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/leaderboards/submit", &body, token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{res}");
+    res
+}
+
+fn error_of(body: &Value) -> String {
+    body["error"].as_str().unwrap_or_default().to_owned()
+}
+
+async fn subscriptions_follow_their_rules(app: TestApp) {
+    let (token, _) = app.driver("Hana").await;
+    let receiver = Receiver::start().await;
+    let (id, secret) = subscribe(
+        &app,
+        &token,
+        &receiver.url,
+        &["board.passed", "leaderboard.best"],
+    )
+    .await;
+    assert!(secret.starts_with("whsec_"), "{secret}");
+
+    // Listed and read without the secret; the types in documented order.
+    let (status, list) = send(&app, Method::GET, "/v1/webhooks", &token, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["data"]["items"].as_array().unwrap().len(), 1);
+    assert!(!list.to_string().contains(&secret));
+    let (status, one) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        one["data"]["eventTypes"],
+        json!(["leaderboard.best", "board.passed"])
+    );
+    assert_eq!(one["data"]["enabled"], true);
+
+    // Changed: paused, other types; a bad field changes nothing.
+    let (status, changed) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        Some(json!({"enabled": false, "eventTypes": ["session.uploaded"]})),
+    )
+    .await;
+    assert_eq!(status, 200, "{changed}");
+    assert_eq!(changed["data"]["enabled"], false);
+    assert_eq!(changed["data"]["eventTypes"], json!(["session.uploaded"]));
+    let (status, bad) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        Some(json!({"eventTypes": ["lap.done"]})),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        error_of(&bad).contains("eventTypes") && error_of(&bad).contains("lap.done"),
+        "{bad}"
+    );
+
+    // Bad input names the field and the rule.
+    for (body, field, rule) in [
+        (
+            json!({"eventTypes": ["board.passed"]}),
+            "url",
+            "is required",
+        ),
+        (json!({"url": receiver.url}), "eventTypes", "is required"),
+        (
+            json!({"url": receiver.url, "eventTypes": []}),
+            "eventTypes",
+            "at least one",
+        ),
+        (
+            json!({"url": receiver.url, "eventTypes": ["nope"]}),
+            "eventTypes",
+            "is not one of",
+        ),
+        (
+            json!({"url": "not a url", "eventTypes": ["board.passed"]}),
+            "url",
+            "absolute URL",
+        ),
+        (
+            json!({"url": "ftp://example.com/x", "eventTypes": ["board.passed"]}),
+            "url",
+            "https",
+        ),
+        (
+            json!({"url": receiver.url, "eventTypes": ["board.passed"], "description": "a\u{7}b"}),
+            "description",
+            "control",
+        ),
+    ] {
+        let (status, refused) = send(
+            &app,
+            Method::POST,
+            "/v1/webhooks",
+            &token,
+            Some(body.clone()),
+        )
+        .await;
+        assert_eq!(status, 400, "{body}: {refused}");
+        let error = error_of(&refused);
+        assert!(
+            error.contains(field) && error.contains(rule),
+            "{body}: {error}"
+        );
+    }
+
+    // Rotation with a malformed grace period is refused.
+    for grace in [json!(-1), json!(73), json!("24")] {
+        let (status, refused) = send(
+            &app,
+            Method::POST,
+            &format!("/v1/webhooks/{id}/rotate-secret"),
+            &token,
+            Some(json!({"graceHours": grace})),
+        )
+        .await;
+        assert_eq!(status, 400, "{grace}: {refused}");
+        assert!(error_of(&refused).contains("graceHours"), "{refused}");
+    }
+
+    // At most ten per driver.
+    for _ in 1..10 {
+        subscribe(&app, &token, &receiver.url, &["board.passed"]).await;
+    }
+    let (status, refused) = send(
+        &app,
+        Method::POST,
+        "/v1/webhooks",
+        &token,
+        Some(json!({"url": receiver.url, "eventTypes": ["board.passed"]})),
+    )
+    .await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(error_of(&refused).contains("at most 10"), "{refused}");
+
+    // Another driver sees none of them.
+    let (other, _) = app.driver("Ivo").await;
+    let (status, _) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/webhooks/{id}"),
+        &other,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let status = delete(&app, &format!("/v1/webhooks/{id}"), &other).await;
+    assert_eq!(status, 404);
+
+    // A personal access token needs the `webhooks` scope.
+    let token_with = |scopes: Value| {
+        let (app, token) = (&app, &token);
+        async move {
+            let (status, made) = send(
+                app,
+                Method::POST,
+                "/v1/tokens",
+                token,
+                Some(json!({"name": "bot", "scopes": scopes})),
+            )
+            .await;
+            assert_eq!(status, 201, "{made}");
+            made["data"]["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let reader = token_with(json!(["sessions:read"])).await;
+    let (status, refused) = send(&app, Method::GET, "/v1/webhooks", &reader, None).await;
+    assert_eq!(status, 403);
+    assert!(error_of(&refused).contains("`webhooks`"), "{refused}");
+    let hooks = token_with(json!(["webhooks"])).await;
+    let (status, list) = send(&app, Method::GET, "/v1/webhooks", &hooks, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["data"]["items"].as_array().unwrap().len(), 10);
+
+    // Deleted: gone, and deleting again is a 404.
+    let status = delete(&app, &format!("/v1/webhooks/{id}"), &hooks).await;
+    assert_eq!(status, 204);
+    let (status, _) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+    let status = delete(&app, &format!("/v1/webhooks/{id}"), &token).await;
+    assert_eq!(status, 404);
+}
+
+async fn addresses_that_are_not_public_are_refused_naming_the_rule(app: TestApp) {
+    let (token, _) = app.driver("Jun").await;
+    for (url, rule) in [
+        ("https://10.0.0.8/hook", "private address (10.0.0.8)"),
+        ("https://192.168.1.1/hook", "private address"),
+        ("https://172.20.0.1/hook", "private address"),
+        ("https://[fd12::1]/hook", "private address"),
+        (
+            "https://100.64.1.1/hook",
+            "shared (carrier-grade NAT) address",
+        ),
+        (
+            "https://169.254.169.254/latest/meta-data",
+            "cloud metadata address",
+        ),
+        ("https://[fd00:ec2::254]/", "cloud metadata address"),
+        (
+            "https://[::ffff:169.254.169.254]/",
+            "cloud metadata address",
+        ),
+        ("https://[64:ff9b::a9fe:a9fe]/", "cloud metadata address"),
+        ("https://[::ffff:10.0.0.1]/", "private address"),
+        ("https://169.254.10.10/", "link-local address"),
+        ("https://[fe80::1]/", "link-local address"),
+        ("https://224.0.0.1/", "multicast or broadcast address"),
+        ("https://[ff02::1]/", "multicast or broadcast address"),
+        ("https://0.0.0.0/", "unspecified address"),
+        ("https://[::]/", "unspecified address"),
+        ("https://192.0.2.10/", "reserved or non-public address"),
+        (
+            "https://user:secret@example.com/hook",
+            "must not contain a user name or password",
+        ),
+        // Plain http reaches loopback only, and only under the local-test setting.
+        ("http://8.8.8.8/hook", "must use https (8.8.8.8)"),
+        ("https://no-such-host.invalid/hook", "does not resolve"),
+    ] {
+        let (status, refused) = send(
+            &app,
+            Method::POST,
+            "/v1/webhooks",
+            &token,
+            Some(json!({"url": url, "eventTypes": ["board.passed"]})),
+        )
+        .await;
+        assert_eq!(status, 400, "{url}: {refused}");
+        let error = error_of(&refused);
+        assert!(
+            error.starts_with("url: ") && error.contains(rule),
+            "{url}: {error}"
+        );
+    }
+    let (status, list) = send(&app, Method::GET, "/v1/webhooks", &token, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(list["data"]["items"], json!([]));
+}
+
+/// Without the local-test setting, loopback and plain http are refused like any other
+/// non-public address.
+async fn loopback_needs_the_local_test_setting(backend: Backend) {
+    let (app, _) = paddock_tests::spawn_configured(backend, |s| {
+        s.webhooks_allow_loopback_http = false;
+    })
+    .await;
+    let (token, _) = app.driver("Kai").await;
+    let receiver = Receiver::start().await;
+    let https_loopback = receiver.url.replace("http://", "https://");
+    for (url, rule) in [
+        (receiver.url.as_str(), "must use https"),
+        (https_loopback.as_str(), "loopback address (127.0.0.1)"),
+        ("https://localhost/hook", "loopback address"),
+        ("https://[::1]/hook", "loopback address (::1)"),
+        ("https://[::ffff:127.0.0.1]/hook", "loopback address"),
+    ] {
+        let (status, refused) = send(
+            &app,
+            Method::POST,
+            "/v1/webhooks",
+            &token,
+            Some(json!({"url": url, "eventTypes": ["board.passed"]})),
+        )
+        .await;
+        assert_eq!(status, 400, "{url}: {refused}");
+        assert!(error_of(&refused).contains(rule), "{url}: {refused}");
+    }
+}
+
+/// The percentile `p` (0-100) of sorted `values`.
+fn percentile(sorted: &[Duration], p: usize) -> Duration {
+    sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
+}
+
+async fn events_arrive_signed_and_once_through_a_failing_receiver(app: TestApp) {
+    let (token, _) = app.driver("Lea").await;
+    let receiver = Receiver::start().await;
+    let (id, secret) = subscribe(
+        &app,
+        &token,
+        &receiver.url,
+        &[
+            "session.uploaded",
+            "leaderboard.best",
+            "achievement.unlocked",
+        ],
+    )
+    .await;
+
+    // The receiver is down: every first attempt fails, and is tried again.
+    receiver.set_failing(true);
+    let session = upload(&app, &token, "lea-1", 95_000).await;
+    submit(&app, &token, &session, 95_000).await;
+    receiver
+        .wait_for(
+            Duration::from_secs(30),
+            "a failed attempt of each event",
+            |all| {
+                let types: BTreeSet<String> = all.iter().map(event_type).collect();
+                [
+                    "session.uploaded",
+                    "leaderboard.best",
+                    "achievement.unlocked",
+                ]
+                .iter()
+                .all(|t| types.contains(*t))
+            },
+        )
+        .await;
+    receiver.set_failing(false);
+    // Back up: each event arrives (again) and is taken.
+    receiver
+        .wait_for(Duration::from_secs(60), "every event taken", |all| {
+            let taken: BTreeSet<String> = all.iter().filter(|r| r.taken).map(event_type).collect();
+            taken.len() >= 3
+        })
+        .await;
+    // Nothing more comes for them: a later upload is the only new id.
+    let taken = receiver.taken_by_id();
+    let types: Vec<String> = taken.values().map(event_type).collect();
+    let mut sorted = types.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted.iter().filter(|t| *t == "session.uploaded").count(),
+        1,
+        "{types:?}"
+    );
+    assert_eq!(
+        sorted.iter().filter(|t| *t == "leaderboard.best").count(),
+        1,
+        "{types:?}"
+    );
+    assert!(
+        sorted.iter().any(|t| t == "achievement.unlocked"),
+        "{types:?}"
+    );
+    let all = receiver.all();
+    // Every attempt of one event carries the same webhook-id and the same body.
+    for r in &all {
+        let id = &r.headers["webhook-id"];
+        assert_eq!(taken[id].body, r.body, "attempts of {id} differ");
+    }
+    assert!(all.iter().any(|r| !r.taken));
+
+    // The reference library verifies every attempt under the secret, none under another.
+    let other = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    for verdict in verify(&[&secret, other], &all) {
+        assert_eq!(verdict, vec![0]);
+    }
+    let best: Value = serde_json::from_str(
+        &taken
+            .values()
+            .find(|r| event_type(r) == "leaderboard.best")
+            .unwrap()
+            .body,
+    )
+    .unwrap();
+    assert_eq!(best["data"]["lapTimeMs"], 95_000);
+    assert_eq!(best["data"]["rank"], 1);
+    assert_eq!(best["data"]["trackName"], "Spa-Francorchamps");
+    assert!(best["data"].get("improved").is_none());
+
+    // The history shows the failures and the successes, newest first.
+    let (status, history) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/webhooks/{id}/deliveries"),
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let attempts = history["data"]["items"].as_array().unwrap();
+    assert!(
+        attempts
+            .iter()
+            .any(|a| a["succeeded"] == false && a["status"] == 503),
+        "{history}"
+    );
+    assert!(
+        attempts
+            .iter()
+            .any(|a| a["succeeded"] == true && a["status"] == 204),
+        "{history}"
+    );
+    let (status, one) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(one["data"]["failingSince"], Value::Null, "{one}");
+
+    // Latency from the event's commit (the API's answer) to the receiver's answer, by test
+    // deliveries one after another.
+    let mut latencies = Vec::new();
+    for _ in 0..20 {
+        let before = receiver.all().len();
+        let (status, queued) = send(
+            &app,
+            Method::POST,
+            &format!("/v1/webhooks/{id}/test"),
+            &token,
+            None,
+        )
+        .await;
+        assert_eq!(status, 202, "{queued}");
+        let committed = Instant::now();
+        let webhook_id = queued["data"]["webhookId"].as_str().unwrap().to_owned();
+        receiver
+            .wait_for(Duration::from_secs(20), "a test delivery", |all| {
+                all.len() > before && all.iter().any(|r| r.headers["webhook-id"] == webhook_id)
+            })
+            .await;
+        let arrived = receiver
+            .all()
+            .into_iter()
+            .find(|r| r.headers["webhook-id"] == webhook_id)
+            .unwrap();
+        latencies.push(arrived.at.saturating_duration_since(committed));
+        assert_eq!(event_type(&arrived), "webhook.test");
+    }
+    latencies.sort();
+    println!(
+        "webhook delivery latency over {} test events: p50 {} ms, p95 {} ms",
+        latencies.len(),
+        percentile(&latencies, 50).as_millis(),
+        percentile(&latencies, 95).as_millis()
+    );
+}
+
+async fn a_rotated_secret_signs_beside_the_old_during_its_grace(app: TestApp) {
+    let (token, _) = app.driver("Mio").await;
+    let receiver = Receiver::start().await;
+    let (id, old) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
+    let (status, rotated) = send(
+        &app,
+        Method::POST,
+        &format!("/v1/webhooks/{id}/rotate-secret"),
+        &token,
+        Some(json!({"graceHours": 2})),
+    )
+    .await;
+    assert_eq!(status, 200, "{rotated}");
+    let new = rotated["data"]["secret"].as_str().unwrap().to_owned();
+    assert_ne!(new, old);
+    assert!(rotated["data"]["previousSecretExpiresAt"].is_string());
+    upload(&app, &token, "mio-1", 99_000).await;
+    receiver
+        .wait_for(Duration::from_secs(20), "the upload", |all| !all.is_empty())
+        .await;
+    let first = receiver.all();
+    assert_eq!(first[0].headers["webhook-signature"].split(' ').count(), 2);
+    assert_eq!(verify(&[&new, &old], &first[..1]), vec![vec![0, 1]]);
+
+    // Rotated again without a grace period: the new secret alone signs.
+    let (status, rotated) = send(
+        &app,
+        Method::POST,
+        &format!("/v1/webhooks/{id}/rotate-secret"),
+        &token,
+        Some(json!({"graceHours": 0})),
+    )
+    .await;
+    assert_eq!(status, 200, "{rotated}");
+    let newest = rotated["data"]["secret"].as_str().unwrap().to_owned();
+    assert_eq!(rotated["data"]["previousSecretExpiresAt"], Value::Null);
+    upload(&app, &token, "mio-2", 98_000).await;
+    receiver
+        .wait_for(Duration::from_secs(20), "the second upload", |all| {
+            all.len() >= 2
+        })
+        .await;
+    let second = receiver.all()[1].clone();
+    assert_eq!(second.headers["webhook-signature"].split(' ').count(), 1);
+    assert_eq!(verify(&[&newest, &new, &old], &[second]), vec![vec![0]]);
+}
+
+async fn nothing_arrives_for_a_deleted_subscription_or_account(app: TestApp) {
+    let (token, user) = app.driver("Noa").await;
+    let receiver = Receiver::start().await;
+    let (kept, _) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
+    let (gone, _) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
+    let status = delete(&app, &format!("/v1/webhooks/{gone}"), &token).await;
+    assert_eq!(status, 204);
+    upload(&app, &token, "noa-1", 97_000).await;
+    receiver
+        .wait_for(Duration::from_secs(20), "the upload", |all| !all.is_empty())
+        .await;
+    // The deleted one's delivery would come at the same time: give it a moment anyway.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(receiver.all().len(), 1, "{:#?}", receiver.all());
+    let (status, history) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/webhooks/{kept}/deliveries"),
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(history["data"]["items"].as_array().unwrap().len(), 1);
+
+    // The account's deletion removes every webhook item; nothing arrives after it.
+    let (status, deleted) = send(&app, Method::DELETE, "/v1/profile/me", &token, None).await;
+    assert_eq!(status, 202, "{deleted}");
+    let prefix = format!("HOOK#{user}");
+    let mut left = usize::MAX;
+    for _ in 0..100 {
+        left = paddock_tests::every_item(&app.settings)
+            .await
+            .into_iter()
+            .filter(|(_, item)| item.get("pk").and_then(Value::as_str) == Some(prefix.as_str()))
+            .count();
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(left, 0, "webhook items of a deleted account remain");
+    assert_eq!(receiver.all().len(), 1);
+}
+
+async fn a_passed_driver_hears_of_it_once_per_window(app: TestApp) {
+    let receiver = Receiver::start().await;
+    let (ana, _) = app.driver("Ana").await;
+    let (bo, _) = app.driver("Bo").await;
+    let (cy, cy_id) = app.driver("Cy").await;
+    let (_, secret) = subscribe(&app, &ana, &receiver.url, &["board.passed"]).await;
+    // Ana is first, Bo second; Cy then beats both: Ana and Bo are passed, and only Ana
+    // subscribed.
+    let s = upload(&app, &ana, "ana-1", 90_000).await;
+    submit(&app, &ana, &s, 90_000).await;
+    let s = upload(&app, &bo, "bo-1", 91_000).await;
+    submit(&app, &bo, &s, 91_000).await;
+    let s = upload(&app, &cy, "cy-1", 89_000).await;
+    submit(&app, &cy, &s, 89_000).await;
+    receiver
+        .wait_for(Duration::from_secs(20), "board.passed", |all| {
+            !all.is_empty()
+        })
+        .await;
+    let first = receiver.all()[0].clone();
+    assert_eq!(
+        verify(&[&secret], std::slice::from_ref(&first)),
+        vec![vec![0]]
+    );
+    let body: Value = serde_json::from_str(&first.body).unwrap();
+    assert_eq!(body["type"], "board.passed");
+    let data = &body["data"];
+    assert_eq!(data["previousRank"], 1, "{data}");
+    assert_eq!(data["newRank"], 2, "{data}");
+    assert_eq!(data["lapTimeMs"], 90_000);
+    assert_eq!(data["passedBy"]["userId"], cy_id);
+    assert_eq!(data["passedBy"]["displayName"], "Cy");
+    assert_eq!(data["passedBy"]["lapTimeMs"], 89_000);
+    assert_eq!(data["trackName"], "Spa-Francorchamps");
+    assert_eq!(data["vehicle"], Value::Null);
+
+    // Within the window, Cy improving again (passing nobody new) and Bo passing Ana say
+    // nothing more to Ana.
+    let s = upload(&app, &bo, "bo-2", 88_000).await;
+    submit(&app, &bo, &s, 88_000).await;
+    let s = upload(&app, &ana, "ana-2", 89_500).await;
+    submit(&app, &ana, &s, 89_500).await;
+    let s = upload(&app, &cy, "cy-2", 87_000).await;
+    submit(&app, &cy, &s, 87_000).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let all = receiver.all();
+    assert_eq!(all.len(), 1, "{all:#?}");
+    assert_eq!(all[0].headers["webhook-id"], first.headers["webhook-id"]);
+}
+
+/// A subscription whose deliveries all fail for three days is turned off, and a feed entry
+/// tells the driver; turning it back on clears the failure.
+async fn a_subscription_failing_for_days_is_disabled_and_the_driver_told(
+    app: TestApp,
+    clock: Arc<ManualClock>,
+) {
+    let email = format!("{}@example.com", paddock_tests::unique("ola"));
+    let password = "correct horse battery";
+    let registered = app.register(&email, password).await;
+    let token = registered["accessToken"].as_str().unwrap().to_owned();
+    let receiver = Receiver::start().await;
+    receiver.set_failing(true);
+    let (id, _) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
+    upload(&app, &token, "ola-1", 96_000).await;
+    receiver
+        .wait_for(Duration::from_secs(20), "a failed attempt", |all| {
+            !all.is_empty()
+        })
+        .await;
+    // The failure state is written after the attempt's answer.
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, one) = send(
+            &app,
+            Method::GET,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            None,
+        )
+        .await;
+        if one["data"]["failingSince"].is_string() {
+            break;
+        }
+        assert!(Instant::now() < until, "no failure recorded: {one}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // Three days later the next attempt fails too: the subscription is turned off.
+    clock.advance(time::Duration::days(3) + time::Duration::minutes(1));
+    let (status, signed_in) = envelope(
+        app.post_json(
+            "/v1/auth/login/email",
+            &json!({"email": email, "password": password}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{signed_in}");
+    let token = signed_in["data"]["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let until = Instant::now() + Duration::from_secs(30);
+    let disabled = loop {
+        let (_, one) = send(
+            &app,
+            Method::GET,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            None,
+        )
+        .await;
+        if one["data"]["enabled"] == false {
+            break one;
+        }
+        assert!(Instant::now() < until, "not disabled: {one}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let reason = disabled["data"]["disabledReason"].as_str().unwrap();
+    assert!(reason.contains("for 3 days"), "{reason}");
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, feed) = send(&app, Method::GET, "/v1/feed", &token, None).await;
+        let told = feed["data"]["items"].as_array().unwrap().iter().any(|e| {
+            e["kind"] == "webhook" && e["subtitle"].as_str().unwrap().contains(&receiver.url)
+        });
+        if told {
+            break;
+        }
+        assert!(Instant::now() < until, "no feed entry: {feed}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Turned back on: the failure state is cleared.
+    let (status, resumed) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        Some(json!({"enabled": true})),
+    )
+    .await;
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(resumed["data"]["disabledReason"], Value::Null);
+    assert_eq!(resumed["data"]["failingSince"], Value::Null);
+}
+
+paddock_tests::on_both_backends!(
+    plain: [
+        subscriptions_follow_their_rules,
+        addresses_that_are_not_public_are_refused_naming_the_rule,
+        events_arrive_signed_and_once_through_a_failing_receiver,
+        a_rotated_secret_signs_beside_the_old_during_its_grace,
+        nothing_arrives_for_a_deleted_subscription_or_account,
+        a_passed_driver_hears_of_it_once_per_window,
+    ],
+    clocked: [a_subscription_failing_for_days_is_disabled_and_the_driver_told],
+    ports: [loopback_needs_the_local_test_setting],
+);
