@@ -423,6 +423,36 @@ async fn concurrent_submissions_end_at_the_fastest(app: TestApp) {
     assert_eq!(page["data"]["totalEntries"], 2);
 }
 
+/// A submission sent again (its answer lost) finds its own lap stored: the same rank, no
+/// second event, so the feed tells of it once.
+async fn a_submission_sent_again_is_told_once(app: TestApp) {
+    let (token, _) = app.driver("Fay").await;
+    let (sid, _) = session(&app, &token, "again", &[(95_000, true, 0.9)]).await;
+    let (status, first) = submit(&app, &token, &sid, 95_000, 0.9).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["data"]["improved"], true);
+    let (status, again) = submit(&app, &token, &sid, 95_000, 0.9).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["data"]["improved"], false);
+    assert_eq!(again["data"]["rank"], first["data"]["rank"]);
+    // The session's entry and the submission's, and nothing more once the consumers are done.
+    let mut last = Value::Null;
+    for _ in 0..40 {
+        let (_, feed) = envelope(app.get_auth("/v1/feed?limit=100", &token).await).await;
+        let items = feed["data"]["items"].clone();
+        let boards = items.as_array().map_or(0, |f| {
+            f.iter().filter(|e| e["kind"] == "leaderboard").count()
+        });
+        if boards > 0 && items == last {
+            assert_eq!(boards, 1, "{items}");
+            return;
+        }
+        last = items;
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    panic!("the feed did not settle: {last}");
+}
+
 /// The value of `paddock_implausible_laps_total` for `reason` (0 when not exported).
 async fn implausible_count(app: &TestApp, reason: &str) -> f64 {
     let text = app.get("/metrics").await.text().await.unwrap();
@@ -529,6 +559,7 @@ async fn sector_times_must_add_up_to_the_lap(app: TestApp) {
 
 paddock_tests::on_both_backends!(
     plain: [
+        a_submission_sent_again_is_told_once,
         forged_cursors_are_refused_naming_the_cursor,
         concurrent_submissions_end_at_the_fastest,
         implausibly_fast_laps_are_refused,

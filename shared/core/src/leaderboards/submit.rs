@@ -364,6 +364,21 @@ async fn attempt(
         _ => 1 + tally.faster() + tally.equal(),
     };
     let previous_best_ms = on_track.as_ref().map(|p| p.row.lap_time_ms);
+    // This very lap of this session is the stored entry: the submission was sent again (its
+    // answer lost, or a 503 or 504 after its write). It is answered as the board stands and
+    // writes no second event, so the driver's feed and achievements hear of it once.
+    if on_track
+        .as_ref()
+        .is_some_and(|c| c.row.session_id == summary.id && c.row.lap_time_ms == lap_time_ms)
+    {
+        return Ok(SubmitOutcome {
+            improved: false,
+            lap_time_ms,
+            previous_best_ms,
+            rank: Some(rank),
+            track_id,
+        });
+    }
     let event = Event::new(
         EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
             track_id: track_id.clone(),
