@@ -64,6 +64,17 @@ pub const SQS: CallLimits = CallLimits {
 /// start, so it gets the same bounds as a DynamoDB call.
 pub const SECRETS: CallLimits = DYNAMODB;
 
+/// CloudWatch's metric reads (`GET /metrics` of the health function) answer in a fraction of a
+/// second; a scrape makes a few in a row (the metric list's pages, then the values), so each
+/// gets 4 s and its retries 6 s, and three in a row stay inside the request's deadline.
+pub const CLOUDWATCH: CallLimits = CallLimits {
+    max_attempts: 3,
+    initial_backoff: Duration::from_millis(100),
+    max_backoff: Duration::from_secs(1),
+    attempt_timeout: Duration::from_secs(4),
+    operation_timeout: Duration::from_secs(6),
+};
+
 impl CallLimits {
     /// The SDK's retry settings.
     pub fn retry_config(&self) -> RetryConfig {
@@ -100,7 +111,7 @@ mod tests {
 
     #[test]
     fn every_call_ends_inside_the_request_deadline() {
-        for limits in [DYNAMODB, S3, SQS, SECRETS] {
+        for limits in [DYNAMODB, S3, SQS, SECRETS, CLOUDWATCH] {
             assert!(limits.attempt_timeout <= limits.operation_timeout);
             assert!(limits.operation_timeout < Duration::from_secs(25));
         }
