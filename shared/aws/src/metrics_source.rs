@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use aws_sdk_cloudwatch::Client;
 use aws_sdk_cloudwatch::primitives::DateTime;
 use aws_sdk_cloudwatch::types::{Metric, MetricDataQuery, MetricStat};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use time::OffsetDateTime;
 
 use paddock_core::ports::metrics_source::{
@@ -45,12 +45,14 @@ impl CloudWatchMetrics {
         }
     }
 
-    /// Every metric of the namespace named in `wanted`, with its dimensions.
+    /// Every metric of the namespace named in `wanted`, with its dimensions, each once.
     async fn list(
         &self,
         wanted: &[Wanted<'_>],
     ) -> Result<(Vec<Metric>, usize), MetricsSourceError> {
         let mut metrics = Vec::new();
+        // CloudWatch lists a series once; moto_server can list one several times.
+        let mut seen = HashSet::new();
         let mut token = None;
         let mut calls = 0;
         loop {
@@ -64,15 +66,21 @@ impl CloudWatchMetrics {
                 .await
                 .map_err(|e| unavailable("ListMetrics", &e))?;
             calls += 1;
-            metrics.extend(
-                page.metrics()
+            for metric in page.metrics() {
+                let name = metric.metric_name().unwrap_or_default();
+                if !wanted.iter().any(|w| w.name == name) {
+                    continue;
+                }
+                let mut dimensions: Vec<(&str, &str)> = metric
+                    .dimensions()
                     .iter()
-                    .filter(|m| {
-                        m.metric_name()
-                            .is_some_and(|name| wanted.iter().any(|w| w.name == name))
-                    })
-                    .cloned(),
-            );
+                    .map(|d| (d.name().unwrap_or_default(), d.value().unwrap_or_default()))
+                    .collect();
+                dimensions.sort_unstable();
+                if seen.insert(format!("{name}{dimensions:?}")) {
+                    metrics.push(metric.clone());
+                }
+            }
             match page.next_token() {
                 Some(next) if !next.is_empty() => token = Some(next.to_owned()),
                 _ => return Ok((metrics, calls)),

@@ -3,6 +3,12 @@
 //! (<https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html>)
 //! becomes one `PutMetricData` call to the SDK's CloudWatch endpoint (moto_server locally,
 //! `AWS_ENDPOINT_URL_CLOUDWATCH`), in the order the lines were printed.
+//!
+//! One difference: each datum also gets the dimension `namespace` (its namespace). moto_server's
+//! `GetMetricData` matches a series that has dimensions by name and dimensions only, not by
+//! namespace, so function sets running at once on one moto_server (the tests, each with a
+//! namespace of its own) would read each other's counts. `GET /metrics` sums over dimensions
+//! that are not labels of a metric, so it reads the same counts as without it.
 
 use crate::lambda_runtime_api::LineTap;
 use aws_sdk_cloudwatch::Client;
@@ -80,8 +86,10 @@ impl MetricLine {
         })
     }
 
-    /// The line's metrics as `PutMetricData` data.
+    /// The line's metrics as `PutMetricData` data, with the dimension `namespace` besides its
+    /// own (see the module's documentation).
     fn data(&self) -> Vec<MetricDatum> {
+        let namespace = ("namespace".to_owned(), self.namespace.clone());
         self.metrics
             .iter()
             .map(|metric| {
@@ -91,6 +99,7 @@ impl MetricLine {
                     .set_dimensions(Some(
                         self.dimensions
                             .iter()
+                            .chain(std::iter::once(&namespace))
                             .map(|(name, value)| {
                                 Dimension::builder().name(name).value(value).build()
                             })
