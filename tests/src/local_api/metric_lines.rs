@@ -48,16 +48,15 @@ impl MetricLine {
         let doc: Value = serde_json::from_str(line.trim()).ok()?;
         let aws = doc.get("_aws")?;
         let directive = aws["CloudWatchMetrics"].get(0)?;
+        // A dimension named but without a text value breaks the format.
         let dimensions = directive["Dimensions"]
             .get(0)
             .and_then(Value::as_array)
-            .map(|set| {
-                set.iter()
-                    .filter_map(Value::as_str)
-                    .map(|name| Some((name.to_owned(), doc[name].as_str()?.to_owned())))
-                    .collect::<Option<Vec<_>>>()
-            })
-            .unwrap_or(Some(Vec::new()))?;
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .filter_map(Value::as_str)
+            .map(|name| Some((name.to_owned(), doc[name].as_str()?.to_owned())))
+            .collect::<Option<Vec<_>>>()?;
         let metrics = directive["Metrics"]
             .as_array()?
             .iter()
