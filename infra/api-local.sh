@@ -3,9 +3,10 @@
 # HTTP API goes to its Lambda function (each binary run as Lambda runs it, against a runtime
 # API of its own) as an API Gateway HTTP API event, and the outbox stream, the queues and the
 # schedules deliver their events as the template's event source mappings do
-# (paddock-api-local, tests/src/local_api). Runs on the emulators (infra/emulators.sh; started
-# here when not running, and then stopped on exit), creating the tables, bucket, queues and
-# the secret `paddock-app` when missing.
+# (paddock-api-local, tests/src/local_api); the functions' metric lines go to moto's CloudWatch
+# as CloudWatch Logs delivers them, so /metrics reads them back. Runs on the emulators
+# (infra/emulators.sh; started here when not running, and then stopped on exit), creating the
+# tables, bucket, queues and the secret `paddock-app` when missing.
 #
 #   infra/api-local.sh          # http://127.0.0.1:9000 (PADDOCK_API_ADDRESS=127.0.0.1:<port>)
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DynamoDB Local and moto_server (S3, SQS, Secrets Manager) on free loopback ports.
+# DynamoDB Local and moto_server (S3, SQS, Secrets Manager, CloudWatch) on free loopback ports.
 #
 #   infra/emulators.sh install   install what is missing, start nothing
 #   infra/emulators.sh up        install what is missing, start both, print the env lines
@@ -103,6 +103,7 @@ export AWS_ENDPOINT_URL_DYNAMODB=http://$host:$ddb
 export AWS_ENDPOINT_URL_S3=http://$host:$moto
 export AWS_ENDPOINT_URL_SQS=http://$host:$moto
 export AWS_ENDPOINT_URL_SECRETS_MANAGER=http://$host:$moto
+export AWS_ENDPOINT_URL_CLOUDWATCH=http://$host:$moto
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 EOF
 }

@@ -373,6 +373,24 @@ async fn init_error(
         .into_response()
 }
 
+/// Sees each line a function prints (as Lambda's log delivery does), besides where the line
+/// goes.
+#[derive(Clone)]
+pub struct LineTap(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl LineTap {
+    /// A tap that calls `see` with each line.
+    pub fn new(see: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(see))
+    }
+}
+
+impl std::fmt::Debug for LineTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LineTap")
+    }
+}
+
 /// A function binary started as Lambda starts it, killed when dropped.
 pub struct FunctionProcess {
     child: std::process::Child,
@@ -398,17 +416,19 @@ impl FunctionProcess {
         api: &RuntimeApi,
         env: &[(String, String)],
     ) -> anyhow::Result<Self> {
-        Self::spawn_logged(binary, function_name, api, env, None)
+        Self::spawn_logged(binary, function_name, api, env, None, None)
     }
 
     /// As [`FunctionProcess::spawn`]; with `echo`, each output line goes to this process's
-    /// standard error behind `[<echo>] ` instead of being kept.
+    /// standard error behind `[<echo>] ` instead of being kept; with `tap`, each line is
+    /// also handed to it.
     pub fn spawn_logged(
         binary: &FsPath,
         function_name: &str,
         api: &RuntimeApi,
         env: &[(String, String)],
         echo: Option<String>,
+        tap: Option<LineTap>,
     ) -> anyhow::Result<Self> {
         let mut command = std::process::Command::new(binary);
         command
@@ -438,12 +458,16 @@ impl FunctionProcess {
         for stream in streams.into_iter().flatten() {
             let output = output.clone();
             let echo = echo.clone();
+            let tap = tap.clone();
             std::thread::spawn(move || {
                 let mut lines = std::io::BufReader::new(stream);
                 let mut line = Vec::new();
                 while let Ok(n) = lines.read_until(b'\n', &mut line) {
                     if n == 0 {
                         break;
+                    }
+                    if let Some(LineTap(see)) = &tap {
+                        see(&String::from_utf8_lossy(&line));
                     }
                     match &echo {
                         Some(name) => {

@@ -203,6 +203,9 @@ fn each_group_function_links_the_aws_services_its_group_needs_and_no_other() {
         if needs.secrets {
             wanted.insert("secrets".to_owned());
         }
+        if needs.metrics {
+            wanted.insert("cloudwatch".to_owned());
+        }
         assert_eq!(features[&name], wanted, "{name}");
     }
 }

@@ -224,6 +224,15 @@ fn every_function_has_its_alarms_dashboard_entries_and_policies() {
                     needs.secrets
                 ));
             }
+            let metrics = ["cloudwatch:GetMetricData", "cloudwatch:ListMetrics"]
+                .iter()
+                .all(|action| body.contains(action));
+            if needs.metrics != metrics {
+                failures.push(format!(
+                    "{id}: metrics needed {}, CloudWatch read policy {metrics}",
+                    needs.metrics
+                ));
+            }
         }
     }
     let all: BTreeSet<&str> = Group::ALL.into_iter().map(Group::name).collect();

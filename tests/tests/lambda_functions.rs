@@ -1156,6 +1156,41 @@ async fn init_errors_are_reported_naming_the_key() {
     futures::future::join_all(runs).await;
 }
 
+/// `GET /metrics` of the health function reads CloudWatch; when CloudWatch cannot be
+/// reached, it answers 503 with `Retry-After` and the error envelope (never a 500), as does
+/// the next scrape, answered from the failure kept for a few seconds.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_health_function_answers_503_when_cloudwatch_cannot_be_read() {
+    let deployment = deployment().await;
+    // Nothing listens on the discard port of loopback: every call is refused.
+    let env = deployment.env_with(&[("AWS_ENDPOINT_URL_CLOUDWATCH", Some("http://127.0.0.1:9"))]);
+    let health = start("health", &env).await;
+    for _ in 0..2 {
+        let answer = health.http(&HttpRequest::new("GET", "/metrics")).await;
+        assert_eq!(
+            answer.status,
+            503,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        let retry_after: u64 = answer
+            .header("retry-after")
+            .expect("Retry-After")
+            .parse()
+            .expect("seconds");
+        assert!((1..=5).contains(&retry_after), "{retry_after}");
+        let body = answer.json();
+        assert_eq!(body["success"], false);
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("metrics"),
+            "{body}"
+        );
+    }
+}
+
 /// The tables above name every function of `functions/` but the local server, so a new
 /// function cannot go untested.
 #[test]

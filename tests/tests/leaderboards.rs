@@ -453,18 +453,29 @@ async fn a_submission_sent_again_is_told_once(app: TestApp) {
     panic!("the feed did not settle: {last}");
 }
 
-/// The value of `paddock_implausible_laps_total` for `reason` (0 when not exported).
-async fn implausible_count(app: &TestApp, reason: &str) -> f64 {
-    let text = app.get("/metrics").await.text().await.unwrap();
+/// The value of `paddock_implausible_laps_total` for `reason` (0 when not exported), once it
+/// is at least `at_least`: through the functions, a count reaches `/metrics` when its metric
+/// line has reached CloudWatch, so it is asked again for a while; the last value read is
+/// answered either way.
+async fn implausible_count(app: &TestApp, reason: &str, at_least: f64) -> f64 {
     let series = format!("paddock_implausible_laps_total{{reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|line| line.strip_prefix(series.as_str()))
-        .map_or(0.0, |value| value.trim().parse().unwrap())
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = app.get("/metrics").await.text().await.unwrap();
+        let count = text
+            .lines()
+            .find_map(|line| line.strip_prefix(series.as_str()))
+            .map_or(0.0, |value| value.trim().parse().unwrap());
+        if count >= at_least || std::time::Instant::now() > deadline {
+            return count;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }
 
 async fn implausibly_fast_laps_are_refused(app: TestApp) {
     let (token, _) = app.driver("Fay").await;
-    let before = implausible_count(&app, "too_fast").await;
+    let before = implausible_count(&app, "too_fast", 0.0).await;
 
     // No map of this track: the absolute floor.
     let (sid, _) = session(
@@ -517,13 +528,13 @@ async fn implausibly_fast_laps_are_refused(app: TestApp) {
         "the refused lap is not ranked"
     );
     // Tests in this process refuse laps concurrently: at least these two were counted.
-    let after = implausible_count(&app, "too_fast").await;
+    let after = implausible_count(&app, "too_fast", before + 2.0).await;
     assert!(after >= before + 2.0, "{before} -> {after}");
 }
 
 async fn sector_times_must_add_up_to_the_lap(app: TestApp) {
     let (token, _) = app.driver("Gus").await;
-    let before = implausible_count(&app, "sectors_mismatch").await;
+    let before = implausible_count(&app, "sectors_mismatch", 0.0).await;
     let mut body = session_body(
         "sectors-1",
         "2026-11-01T10:00:00Z",
@@ -547,7 +558,7 @@ async fn sector_times_must_add_up_to_the_lap(app: TestApp) {
     let (status, res) = submit(&app, &token, &sid, 91_000, 0.95).await;
     assert_eq!(status, 200, "sectors that add up: {res}");
     assert_eq!(res["data"]["improved"], true);
-    let after = implausible_count(&app, "sectors_mismatch").await;
+    let after = implausible_count(&app, "sectors_mismatch", before + 1.0).await;
     assert!(after > before, "{before} -> {after}");
 
     let text = app.get("/metrics").await.text().await.unwrap();

@@ -85,6 +85,70 @@ async fn every_template_route_is_answered_by_its_function() {
     assert_eq!(status, 404, "{body}");
 }
 
+/// The metrics through the health function are the functions' metric lines as CloudWatch
+/// holds them: the local API delivers each function's embedded-metric lines to moto's
+/// CloudWatch, and `GET /metrics` reads them back, so after one sign-in (by the auth
+/// function) and one upload (by the sessions function) it counts both, in Prometheus text.
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_through_the_health_function_count_what_the_other_functions_did() {
+    require_emulators();
+    let app = paddock_tests::spawn_functions_with(&[("Metrics__CacheSeconds", "1")]).await;
+    let before = app.get("/metrics").await;
+    assert_eq!(before.status(), 200);
+    assert_eq!(
+        before.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let before = before.text().await.unwrap();
+    assert!(
+        before.contains(
+            "# TYPE paddock_outbox_relayed_total counter\npaddock_outbox_relayed_total 0\n"
+        ),
+        "{before}"
+    );
+    assert!(!before.contains("paddock_sign_ins_total{"), "{before}");
+
+    let email = format!("{}@example.com", paddock_tests::unique("metrics"));
+    let registered = app.register(&email, "correct horse battery").await;
+    let login = serde_json::json!({"email": email, "password": "correct horse battery"});
+    let (status, body) =
+        paddock_tests::envelope(app.post_json("/v1/auth/login/email", &login).await).await;
+    assert_eq!(status, 200, "{body}");
+    let token = registered["accessToken"].as_str().expect("a token");
+    let session = paddock_tests::session_body(
+        "metrics-upload-1",
+        "2026-11-20T18:30:00Z",
+        &[(92_000, true, 0.95)],
+        0,
+    );
+    let (status, body) =
+        paddock_tests::envelope(app.post_json_auth("/v1/sessions", &session, token).await).await;
+    assert_eq!(status, 201, "{body}");
+
+    let wanted = [
+        "# HELP paddock_sign_ins_total Sign-ins, by method (email or provider) and result (ok, failed, limited or error).\n# TYPE paddock_sign_ins_total counter\n",
+        "paddock_sign_ins_total{method=\"email\",result=\"ok\"} 1\n",
+        "# TYPE paddock_sessions_uploaded_total counter\n",
+        "paddock_sessions_uploaded_total{result=\"created\"} 1\n",
+    ];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let response = app.get("/metrics").await;
+        assert_eq!(response.status(), 200);
+        let text = response.text().await.unwrap();
+        if wanted.iter().all(|w| text.contains(w)) {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the counts did not arrive: {text}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    // The whole text, for the docs' sample.
+    eprintln!("GET /metrics through the local API:\n{text}");
+}
+
 /// A message its consumer reports failed on every delivery comes back after the visibility
 /// timeout and, after `maxReceiveCount` receives (5 in the template), is in the dead-letter
 /// queue and no longer in the queue.

@@ -11,7 +11,8 @@ use paddock_core::identity::access_tokens::{AccessTokens, Claims};
 use paddock_core::identity::passwords::{PasswordError, PasswordHasher};
 use paddock_core::identity::signing_keys::{SigningKeyError, SigningKeys};
 use paddock_core::leaderboards::BoardCache;
-use paddock_core::ports::Ports;
+use paddock_core::metrics_readout::MetricsReadout;
+use paddock_core::ports::{MetricsSource, Ports};
 
 /// The ports, settings and per-process caches, shared by every handler: the router hands each
 /// request its own clone, so the state is one pointer and a clone one reference count.
@@ -50,6 +51,10 @@ pub struct SharedState {
     /// The language model of the AI coach; set by [`AppState::with_coach`] (only the AI group
     /// calls it, so the others do not build its HTTP client).
     pub coach: Option<Arc<dyn LanguageModel>>,
+    /// The service's metrics read back from the metrics store, for `GET /metrics`; set by
+    /// [`AppState::with_metrics_source`] (the health function). Without it, `GET /metrics`
+    /// renders this process's own registry (the local server).
+    pub metrics_readout: Option<Arc<MetricsReadout>>,
 }
 
 impl AppState {
@@ -74,6 +79,7 @@ impl AppState {
             passwords: None,
             access_tokens: Arc::new(SigningKeys::default()),
             coach: None,
+            metrics_readout: None,
         }))
     }
 
@@ -93,6 +99,20 @@ impl AppState {
                 &s.settings.ai,
                 s.ports.secrets.clone(),
             ));
+        })
+    }
+
+    /// The same state with `GET /metrics` answered from `source` (read at most once per
+    /// `Metrics__CacheSeconds`).
+    #[must_use]
+    pub fn with_metrics_source(self, source: Arc<dyn MetricsSource>) -> Self {
+        self.changed(|s| {
+            s.metrics_readout = Some(Arc::new(MetricsReadout::new(
+                source,
+                s.ports.clock.clone(),
+                paddock_core::metrics::global().cloudwatch_metrics(),
+                s.settings.metrics_cache,
+            )));
         })
     }
 

@@ -104,6 +104,17 @@ pub const SQS: CallLimits = CallLimits {
 /// start, so it gets the same bounds as a DynamoDB call.
 pub const SECRETS: CallLimits = DYNAMODB;
 
+/// CloudWatch's metric reads (`GET /metrics` of the health function) answer in a fraction of a
+/// second; a scrape makes a few in a row (the metric list's pages, then the values), so each
+/// gets 4 s and its retries 6 s, and three in a row stay inside the request's deadline.
+pub const CLOUDWATCH: CallLimits = CallLimits {
+    max_attempts: 3,
+    initial_backoff: Duration::from_millis(100),
+    max_backoff: Duration::from_secs(1),
+    attempt_timeout: Duration::from_secs(4),
+    operation_timeout: Duration::from_secs(6),
+};
+
 impl CallLimits {
     /// The SDK's retry settings.
     pub fn retry_config(&self) -> RetryConfig {
@@ -154,6 +165,7 @@ mod tests {
             S3,
             SQS,
             SECRETS,
+            CLOUDWATCH,
         ];
         for limits in on_a_request {
             assert!(limits.attempt_timeout <= limits.operation_timeout);

@@ -1,14 +1,18 @@
-//! AWS adapters: DynamoDB items, S3 blobs, SQS queue, Secrets Manager secrets.
+//! AWS adapters: DynamoDB items, S3 blobs, SQS queue, Secrets Manager secrets, CloudWatch
+//! metrics.
 //!
 //! Endpoints come from the standard SDK configuration, so `AWS_ENDPOINT_URL_DYNAMODB`,
-//! `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_SQS` and `AWS_ENDPOINT_URL_SECRETS_MANAGER`
-//! point them at local emulators. S3, SQS and Secrets Manager are features (`s3`, `sqs`,
-//! `secretsmanager`), so a function links only the services it uses.
+//! `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL_SQS`, `AWS_ENDPOINT_URL_SECRETS_MANAGER` and
+//! `AWS_ENDPOINT_URL_CLOUDWATCH` point them at local emulators. S3, SQS, Secrets Manager and
+//! CloudWatch are features (`s3`, `sqs`, `secretsmanager`, `cloudwatch`), so a function links
+//! only the services it uses.
 
 #[cfg(feature = "s3")]
 pub mod blobs;
 pub mod call_limits;
 pub mod items;
+#[cfg(feature = "cloudwatch")]
+pub mod metrics_source;
 pub mod on_first_use;
 pub mod provision;
 #[cfg(feature = "sqs")]
@@ -19,6 +23,8 @@ pub mod secrets;
 #[cfg(feature = "s3")]
 pub use blobs::S3BlobStore;
 pub use items::DynamoItemStore;
+#[cfg(feature = "cloudwatch")]
+pub use metrics_source::CloudWatchMetrics;
 pub use on_first_use::OnFirstUse;
 #[cfg(feature = "sqs")]
 pub use queue::SqsQueue;

@@ -286,6 +286,9 @@ pub struct Settings {
     /// `Metrics__Namespace`: the CloudWatch namespace of the metric lines a Lambda function
     /// writes (default `Paddock`; the template sets `Paddock/<stack name>`).
     pub metrics_namespace: String,
+    /// `Metrics__CacheSeconds`: how long `GET /metrics` of a Lambda function keeps what it
+    /// read from CloudWatch (default 60).
+    pub metrics_cache: Duration,
     /// Sign-in settings.
     pub auth: AuthSettings,
     /// `Limits__UploadsPerMinute`: session uploads per user a minute (default 30).
@@ -423,6 +426,7 @@ impl Settings {
             request_timeout: Duration::from_secs(keys::HTTP_TIMEOUT_SECONDS.default_number()),
             log_format: LogFormat::Pretty,
             metrics_namespace: keys::METRICS_NAMESPACE.default_text().into(),
+            metrics_cache: Duration::from_secs(keys::METRICS_CACHE_SECONDS.default_number()),
             auth: AuthSettings::default(),
             uploads_per_minute: keys::LIMITS_UPLOADS_PER_MINUTE.default_number() as u32,
             feed_posts_per_minute: keys::LIMITS_FEED_POSTS_PER_MINUTE.default_number() as u32,
@@ -587,6 +591,9 @@ impl Settings {
                 ));
             }
             s.metrics_namespace = v;
+        }
+        if let Some(v) = get(keys::METRICS_CACHE_SECONDS.name) {
+            s.metrics_cache = Duration::from_secs(keys::METRICS_CACHE_SECONDS.whole_number(&v)?);
         }
         let a = &mut s.auth;
         a.public_url = get(keys::AUTH_PUBLIC_URL.name).map(|u| u.trim_end_matches('/').to_owned());

@@ -113,6 +113,54 @@ impl Histogram {
     }
 }
 
+/// One metric of both outlets.
+enum Outlet<'a> {
+    Counter(&'a Counter),
+    Family(&'a CounterFamily),
+    Histogram(&'a Histogram),
+}
+
+impl Outlet<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Outlet::Counter(c) => c.name,
+            Outlet::Family(f) => f.name,
+            Outlet::Histogram(h) => h.name,
+        }
+    }
+
+    /// The Prometheus collector (a handle on the same values).
+    fn collector(&self) -> Box<dyn prometheus::core::Collector> {
+        match self {
+            Outlet::Counter(c) => Box::new(c.prometheus.clone()),
+            Outlet::Family(f) => Box::new(f.prometheus.clone()),
+            Outlet::Histogram(h) => Box::new(h.prometheus.clone()),
+        }
+    }
+}
+
+/// What CloudWatch keeps of a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloudWatchKind {
+    /// A counter: its increments, read back as their sum.
+    Counter,
+    /// A histogram: its observed values, read back as their count and sum (not bucketed).
+    Histogram,
+}
+
+/// A metric that reaches CloudWatch, as the Prometheus text names and describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudWatchMetric {
+    /// The metric's name (also its CloudWatch metric name).
+    pub name: &'static str,
+    /// The `# HELP` text.
+    pub help: String,
+    /// The label names, in order (its CloudWatch dimensions).
+    pub labels: Vec<String>,
+    /// What CloudWatch keeps of it.
+    pub kind: CloudWatchKind,
+}
+
 /// The request count and latency of one (method, route, status), resolved once.
 #[derive(Clone)]
 struct RequestSeries {
@@ -383,39 +431,10 @@ impl Metrics {
             Box::new(queue_depth.clone()),
             Box::new(store_items_read.clone()),
             Box::new(store_read_milliunits.clone()),
-            Box::new(ai_latency.prometheus.clone()),
         ] {
             registry.register(collector).expect("unique metric");
         }
-        for counter in [&outbox_relayed, &sharepack_bytes, &sharepack_downloads] {
-            registry
-                .register(Box::new(counter.prometheus.clone()))
-                .expect("unique metric");
-        }
-        for family in [
-            &events,
-            &achievements_unlocked,
-            &retention_deleted,
-            &sign_ins,
-            &ai_calls,
-            &ai_tokens,
-            &ai_cache,
-            &sharepack_uploads,
-            &sessions_uploaded,
-            &leaderboard_submissions,
-            &leaderboard_cache,
-            &track_jobs,
-            &implausible_laps,
-            &webhook_deliveries,
-            &exports,
-            &account_deletions,
-            &account_deletion_items,
-        ] {
-            registry
-                .register(Box::new(family.prometheus.clone()))
-                .expect("unique metric");
-        }
-        Self {
+        let metrics = Self {
             registry,
             requests,
             latency,
@@ -444,7 +463,63 @@ impl Metrics {
             exports,
             account_deletions,
             account_deletion_items,
+        };
+        for outlet in metrics.cloudwatch_outlets() {
+            metrics
+                .registry
+                .register(outlet.collector())
+                .expect("unique metric");
         }
+        metrics
+    }
+
+    /// The metrics with both outlets: the one list that registers them with Prometheus and
+    /// that `GET /metrics` of a Lambda function reads back from CloudWatch.
+    fn cloudwatch_outlets(&self) -> [Outlet<'_>; 21] {
+        [
+            Outlet::Counter(&self.outbox_relayed),
+            Outlet::Counter(&self.sharepack_bytes),
+            Outlet::Counter(&self.sharepack_downloads),
+            Outlet::Family(&self.events),
+            Outlet::Family(&self.achievements_unlocked),
+            Outlet::Family(&self.retention_deleted),
+            Outlet::Family(&self.sign_ins),
+            Outlet::Family(&self.ai_calls),
+            Outlet::Family(&self.ai_tokens),
+            Outlet::Family(&self.ai_cache),
+            Outlet::Family(&self.sharepack_uploads),
+            Outlet::Family(&self.sessions_uploaded),
+            Outlet::Family(&self.leaderboard_submissions),
+            Outlet::Family(&self.leaderboard_cache),
+            Outlet::Family(&self.track_jobs),
+            Outlet::Family(&self.implausible_laps),
+            Outlet::Family(&self.webhook_deliveries),
+            Outlet::Family(&self.exports),
+            Outlet::Family(&self.account_deletions),
+            Outlet::Family(&self.account_deletion_items),
+            Outlet::Histogram(&self.ai_latency),
+        ]
+    }
+
+    /// The metrics that reach CloudWatch, with the help and labels the Prometheus text gives
+    /// them.
+    pub fn cloudwatch_metrics(&self) -> Vec<CloudWatchMetric> {
+        self.cloudwatch_outlets()
+            .iter()
+            .map(|outlet| {
+                let collector = outlet.collector();
+                let desc = collector.desc()[0];
+                CloudWatchMetric {
+                    name: outlet.name(),
+                    help: desc.help.clone(),
+                    labels: desc.variable_labels.clone(),
+                    kind: match outlet {
+                        Outlet::Histogram(_) => CloudWatchKind::Histogram,
+                        Outlet::Counter(_) | Outlet::Family(_) => CloudWatchKind::Counter,
+                    },
+                }
+            })
+            .collect()
     }
 
     /// Records one answered request.

@@ -156,6 +156,11 @@ pub fn serve(group: Group) -> impl Future<Output = Result<(), Error>> {
         if needs.secrets {
             wiring = wiring.secrets()?;
         }
+        let metrics = if needs.metrics {
+            Some(wiring.metrics_source()?)
+        } else {
+            None
+        };
         let (settings, ports) = wiring.finish();
         let mut state = AppState::new(ports, settings);
         if needs.identity_providers {
@@ -163,6 +168,9 @@ pub fn serve(group: Group) -> impl Future<Output = Result<(), Error>> {
         }
         if needs.coach {
             state = state.with_coach();
+        }
+        if let Some(source) = metrics {
+            state = state.with_metrics_source(source);
         }
         let router = group_router(routes, state).layer(axum::middleware::from_fn(flush_metrics));
         serving();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use paddock_core::config::{Backend, Settings};
 use paddock_core::ports::unwired::Unwired;
-use paddock_core::ports::{Clock, EventQueue, Ports, Queues, SystemClock};
+use paddock_core::ports::{Clock, EventQueue, MetricsSource, Ports, Queues, SystemClock};
 use paddock_core::queues::QueueName;
 
 /// Secret names generated on first use by the local backend.
@@ -83,7 +83,12 @@ pub struct AwsWiring {
     // The configuration the other services' clients are built from (none in a binary that
     // wires DynamoDB only).
     #[cfg_attr(
-        not(any(feature = "s3", feature = "sqs", feature = "secrets")),
+        not(any(
+            feature = "s3",
+            feature = "sqs",
+            feature = "secrets",
+            feature = "cloudwatch"
+        )),
         allow(dead_code)
     )]
     sdk: aws_config::SdkConfig,
@@ -241,6 +246,18 @@ impl AwsWiring {
         Ok(self)
     }
 
+    /// The metrics source on CloudWatch, over the namespace of the functions' metric lines
+    /// (`Metrics__Namespace`); its client is built at the first read.
+    pub fn metrics_source(&self) -> anyhow::Result<Arc<dyn MetricsSource>> {
+        #[cfg(feature = "cloudwatch")]
+        return Ok(Arc::new(paddock_aws::CloudWatchMetrics::new(
+            &self.sdk,
+            self.settings.metrics_namespace.clone(),
+        )));
+        #[cfg(not(feature = "cloudwatch"))]
+        anyhow::bail!(unlinked("cloudwatch", "the metrics source"))
+    }
+
     /// The settings (with names filled in by provisioning) and the wired ports.
     pub fn finish(self) -> (Settings, Ports) {
         (self.settings, self.ports)
@@ -248,7 +265,12 @@ impl AwsWiring {
 }
 
 /// Why a service cannot be wired: this binary was built without its feature.
-#[cfg(not(all(feature = "s3", feature = "sqs", feature = "secrets")))]
+#[cfg(not(all(
+    feature = "s3",
+    feature = "sqs",
+    feature = "secrets",
+    feature = "cloudwatch"
+)))]
 fn unlinked(feature: &str, what: &str) -> String {
     format!(
         "{what} cannot be wired: this binary is built without the `{feature}` feature of \

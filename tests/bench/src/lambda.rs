@@ -63,6 +63,7 @@ fn settings() -> Vec<(String, String)> {
         ("AWS_ENDPOINT_URL_S3", closed),
         ("AWS_ENDPOINT_URL_SQS", closed),
         ("AWS_ENDPOINT_URL_SECRETS_MANAGER", closed),
+        ("AWS_ENDPOINT_URL_CLOUDWATCH", closed),
         ("Log__Format", "json"),
         ("RUST_LOG", "warn"),
     ]

@@ -2,7 +2,8 @@
 //!
 //! Every route of `template.yaml`'s HTTP API goes to its function's binary (run as Lambda runs
 //! it) as an API Gateway HTTP API event; the outbox stream, the queues and the schedules
-//! deliver their events as the template's event source mappings do. It runs against the AWS
+//! deliver their events as the template's event source mappings do, and the functions' metric
+//! lines go to CloudWatch as CloudWatch Logs delivers them. It runs against the AWS
 //! adapters' endpoints of its environment (the emulators: `infra/api-local.sh` starts them and
 //! this), creating the tables, bucket, queues and the secret when missing.
 //!

@@ -2,7 +2,7 @@
 //! (a cold start) against a runtime API of its own, an idle instance reused, and another
 //! started when every instance is busy, up to a bound, as Lambda scales a function out.
 
-use crate::lambda_runtime_api::{Answer, FunctionProcess, RuntimeApi};
+use crate::lambda_runtime_api::{Answer, FunctionProcess, LineTap, RuntimeApi};
 use anyhow::{Context, anyhow};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -30,6 +30,8 @@ pub struct FunctionConfig {
     /// Whether its log lines go to this process's standard error, prefixed with its name
     /// (otherwise they are kept for failure messages).
     pub echo_logs: bool,
+    /// What else sees its log lines (the delivery of its metric lines).
+    pub tap: Option<LineTap>,
 }
 
 /// A started instance: a process and its runtime API.
@@ -87,7 +89,8 @@ impl Function {
         let c = &self.config;
         let api = RuntimeApi::start(&c.name).await?;
         let echo = c.echo_logs.then(|| c.name.clone());
-        let process = FunctionProcess::spawn_logged(&c.binary, &c.name, &api, &c.env, echo)?;
+        let process =
+            FunctionProcess::spawn_logged(&c.binary, &c.name, &api, &c.env, echo, c.tap.clone())?;
         tokio::select! {
             ready = api.first_next(INIT_TIMEOUT) => {
                 ready.with_context(|| format!("{} did not start; its output:\n{}", c.name, process.output()))?;

@@ -1,10 +1,12 @@
 //! The function set at the real API paths: one address serving every route of the template's
 //! HTTP API through its function, with the template's event sources running (see
-//! [`sources`]). Used by `paddock-api-local` (the one-command local API) and by the black-box
+//! [`sources`]) and the functions' metric lines delivered to CloudWatch (see
+//! [`metric_lines`]). Used by `paddock-api-local` (the one-command local API) and by the black-box
 //! tests' function mode ([`crate::spawn_functions`]).
 
 pub mod functions;
 pub mod gateway;
+pub mod metric_lines;
 pub mod routes;
 pub mod sources;
 pub mod template;
@@ -61,6 +63,7 @@ impl LocalApi {
         sdk: &aws_config::SdkConfig,
     ) -> anyhow::Result<Self> {
         let template = Template::read(&config.template)?;
+        let (metric_tap, delivery) = metric_lines::deliver(aws_sdk_cloudwatch::Client::new(sdk));
         let mut configs = Vec::new();
         let mut table = RouteTable::default();
         for spec in &template.functions {
@@ -79,6 +82,7 @@ impl LocalApi {
                 env,
                 timeout: spec.timeout,
                 echo_logs: config.echo_logs,
+                tap: Some(metric_tap.clone()),
             });
             for (method, path) in &spec.routes {
                 table.add(method, path, &spec.binary)?;
@@ -86,7 +90,7 @@ impl LocalApi {
         }
         let functions = Functions::new(configs);
         let function = |name: &str| functions.get(name).expect("every function is configured");
-        let mut tasks = Vec::new();
+        let mut tasks = vec![delivery];
         let dynamodb = aws_sdk_dynamodb::Client::new(sdk);
         let sqs = aws_sdk_sqs::Client::new(sdk);
         for spec in &template.functions {

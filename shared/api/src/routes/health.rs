@@ -80,19 +80,26 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, Api
     }
 }
 
-/// Prometheus text exposition (not enveloped). In AWS a Lambda instance's registry holds
-/// only its own invocations' counts: the metrics are in CloudWatch, and this answers 404
-/// naming the namespace.
+/// Prometheus text exposition (not enveloped): the local server's own registry, or in AWS the
+/// service's metrics as CloudWatch holds them (every function's counts summed; counters since
+/// 00:00 UTC; read at most once per `Metrics__CacheSeconds`).
 #[utoipa::path(get, path = "/metrics", operation_id = "getMetrics", tag = "health",
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4"),
-              (status = 404, description = "In AWS: the metrics are in CloudWatch; the message names the namespace")))]
-pub(crate) async fn prometheus_metrics() -> Result<Response, ApiError> {
-    if let Some(namespace) = paddock_core::metrics_cloudwatch::namespace() {
-        return Err(ApiError::NotFound(format!(
-            "metrics are in CloudWatch, namespace {namespace}; an instance does not serve them"
-        )));
-    }
-    let mut response = metrics::global().render().into_response();
+              (status = 503, description = "In AWS: CloudWatch could not be read; `Retry-After` says when to ask again")))]
+pub(crate) async fn prometheus_metrics(
+    State(state): State<AppState>,
+) -> Result<Response, ApiError> {
+    let text = match &state.metrics_readout {
+        Some(readout) => readout.text().await.map_err(|e| {
+            tracing::warn!(error = %e, "could not read the metrics from the metrics store");
+            ApiError::Busy {
+                message: "the metrics store cannot be read now, please retry".into(),
+                retry_after_secs: e.retry_after_secs,
+            }
+        })?,
+        None => metrics::global().render().into(),
+    };
+    let mut response = text.into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),

@@ -62,6 +62,8 @@ pub struct Needs {
     pub identity_providers: bool,
     /// The language model behind the coach.
     pub coach: bool,
+    /// The metrics store (CloudWatch in AWS), which `GET /metrics` reads.
+    pub metrics: bool,
 }
 
 impl Group {
@@ -111,8 +113,11 @@ impl Group {
             ..secrets
         };
         match self {
-            // Readiness checks the item store only.
-            Group::Health => Needs::default(),
+            // Readiness checks the item store only; `GET /metrics` reads the metrics store.
+            Group::Health => Needs {
+                metrics: true,
+                ..Needs::default()
+            },
             Group::Auth => Needs {
                 identity_providers: true,
                 ..secrets

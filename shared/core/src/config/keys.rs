@@ -318,6 +318,12 @@ keys! {
         bounds: None,
         meaning: "Lambda: the CloudWatch namespace of the metric lines (the template sets `Paddock/<stack>`; see [operating.md](operating.md#metrics))",
     }
+    METRICS_CACHE_SECONDS {
+        name: "Metrics__CacheSeconds",
+        default: DefaultValue::Number(60),
+        bounds: Some((1, 3600)),
+        meaning: "Lambda: `GET /metrics` reads CloudWatch at most once per this many seconds (each read is billed per metric series; concurrent scrapes share one read; see [operating.md](operating.md#metrics))",
+    }
     AUTH_PUBLIC_URL {
         name: "Auth__PublicUrl",
         default: DefaultValue::Derived("`http://<Server__Address>`"),

@@ -6,6 +6,7 @@
 pub mod blobs;
 pub mod clock;
 pub mod items;
+pub mod metrics_source;
 pub mod queue;
 pub mod secrets;
 pub mod unwired;
@@ -15,6 +16,7 @@ use std::sync::Arc;
 pub use blobs::{BlobError, BlobStore};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use items::{Condition, Item, ItemStore, Key, Page, Query, SkRange, StoreError, TxOp, Update};
+pub use metrics_source::{MetricsSource, MetricsSourceError};
 pub use queue::{EventQueue, QueueError, Queues, ReceivedMessage};
 pub use secrets::{SecretError, SecretSource};
 
