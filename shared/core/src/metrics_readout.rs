@@ -365,7 +365,10 @@ paddock_sign_ins_total{method=\"provider\",result=\"\"} 1
                 Some(head) if line.starts_with("# TYPE ") => format!("{head} histogram"),
                 _ => line.to_owned(),
             };
-            assert!(local.contains(&local_line), "{line} is not in the local text");
+            assert!(
+                local.contains(&local_line),
+                "{line} is not in the local text"
+            );
         }
         assert!(text.contains("paddock_sign_ins_total{method=\"email\",result=\"ok\"} 1\n"));
         assert!(text.contains("paddock_implausible_laps_total{reason=\"too_fast\"} 0\n"));
