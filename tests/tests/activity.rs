@@ -564,6 +564,7 @@ async fn consumer_lambda_handlers_report_only_failed_records() {
         track_name: "Monza".into(),
         track_layout: String::new(),
         vehicle_name: String::new(),
+        passing: None,
     };
     huge.vehicle_name = "V".repeat(500 * 1024);
     let too_big = Event::new(

@@ -285,6 +285,7 @@ async fn stream_lambda_handler_relays_inserts() {
             track_name: "Monza".into(),
             track_layout: String::new(),
             vehicle_name: "Ferrari 296 GT3".into(),
+            passing: None,
         }),
         Some("u9".into()),
         t.clock.now(),

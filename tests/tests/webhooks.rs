@@ -803,6 +803,111 @@ async fn a_passed_driver_hears_of_it_once_per_window(app: TestApp) {
     assert_eq!(all[0].headers["webhook-id"], first.headers["webhook-id"]);
 }
 
+/// The `pk` and `sk` of the first stored item whose keys `matches` accepts.
+async fn keys_of(app: &TestApp, matches: impl Fn(&str, &str) -> bool) -> Option<(String, String)> {
+    paddock_tests::every_item(&app.settings)
+        .await
+        .into_iter()
+        .filter_map(|(_, item)| {
+            let pk = item.get("pk")?.as_str()?.to_owned();
+            let sk = item.get("sk")?.as_str()?.to_owned();
+            matches(&pk, &sk).then_some((pk, sk))
+        })
+        .next()
+}
+
+/// A new best's event handled again after the window's marker is gone (a late redelivery)
+/// tells the passed driver nothing more: the consumer's processed-event marker stops it.
+async fn a_redelivered_new_best_tells_nobody_twice(backend: Backend) {
+    let (app, _) = paddock_tests::spawn_on(backend).await;
+    let receiver = Receiver::start().await;
+    let (ana, ana_id) = app.driver("Ana").await;
+    let (cy, cy_id) = app.driver("Cy").await;
+    subscribe(&app, &ana, &receiver.url, &["board.passed"]).await;
+    let s = upload(&app, &ana, "ana-1", 90_000).await;
+    submit(&app, &ana, &s, 90_000).await;
+    let cy_session = upload(&app, &cy, "cy-1", 89_000).await;
+    submit(&app, &cy, &cy_session, 89_000).await;
+    receiver
+        .wait_for(Duration::from_secs(20), "board.passed", |all| {
+            !all.is_empty()
+        })
+        .await;
+
+    // The submission's event as the queue would bring it again (the clock stands still, so
+    // in the same window): its id from the consumer's marker, where the lap landed from Cy's
+    // rank row on the track's board.
+    let (marker_pk, _) = keys_of(&app, |pk, _| pk.starts_with("PROCESSED#webhooks#"))
+        .await
+        .expect("the consumer's marker");
+    let id = marker_pk.trim_start_matches("PROCESSED#webhooks#");
+    let (board, rank_key) = keys_of(&app, |pk, sk| {
+        pk.starts_with("BOARD#")
+            && !pk.contains("#CAR#")
+            && sk.starts_with("RANK#")
+            && sk.ends_with(&cy_id)
+    })
+    .await
+    .expect("Cy's rank row");
+    let event = json!({
+        "id": id,
+        "userId": cy_id,
+        "occurredAt": paddock_core::ports::clock::rfc3339(app.ports.clock.now()),
+        "kind": "leaderboard.submit",
+        "payload": {
+            "trackId": board.trim_start_matches("BOARD#"), "sessionId": cy_session,
+            "lapTimeMs": 89_000, "previousBestMs": null, "improved": true, "rank": 1,
+            "gameId": "acc", "trackName": "Spa-Francorchamps", "trackLayout": "",
+            "vehicleName": "",
+            "passing": {"rankKey": rank_key, "untilKey": "RANK#~", "displayName": "Cy"},
+        },
+    })
+    .to_string();
+    let hook = format!("HOOK#{ana_id}");
+    let is_window_marker = |pk: &str, sk: &str| pk == hook && sk.starts_with("PASSED#");
+    let (pk, sk) = keys_of(&app, is_window_marker)
+        .await
+        .expect("Ana's window marker");
+    app.ports
+        .items
+        .delete(
+            paddock_core::tables::Table::Activity,
+            &paddock_core::ports::items::Key::new(pk, sk),
+            None,
+        )
+        .await
+        .unwrap();
+    let processor = paddock_core::workers::processor(paddock_core::queues::QueueName::Webhooks);
+    paddock_core::workers::handle_body(&event, &app.ports, &processor)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(receiver.all().len(), 1, "{:#?}", receiver.all());
+    assert!(
+        keys_of(&app, is_window_marker).await.is_none(),
+        "a redelivery wrote a marker"
+    );
+
+    // Without the consumer's marker the same event tells Ana again (what the marker prevents).
+    app.ports
+        .items
+        .delete(
+            paddock_core::tables::Table::Activity,
+            &paddock_core::ports::items::Key::new(marker_pk.clone(), "MARKER"),
+            None,
+        )
+        .await
+        .unwrap();
+    paddock_core::workers::handle_body(&event, &app.ports, &processor)
+        .await
+        .unwrap();
+    receiver
+        .wait_for(Duration::from_secs(20), "a second board.passed", |all| {
+            all.len() == 2
+        })
+        .await;
+}
+
 /// A subscription whose deliveries all fail for three days is turned off, and a feed entry
 /// tells the driver; turning it back on clears the failure.
 async fn a_subscription_failing_for_days_is_disabled_and_the_driver_told(
@@ -910,5 +1015,8 @@ paddock_tests::on_both_backends!(
         a_passed_driver_hears_of_it_once_per_window,
     ],
     clocked: [a_subscription_failing_for_days_is_disabled_and_the_driver_told],
-    ports: [loopback_needs_the_local_test_setting],
+    ports: [
+        loopback_needs_the_local_test_setting,
+        a_redelivered_new_best_tells_nobody_twice,
+    ],
 );

@@ -162,6 +162,24 @@ pub struct LeaderboardSubmitted {
     /// The car the lap was set in.
     #[serde(default)]
     pub vehicle_name: String,
+    /// A new best's place on the track's board, for telling the drivers it passed; absent
+    /// on other submissions and on events written before the webhooks consumer told them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passing: Option<Passing>,
+}
+
+/// Where a new best landed on the track's board: the drivers between [`Self::rank_key`] and
+/// [`Self::until_key`] (those already there when it was submitted) were passed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Passing {
+    /// The new best's rank sort key.
+    pub rank_key: String,
+    /// The rank sort key of the driver's entry before it, or the board's end for a first
+    /// entry: the passed drivers sit before it.
+    pub until_key: String,
+    /// The driver's name on the board when they passed.
+    pub display_name: String,
 }
 
 /// `track.process`.

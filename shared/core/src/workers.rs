@@ -45,11 +45,15 @@ pub fn processor(queue: QueueName) -> Processor {
     }
 }
 
-/// The webhooks consumer, delivering through `client`.
+/// The webhooks consumer, delivering through `client`. A new best first tells the drivers it
+/// passed (their `board.passed` events go through the outbox like any other).
 pub fn webhook_processor(client: Arc<dyn crate::webhooks::client::WebhookClient>) -> Processor {
     Arc::new(move |event: Event, ports: Ports| {
         let client = client.clone();
-        Box::pin(async move { crate::webhooks::delivery::process(&ports, &*client, &event).await })
+        Box::pin(async move {
+            crate::leaderboards::passing::process(&ports, &event).await?;
+            crate::webhooks::delivery::process(&ports, &*client, &event).await
+        })
     })
 }
 

@@ -39,6 +39,7 @@ fn backlog() -> Vec<String> {
                     track_name: format!("Track {}", i % 7),
                     track_layout: String::new(),
                     vehicle_name: "Porsche 992 GT3 R".into(),
+                    passing: None,
                 })
             } else {
                 EventKind::SessionUploaded(SessionUploaded {

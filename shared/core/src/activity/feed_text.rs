@@ -174,6 +174,7 @@ mod tests {
             track_name: "Spa-Francorchamps".into(),
             track_layout: "GP".into(),
             vehicle_name: "Porsche 911 GT3 R".into(),
+            passing: None,
         }
     }
 

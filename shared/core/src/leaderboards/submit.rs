@@ -6,11 +6,12 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::board::{
-    BoardId, BoardScope, Position, RANK_KEY, Row, StoredRow, boards_for, rank_sk, submitted_at,
+    BoardId, BoardScope, Position, RANK_END, RANK_KEY, Row, StoredRow, boards_for, rank_sk,
+    submitted_at,
 };
 use super::rank_counts::{self, Change, Tally, Through};
 use super::vehicles;
-use crate::events::{Event, EventKind, LeaderboardSubmitted};
+use crate::events::{Event, EventKind, LeaderboardSubmitted, Passing};
 use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Key, StoreError, TTL, TxOp, Update};
@@ -379,6 +380,16 @@ async fn attempt(
             track_id,
         });
     }
+    let rank_key = rank_sk(lap_time_ms, now, &driver.user_id);
+    // The drivers a new best passes are told by the webhooks consumer, from this.
+    let passing = faster_on_track.then(|| Passing {
+        rank_key: rank_key.clone(),
+        until_key: on_track
+            .as_ref()
+            .map_or(RANK_END, |p| p.rank_key.as_str())
+            .to_owned(),
+        display_name: driver.display_name.clone(),
+    });
     let event = Event::new(
         EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
             track_id: track_id.clone(),
@@ -391,6 +402,7 @@ async fn attempt(
             track_name: summary.track_name.clone(),
             track_layout: summary.track_layout.clone(),
             vehicle_name: summary.vehicle_name.clone(),
+            passing,
         }),
         Some(driver.user_id.clone()),
         now,
@@ -405,7 +417,7 @@ async fn attempt(
             session_id: summary.id.clone(),
             submitted_at: submitted_at(now),
         },
-        rank_key: rank_sk(lap_time_ms, now, &driver.user_id),
+        rank_key,
         profile_version: driver.profile_version,
         counted: true,
     };
@@ -430,18 +442,6 @@ async fn attempt(
         {
             ops.extend(vehicles::count_ops(&track_id, car, 1));
         }
-    }
-    // The drivers a new best passes hear of it through the same transaction.
-    if faster_on_track {
-        let passed = super::passing::passed_ops(
-            ports,
-            ranked_board,
-            &stored,
-            on_track.as_ref(),
-            rank,
-            summary,
-        );
-        ops.extend(passed.await?);
     }
     // A lap that opens a board counts against the driver's day in the same transaction,
     // so only the submission that opens it counts (not a concurrent or retried one).

@@ -98,7 +98,7 @@ pub fn message_of(event: &Event) -> Option<Message> {
     };
     // Internal references a receiver has no use for.
     if let Some(object) = data.as_object_mut() {
-        for internal in ["jobId", "improved", "causeEventId"] {
+        for internal in ["jobId", "improved", "causeEventId", "passing"] {
             object.remove(internal);
         }
     }

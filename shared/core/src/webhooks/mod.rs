@@ -11,8 +11,9 @@
 //! - `LOG#<subscription id>#<attempt id>`: one delivery attempt, kept [`delivery::LOG_KEPT_SECS`];
 //! - `DONE#<subscription id>#<event id>`: an event delivered to a subscription (a redelivered
 //!   event skips it), kept as long as processed-event markers;
-//! - `WANTS#board.passed`: present while a live subscription wants `board.passed`, so a
-//!   submission reads one small item per passed driver instead of their subscriptions;
+//! - `WANTS#board.passed`: present while a live subscription wants `board.passed`, so telling
+//!   the drivers a new best passed reads one small item per driver instead of their
+//!   subscriptions;
 //! - `PASSED#<board>#<window>`: a `board.passed` already sent for that board in that window
 //!   ([`crate::leaderboards::passing`]).
 
