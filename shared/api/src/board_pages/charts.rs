@@ -62,7 +62,7 @@ pub(crate) fn spread(id: &str, bars: &[Bar], marked: Option<&Marked>) -> Markup 
     let title_id = format!("{id}-title");
     let desc_id = format!("{id}-desc");
     let description = format!(
-        "{total} driver{} from {} to {}; the most, {tallest}, between {}.{}",
+        "{total} driver{} from {} to {}; the most in one bar, {tallest}, at {}.{}",
         if total == 1 { "" } else { "s" },
         first.map(|b| edge(b.from_ms)).unwrap_or_default(),
         last.map(|b| edge(b.to_ms)).unwrap_or_default(),
