@@ -407,13 +407,203 @@ async fn pages_name_and_load_only_what_they_should(backend: Backend) {
     }
 }
 
+/// The histogram's bars of a page: (from ms, to ms, drivers, marked), read back from the SVG.
+fn bars(html: &str) -> Vec<(i64, i64, u64, bool)> {
+    html.split("<rect class=\"bar")
+        .skip(1)
+        .map(|rect| {
+            let rect = rect.split('>').next().unwrap();
+            let attr = |name: &str| -> i64 {
+                let start = rect.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                rect[start..].split('"').next().unwrap().parse().unwrap()
+            };
+            (
+                attr("data-from-ms"),
+                attr("data-to-ms"),
+                attr("data-drivers").unsigned_abs(),
+                rect.starts_with(" marked\""),
+            )
+        })
+        .collect()
+}
+
+async fn the_spread_is_the_boards_laps_counted(app: TestApp) {
+    // A field by the second around 1:30, a better lap that moves a driver's count, and one
+    // slow driver that widens the bars; two cars.
+    let laps: Vec<(String, i64, &str)> = (0..24)
+        .map(|i| {
+            let ms = 88_000 + (i * 7_919) % 9_000;
+            let car = if i % 3 == 0 {
+                "Audi R8 LMS"
+            } else {
+                "BMW M4 GT3"
+            };
+            (format!("D{i:02}"), ms, car)
+        })
+        .chain([("Slow".to_owned(), 171_250, "BMW M4 GT3")])
+        .collect();
+    let written = join_all(laps.iter().map(|(name, ms, car)| {
+        let app = &app;
+        async move {
+            let (token, user) = app.driver(name).await;
+            let track = lap_as(app, &token, *ms + 2_000, car).await;
+            lap_as(app, &token, *ms, car).await;
+            (user, track)
+        }
+    }))
+    .await;
+    let track = written[0].1.clone();
+    let marked_user = &written[5].0;
+    let marked_ms = laps[5].1;
+    for car in [None, Some("BMW M4 GT3")] {
+        let field: Vec<i64> = laps
+            .iter()
+            .filter(|(_, _, c)| car.is_none_or(|car| car == *c))
+            .map(|(_, ms, _)| *ms)
+            .collect();
+        let path = match car {
+            Some(car) => format!(
+                "/boards/{track}?car={}&driver={marked_user}",
+                car.replace(' ', "+")
+            ),
+            None => format!("/boards/{track}?driver={marked_user}"),
+        };
+        let (status, _, html) = page(&app, &path).await;
+        assert_eq!(status, 200, "{html}");
+        let bars = bars(&html);
+        assert!(!bars.is_empty() && bars.len() <= 40, "{bars:?}");
+        let width = bars[0].1 - bars[0].0;
+        for (from, to, drivers, marked) in &bars {
+            assert_eq!(to - from, width, "bars of one width: {bars:?}");
+            let counted = field
+                .iter()
+                .filter(|ms| *from <= **ms && **ms < *to)
+                .count() as u64;
+            assert_eq!(*drivers, counted, "{path}: bar {from}..{to}");
+            let holds_marked = *from <= marked_ms && marked_ms < *to;
+            let marks = holds_marked && (car.is_none() || laps[5].2 == car.unwrap());
+            assert_eq!(*marked, marks, "{path}: bar {from}..{to} marked");
+        }
+        assert_eq!(
+            bars.iter().map(|b| b.2).sum::<u64>(),
+            field.len() as u64,
+            "{path}: every driver in a bar"
+        );
+        let faster = field.iter().filter(|ms| **ms < marked_ms).count() + 1;
+        if car.is_none() {
+            assert!(
+                html.contains(&format!("rank {faster} of {}", field.len())),
+                "{html}"
+            );
+        }
+        assert!(html.contains("Drivers by lap time"), "a text equivalent");
+        assert!(
+            !html.contains("<figure class=\"track-map\">"),
+            "no map without track points"
+        );
+    }
+}
+
+async fn the_board_shows_the_tracks_map_once_built(app: TestApp) {
+    let (token, _) = app.driver("Mapper").await;
+    let body = session_body(
+        "mapped",
+        "2026-11-01T10:00:00Z",
+        &[(95_000, true, 0.95)],
+        500,
+    );
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
+    assert_eq!(status, 201, "{res}");
+    let track = res["data"]["trackId"].as_str().unwrap().to_owned();
+    let submit =
+        json!({"sessionId": res["data"]["sessionId"], "lapTimeMs": 95_000, "qualityScore": 0.95});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/leaderboards/submit", &submit, &token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{res}");
+    app.wait_for_map(&token, &track, 1).await;
+    let api_svg = app
+        .get_auth(&format!("/v1/tracks/{track}/map?format=svg"), &token)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let path = api_svg
+        .split("<path d=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let (status, _, html) = page(&app, &format!("/boards/{track}")).await;
+    assert_eq!(status, 200, "{html}");
+    assert!(html.contains("<figure class=\"track-map\">"), "{html}");
+    assert!(
+        html.contains(&format!("<path d=\"{path}\"")),
+        "the API's line"
+    );
+    assert!(
+        html.contains("role=\"img\" aria-label=\"Map of Spa-Francorchamps"),
+        "{html}"
+    );
+}
+
+async fn a_shared_board_link_previews_a_small_picture(backend: Backend) {
+    let (app, _) = paddock_tests::spawn_configured(backend, |s| {
+        s.auth.public_url = Some("https://paddock.example".to_owned());
+    })
+    .await;
+    let mut track = String::new();
+    for (i, name) in ["Ana", "Ben", "Eve", "Fay"].iter().enumerate() {
+        track = lap(&app, name, 90_000 + 731 * i as i64, "BMW M4 GT3")
+            .await
+            .1;
+    }
+    for query in ["", "?car=BMW+M4+GT3"] {
+        let (status, _, html) = page(&app, &format!("/boards/{track}{query}")).await;
+        assert_eq!(status, 200, "{html}");
+        let image = html
+            .split("<meta property=\"og:image\" content=\"https://paddock.example")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("an og:image: {html}"))
+            .replace("&amp;", "&");
+        assert!(html.contains("summary_large_image"), "{html}");
+        let res = app.get(&image).await;
+        assert_eq!(res.status(), 200, "{image}");
+        let headers = res.headers().clone();
+        assert_eq!(header(&headers, "content-type"), "image/png");
+        assert!(header(&headers, "cache-control").starts_with("public, max-age="));
+        let etag = header(&headers, "etag").to_owned();
+        let png = res.bytes().await.unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+        assert_eq!(&png[16..24], &[0, 0, 4, 176, 0, 0, 2, 118], "1200 x 630");
+        assert!(png.len() < 256 * 1024, "{} bytes", png.len());
+        println!("{backend:?}: og:image of {image}: {} bytes", png.len());
+        assert_eq!(page_if_none_match(&app, &image, &etag).await, 304);
+    }
+    let (status, _, _) = page(
+        &app,
+        &format!("/boards/{}/preview.png", uuid::Uuid::new_v4()),
+    )
+    .await;
+    assert_eq!(status, 404);
+}
+
 paddock_tests::on_both_backends!(
     plain: [
+        the_board_shows_the_tracks_map_once_built,
         a_board_page_shows_the_board,
+        the_spread_is_the_boards_laps_counted,
         boards_page_by_cursor,
         bad_addresses_get_pages_that_say_why,
         a_car_without_laps_has_no_page_and_is_not_echoed,
         a_deleted_driver_is_gone,
     ],
-    ports: [pages_name_and_load_only_what_they_should]
+    ports: [
+        pages_name_and_load_only_what_they_should,
+        a_shared_board_link_previews_a_small_picture
+    ]
 );

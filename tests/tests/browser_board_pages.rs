@@ -3,7 +3,8 @@
 //! selector and the next-page link work by clicking (no script on the page), a name holding
 //! markup, bidi or zero-width characters shows as text with nothing run, every page passes
 //! axe-core with no serious or critical violation, and each page is photographed at desktop
-//! and phone widths under the test's output directory (`target/tmp/board_pages/`).
+//! and phone widths under the test's output directory (`target/tmp/board_pages/`), the
+//! spread of lap times with a driver marked by `?driver=` among them.
 
 use fantoccini::{Client, Locator};
 use paddock_core::ports::items::Query;
@@ -157,6 +158,42 @@ async fn board_pages_render_page_and_stay_inert_in_a_browser() {
     assert!(scripts.is_empty(), "no script element on the page");
     accessible(&client, "board").await;
     photograph(&client, "board").await;
+
+    // The spread of the field, with a driver marked by a shared link: one bar holds them,
+    // and the chart's numbers are text.
+    client
+        .goto(&format!("{board}?driver={hidden}"))
+        .await
+        .unwrap();
+    let bars = client
+        .find_all(Locator::Css("svg#spread rect.bar"))
+        .await
+        .unwrap();
+    let mut drivers = 0;
+    for bar in &bars {
+        drivers += bar
+            .attr("data-drivers")
+            .await
+            .unwrap()
+            .and_then(|n| n.parse::<u64>().ok())
+            .expect("a bar's drivers");
+    }
+    assert_eq!(drivers, 27, "every driver in a bar");
+    let marked = client
+        .find_all(Locator::Css("rect.bar.marked"))
+        .await
+        .unwrap();
+    assert_eq!(marked.len(), 1, "one marked bar");
+    let caption = client
+        .find(Locator::Css("figure.chart figcaption"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(caption.contains("rank 3 of 27, top 12 %"), "{caption}");
+    accessible(&client, "board with a marked driver").await;
+    photograph(&client, "board-spread").await;
 
     // The car selector: choose Ferrari (a plain click: choosing leads nowhere), press Show.
     client

@@ -222,7 +222,121 @@ async fn the_boards_a_driver_opens_are_limited_a_day(backend: Backend) {
     assert_eq!(status, 429, "a new car's board is a new board too");
 }
 
+/// The count items of a field of `drivers` laps spread evenly over 80 to 120 s: the root and
+/// the hundred-second items, as the board's counts hold them.
+fn field_counts(drivers: u64) -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
+    let mut items: std::collections::BTreeMap<String, serde_json::Map<String, serde_json::Value>> =
+        Default::default();
+    let mut add = |sk: String, attr: String, by: u64| {
+        let n = items.entry(sk).or_default().entry(attr).or_insert(json!(0));
+        *n = json!(n.as_u64().unwrap() + by);
+    };
+    for second in 80..120_u64 {
+        let here = drivers / 40;
+        add("COUNT#R".into(), format!("b{}", second / 100), here);
+        add(
+            format!("COUNT#H#{:05}", second / 100),
+            format!("b{}", second % 100),
+            here,
+        );
+    }
+    add("COUNT#R".into(), "total".into(), drivers / 40 * 40);
+    items.into_iter().collect()
+}
+
+async fn a_board_pages_pictures_cost_the_same_at_any_size(backend: Backend) {
+    use paddock_core::leaderboards::board::BoardId;
+    use paddock_core::leaderboards::bulk::{BulkBoard, BulkEntry};
+    use paddock_core::leaderboards::spread::Spread;
+    use paddock_core::ports::items::{Key, item};
+    use paddock_core::tables::Table;
+    use paddock_core::tracks::{TrackKey, count_session_op};
+
+    let c = counted_app(backend, 1_000).await;
+    let ports = c.app.ports.clone();
+    let key = TrackKey::new("acc", "Monza", "GP");
+    let track = key.id();
+    ports
+        .items
+        .transact(vec![count_session_op(&key)])
+        .await
+        .unwrap();
+    let mut bulk = BulkBoard::new(&track);
+    let entries: Vec<BulkEntry> = (0..1_000_u64)
+        .map(|i| BulkEntry {
+            user_id: format!("00000000-0000-4000-8000-{i:012}").into(),
+            display_name: format!("Driver {i}"),
+            lap_time_ms: 80_000 + i64::try_from(i * 40).unwrap() + 7,
+            vehicle_name: "BMW M4 GT3".into(),
+            session_id: format!("00000000-0000-4000-9000-{i:012}").into(),
+            submitted_at: time::OffsetDateTime::now_utc(),
+        })
+        .collect();
+    for chunk in entries.chunks(100) {
+        bulk.add(&ports, chunk).await.unwrap();
+    }
+    bulk.finish(&ports).await.unwrap();
+    let board = BoardId::track(&track);
+    let mut counted_ports = ports.clone();
+    counted_ports.items = c.counting.clone();
+    let marked = "00000000-0000-4000-8000-000000000500";
+    let mut figures = Vec::new();
+    for drivers in [1_000_u64, 1_000_000] {
+        if drivers > 1_000 {
+            // The counts of a million-driver field: what the spread reads (the rows past the
+            // first page are never read by the page).
+            for (sk, attrs) in field_counts(drivers) {
+                let at = Key::new(format!("BOARD#{track}"), sk);
+                ports
+                    .items
+                    .put(
+                        Table::Leaderboards,
+                        item(&at, serde_json::Value::Object(attrs)),
+                        None,
+                    )
+                    .await
+                    .unwrap();
+            }
+        }
+        let (spread, alone) = c
+            .counting
+            .cost_of(Spread::read(&counted_ports, &board))
+            .await;
+        assert_eq!(spread.unwrap().total(), drivers);
+        let (page, bytes) = view(&c, &format!("/boards/{track}")).await;
+        let (marked_page, _) = view(&c, &format!("/boards/{track}?driver={marked}")).await;
+        let (preview, png) = view(&c, &format!("/boards/{track}/preview.png")).await;
+        figures.push((drivers, alone, page, bytes, marked_page, preview, png));
+    }
+    for (drivers, alone, page, bytes, marked, preview, png) in &figures {
+        println!(
+            "{backend:?}: /boards/{{id}} of {drivers} drivers: {} items read in {} calls ({} of them the spread's, \
+             so {} without the pictures), {bytes} bytes; with ?driver= {} items; preview.png {} items, {png} bytes",
+            page.items_read,
+            page.calls,
+            alone.items_read,
+            page.items_read - alone.items_read,
+            marked.items_read,
+            preview.items_read
+        );
+    }
+    let (small, large) = (&figures[0], &figures[1]);
+    assert_eq!(
+        small.2.items_read, large.2.items_read,
+        "the page's reads grew"
+    );
+    assert_eq!(
+        small.4.items_read, large.4.items_read,
+        "the marked page's reads grew"
+    );
+    assert_eq!(
+        small.5.items_read, large.5.items_read,
+        "the preview's reads grew"
+    );
+}
+
 paddock_tests::on_both_backends!(plain: [], ports: [
+    a_board_pages_pictures_cost_the_same_at_any_size,
     a_drivers_page_costs_a_page,
     a_tracks_cars_cost_a_page,
     the_boards_a_driver_opens_are_limited_a_day,

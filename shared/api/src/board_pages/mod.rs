@@ -10,5 +10,7 @@
 //! are in `routes::board_pages`.
 
 pub(crate) mod avatars;
+pub(crate) mod charts;
+pub(crate) mod preview;
 pub(crate) mod reads;
 pub(crate) mod render;

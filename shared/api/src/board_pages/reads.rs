@@ -9,11 +9,12 @@ use paddock_core::ids::TrackId;
 use paddock_core::ids::UserId;
 use paddock_core::leaderboards::board::{BoardId, BoardScope, Row, TRACK_INDEX_PREFIX};
 use paddock_core::leaderboards::reads as board_reads;
+use paddock_core::leaderboards::spread::Spread;
 use paddock_core::leaderboards::{rank_counts, vehicles};
 use paddock_core::ports::Ports;
 use paddock_core::ports::items::{Query, SK, StoreError, decode_cursor, encode_cursor};
 use paddock_core::tables::Table;
-use paddock_core::tracks::{self, Track};
+use paddock_core::tracks::{self, Track, maps};
 
 /// The cars a board page offers in its selector: the most-driven listed ones.
 const CARS_SHOWN: usize = 30;
@@ -37,6 +38,13 @@ pub(crate) struct BoardPage {
     pub vehicles: Vec<(String, u64)>,
     /// For a car's board, the car's name as stored (`None`: nobody raced it).
     pub car_name: Option<String>,
+    /// The spread of the board's lap times (from its count items).
+    pub spread: Spread,
+    /// The entry of the driver a shared link marks (`?driver=`), when on this board.
+    pub marked: Option<Ranked>,
+    /// The track's centreline map as SVG (as `/v1/tracks/{id}/map?format=svg` serves it),
+    /// when one has been built.
+    pub map_svg: Option<String>,
 }
 
 /// A track that has a board, with its number of drivers.
@@ -62,17 +70,88 @@ pub(crate) struct DriverBest {
 }
 
 /// The page of `board` after position `after` (`limit` rows); `None` for a track nobody
-/// raced. Reads what `GET /v1/leaderboards` reads for the page, the board's fastest row and
-/// the track's cars.
+/// raced. Reads what `GET /v1/leaderboards` reads for the page, the board's fastest row, the
+/// track's cars, the spread of the board's lap times (its count items) and, when a link
+/// marks a driver, the driver's entry.
 pub(crate) async fn board_page(
     ports: &Ports,
     board: &BoardId,
     after: Option<&str>,
     limit: usize,
+    driver: Option<&UserId>,
 ) -> Result<Option<BoardPage>, StoreError> {
     // Nothing here depends on anything else read here: one round trip for all of it. The
     // fastest row is read only for a later page (the first page starts with it).
-    let (track, slice, fastest, (listed, car)) = futures::try_join!(
+    let ((track, slice, fastest, (listed, car)), (spread, marked)) =
+        futures::try_join!(board_rows(ports, board, after, limit), async {
+            futures::try_join!(Spread::read(ports, board), async {
+                match driver {
+                    Some(user) => board_reads::entry(ports, board, user).await,
+                    None => Ok(None),
+                }
+            })
+        })?;
+    let Some(track) = track else {
+        return Ok(None);
+    };
+    let first_ms = match slice.rows.first() {
+        Some(r) if r.rank == 1 => Some(r.row.lap_time_ms),
+        _ => fastest.map(|r| r.lap_time_ms),
+    };
+    let vehicles = listed
+        .items
+        .into_iter()
+        .map(|v| (v.vehicle_name, v.total_entries))
+        .collect();
+    let map_svg = if track.has_map {
+        track_map_svg(ports, &track.id).await
+    } else {
+        None
+    };
+    Ok(Some(BoardPage {
+        map_svg,
+        track,
+        first_ms,
+        total: slice.total,
+        next_cursor: slice.next_after.as_deref().map(board_reads::encode_cursor),
+        rows: slice.rows,
+        vehicles,
+        car_name: car,
+        spread,
+        marked: marked.map(|(ranked, _)| ranked),
+    }))
+}
+
+/// The track's map as SVG, or nothing: the map is a picture beside the board, and a page
+/// whose map cannot be read is shown without it.
+async fn track_map_svg(ports: &Ports, track: &TrackId) -> Option<String> {
+    match maps::current(ports, track).await {
+        Ok(map) => map.filter(|m| m.points.len() > 1).map(|m| maps::svg(&m)),
+        Err(e) => {
+            tracing::warn!(error = %e, track = %track, "the board page's track map could not be read");
+            None
+        }
+    }
+}
+
+/// What a board page reads besides its pictures: the track, the page of rows, the fastest
+/// row for a later page, the listed cars and the car's name.
+#[allow(clippy::type_complexity)]
+async fn board_rows(
+    ports: &Ports,
+    board: &BoardId,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<
+    (
+        Option<Track>,
+        board_reads::Slice,
+        Option<Row>,
+        (vehicles::VehiclePage, Option<String>),
+    ),
+    StoreError,
+> {
+    futures::try_join!(
         tracks::get(ports, &board.track),
         board_reads::page(ports, board, after, limit),
         async {
@@ -94,28 +173,24 @@ pub(crate) async fn board_page(
                 }
             )
         }
+    )
+}
+
+/// What a board's link preview shows: its three fastest laps and its spread; `None` for a
+/// board without entries. Reads the first three rows and the count items, at once.
+pub(crate) async fn preview(
+    ports: &Ports,
+    board: &BoardId,
+) -> Result<Option<(Vec<i64>, Spread)>, StoreError> {
+    let (slice, spread) = futures::try_join!(
+        board_reads::page(ports, board, None, 3),
+        Spread::read(ports, board)
     )?;
-    let Some(track) = track else {
+    if slice.rows.is_empty() {
         return Ok(None);
-    };
-    let first_ms = match slice.rows.first() {
-        Some(r) if r.rank == 1 => Some(r.row.lap_time_ms),
-        _ => fastest.map(|r| r.lap_time_ms),
-    };
-    let vehicles = listed
-        .items
-        .into_iter()
-        .map(|v| (v.vehicle_name, v.total_entries))
-        .collect();
-    Ok(Some(BoardPage {
-        track,
-        first_ms,
-        total: slice.total,
-        next_cursor: slice.next_after.as_deref().map(board_reads::encode_cursor),
-        rows: slice.rows,
-        vehicles,
-        car_name: car,
-    }))
+    }
+    let top = slice.rows.iter().map(|r| r.row.lap_time_ms).collect();
+    Ok(Some((top, spread)))
 }
 
 /// Tracks with a board, a page of the tracks list at a time, with the ones whose name, layout

@@ -9,6 +9,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use sha2::{Digest, Sha256};
 use std::sync::LazyLock;
 
+use super::charts::{self, MAX_BARS, Marked};
 use super::reads::{BoardPage, DriverPage, TrackBoard};
 use paddock_core::hidden_characters::is_invisible_or_bidi;
 use paddock_core::ids::{TrackId, UserId};
@@ -36,6 +37,11 @@ select,input,button{font:inherit;padding:.35rem .5rem;border:1px solid #767676;b
 button{background:#0b57d0;color:#fff;border-color:#0b57d0;cursor:pointer}\
 nav.pages{display:flex;gap:1rem;margin:1rem 0}\
 footer{color:#4a4a4a;font-size:.85rem;padding:2rem 1rem}\
+figure.chart{margin:0 0 1rem;max-width:36rem}figure.chart svg{display:block;width:100%;height:auto}\
+figcaption{color:#4a4a4a;font-size:.9rem}\
+.bar{fill:#5f6b7a}.bar.marked{fill:#0b57d0}.marker{fill:#0b57d0;font-size:12px}\
+.axis{fill:#4a4a4a;font-size:10px}figure.track-map{margin:0 0 1rem;max-width:16rem}.track-map svg{display:block;width:100%;height:auto}.track-map path{stroke:#1a1a1a;stroke-width:3px;vector-effect:non-scaling-stroke}\
+.visually-hidden{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}\
 ";
 
 /// `'sha256-…'` of [`STYLE`], as the Content-Security-Policy names it.
@@ -68,6 +74,8 @@ pub(crate) struct Head<'a> {
     pub path: String,
     /// `Auth__PublicUrl`, when configured.
     pub public_url: Option<&'a str>,
+    /// The path of the page's link preview picture (`og:image`), with its description.
+    pub image: Option<(String, String)>,
 }
 
 /// Control characters and the characters that reorder or hide text (bidi controls,
@@ -188,7 +196,17 @@ fn document(head: &Head<'_>, url: Option<&str>, body: Markup) -> String {
                     meta property="og:url" content=(url);
                     link rel="canonical" href=(url);
                 }
-                meta name="twitter:card" content="summary";
+                @match (head.public_url, &head.image) {
+                    (Some(base), Some((path, alt))) => {
+                        meta property="og:image" content=(format!("{base}{path}"));
+                        meta property="og:image:type" content="image/png";
+                        meta property="og:image:width" content=(super::preview::WIDTH);
+                        meta property="og:image:height" content=(super::preview::HEIGHT);
+                        meta property="og:image:alt" content=(alt);
+                        meta name="twitter:card" content="summary_large_image";
+                    }
+                    _ => { meta name="twitter:card" content="summary"; }
+                }
                 style { (PreEscaped(STYLE)) }
             }
             body {
@@ -213,6 +231,7 @@ pub(crate) fn boards(
         description: "Best laps of Paddock drivers, track by track.".to_owned(),
         path: "/boards".to_owned(),
         public_url,
+        image: None,
     };
     let body = html! {
         h1 { "Leaderboards" }
@@ -307,12 +326,34 @@ pub(crate) fn board(
         description,
         path: with_query(&path, &[("car", car.unwrap_or_default())]),
         public_url,
+        image: (!page.rows.is_empty()).then(|| {
+            (
+                with_query(
+                    &format!("{path}/preview.png"),
+                    &[("car", car.unwrap_or_default())],
+                ),
+                format!(
+                    "The three fastest laps and the spread of {} drivers' lap times",
+                    page.total
+                ),
+            )
+        }),
     };
+    let marked = page.marked.as_ref().map(|m| Marked {
+        name: visible(&m.row.display_name),
+        lap_ms: m.row.lap_time_ms,
+        rank: m.rank,
+        total: page.total.max(m.rank),
+    });
     let body = html! {
         h1 { (title) }
         p.meta {
             (page.total) " driver" @if page.total != 1 { "s" }
             @if let Some(car) = &car_shown { " in the " (car) }
+        }
+        (charts::spread("spread", &page.spread.bars(MAX_BARS), marked.as_ref()))
+        @if let Some(svg) = &page.map_svg {
+            (charts::track_map(svg, &title))
         }
         form method="get" action=(path) {
             label for="car" { "Car" }
@@ -386,6 +427,7 @@ pub(crate) fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bo
         description,
         path: path.clone(),
         public_url,
+        image: None,
     };
     let body = html! {
         h1 { (avatar(&user.display_name, user.avatar_url.as_deref())) (name(&user.display_name)) }
@@ -435,6 +477,7 @@ pub(crate) fn problem(title: &str, message: &str) -> String {
         description: message.to_owned(),
         path: String::new(),
         public_url: None,
+        image: None,
     };
     let body = html! {
         h1 { (title) }
@@ -502,6 +545,9 @@ mod tests {
             next_cursor: None,
             vehicles: vec![("Porsche \u{202E}R 3TG".to_owned(), 1)],
             car_name: Some("Porsche \u{202E}R 3TG".to_owned()),
+            spread: Default::default(),
+            marked: None,
+            map_svg: None,
         };
         let board_html = board(None, &page, Some("Porsche \u{202E}R 3TG"), true);
         // The car selector's value goes back as the query, to match the stored name; it is
@@ -527,6 +573,7 @@ mod tests {
             description: "d".into(),
             path: "/boards".into(),
             public_url: Some("https://paddock.example"),
+            image: None,
         };
         let html = layout(&head, html! {});
         assert!(html.contains(r#"<link rel="canonical" href="https://paddock.example/boards">"#));

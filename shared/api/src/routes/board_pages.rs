@@ -8,7 +8,7 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::board_pages::{avatars, reads, render};
+use crate::board_pages::{avatars, charts, preview, reads, render};
 use crate::http::{ApiError, conditional};
 use crate::state::AppState;
 use paddock_core::ids::{TrackId, UserId};
@@ -33,6 +33,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::default()
         .routes(routes!(boards))
         .routes(routes!(board))
+        .routes(routes!(board_preview))
         .routes(routes!(driver))
 }
 
@@ -59,6 +60,9 @@ pub(crate) struct BoardQuery {
     /// The next-page link's cursor.
     #[param(max_length = 512)]
     pub cursor: Option<String>,
+    /// A driver to mark on the spread of lap times (their bar and percentile), by user id.
+    #[param(max_length = 36)]
+    pub driver: Option<String>,
 }
 
 /// A query parameter that breaks a rule: the 400 page names it.
@@ -145,11 +149,28 @@ pub(crate) async fn board(
     if uuid::Uuid::parse_str(&track_id).is_err() {
         return Ok(page.not_found("No such board", "There is no board at this address."));
     }
-    let BoardQuery { car, cursor } =
-        match parameters(raw.as_deref(), [("car", MAX_CAR), ("cursor", MAX_CURSOR)]) {
-            Ok([car, cursor]) => BoardQuery { car, cursor },
-            Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
-        };
+    let BoardQuery {
+        car,
+        cursor,
+        driver,
+    } = match parameters(
+        raw.as_deref(),
+        [("car", MAX_CAR), ("cursor", MAX_CURSOR), ("driver", 36)],
+    ) {
+        Ok([car, cursor, driver]) => BoardQuery {
+            car,
+            cursor,
+            driver,
+        },
+        Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
+    };
+    if driver
+        .as_deref()
+        .is_some_and(|d| uuid::Uuid::parse_str(d).is_err())
+    {
+        return Ok(page.bad_request("driver: must be a driver's user id"));
+    }
+    let driver = driver.map(UserId::from);
     let after = match cursor.as_deref() {
         None => None,
         Some(c) => match board_reads::decode_cursor(c) {
@@ -162,8 +183,14 @@ pub(crate) async fn board(
         Some(car) => BoardId::car(&track_id, car),
         None => BoardId::track(&track_id),
     };
-    let Some(mut board) =
-        reads::board_page(&state.ports, &board_id, after.as_deref(), PAGE_SIZE).await?
+    let Some(mut board) = reads::board_page(
+        &state.ports,
+        &board_id,
+        after.as_deref(),
+        PAGE_SIZE,
+        driver.as_ref(),
+    )
+    .await?
     else {
         return Ok(page.not_found("No such board", "Nobody has raced this track yet."));
     };
@@ -184,6 +211,67 @@ pub(crate) async fn board(
     }
     let html = render::board(page.public_url(), &board, car.as_deref(), after.is_none());
     Ok(page.ok(html))
+}
+
+/// `/boards/{trackId}/preview.png` query (read by [`parameters`]).
+#[derive(Debug, Default, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct PreviewQuery {
+    /// The car's board instead of the track's (case-insensitive).
+    #[param(max_length = 128)]
+    pub car: Option<String>,
+}
+
+/// The board's link preview (`og:image`): a PNG of its three fastest laps and the spread of
+/// its lap times. Public; cached like the board page (`Cache-Control`, `ETag`).
+#[utoipa::path(get, path = "/boards/{trackId}/preview.png", operation_id = "getBoardPreview", tag = "pages",
+    params(("trackId" = String, Path, description = "The track id"), PreviewQuery),
+    responses((status = 200, description = "The preview", content_type = "image/png", body = Vec<u8>),
+              (status = 304, description = "The picture matches `If-None-Match`"),
+              (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String),
+              (status = 404, description = "No such board (HTML)", content_type = "text/html", body = String)))]
+pub(crate) async fn board_preview(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(track_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let page = Page::new(&state, &headers);
+    if uuid::Uuid::parse_str(&track_id).is_err() {
+        return Ok(page.not_found("No such board", "There is no board at this address."));
+    }
+    let PreviewQuery { car } = match parameters(raw.as_deref(), [("car", MAX_CAR)]) {
+        Ok([car]) => PreviewQuery { car },
+        Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
+    };
+    let track_id = TrackId::from(track_id);
+    let board_id = match car.as_deref() {
+        Some(car) => BoardId::car(&track_id, car),
+        None => BoardId::track(&track_id),
+    };
+    let Some((top, spread)) = reads::preview(&state.ports, &board_id).await? else {
+        return Ok(page.not_found("No such board", "Nobody has raced this board yet."));
+    };
+    let png = preview::png(&top, &spread.bars(charts::MAX_BARS))
+        .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
+    let rendered = RenderedPage::with_etag(png);
+    let held = conditional::holds(headers.get(header::IF_NONE_MATCH), &rendered.etag);
+    let mut response = if held {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, rendered.body).into_response()
+    };
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
+    h.insert(header::CACHE_CONTROL, state.board_cache_control.clone());
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Ok(etag) = HeaderValue::from_str(&rendered.etag) {
+        h.insert(header::ETAG, etag);
+    }
+    Ok(response)
 }
 
 /// `/drivers/{userId}` query (read by [`parameters`]).

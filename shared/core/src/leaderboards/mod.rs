@@ -32,6 +32,7 @@ pub mod rank_counts;
 pub mod reads;
 pub mod removal;
 pub mod renames;
+pub mod spread;
 pub mod submit;
 pub mod submit_lap;
 pub mod vehicles;

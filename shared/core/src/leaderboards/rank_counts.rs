@@ -46,10 +46,10 @@ pub(crate) const COUNT_PREFIX: &str = "COUNT#";
 /// Days in one period of the tie counts.
 const PERIOD_DAYS: i64 = 32;
 
-fn root_sk() -> String {
+pub(crate) fn root_sk() -> String {
     format!("{COUNT_PREFIX}R")
 }
-fn hundred_seconds_sk(ms: i64) -> String {
+pub(crate) fn hundred_seconds_sk(ms: i64) -> String {
     format!("{COUNT_PREFIX}H#{:05}", ms / 100_000)
 }
 fn second_sk(ms: i64) -> String {

@@ -1,0 +1,180 @@
+//! The pictures of the pages, as inline SVG: no script, no style attributes (the page's one
+//! style sheet sizes them), and each with its numbers as text for screen readers and axe (a
+//! `<title>` and `<desc>`, and a visually hidden table).
+
+use maud::{Markup, html};
+use paddock_core::leaderboards::format_lap_time;
+use paddock_core::leaderboards::spread::Bar;
+
+/// The bars a histogram has at most (readable on a phone: at least 8 px a bar).
+pub(crate) const MAX_BARS: usize = 40;
+
+/// The drawing's size in its own units; it scales to the page's width.
+const WIDTH: f64 = 320.0;
+const HEIGHT: f64 = 150.0;
+/// The plot's area inside the drawing.
+const LEFT: f64 = 6.0;
+const RIGHT: f64 = 314.0;
+const TOP: f64 = 18.0;
+const BOTTOM: f64 = 120.0;
+
+/// A driver whose bar a shared link marks (`?driver=`).
+#[derive(Debug, Clone)]
+pub(crate) struct Marked {
+    /// The driver's name as shown.
+    pub name: String,
+    /// The driver's lap.
+    pub lap_ms: i64,
+    /// The driver's rank.
+    pub rank: u64,
+    /// Entries on the board.
+    pub total: u64,
+}
+
+/// `1:31` for a bar's edge (whole seconds).
+fn edge(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    format!("{}:{:02}", s / 60, s % 60)
+}
+
+/// A bar's lap times in words.
+fn range(bar: &Bar) -> String {
+    format!("{} to {}", edge(bar.from_ms), edge(bar.to_ms))
+}
+
+/// The histogram of a board's lap times, `marked`'s bar highlighted (in colour and with a
+/// marker above it, so colour is not the only sign), with the same numbers as a hidden list.
+pub(crate) fn spread(id: &str, bars: &[Bar], marked: Option<&Marked>) -> Markup {
+    let Some(tallest) = bars.iter().map(|b| b.drivers).max().filter(|t| *t > 0) else {
+        return html! {};
+    };
+    let total: u64 = bars.iter().map(|b| b.drivers).sum();
+    let busiest = bars.iter().find(|b| b.drivers == tallest).copied();
+    let first = bars.first().copied();
+    let last = bars.last().copied();
+    let marked_bar = marked.and_then(|m| {
+        bars.iter()
+            .position(|b| b.from_ms <= m.lap_ms && m.lap_ms < b.to_ms)
+    });
+    let slot = (RIGHT - LEFT) / bars.len() as f64;
+    let gap = if slot >= 4.0 { 1.0 } else { 0.0 };
+    let height = |drivers: u64| (BOTTOM - TOP) * drivers as f64 / tallest as f64;
+    let title_id = format!("{id}-title");
+    let desc_id = format!("{id}-desc");
+    let description = format!(
+        "{total} driver{} from {} to {}; the most in one bar, {tallest}, at {}.{}",
+        if total == 1 { "" } else { "s" },
+        first.map(|b| edge(b.from_ms)).unwrap_or_default(),
+        last.map(|b| edge(b.to_ms)).unwrap_or_default(),
+        busiest.as_ref().map(range).unwrap_or_default(),
+        marked
+            .map(|m| format!(
+                " {} ({}) is marked: rank {} of {}, top {} %.",
+                m.name,
+                format_lap_time(m.lap_ms),
+                m.rank,
+                m.total,
+                paddock_core::leaderboards::spread::top_percent(m.rank, m.total)
+            ))
+            .unwrap_or_default()
+    );
+    html! {
+        figure.chart {
+            svg #(id) viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img"
+                aria-labelledby=(format!("{title_id} {desc_id}")) {
+                title #(title_id) { "Spread of the board's lap times" }
+                desc #(desc_id) { (description) }
+                line x1=(LEFT) y1=(BOTTOM + 0.5) x2=(RIGHT) y2=(BOTTOM + 0.5) stroke="#4a4a4a" stroke-width="1" {}
+                @for (i, bar) in bars.iter().enumerate() {
+                    @let h = height(bar.drivers);
+                    @let x = LEFT + slot * i as f64;
+                    rect.bar.marked[marked_bar == Some(i)]
+                        x=(format!("{x:.2}")) y=(format!("{:.2}", BOTTOM - h))
+                        width=(format!("{:.2}", (slot - gap).max(0.5))) height=(format!("{h:.2}"))
+                        data-from-ms=(bar.from_ms) data-to-ms=(bar.to_ms) data-drivers=(bar.drivers) {}
+                    @if marked_bar == Some(i) {
+                        text.marker x=(format!("{:.2}", x + slot / 2.0)) y=(format!("{:.2}", BOTTOM - h - 4.0))
+                            text-anchor="middle" { "▼" }
+                    }
+                }
+                @if let (Some(first), Some(last)) = (first, last) {
+                    text.axis x=(LEFT) y=(BOTTOM + 14.0) { (edge(first.from_ms)) }
+                    text.axis x=(RIGHT) y=(BOTTOM + 14.0) text-anchor="end" { (edge(last.to_ms)) }
+                    text.axis x=((LEFT + RIGHT) / 2.0) y=(BOTTOM + 14.0) text-anchor="middle" { "lap time" }
+                    text.axis x=(LEFT) y="11" { (tallest) " max" }
+                }
+            }
+            figcaption {
+                "Drivers by lap time. "
+                @if let Some(m) = marked {
+                    "▼ " (m.name) ": " (format_lap_time(m.lap_ms)) ", rank " (m.rank) " of " (m.total)
+                    ", top " (paddock_core::leaderboards::spread::top_percent(m.rank, m.total)) " %."
+                }
+            }
+            ul.visually-hidden aria-label="Drivers by lap time" {
+                @for bar in bars {
+                    li { (range(bar)) ": " (bar.drivers) " driver" @if bar.drivers != 1 { "s" } }
+                }
+            }
+        }
+    }
+}
+
+/// The track's map as the API draws it (`paddock_core::tracks::maps::svg`: numbers and the
+/// track's id only), named for screen readers and styled by the page's sheet.
+pub(crate) fn track_map(svg: &str, track_title: &str) -> Markup {
+    let named = svg.replacen(
+        "<svg ",
+        &format!(
+            "<svg role=\"img\" aria-label=\"{}\" ",
+            maud::html! { "Map of " (track_title) }.into_string()
+        ),
+        1,
+    );
+    html! {
+        figure.track-map {
+            (maud::PreEscaped(named))
+            figcaption { "The track's centreline, from drivers' laps." }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bar(from_s: i64, drivers: u64) -> Bar {
+        Bar {
+            from_ms: from_s * 1000,
+            to_ms: (from_s + 1) * 1000,
+            drivers,
+        }
+    }
+
+    #[test]
+    fn a_histogram_names_its_numbers_and_marks_the_driver() {
+        let marked = Marked {
+            name: "Ana".into(),
+            lap_ms: 91_500,
+            rank: 3,
+            total: 6,
+        };
+        let html = spread(
+            "spread",
+            &[bar(90, 2), bar(91, 3), bar(92, 1)],
+            Some(&marked),
+        )
+        .into_string();
+        assert_eq!(html.matches("data-drivers=").count(), 3);
+        assert!(html.contains(r#"class="bar marked""#), "{html}");
+        assert!(html.contains("rank 3 of 6, top 50 %"), "{html}");
+        assert!(html.contains("<title id=\"spread-title\">"), "{html}");
+        assert!(html.contains("<li>1:31 to 1:32: 3 drivers</li>"), "{html}");
+    }
+
+    #[test]
+    fn an_empty_board_has_no_histogram() {
+        assert_eq!(spread("s", &[], None).into_string(), "");
+        assert_eq!(spread("s", &[bar(90, 0)], None).into_string(), "");
+    }
+}

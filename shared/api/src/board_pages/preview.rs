@@ -1,0 +1,186 @@
+//! The link preview of a board (`og:image`): a PNG of the board's three fastest laps and the
+//! spread of its lap times, rasterised on the server from an SVG drawn here.
+//!
+//! The rasteriser is built without text support (no fonts to ship or to find on the host):
+//! the lap times are drawn as seven-segment figures, and the names stay in the page's
+//! `og:title`, `og:description` and `og:image:alt`.
+
+use std::fmt::Write as _;
+
+use paddock_core::leaderboards::format_lap_time;
+use paddock_core::leaderboards::spread::Bar;
+
+/// The picture's size: the 1.91:1 card link previews show.
+pub(crate) const WIDTH: u32 = 1200;
+/// See [`WIDTH`].
+pub(crate) const HEIGHT: u32 = 630;
+/// The PNG's bytes at most: a picture over this is not served (the flat drawing stays far
+/// below it).
+pub(crate) const MAX_BYTES: usize = 256 * 1024;
+
+/// Why a preview could not be made.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PreviewError {
+    /// The drawing did not parse (a bug here).
+    #[error("the preview's drawing is not valid SVG: {0}")]
+    Drawing(String),
+    /// The PNG could not be encoded, or came out larger than [`MAX_BYTES`].
+    #[error("the preview's PNG could not be made: {0}")]
+    Png(String),
+}
+
+/// The segments (a to g) of the figures 0 to 9.
+const DIGITS: [&str; 10] = [
+    "abcdef", "bc", "abged", "abgcd", "fgbc", "afgcd", "afgedc", "abc", "abcdefg", "abcdfg",
+];
+
+/// The path of lap time text `text` (figures, `:` and `.`) at `(x, y)` (top left), figures
+/// `h` high; answers the path and the width drawn.
+fn figures(text: &str, x: f64, y: f64, h: f64) -> (String, f64) {
+    let w = h * 0.5;
+    let mid = y + h / 2.0;
+    let mut d = String::new();
+    let mut at = x;
+    for c in text.chars() {
+        match c {
+            '0'..='9' => {
+                let segments = DIGITS[c as usize - '0' as usize];
+                for s in segments.chars() {
+                    let (x0, y0, x1, y1) = match s {
+                        'a' => (at, y, at + w, y),
+                        'b' => (at + w, y, at + w, mid),
+                        'c' => (at + w, mid, at + w, y + h),
+                        'd' => (at, y + h, at + w, y + h),
+                        'e' => (at, mid, at, y + h),
+                        'f' => (at, y, at, mid),
+                        _ => (at, mid, at + w, mid),
+                    };
+                    let _ = write!(d, "M{x0:.1} {y0:.1}L{x1:.1} {y1:.1}");
+                }
+                at += w + h * 0.3;
+            }
+            ':' => {
+                for dy in [0.3, 0.75] {
+                    let _ = write!(d, "M{:.1} {:.1}l0 0", at + h * 0.05, y + h * dy);
+                }
+                at += h * 0.3;
+            }
+            _ => {
+                let _ = write!(d, "M{:.1} {:.1}l0 0", at + h * 0.05, y + h);
+                at += h * 0.3;
+            }
+        }
+    }
+    (d, at - x)
+}
+
+/// The drawing of the preview: `top` the three fastest laps (ms), `bars` the spread.
+pub(crate) fn drawing(top: &[i64], bars: &[Bar]) -> String {
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
+         viewBox=\"0 0 {WIDTH} {HEIGHT}\"><rect width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"#ffffff\"/>\
+         <rect width=\"{WIDTH}\" height=\"14\" fill=\"#0b57d0\"/>"
+    );
+    // The podium: rank badges (one, two, three dots) and each lap time, largest first.
+    let podium = ["#b8860b", "#6b7280", "#8b5a2b"];
+    for (i, ms) in top.iter().take(3).enumerate() {
+        let h = [72.0, 56.0, 56.0][i];
+        let y = 60.0 + [0.0, 110.0, 200.0][i];
+        let _ = write!(
+            svg,
+            "<circle cx=\"90\" cy=\"{:.1}\" r=\"{:.1}\" fill=\"{}\"/>",
+            y + h / 2.0,
+            h * 0.45,
+            podium[i]
+        );
+        for dot in 0..=i {
+            let _ = write!(
+                svg,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"#ffffff\"/>",
+                90.0 + (dot as f64 - i as f64 / 2.0) * 14.0,
+                y + h / 2.0
+            );
+        }
+        let (d, _) = figures(&format_lap_time(*ms), 160.0, y, h);
+        let _ = write!(
+            svg,
+            "<path d=\"{d}\" fill=\"none\" stroke=\"#1a1a1a\" stroke-width=\"{:.1}\" \
+             stroke-linecap=\"round\" stroke-linejoin=\"round\"/>",
+            h / 8.0
+        );
+    }
+    // The spread, along the bottom.
+    let tallest = bars.iter().map(|b| b.drivers).max().unwrap_or(0).max(1);
+    let (left, right, top_y, bottom) = (60.0, 1140.0, 350.0, 590.0);
+    let slot = (right - left) / bars.len().max(1) as f64;
+    for (i, bar) in bars.iter().enumerate() {
+        let h = (bottom - top_y) * bar.drivers as f64 / tallest as f64;
+        let _ = write!(
+            svg,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{h:.1}\" fill=\"#5f6b7a\"/>",
+            left + slot * i as f64,
+            bottom - h,
+            (slot - 2.0).max(1.0)
+        );
+    }
+    let _ = write!(
+        svg,
+        "<rect x=\"{left}\" y=\"{bottom}\" width=\"{}\" height=\"3\" fill=\"#1a1a1a\"/></svg>",
+        right - left
+    );
+    svg
+}
+
+/// The preview as a PNG.
+pub(crate) fn png(top: &[i64], bars: &[Bar]) -> Result<Vec<u8>, PreviewError> {
+    let svg = drawing(top, bars);
+    let tree = resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default())
+        .map_err(|e| PreviewError::Drawing(e.to_string()))?;
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(WIDTH, HEIGHT)
+        .ok_or_else(|| PreviewError::Png("no room for the picture".into()))?;
+    resvg::render(
+        &tree,
+        resvg::tiny_skia::Transform::default(),
+        &mut pixmap.as_mut(),
+    );
+    let bytes = pixmap
+        .encode_png()
+        .map_err(|e| PreviewError::Png(e.to_string()))?;
+    if bytes.len() > MAX_BYTES {
+        return Err(PreviewError::Png(format!(
+            "{} bytes, over the {MAX_BYTES} allowed",
+            bytes.len()
+        )));
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_preview_is_a_small_png_of_the_podium_and_the_spread() {
+        let bars: Vec<Bar> = (0..40)
+            .map(|i| Bar {
+                from_ms: 88_000 + i * 1000,
+                to_ms: 89_000 + i * 1000,
+                drivers: (20 - (i - 20).abs()).unsigned_abs() * 1000,
+            })
+            .collect();
+        let png = png(&[88_123, 88_456, 89_001], &bars).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+        assert!(png.len() < MAX_BYTES, "{}", png.len());
+        // Width and height in the IHDR chunk.
+        assert_eq!(&png[16..20], &WIDTH.to_be_bytes());
+        assert_eq!(&png[20..24], &HEIGHT.to_be_bytes());
+        // Each figure's segments: 1:28.123 draws 1, 2, 8, 1, 2, 3 (2 + 5 + 7 + 2 + 5 + 5).
+        let (d, _) = figures("1:28.123", 0.0, 0.0, 10.0);
+        assert_eq!(d.matches('L').count(), 26);
+    }
+
+    #[test]
+    fn an_empty_board_still_draws() {
+        assert!(png(&[], &[]).unwrap().starts_with(b"\x89PNG"));
+    }
+}
