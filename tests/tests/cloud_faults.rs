@@ -1439,8 +1439,8 @@ async fn a_consumer_ended_after_its_first_write_finishes_once_on_redelivery() {
     assert_eq!(settled, (Some(1), true), "counted once and unlocked");
 }
 
-/// Waits until the proxy has held a write (the `Stall` fault), then ends the one instance of
-/// `binary` as Lambda ends one that timed out or ran out of memory; answers its process id.
+/// Waits until the proxy has held a write (the `Stall` fault), then ends the instances of
+/// `binary` as Lambda ends one that timed out or ran out of memory; answers a process id.
 async fn end_instance_after_its_write(proxy: &FaultProxy, binary: &str) -> u32 {
     let started = Instant::now();
     while proxy.counts().faults.get("stall").copied().unwrap_or(0) == 0 {
@@ -1451,13 +1451,17 @@ async fn end_instance_after_its_write(proxy: &FaultProxy, binary: &str) -> u32 {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     proxy.set_rules(Vec::new());
+    // Every instance of the function (one holds the write; the local API may have started
+    // another meanwhile), as a deployment replaces them all.
     let instances = children_running(binary);
-    assert_eq!(instances.len(), 1, "one {binary} instance: {instances:?}");
-    let killed = std::process::Command::new("kill")
-        .args(["-KILL", &instances[0].to_string()])
-        .status()
-        .expect("kill");
-    assert!(killed.success());
+    assert!(!instances.is_empty(), "a {binary} instance runs");
+    for pid in &instances {
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+    }
     instances[0]
 }
 
