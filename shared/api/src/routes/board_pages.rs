@@ -222,11 +222,23 @@ pub(crate) struct PreviewQuery {
     pub car: Option<String>,
 }
 
+/// A PNG's bytes as a body of their own.
+pub(crate) struct PngBytes;
+
+impl utoipa::PartialSchema for PngBytes {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        let bytes = super::sharepacks::binary().description(Some("The PNG's bytes."));
+        bytes.into()
+    }
+}
+
+impl utoipa::ToSchema for PngBytes {}
+
 /// The board's link preview (`og:image`): a PNG of its three fastest laps and the spread of
 /// its lap times. Public; cached like the board page (`Cache-Control`, `ETag`).
 #[utoipa::path(get, path = "/boards/{trackId}/preview.png", operation_id = "getBoardPreview", tag = "pages",
     params(("trackId" = String, Path, description = "The track id"), PreviewQuery),
-    responses((status = 200, description = "The preview", content_type = "image/png", body = Vec<u8>),
+    responses((status = 200, description = "The preview", content_type = "image/png", body = inline(PngBytes)),
               (status = 304, description = "The picture matches `If-None-Match`"),
               (status = 400, description = "A parameter breaks a rule (HTML naming it)", content_type = "text/html", body = String),
               (status = 404, description = "No such board (HTML)", content_type = "text/html", body = String)))]

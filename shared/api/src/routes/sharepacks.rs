@@ -82,7 +82,7 @@ async fn read_capped(body: Body, max: u64) -> Result<Bytes, ApiError> {
 pub(crate) struct ZipBytes;
 
 /// `{"type": "string", "format": "binary"}`: what client generators read as a file.
-fn binary() -> ObjectBuilder {
+pub(crate) fn binary() -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(Type::String)
         .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
