@@ -37,7 +37,7 @@ const LIMITS: &[(&str, u64, u64)] = &[
     ("GET /v1/leaderboards/me", 6, 2),
     ("GET /v1/leaderboards?around=me", 7, 2),
     ("GET /v1/leaderboards (first page)", 3, 1),
-    ("GET /boards/{trackId}", 4, 1),
+    ("GET /boards/{trackId}", 5, 1),
     ("GET /v1/sessions", 2, 1),
     ("GET /v1/feed", 2, 1),
     ("GET /v1/profile/me", 2, 1),
