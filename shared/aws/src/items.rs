@@ -24,6 +24,7 @@ use paddock_core::ports::items::{
     Update, check_size, check_snapshot, check_transaction, checked_key, decode_cursor,
     encode_cursor, is_expired,
 };
+use paddock_core::retry::retry_on_conflict;
 use paddock_core::tables::Table;
 
 type Attributes = HashMap<String, AttributeValue>;
@@ -428,13 +429,9 @@ impl ItemStore for DynamoItemStore {
             })
             .collect::<Result<Vec<_>, _>>()?;
         // A snapshot read is refused while a transaction writes one of its items: it is asked
-        // again after a pause, as the SDK does not retry it.
-        let mut pause = Duration::from_millis(10);
-        let mut attempts = 0;
-        let out = loop {
-            attempts += 1;
-            match self
-                .client
+        // again after a pause (the project's one conflict retry), as the SDK does not retry it.
+        let read = || async {
+            self.client
                 .transact_get_items()
                 .set_transact_items(Some(gets.clone()))
                 .return_consumed_capacity(ReturnConsumedCapacity::Total)
@@ -442,28 +439,19 @@ impl ItemStore for DynamoItemStore {
                 .config_override(call_limits::DYNAMODB_READS.dynamodb_call())
                 .send()
                 .await
-            {
-                Ok(out) => break out,
-                Err(err)
-                    if attempts < SNAPSHOT_ATTEMPTS
-                        && matches!(
-                            err.as_service_error(),
-                            Some(TransactGetItemsError::TransactionCanceledException(_))
-                        ) =>
-                {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_millis(200));
-                }
-                Err(err) => {
-                    return Err(match err.as_service_error() {
-                        Some(TransactGetItemsError::TransactionCanceledException(_)) => {
-                            StoreError::Conflict
-                        }
-                        _ => sdk_error(err),
-                    });
-                }
-            }
+                .map_err(|err| match err.as_service_error() {
+                    Some(TransactGetItemsError::TransactionCanceledException(_)) => {
+                        StoreError::Conflict
+                    }
+                    _ => sdk_error(err),
+                })
         };
+        let out = retry_on_conflict(
+            SNAPSHOT_ATTEMPTS,
+            |e| matches!(e, StoreError::Conflict),
+            read,
+        )
+        .await?;
         for c in out.consumed_capacity() {
             self.record(Some(c), Units::Read);
         }
