@@ -63,7 +63,8 @@ pub struct MetricsReadout {
     clock: Arc<dyn Clock>,
     metrics: Vec<CloudWatchMetric>,
     keep_for: Duration,
-    /// Held across a read, so concurrent scrapes share it.
+    /// Held across a read, so concurrent scrapes share it. One value behind a lock rather than
+    /// a cache crate: there is one reading, with no keys or eviction to manage.
     last: Mutex<Option<LastRead>>,
 }
 
