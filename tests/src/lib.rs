@@ -188,6 +188,12 @@ pub async fn spawn_functions() -> TestApp {
 
 /// As [`spawn_functions`], with `settings` (`Section__Key`, value) given to every function.
 pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
+    // What the local API logs (a function that failed, with its output) is printed with a
+    // failing test's output; the first test of a binary to get here installs it.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("paddock_tests=warn"))
+        .with_test_writer()
+        .try_init();
     let mut t = ports(Backend::Aws).await;
     let sdk = paddock_aws::sdk_config().await;
     let secrets = aws_sdk_secretsmanager::Client::new(&sdk);

@@ -550,6 +550,40 @@ async fn the_board_shows_the_tracks_map_once_built(app: TestApp) {
     );
 }
 
+/// The path of the page's `og:image` (named under the tests' public URL).
+fn og_image(html: &str) -> String {
+    html.split("<meta property=\"og:image\" content=\"https://paddock.example")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("an og:image: {html}"))
+        .to_owned()
+}
+
+/// Fetches the link preview at `path`, checks it is a bounded 1200×630 PNG cached like the
+/// pages (and answered 304 to its `ETag`), keeps it as `name`; answers its size.
+async fn fetched_preview(app: &TestApp, path: &str, name: &str) -> usize {
+    let res = app.get(path).await;
+    assert_eq!(res.status(), 200, "{path}");
+    let headers = res.headers().clone();
+    assert_eq!(header(&headers, "content-type"), "image/png");
+    assert!(header(&headers, "cache-control").starts_with("public, max-age="));
+    let etag = header(&headers, "etag").to_owned();
+    let png = res.bytes().await.unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert_eq!(&png[16..24], &[0, 0, 4, 176, 0, 0, 2, 118], "1200 x 630");
+    assert!(png.len() < 256 * 1024, "{} bytes", png.len());
+    keep(name, &png);
+    assert_eq!(page_if_none_match(app, path, &etag).await, 304);
+    png.len()
+}
+
+/// Keeps `bytes` as a test artefact (`target/tmp/board_pages/<name>`).
+fn keep(name: &str, bytes: &[u8]) {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("board_pages");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
 async fn a_shared_board_link_previews_a_small_picture(backend: Backend) {
     let (app, _) = paddock_tests::spawn_configured(backend, |s| {
         s.auth.public_url = Some("https://paddock.example".to_owned());
@@ -564,25 +598,10 @@ async fn a_shared_board_link_previews_a_small_picture(backend: Backend) {
     for query in ["", "?car=BMW+M4+GT3"] {
         let (status, _, html) = page(&app, &format!("/boards/{track}{query}")).await;
         assert_eq!(status, 200, "{html}");
-        let image = html
-            .split("<meta property=\"og:image\" content=\"https://paddock.example")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .unwrap_or_else(|| panic!("an og:image: {html}"))
-            .replace("&amp;", "&");
+        let image = og_image(&html).replace("&amp;", "&");
         assert!(html.contains("summary_large_image"), "{html}");
-        let res = app.get(&image).await;
-        assert_eq!(res.status(), 200, "{image}");
-        let headers = res.headers().clone();
-        assert_eq!(header(&headers, "content-type"), "image/png");
-        assert!(header(&headers, "cache-control").starts_with("public, max-age="));
-        let etag = header(&headers, "etag").to_owned();
-        let png = res.bytes().await.unwrap();
-        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
-        assert_eq!(&png[16..24], &[0, 0, 4, 176, 0, 0, 2, 118], "1200 x 630");
-        assert!(png.len() < 256 * 1024, "{} bytes", png.len());
-        println!("{backend:?}: og:image of {image}: {} bytes", png.len());
-        assert_eq!(page_if_none_match(&app, &image, &etag).await, 304);
+        let bytes = fetched_preview(&app, &image, "board-preview.png").await;
+        println!("{backend:?}: og:image of {image}: {bytes} bytes");
     }
     let (status, _, _) = page(
         &app,
@@ -590,6 +609,112 @@ async fn a_shared_board_link_previews_a_small_picture(backend: Backend) {
     )
     .await;
     assert_eq!(status, 404);
+}
+
+/// Uploads a session driven at `at` with a lap of `ms` in `car`, and submits that lap unless
+/// `submit` is false: the track id.
+async fn session_at(app: &TestApp, token: &str, at: &str, ms: i64, submit: bool) -> String {
+    let mut body = session_body(&paddock_tests::unique("s"), at, &[(ms, true, 0.95)], 0);
+    body["VehicleName"] = json!("BMW M4 GT3");
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
+    assert_eq!(status, 201, "{res}");
+    let session = res["data"]["sessionId"].as_str().unwrap().to_owned();
+    if submit {
+        let submit = json!({"sessionId": session, "lapTimeMs": ms, "qualityScore": 0.95});
+        // Sent twice, as a client whose answer was lost would: one point all the same.
+        for _ in 0..2 {
+            let (status, res) = envelope(
+                app.post_json_auth("/v1/leaderboards/submit", &submit, token)
+                    .await,
+            )
+            .await;
+            assert_eq!(status, 200, "{res}");
+        }
+    }
+    res["data"]["trackId"].as_str().unwrap().to_owned()
+}
+
+/// The progress chart's dots: (session time, lap ms, set a new best).
+fn progress_dots(html: &str) -> Vec<(String, i64, bool)> {
+    html.split("<circle class=\"lap")
+        .skip(1)
+        .map(|dot| {
+            let attr = |name: &str| {
+                dot.split(&format!("{name}=\""))
+                    .nth(1)
+                    .and_then(|v| v.split('"').next())
+                    .unwrap_or_else(|| panic!("{name} in {dot}"))
+                    .to_owned()
+            };
+            let new_best = dot.starts_with(" new-best\"");
+            (
+                attr("data-at"),
+                attr("data-lap-ms").parse().unwrap(),
+                new_best,
+            )
+        })
+        .collect()
+}
+
+async fn a_driver_page_draws_progress_from_submitted_laps_only(backend: Backend) {
+    let (app, _) = paddock_tests::spawn_configured(backend, |s| {
+        s.auth.public_url = Some("https://paddock.example".to_owned());
+    })
+    .await;
+    let (token, user) = app.driver("Progress").await;
+    // Sent out of order: the chart goes by when each session was driven. The private session
+    // (not submitted) is faster than all and must show nowhere.
+    let track = session_at(&app, &token, "2026-10-03T18:00:00Z", 91_200, true).await;
+    session_at(&app, &token, "2026-10-01T18:00:00Z", 92_000, true).await;
+    session_at(&app, &token, "2026-10-02T18:00:00+02:00", 90_900, true).await;
+    session_at(&app, &token, "2026-10-04T18:00:00Z", 85_000, false).await;
+    session_at(&app, &token, "2026-10-05T18:00:00Z", 90_400, true).await;
+    // Another driver's laps on the same track are theirs alone.
+    let (other, other_user) = app.driver("Other").await;
+    session_at(&app, &other, "2026-10-02T12:00:00Z", 89_000, true).await;
+
+    let (status, _, html) = page(&app, &format!("/drivers/{user}")).await;
+    assert_eq!(status, 200, "{html}");
+    assert_eq!(
+        progress_dots(&html),
+        [
+            ("2026-10-01T18:00:00Z".to_owned(), 92_000, true),
+            ("2026-10-02T16:00:00Z".to_owned(), 90_900, true),
+            ("2026-10-03T18:00:00Z".to_owned(), 91_200, false),
+            ("2026-10-05T18:00:00Z".to_owned(), 90_400, true),
+        ],
+        "{html}"
+    );
+    assert!(
+        !html.contains("1:25.000"),
+        "a session not submitted stays private"
+    );
+    assert!(!html.contains("1:29.000"), "another driver's lap");
+    assert!(
+        html.contains("4 sessions from 2026-10-01 to 2026-10-05; the best went from 1:32.000 to 1:30.400, 1.600 s faster."),
+        "a text equivalent: {html}"
+    );
+    assert!(
+        html.contains("<tr><td>2026-10-03</td><td>1:31.200</td><td>1:30.900</td></tr>"),
+        "the hidden table: {html}"
+    );
+    assert!(html.contains(&format!("/boards/{track}")));
+
+    // The link preview.
+    let image = og_image(&html);
+    assert_eq!(image, format!("/drivers/{user}/preview.png"));
+    let bytes = fetched_preview(&app, &image, "driver-preview.png").await;
+    println!("{backend:?}: og:image of a driver page: {bytes} bytes");
+    for path in [
+        format!("/drivers/{}/preview.png", uuid::Uuid::new_v4()),
+        "/drivers/not-an-id/preview.png".to_owned(),
+    ] {
+        assert_eq!(page(&app, &path).await.0, 404, "{path}");
+    }
+    // A driver with one session has no chart: one point is no progress.
+    let (status, _, html) = page(&app, &format!("/drivers/{other_user}")).await;
+    assert_eq!(status, 200);
+    assert!(progress_dots(&html).is_empty(), "{html}");
 }
 
 paddock_tests::on_both_backends!(
@@ -604,6 +729,7 @@ paddock_tests::on_both_backends!(
     ],
     ports: [
         pages_name_and_load_only_what_they_should,
-        a_shared_board_link_previews_a_small_picture
+        a_shared_board_link_previews_a_small_picture,
+        a_driver_page_draws_progress_from_submitted_laps_only
     ]
 );

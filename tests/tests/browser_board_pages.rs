@@ -4,13 +4,15 @@
 //! markup, bidi or zero-width characters shows as text with nothing run, every page passes
 //! axe-core with no serious or critical violation, and each page is photographed at desktop
 //! and phone widths under the test's output directory (`target/tmp/board_pages/`), the
-//! spread of lap times with a driver marked by `?driver=` among them.
+//! spread of lap times with a driver marked by `?driver=` among them. The pictures (the
+//! spread, the track's map, a driver's progress and both link previews) are shown on both
+//! backends.
 
 use fantoccini::{Client, Locator};
 use paddock_core::ports::items::Query;
 use paddock_core::tables::Table;
 use paddock_tests::browser::{click_through, env, open_browser};
-use paddock_tests::{TestApp, envelope, session_body, spawn_app};
+use paddock_tests::{Backend, TestApp, envelope, session_body, spawn_app};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -250,4 +252,157 @@ async fn board_pages_render_page_and_stay_inert_in_a_browser() {
     assert!(column(&client, 1).await.is_empty());
     assert_ne!(client.title().await.unwrap(), "pwned");
     client.close().await.unwrap();
+}
+
+/// A session of the driver of `token` driven at `at` with a lap of `ms` and `points` track
+/// points, submitted: the track id.
+async fn submitted(app: &TestApp, token: &str, at: &str, ms: i64, points: usize) -> String {
+    let csid = paddock_tests::unique("s");
+    let body = session_body(&csid, at, &[(ms, true, 0.95)], points);
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
+    assert_eq!(status, 201, "{res}");
+    let submit =
+        json!({"sessionId": res["data"]["sessionId"], "lapTimeMs": ms, "qualityScore": 0.95});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/leaderboards/submit", &submit, token)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200, "{res}");
+    res["data"]["trackId"].as_str().unwrap().to_owned()
+}
+
+/// How many elements `css` finds on the open page.
+async fn count(client: &Client, css: &str) -> usize {
+    client.find_all(Locator::Css(css)).await.unwrap().len()
+}
+
+/// The `og:image` of the open page, as a path of the app.
+async fn og_image(client: &Client) -> String {
+    let content = client
+        .find(Locator::Css("meta[property='og:image']"))
+        .await
+        .expect("an og:image")
+        .attr("content")
+        .await
+        .unwrap()
+        .expect("its address");
+    content
+        .strip_prefix(PUBLIC_URL)
+        .unwrap_or_else(|| panic!("{content} under the public URL"))
+        .to_owned()
+}
+
+/// Opens the link preview at `path` and answers its size as the browser decoded it.
+async fn preview_size(client: &Client, app: &TestApp, path: &str) -> (u64, u64) {
+    client
+        .goto(&format!("{}{path}", app.address))
+        .await
+        .unwrap();
+    let size = client
+        .execute(
+            "const i = document.images[0]; return [i.naturalWidth, i.naturalHeight];",
+            vec![],
+        )
+        .await
+        .expect("the picture's size");
+    let size: Vec<u64> = serde_json::from_value(size).expect("two numbers");
+    (size[0], size[1])
+}
+
+/// The address the pages name as their own in these tests.
+const PUBLIC_URL: &str = "https://paddock.example";
+
+async fn the_pictures_show_and_read_in_a_browser(backend: Backend) {
+    let (app, _) = paddock_tests::spawn_configured(backend, |s| {
+        s.auth.public_url = Some(PUBLIC_URL.to_owned());
+    })
+    .await;
+    // A driver whose four sessions on the track draw a progress line (the first with track
+    // points, which make the track's map), and a field around them.
+    let (token, ana) = app.driver("Ana").await;
+    let track = submitted(&app, &token, "2026-10-01T18:00:00Z", 92_400, 500).await;
+    for (at, ms) in [
+        ("2026-10-08T18:00:00Z", 91_300),
+        ("2026-10-15T18:00:00Z", 91_800),
+        ("2026-10-22T18:00:00Z", 90_600),
+    ] {
+        submitted(&app, &token, at, ms, 0).await;
+    }
+    futures::future::join_all((0..12).map(|i| {
+        let app = &app;
+        async move {
+            lap(
+                app,
+                &format!("Field_{i:02}"),
+                89_000 + 613 * i,
+                "BMW M4 GT3",
+            )
+            .await
+        }
+    }))
+    .await;
+    app.wait_for_map(&token, &track, 1).await;
+
+    let client = open_browser().await;
+    let board = format!("{}/boards/{track}?driver={ana}", app.address);
+    client.goto(&board).await.unwrap();
+    assert!(count(&client, "svg#spread rect.bar").await > 0);
+    assert_eq!(count(&client, "svg#spread rect.bar.marked").await, 1);
+    let map = client
+        .find(Locator::Css("figure.track-map svg"))
+        .await
+        .expect("the track's map");
+    let label = map.attr("aria-label").await.unwrap().unwrap_or_default();
+    assert!(label.starts_with("Map of Spa-Francorchamps"), "{label}");
+    let (_, _, width, height) = map.rectangle().await.unwrap();
+    assert!(width > 50.0 && height > 50.0, "{width} x {height}");
+    let image = og_image(&client).await;
+    assert_eq!(image, format!("/boards/{track}/preview.png"));
+    accessible(&client, "board with its pictures").await;
+    photograph(&client, &format!("board-map-{backend:?}")).await;
+    assert_eq!(preview_size(&client, &app, &image).await, (1200, 630));
+
+    let driver = format!("{}/drivers/{ana}", app.address);
+    client.goto(&driver).await.unwrap();
+    assert_eq!(count(&client, "svg#progress-0 circle.lap").await, 4);
+    assert_eq!(
+        count(&client, "svg#progress-0 circle.lap.new-best").await,
+        3
+    );
+    let caption = client
+        .find(Locator::Css("figure.progress figcaption"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(caption.contains("best lap by session"), "{caption}");
+    let description = client
+        .find(Locator::Css("svg#progress-0 desc"))
+        .await
+        .unwrap()
+        .html(true)
+        .await
+        .unwrap();
+    assert!(
+        description.contains("4 sessions from 2026-10-01 to 2026-10-22; the best went from 1:32.400 to 1:30.600, 1.800 s faster."),
+        "{description}"
+    );
+    let image = og_image(&client).await;
+    assert_eq!(image, format!("/drivers/{ana}/preview.png"));
+    accessible(&client, "driver with progress").await;
+    photograph(&client, &format!("driver-progress-{backend:?}")).await;
+    assert_eq!(preview_size(&client, &app, &image).await, (1200, 630));
+    client.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pictures_show_and_read_in_a_browser_embedded() {
+    the_pictures_show_and_read_in_a_browser(Backend::Embedded).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_pictures_show_and_read_in_a_browser_on_dynamodb_local() {
+    the_pictures_show_and_read_in_a_browser(Backend::Aws).await;
 }

@@ -1307,11 +1307,14 @@ async fn faults_through_the_functions_lose_and_duplicate_nothing() {
     assert!(faulty.proxy.faults_total() > 0, "faults were handed out");
 }
 
-/// The process ids of this test's children running `binary` (a function instance).
-fn children_running(binary: &str) -> Vec<u32> {
+/// The process ids of the function instances running `binary` for `app` alone: children of
+/// the test process (every test of this file runs in it, each with function sets of its
+/// own) started with `app`'s table prefix.
+fn children_running(app: &TestApp, binary: &str) -> Vec<u32> {
     let me = std::process::id();
     // The kernel keeps 15 bytes of a process's name.
     let name: String = binary.chars().take(15).collect();
+    let prefix = format!("Store__TablePrefix={}", app.settings.table_prefix);
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -1325,7 +1328,14 @@ fn children_running(binary: &str) -> Vec<u32> {
                 return false;
             };
             let ppid = rest.split(' ').nth(1).and_then(|p| p.parse::<u32>().ok());
-            comm == name && ppid == Some(me)
+            if comm != name || ppid != Some(me) {
+                return false;
+            }
+            // Another test's instance of the same function is not this test's to end.
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            environ
+                .split(|b| *b == 0)
+                .any(|var| var == prefix.as_bytes())
         })
         .collect()
 }
@@ -1368,7 +1378,7 @@ async fn a_consumer_ended_after_its_first_write_finishes_once_on_redelivery() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     proxy.set_rules(Vec::new());
-    let instances = children_running("paddock-achievements");
+    let instances = children_running(&app, "paddock-achievements");
     assert_eq!(
         instances.len(),
         1,
@@ -1398,7 +1408,7 @@ async fn a_consumer_ended_after_its_first_write_finishes_once_on_redelivery() {
     // The event comes back to a new instance once the ended invocation has timed out (the
     // function's 30 s) and the message is visible again.
     let victim = instances[0];
-    while !children_running("paddock-achievements")
+    while !children_running(&app, "paddock-achievements")
         .iter()
         .any(|pid| *pid != victim)
     {
@@ -1439,9 +1449,9 @@ async fn a_consumer_ended_after_its_first_write_finishes_once_on_redelivery() {
     assert_eq!(settled, (Some(1), true), "counted once and unlocked");
 }
 
-/// Waits until the proxy has held a write (the `Stall` fault), then ends the instances of
+/// Waits until the proxy has held a write (the `Stall` fault), then ends `app`'s instances of
 /// `binary` as Lambda ends one that timed out or ran out of memory; answers a process id.
-async fn end_instance_after_its_write(proxy: &FaultProxy, binary: &str) -> u32 {
+async fn end_instance_after_its_write(app: &TestApp, proxy: &FaultProxy, binary: &str) -> u32 {
     let started = Instant::now();
     while proxy.counts().faults.get("stall").copied().unwrap_or(0) == 0 {
         assert!(
@@ -1453,7 +1463,7 @@ async fn end_instance_after_its_write(proxy: &FaultProxy, binary: &str) -> u32 {
     proxy.set_rules(Vec::new());
     // Every instance of the function (one holds the write; the local API may have started
     // another meanwhile), as a deployment replaces them all.
-    let instances = children_running(binary);
+    let instances = children_running(app, binary);
     assert!(!instances.is_empty(), "a {binary} instance runs");
     for pid in &instances {
         let killed = std::process::Command::new("kill")
@@ -1495,7 +1505,7 @@ async fn a_request_whose_function_ended_after_its_write_is_applied_once_when_sen
     let started = Instant::now();
     let (post, ended) = tokio::join!(
         client.post_keyed("feed post", "/v1/feed", &driver.token, "ended-post", &body),
-        end_instance_after_its_write(&proxy, "paddock-activity"),
+        end_instance_after_its_write(&app, &proxy, "paddock-activity"),
     );
     println!(
         "feed post: instance {ended} ended after its write; answered {} after {:.1?}",
@@ -1526,7 +1536,7 @@ async fn a_request_whose_function_ended_after_its_write_is_applied_once_when_sen
     let started = Instant::now();
     let (pack, ended) = tokio::join!(
         client.pack_keyed(&driver.token, "ended-pack", "ended", a_pack(7)),
-        end_instance_after_its_write(&proxy, "paddock-sharepacks"),
+        end_instance_after_its_write(&app, &proxy, "paddock-sharepacks"),
     );
     println!(
         "share pack: instance {ended} ended after its publication; answered {} after {:.1?}",

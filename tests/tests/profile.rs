@@ -671,6 +671,8 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     assert_eq!(export["trackPoints"][0]["sessionId"], cleo.session_id);
     assert_eq!(export["leaderboardEntries"][0]["trackId"], cleo.track_id);
     assert_eq!(export["leaderboardEntries"][0]["lapTimeMs"], 92_000);
+    assert_eq!(export["lapHistory"][0]["sessionId"], cleo.session_id);
+    assert_eq!(export["lapHistory"][0]["lapTimeMs"], 92_000);
     assert_eq!(export["sharePacks"][0]["id"], cleo.pack_id);
     assert_eq!(export["emailSignIn"][0]["hasPassword"], true);
     assert_eq!(export["signIns"].as_array().unwrap().len(), 2);

@@ -1,5 +1,6 @@
 //! What a public page costs as one driver grows it: the items read and bytes answered by a
-//! driver's page with 40 and 400 tracks, and by a track's page and car list with 40 and 400
+//! driver's page with 40 and 400 tracks and with 1, 30 and 90 sessions on a track (its
+//! progress chart and link preview), and by a track's page and car list with 40 and 400
 //! cars made up by one driver; and the daily limit on the boards a driver opens. The local
 //! server on both backends, its page cache off (each view is a miss). The figures are printed
 //! (`RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test public_page_costs`); asserted is that they do
@@ -139,6 +140,47 @@ async fn a_drivers_page_costs_a_page(backend: Backend) {
     assert_eq!(second.status(), 200);
     let second = second.text().await.unwrap();
     assert!(second.contains("Track 00"), "{second}");
+}
+
+/// A driver's page and link preview read the latest sessions of each track, however many
+/// the driver submitted: one, 30 and 90 sessions on a track.
+async fn a_drivers_progress_costs_the_same_however_many_laps(backend: Backend) {
+    let c = counted_app(backend, 1_000).await;
+    let app = &c.app;
+    let (token, user) = app.driver("Regular").await;
+    let mut figures = Vec::new();
+    let mut raced = 0;
+    for sessions in [1, 30, 90] {
+        for i in raced..sessions {
+            let (status, _) = race(app, &token, "Progress Ring", "BMW M4 GT3", 95_000 - i).await;
+            assert_eq!(status, 200);
+        }
+        raced = sessions;
+        let page = view(&c, &format!("/drivers/{user}")).await;
+        let preview = view(&c, &format!("/drivers/{user}/preview.png")).await;
+        figures.push((sessions, page, preview));
+    }
+    for (sessions, (page, bytes), (preview, png)) in &figures {
+        println!(
+            "{backend:?}: /drivers/{{id}} of a driver with {sessions} session(s) on a track: \
+             {} items read in {} calls, {bytes} bytes; preview.png {} items, {png} bytes",
+            page.items_read, page.calls, preview.items_read
+        );
+    }
+    let (at_30, at_90) = (&figures[1], &figures[2]);
+    assert_eq!(
+        at_30.1.0.items_read, at_90.1.0.items_read,
+        "the page's items grew with the sessions"
+    );
+    assert_eq!(at_30.1.0.calls, at_90.1.0.calls);
+    assert_eq!(at_30.2.0.items_read, at_90.2.0.items_read);
+    assert!(at_90.2.1 < 256 * 1024, "the preview is bounded");
+    // One session reads its one row; the chart's rows are capped at 24.
+    assert_eq!(
+        at_90.1.0.items_read - figures[0].1.0.items_read,
+        23,
+        "24 rows against 1"
+    );
 }
 
 async fn a_tracks_cars_cost_a_page(backend: Backend) {
@@ -338,6 +380,7 @@ async fn a_board_pages_pictures_cost_the_same_at_any_size(backend: Backend) {
 paddock_tests::on_both_backends!(plain: [], ports: [
     a_board_pages_pictures_cost_the_same_at_any_size,
     a_drivers_page_costs_a_page,
+    a_drivers_progress_costs_the_same_however_many_laps,
     a_tracks_cars_cost_a_page,
     the_boards_a_driver_opens_are_limited_a_day,
 ]);

@@ -4,6 +4,7 @@
 
 use maud::{Markup, html};
 use paddock_core::leaderboards::format_lap_time;
+use paddock_core::leaderboards::lap_history::LapPoint;
 use paddock_core::leaderboards::spread::Bar;
 
 /// The bars a histogram has at most (readable on a phone: at least 8 px a bar).
@@ -120,6 +121,116 @@ pub(crate) fn spread(id: &str, bars: &[Bar], marked: Option<&Marked>) -> Markup 
     }
 }
 
+/// The day of an RFC 3339 time (`2026-03-01`).
+fn day(rfc3339: &str) -> &str {
+    rfc3339.get(..10).unwrap_or(rfc3339)
+}
+
+/// A driver's progress on one track: each session's submitted lap as a dot and the best so
+/// far as a stepped line, faster higher, sessions placed by their date. A session that set a
+/// new best is a filled dot, the others hollow (shape, not colour alone, tells them apart);
+/// the same numbers are in a hidden table.
+pub(crate) fn progress(id: &str, track_title: &str, points: &[LapPoint]) -> Markup {
+    if points.len() < 2 {
+        return html! {};
+    }
+    let times: Vec<i64> = points.iter().map(|p| unix(&p.session_at)).collect();
+    let (first_t, last_t) = (times[0], times[times.len() - 1]);
+    let fastest = points.iter().map(|p| p.lap_time_ms).min().unwrap_or(0);
+    let slowest = points.iter().map(|p| p.lap_time_ms).max().unwrap_or(0);
+    let x = |t: i64| {
+        if last_t > first_t {
+            LEFT + 4.0 + (RIGHT - LEFT - 8.0) * (t - first_t) as f64 / (last_t - first_t) as f64
+        } else {
+            (LEFT + RIGHT) / 2.0
+        }
+    };
+    let y = |ms: i64| {
+        if slowest > fastest {
+            TOP + 4.0 + (BOTTOM - TOP - 8.0) * (ms - fastest) as f64 / (slowest - fastest) as f64
+        } else {
+            (TOP + BOTTOM) / 2.0
+        }
+    };
+    // Each session with the best after it and whether it set that best.
+    let mut best = i64::MAX;
+    let rows: Vec<(&LapPoint, i64, bool)> = points
+        .iter()
+        .map(|p| {
+            let new_best = p.lap_time_ms < best;
+            best = best.min(p.lap_time_ms);
+            (p, best, new_best)
+        })
+        .collect();
+    let mut line = String::new();
+    for (i, (_, best, _)) in rows.iter().enumerate() {
+        let (px, py) = (x(times[i]), y(*best));
+        if i == 0 {
+            line.push_str(&format!("M{px:.2} {py:.2}"));
+        } else {
+            line.push_str(&format!("H{px:.2}V{py:.2}"));
+        }
+    }
+    let (first, last) = (rows[0].1, rows[rows.len() - 1].1);
+    let title_id = format!("{id}-title");
+    let desc_id = format!("{id}-desc");
+    let description = format!(
+        "{} sessions from {} to {}; the best went from {} to {}{}.",
+        points.len(),
+        day(&points[0].session_at),
+        day(&points[points.len() - 1].session_at),
+        format_lap_time(first),
+        format_lap_time(last),
+        if last < first {
+            format!(", {:.3} s faster", (first - last) as f64 / 1000.0)
+        } else {
+            String::new()
+        }
+    );
+    html! {
+        figure.chart.progress {
+            svg #(id) viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img"
+                aria-labelledby=(format!("{title_id} {desc_id}")) {
+                title #(title_id) { "Best lap over time on " (track_title) }
+                desc #(desc_id) { (description) }
+                line x1=(LEFT) y1=(BOTTOM + 0.5) x2=(RIGHT) y2=(BOTTOM + 0.5) stroke="#4a4a4a" stroke-width="1" {}
+                path.best-line d=(line) {}
+                @for (i, (p, _, new_best)) in rows.iter().enumerate() {
+                    circle.lap.new-best[*new_best] cx=(format!("{:.2}", x(times[i])))
+                        cy=(format!("{:.2}", y(p.lap_time_ms))) r="3.5"
+                        data-at=(p.session_at) data-lap-ms=(p.lap_time_ms) {}
+                }
+                text.axis x=(LEFT) y="11" { "↑ faster: " (format_lap_time(fastest)) }
+                text.axis x=(LEFT) y=(BOTTOM + 14.0) { (day(&points[0].session_at)) }
+                text.axis x=((LEFT + RIGHT) / 2.0) y=(BOTTOM + 14.0) text-anchor="middle" { "↓ slower: " (format_lap_time(slowest)) }
+                text.axis x=(RIGHT) y=(BOTTOM + 14.0) text-anchor="end" { (day(&points[points.len() - 1].session_at)) }
+            }
+            figcaption {
+                (track_title) ": best lap by session, faster higher. ● set a new best, ○ did not."
+            }
+            table.visually-hidden {
+                caption { "Sessions on " (track_title) }
+                thead { tr { th scope="col" { "Date" } th scope="col" { "Lap" } th scope="col" { "Best so far" } } }
+                tbody {
+                    @for (p, best, new_best) in &rows {
+                        tr {
+                            td { (day(&p.session_at)) }
+                            td { (format_lap_time(p.lap_time_ms)) @if *new_best { " (new best)" } }
+                            td { (format_lap_time(*best)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Unix seconds of an RFC 3339 time (0 when it does not read, which a stored row never is).
+fn unix(rfc3339: &str) -> i64 {
+    time::OffsetDateTime::parse(rfc3339, &time::format_description::well_known::Rfc3339)
+        .map_or(0, time::OffsetDateTime::unix_timestamp)
+}
+
 /// The track's map as the API draws it (`paddock_core::tracks::maps::svg`: numbers and the
 /// track's id only), named for screen readers and styled by the page's sheet.
 pub(crate) fn track_map(svg: &str, track_title: &str) -> Markup {
@@ -176,5 +287,46 @@ mod tests {
     fn an_empty_board_has_no_histogram() {
         assert_eq!(spread("s", &[], None).into_string(), "");
         assert_eq!(spread("s", &[bar(90, 0)], None).into_string(), "");
+    }
+
+    fn point(at: &str, ms: i64) -> LapPoint {
+        LapPoint {
+            session_id: paddock_core::ids::SessionId::from(at),
+            session_at: at.to_owned(),
+            lap_time_ms: ms,
+            vehicle_name: "Car".into(),
+        }
+    }
+
+    #[test]
+    fn progress_marks_new_bests_and_says_its_numbers() {
+        let points = [
+            point("2026-10-01T18:00:00Z", 92_000),
+            point("2026-10-02T18:00:00Z", 91_000),
+            point("2026-10-03T18:00:00Z", 91_500),
+            point("2026-10-05T18:00:00Z", 90_500),
+        ];
+        let html = progress("p", "Spa", &points).into_string();
+        assert_eq!(html.matches("<circle class=\"lap\"").count(), 1, "{html}");
+        assert_eq!(html.matches("<circle class=\"lap new-best\"").count(), 3);
+        assert!(html.contains(
+            "4 sessions from 2026-10-01 to 2026-10-05; the best went from 1:32.000 to 1:30.500, 1.500 s faster."
+        ));
+        assert!(html.contains("<tr><td>2026-10-03</td><td>1:31.500</td><td>1:31.000</td></tr>"));
+        // Faster is higher: the last, fastest dot is the topmost.
+        let cy = |ms: i64| -> f64 {
+            let at = html.find(&format!("data-lap-ms=\"{ms}\"")).unwrap();
+            let before = &html[..at];
+            let cy = before.rsplit("cy=\"").next().unwrap();
+            cy.split('"').next().unwrap().parse().unwrap()
+        };
+        assert!(cy(90_500) < cy(91_000) && cy(91_000) < cy(92_000));
+    }
+
+    #[test]
+    fn one_session_is_no_progress() {
+        let one = [point("2026-10-01T18:00:00Z", 92_000)];
+        assert_eq!(progress("p", "Spa", &one).into_string(), "");
+        assert_eq!(progress("p", "Spa", &[]).into_string(), "");
     }
 }

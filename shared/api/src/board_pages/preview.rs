@@ -1,5 +1,6 @@
-//! The link preview of a board (`og:image`): a PNG of the board's three fastest laps and the
-//! spread of its lap times, rasterised on the server from an SVG drawn here.
+//! The link previews (`og:image`), rasterised on the server from an SVG drawn here: a board's
+//! is a PNG of its three fastest laps and the spread of its lap times; a driver's, of their
+//! ranks and laps on their first boards and their progress on the first.
 //!
 //! The rasteriser is built without text support (no fonts to ship or to find on the host):
 //! the lap times are drawn as seven-segment figures, and the names stay in the page's
@@ -76,11 +77,7 @@ fn figures(text: &str, x: f64, y: f64, h: f64) -> (String, f64) {
 
 /// The drawing of the preview: `top` the three fastest laps (ms), `bars` the spread.
 pub(crate) fn drawing(top: &[i64], bars: &[Bar]) -> String {
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
-         viewBox=\"0 0 {WIDTH} {HEIGHT}\"><rect width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"#ffffff\"/>\
-         <rect width=\"{WIDTH}\" height=\"14\" fill=\"#0b57d0\"/>"
-    );
+    let mut svg = canvas();
     // The podium: rank badges (one, two, three dots) and each lap time, largest first.
     let podium = ["#b8860b", "#6b7280", "#8b5a2b"];
     for (i, ms) in top.iter().take(3).enumerate() {
@@ -102,12 +99,7 @@ pub(crate) fn drawing(top: &[i64], bars: &[Bar]) -> String {
             );
         }
         let (d, _) = figures(&format_lap_time(*ms), 160.0, y, h);
-        let _ = write!(
-            svg,
-            "<path d=\"{d}\" fill=\"none\" stroke=\"#1a1a1a\" stroke-width=\"{:.1}\" \
-             stroke-linecap=\"round\" stroke-linejoin=\"round\"/>",
-            h / 8.0
-        );
+        svg.push_str(&stroke(&d, "#1a1a1a", h));
     }
     // The spread, along the bottom.
     let tallest = bars.iter().map(|b| b.drivers).max().unwrap_or(0).max(1);
@@ -131,10 +123,102 @@ pub(crate) fn drawing(top: &[i64], bars: &[Bar]) -> String {
     svg
 }
 
-/// The preview as a PNG.
+/// A header strip, as every preview starts.
+fn canvas() -> String {
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
+         viewBox=\"0 0 {WIDTH} {HEIGHT}\"><rect width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"#ffffff\"/>\
+         <rect width=\"{WIDTH}\" height=\"14\" fill=\"#0b57d0\"/>"
+    )
+}
+
+/// A stroke of figures drawn by [`figures`].
+fn stroke(d: &str, colour: &str, h: f64) -> String {
+    format!(
+        "<path d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"{:.1}\" \
+         stroke-linecap=\"round\" stroke-linejoin=\"round\"/>",
+        h / 8.0
+    )
+}
+
+/// The drawing of a driver's preview: `boards` the rank and lap of their first boards (three
+/// at most drawn), `progress` the laps of their latest sessions on the first board, oldest
+/// first (a line of the best so far and a dot per session, faster higher).
+pub(crate) fn driver_drawing(boards: &[(u64, i64)], progress: &[i64]) -> String {
+    let mut svg = canvas();
+    for (i, (rank, ms)) in boards.iter().take(3).enumerate() {
+        let h = 56.0;
+        let y = 50.0 + 95.0 * i as f64;
+        // The rank in white on a dark pill, then the lap time.
+        let (_, rank_w) = figures(&rank.to_string(), 0.0, 0.0, h * 0.6);
+        let pill = rank_w + h * 0.6;
+        let (rank_d, _) = figures(&rank.to_string(), 60.0 + h * 0.3, y + h * 0.2, h * 0.6);
+        let _ = write!(
+            svg,
+            "<rect x=\"60\" y=\"{y:.1}\" width=\"{pill:.1}\" height=\"{h:.1}\" rx=\"{:.1}\" fill=\"#1a1a1a\"/>{}",
+            h / 2.0,
+            stroke(&rank_d, "#ffffff", h * 0.6)
+        );
+        let (d, _) = figures(&format_lap_time(*ms), 60.0 + pill + 40.0, y, h);
+        svg.push_str(&stroke(&d, "#1a1a1a", h));
+    }
+    let (left, right, top_y, bottom) = (60.0, 1140.0, 360.0, 590.0);
+    if progress.len() >= 2 {
+        let fastest = progress.iter().copied().min().unwrap_or(0);
+        let slowest = progress.iter().copied().max().unwrap_or(0);
+        let x = |i: usize| left + (right - left) * i as f64 / (progress.len() - 1) as f64;
+        let y = |ms: i64| {
+            if slowest > fastest {
+                top_y + (bottom - top_y) * (ms - fastest) as f64 / (slowest - fastest) as f64
+            } else {
+                (top_y + bottom) / 2.0
+            }
+        };
+        let mut best = i64::MAX;
+        let mut line = String::new();
+        for (i, ms) in progress.iter().enumerate() {
+            best = best.min(*ms);
+            let _ = if i == 0 {
+                write!(line, "M{:.1} {:.1}", x(i), y(best))
+            } else {
+                write!(line, "H{:.1}V{:.1}", x(i), y(best))
+            };
+        }
+        let _ = write!(
+            svg,
+            "<path d=\"{line}\" fill=\"none\" stroke=\"#0b57d0\" stroke-width=\"6\" stroke-linejoin=\"round\"/>"
+        );
+        for (i, ms) in progress.iter().enumerate() {
+            let _ = write!(
+                svg,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"9\" fill=\"#ffffff\" stroke=\"#1a1a1a\" stroke-width=\"4\"/>",
+                x(i),
+                y(*ms)
+            );
+        }
+    }
+    let _ = write!(
+        svg,
+        "<rect x=\"{left}\" y=\"{}\" width=\"{}\" height=\"3\" fill=\"#1a1a1a\"/></svg>",
+        bottom + 20.0,
+        right - left
+    );
+    svg
+}
+
+/// The board's preview as a PNG.
 pub(crate) fn png(top: &[i64], bars: &[Bar]) -> Result<Vec<u8>, PreviewError> {
-    let svg = drawing(top, bars);
-    let tree = resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default())
+    rasterise(&drawing(top, bars))
+}
+
+/// The driver's preview as a PNG (see [`driver_drawing`]).
+pub(crate) fn driver_png(boards: &[(u64, i64)], progress: &[i64]) -> Result<Vec<u8>, PreviewError> {
+    rasterise(&driver_drawing(boards, progress))
+}
+
+/// `svg` as a PNG of the preview's size, at most [`MAX_BYTES`].
+fn rasterise(svg: &str) -> Result<Vec<u8>, PreviewError> {
+    let tree = resvg::usvg::Tree::from_str(svg, &resvg::usvg::Options::default())
         .map_err(|e| PreviewError::Drawing(e.to_string()))?;
     let mut pixmap = resvg::tiny_skia::Pixmap::new(WIDTH, HEIGHT)
         .ok_or_else(|| PreviewError::Png("no room for the picture".into()))?;
@@ -177,6 +261,22 @@ mod tests {
         // Each figure's segments: 1:28.123 draws 1, 2, 8, 1, 2, 3 (2 + 5 + 7 + 2 + 5 + 5).
         let (d, _) = figures("1:28.123", 0.0, 0.0, 10.0);
         assert_eq!(d.matches('L').count(), 26);
+    }
+
+    #[test]
+    fn a_driver_preview_draws_ranks_laps_and_progress() {
+        let png = driver_png(
+            &[(1, 88_123), (12_345, 101_002)],
+            &[92_000, 91_000, 91_500, 90_100],
+        )
+        .unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+        assert!(png.len() < MAX_BYTES, "{}", png.len());
+        let svg = driver_drawing(&[(3, 88_123)], &[92_000, 91_000, 91_500]);
+        // One dot per session, and the best so far as one stepped line.
+        assert_eq!(svg.matches("<circle").count(), 3);
+        assert_eq!(svg.matches("stroke=\"#0b57d0\"").count(), 1);
+        assert!(driver_png(&[], &[]).unwrap().starts_with(b"\x89PNG"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 use paddock_core::ids::TrackId;
 use paddock_core::ids::UserId;
 use paddock_core::leaderboards::board::{BoardId, BoardScope, Row, TRACK_INDEX_PREFIX};
+use paddock_core::leaderboards::lap_history::{self, LapPoint};
 use paddock_core::leaderboards::reads as board_reads;
 use paddock_core::leaderboards::spread::Spread;
 use paddock_core::leaderboards::{rank_counts, vehicles};
@@ -67,6 +68,9 @@ pub(crate) struct DriverBest {
     pub rank: u64,
     /// Entries on the board.
     pub total: u64,
+    /// The fastest submitted lap of each of the driver's latest sessions on the track, oldest
+    /// first.
+    pub progress: Vec<LapPoint>,
 }
 
 /// The page of `board` after position `after` (`limit` rows); `None` for a track nobody
@@ -234,8 +238,9 @@ pub(crate) struct DriverPage {
 
 /// A page of `user_id`'s bests on track boards (`limit` tracks at most, after `cursor`), in
 /// the order of the driver's track index; `None` when the driver does not exist or deleted the
-/// account. Reads the profile, a page of the track index, then each track's entry, rank
-/// and track at once: the same items however many boards the driver is on.
+/// account. Reads the profile, a page of the track index, then each track's entry, rank,
+/// track and latest submitted laps at once: the same items however many boards the driver
+/// is on, and however many laps they submitted.
 pub(crate) async fn driver_bests(
     ports: &Ports,
     user_id: &UserId,
@@ -269,15 +274,17 @@ pub(crate) async fn driver_bests(
     });
     let bests = futures::future::try_join_all(tracks.map(|track_id| async move {
         let board = BoardId::track(&track_id);
-        let (entry, track) = futures::try_join!(
+        let (entry, track, progress) = futures::try_join!(
             board_reads::entry(ports, &board, user_id),
-            tracks::get(ports, &track_id)
+            tracks::get(ports, &track_id),
+            lap_history::latest(ports, user_id, &track_id)
         )?;
         Ok::<_, StoreError>(entry.zip(track).map(|((entry, total), track)| DriverBest {
             track,
             rank: entry.rank,
             total: total.max(entry.rank),
             row: entry.row,
+            progress,
         }))
     }))
     .await?;

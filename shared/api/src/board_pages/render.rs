@@ -22,7 +22,7 @@ const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1a1a1a;background:#fff;line-height:1.45}\
 header,main,footer{max-width:60rem;margin:0 auto;padding:0 1rem}\
 header{padding-top:1rem}header a{color:#1a1a1a;font-weight:700;text-decoration:none}\
-h1{font-size:1.5rem;margin:.75rem 0 .25rem}\
+h1{font-size:1.5rem;margin:.75rem 0 .25rem}h2{font-size:1.15rem;margin:1.5rem 0 .5rem}\
 a{color:#0b57d0}a:focus,button:focus,select:focus,input:focus{outline:3px solid #f2a900;outline-offset:2px}\
 .meta{color:#4a4a4a;margin:0 0 1rem}\
 .scroll{overflow-x:auto}\
@@ -40,7 +40,7 @@ footer{color:#4a4a4a;font-size:.85rem;padding:2rem 1rem}\
 figure.chart{margin:0 0 1rem;max-width:36rem}figure.chart svg{display:block;width:100%;height:auto}\
 figcaption{color:#4a4a4a;font-size:.9rem}\
 .bar{fill:#5f6b7a}.bar.marked{fill:#0b57d0}.marker{fill:#0b57d0;font-size:12px}\
-.axis{fill:#4a4a4a;font-size:10px}figure.track-map{margin:0 0 1rem;max-width:16rem}.track-map svg{display:block;width:100%;height:auto}.track-map path{stroke:#1a1a1a;stroke-width:3px;vector-effect:non-scaling-stroke}\
+.axis{fill:#4a4a4a;font-size:10px}.progress-grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(16rem,1fr));gap:0 1.5rem}.best-line{fill:none;stroke:#0b57d0;stroke-width:2px}.lap{fill:#fff;stroke:#1a1a1a;stroke-width:1.5px}.lap.new-best{fill:#0b57d0;stroke:#0b57d0}figure.track-map{margin:0 0 1rem;max-width:16rem}.track-map svg{display:block;width:100%;height:auto}.track-map path{stroke:#1a1a1a;stroke-width:3px;vector-effect:non-scaling-stroke}\
 .visually-hidden{position:absolute;width:1px;height:1px;padding:0;margin:-1px;overflow:hidden;clip:rect(0,0,0,0);white-space:nowrap;border:0}\
 ";
 
@@ -427,7 +427,12 @@ pub(crate) fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bo
         description,
         path: path.clone(),
         public_url,
-        image: None,
+        image: (!bests.is_empty()).then(|| {
+            (
+                format!("{path}/preview.png"),
+                format!("{shown}'s rank and lap on their first boards, and their progress"),
+            )
+        }),
     };
     let body = html! {
         h1 { (avatar(&user.display_name, user.avatar_url.as_deref())) (name(&user.display_name)) }
@@ -452,6 +457,14 @@ pub(crate) fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bo
                             }
                         }
                     }
+                }
+            }
+        }
+        @if bests.iter().any(|b| b.progress.len() >= 2) {
+            h2 { "Progress" }
+            div.progress-grid {
+                @for (i, b) in bests.iter().enumerate() {
+                    (charts::progress(&format!("progress-{i}"), &track_title(&b.track), &b.progress))
                 }
             }
         }

@@ -35,6 +35,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(board))
         .routes(routes!(board_preview))
         .routes(routes!(driver))
+        .routes(routes!(driver_preview))
 }
 
 /// `/boards` query (read by [`parameters`], which answers a page naming a bad one rather
@@ -266,24 +267,7 @@ pub(crate) async fn board_preview(
     };
     let png = preview::png(&top, &spread.bars(charts::MAX_BARS))
         .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
-    let rendered = RenderedPage::with_etag(png);
-    let held = conditional::holds(headers.get(header::IF_NONE_MATCH), &rendered.etag);
-    let mut response = if held {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        (StatusCode::OK, rendered.body).into_response()
-    };
-    let h = response.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
-    h.insert(header::CACHE_CONTROL, state.board_cache_control.clone());
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    if let Ok(etag) = HeaderValue::from_str(&rendered.etag) {
-        h.insert(header::ETAG, etag);
-    }
-    Ok(response)
+    Ok(page.png(png))
 }
 
 /// `/drivers/{userId}` query (read by [`parameters`]).
@@ -355,6 +339,43 @@ pub(crate) async fn driver(
     }
 }
 
+/// The driver's link preview (`og:image`): a PNG of their rank and lap on their first three
+/// boards and their progress on the first. Public; cached like the driver page
+/// (`Cache-Control`, `ETag`).
+#[utoipa::path(get, path = "/drivers/{userId}/preview.png", operation_id = "getDriverPreview", tag = "pages",
+    params(("userId" = String, Path, description = "The driver's user id")),
+    responses((status = 200, description = "The preview", content_type = "image/png", body = inline(PngBytes)),
+              (status = 304, description = "The picture matches `If-None-Match`"),
+              (status = 404, description = "No such driver (HTML)", content_type = "text/html", body = String)))]
+pub(crate) async fn driver_preview(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(user_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let page = Page::new(&state, &headers);
+    if uuid::Uuid::parse_str(&user_id).is_err() {
+        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+    }
+    let Some(read) = reads::driver_bests(&state.ports, &UserId::from(user_id), None, 3).await?
+    else {
+        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+    };
+    let boards: Vec<(u64, i64)> = read
+        .bests
+        .iter()
+        .map(|b| (b.rank, b.row.lap_time_ms))
+        .collect();
+    let progress: Vec<i64> = read
+        .bests
+        .iter()
+        .find(|b| b.progress.len() >= 2)
+        .map(|b| b.progress.iter().map(|p| p.lap_time_ms).collect())
+        .unwrap_or_default();
+    let png = preview::driver_png(&boards, &progress)
+        .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
+    Ok(page.png(png))
+}
+
 /// The answer of one page request: its headers, conditional answers, error pages and the
 /// avatars it may show.
 struct Page<'a> {
@@ -396,6 +417,31 @@ impl<'a> Page<'a> {
             self.state.board_cache_control.clone(),
         );
         if let Ok(etag) = HeaderValue::from_str(&page.etag) {
+            h.insert(header::ETAG, etag);
+        }
+        response
+    }
+
+    /// 200 with a PNG, or 304 when the client holds it (`If-None-Match`).
+    fn png(&self, png: Vec<u8>) -> Response {
+        let rendered = RenderedPage::with_etag(png);
+        let held = conditional::holds(self.request.get(header::IF_NONE_MATCH), &rendered.etag);
+        let mut response = if held {
+            StatusCode::NOT_MODIFIED.into_response()
+        } else {
+            (StatusCode::OK, rendered.body).into_response()
+        };
+        let h = response.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
+        h.insert(
+            header::CACHE_CONTROL,
+            self.state.board_cache_control.clone(),
+        );
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        if let Ok(etag) = HeaderValue::from_str(&rendered.etag) {
             h.insert(header::ETAG, etag);
         }
         response

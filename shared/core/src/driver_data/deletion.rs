@@ -42,10 +42,11 @@ use crate::tables::Table;
 /// The order the job deletes in: what is found through another kind goes before it (entries
 /// through the board index, jobs and points through sessions, tokens through their family),
 /// and the profile, which the job resumes from, goes last.
-pub const ORDER: [DriverData; 23] = [
+pub const ORDER: [DriverData; 24] = [
     // First, so nothing more is delivered to the driver's receivers.
     DriverData::Webhooks,
     DriverData::LeaderboardEntries,
+    DriverData::LapHistory,
     DriverData::TrackPoints,
     DriverData::TrackJobs,
     DriverData::Sessions,
@@ -390,6 +391,15 @@ async fn delete_batch(kind: DriverData, ports: &Ports, driver: &Driver) -> Resul
         DriverData::Sessions => sessions_batch(ports, user).await,
         DriverData::UploadRecords => {
             partition_batch(ports, Table::Sessions, partition(user), Some(CLIENT_PREFIX)).await
+        }
+        DriverData::LapHistory => {
+            partition_batch(
+                ports,
+                Table::Leaderboards,
+                user_pk,
+                Some(crate::leaderboards::lap_history::LAP_HISTORY_PREFIX),
+            )
+            .await
         }
         DriverData::RequestKeys => {
             let keys = crate::request_keys::partition(user);

@@ -112,6 +112,7 @@ pub fn exported(kind: DriverData) -> bool {
         | DriverData::TrackJobs
         | DriverData::TrackPoints
         | DriverData::LeaderboardEntries
+        | DriverData::LapHistory
         | DriverData::Feed
         | DriverData::Achievements
         | DriverData::SharePacks
@@ -310,6 +311,16 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
                     array.push(&value).await?;
                 }
             }
+        }
+        DriverData::LapHistory => {
+            push_partition(
+                ports,
+                array,
+                Table::Leaderboards,
+                format!("USER#{user}"),
+                Some(crate::leaderboards::lap_history::LAP_HISTORY_PREFIX),
+            )
+            .await?;
         }
         DriverData::Feed => {
             push_partition(ports, array, Table::Activity, format!("FEED#{user}"), None).await?;

@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::identity::personal_tokens::TOKEN_INDEX_PREFIX;
 use crate::identity::users::User;
 use crate::ids::UserId;
+use crate::leaderboards::lap_history::LAP_HISTORY_PREFIX;
 use crate::ports::Ports;
 use crate::ports::items::{Item, PK, Query, SK, StoreError};
 use crate::tables::Table;
@@ -60,6 +61,9 @@ pub enum DriverData {
     /// driver's board index (`USER#<id>` / `BOARD#`). The boards' counts (`COUNT#`, `VEH#`)
     /// are numbers without a driver in them; removing an entry takes its share off them.
     LeaderboardEntries,
+    /// Every lap the driver submitted to a board (`leaderboards`: `USER#<id>` /
+    /// `LAP#<track>#...`), drawn as the progress chart on the driver's public page.
+    LapHistory,
     /// Feed entries (`activity`: `FEED#<id>`).
     Feed,
     /// Statistics, first-seen markers and unlocked achievements (`activity`: `ACH#<id>`).
@@ -97,7 +101,7 @@ pub enum DriverData {
 
 impl DriverData {
     /// Every kind, in export order.
-    pub const ALL: [DriverData; 23] = [
+    pub const ALL: [DriverData; 24] = [
         Self::Profile,
         Self::EmailSignIn,
         Self::ProviderLinks,
@@ -110,6 +114,7 @@ impl DriverData {
         Self::TrackJobs,
         Self::TrackPoints,
         Self::LeaderboardEntries,
+        Self::LapHistory,
         Self::Feed,
         Self::Achievements,
         Self::SharePacks,
@@ -138,6 +143,7 @@ impl DriverData {
             Self::TrackJobs => "trackJobs",
             Self::TrackPoints => "trackPoints",
             Self::LeaderboardEntries => "leaderboardEntries",
+            Self::LapHistory => "lapHistory",
             Self::Feed => "feed",
             Self::Achievements => "achievements",
             Self::SharePacks => "sharePacks",
@@ -186,6 +192,9 @@ impl DriverData {
                 if pk == user_pk && (sk.starts_with("BOARD#") || sk.starts_with("TRACKBOARD#")) =>
             {
                 Self::LeaderboardEntries
+            }
+            Table::Leaderboards if pk == user_pk && sk.starts_with(LAP_HISTORY_PREFIX) => {
+                Self::LapHistory
             }
             Table::Activity if pk == format!("FEED#{user}") => Self::Feed,
             Table::Activity if pk == format!("ACH#{user}") => Self::Achievements,

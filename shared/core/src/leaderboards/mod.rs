@@ -18,7 +18,8 @@
 //!
 //! Partition `USER#<user id>`, sort key `BOARD#<board>`: the boards a driver has an entry on
 //! (see `board::BOARD_INDEX_PREFIX`); sort key `TRACKBOARD#<track id>`: the track boards alone
-//! (`board::TRACK_INDEX_PREFIX`). Partition `LAYOUT`, sort keys `COUNTS` and `INDEXES`: how far
+//! (`board::TRACK_INDEX_PREFIX`); sort key `LAP#<track id>#...`: every lap the driver submitted,
+//! for the progress chart on their page ([`lap_history`]). Partition `LAYOUT`, sort keys `COUNTS` and `INDEXES`: how far
 //! the backfills of boards written before the counts and those indexes existed have come
 //! ([`backfill`]).
 
@@ -26,6 +27,7 @@ pub mod backfill;
 pub mod board;
 pub mod bulk;
 pub mod cache;
+pub mod lap_history;
 pub mod passing;
 pub mod plausibility;
 pub mod rank_counts;

@@ -10,7 +10,7 @@ use super::board::{
     submitted_at,
 };
 use super::rank_counts::{self, Change, Tally, Through};
-use super::vehicles;
+use super::{lap_history, vehicles};
 use crate::events::{Event, EventKind, LeaderboardSubmitted, Passing};
 use crate::ids::{TrackId, UserId};
 use crate::ports::Ports;
@@ -422,7 +422,18 @@ async fn attempt(
         counted: true,
     };
     debug_assert!(Position::of(&stored.rank_key).is_some());
-    let mut ops = vec![event.outbox_op()];
+    let mut ops = vec![
+        event.outbox_op(),
+        lap_history::record_op(
+            &driver.user_id,
+            &track_id,
+            &summary.id,
+            &summary.recorded_at,
+            &summary.vehicle_name,
+            lap_time_ms,
+            now,
+        ),
+    ];
     if let Some(current) = on_track.as_ref().filter(|_| !faster_on_track) {
         // The rank was read for this entry: it must still be the entry when the event is
         // written (a faster lap of the same driver may have replaced it meanwhile).
