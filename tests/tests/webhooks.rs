@@ -537,11 +537,20 @@ async fn events_arrive_signed_and_once_through_a_failing_receiver(app: TestApp) 
         )
         .await;
     receiver.set_failing(false);
-    // Back up: each event arrives (again) and is taken.
+    // Back up: each event arrives (again) and is taken, every one that failed included (the
+    // upload may unlock more than one achievement).
     receiver
         .wait_for(Duration::from_secs(60), "every event taken", |all| {
             let taken: BTreeSet<String> = all.iter().filter(|r| r.taken).map(event_type).collect();
+            let taken_ids: BTreeSet<&String> = all
+                .iter()
+                .filter(|r| r.taken)
+                .map(|r| &r.headers["webhook-id"])
+                .collect();
             taken.len() >= 3
+                && all
+                    .iter()
+                    .all(|r| taken_ids.contains(&r.headers["webhook-id"]))
         })
         .await;
     // Nothing more comes for them: a later upload is the only new id.
