@@ -608,23 +608,55 @@ async fn item_shapes(app: &TestApp) -> BTreeMap<String, u64> {
 }
 
 /// Waits until the background work (feed, achievements, track maps) has settled: the end
-/// state read twice a second apart is the same. Answers it.
+/// state read twice a second apart is the same, no event waits in the outbox, and every queue
+/// is empty (none waiting, none in flight). Answers it. The queues are read from the emulator
+/// itself, past the proxy: an event whose handling failed is out of sight for the queues'
+/// visibility timeout (2 s here) before it is delivered again, longer than the second between
+/// two reads, so an unchanged state alone is not a settled one.
 async fn settled(
     client: &Client<'_>,
     app: &TestApp,
     drivers: &[Driver],
     track: &str,
 ) -> BTreeMap<String, Value> {
+    let sqs = aws_sdk_sqs::Client::new(&paddock_aws::sdk_config().await);
     let mut last = end_state(client, app, drivers, track).await;
-    for _ in 0..30 {
+    for _ in 0..60 {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let now = end_state(client, app, drivers, track).await;
-        if now == last {
+        let outbox_empty = !now.keys().any(|k| k.starts_with("items Outbox"));
+        if now == last && outbox_empty && queues_empty(&sqs, app).await {
             return now;
         }
         last = now;
     }
     last
+}
+
+/// Whether every queue of `app` holds no message, visible, in flight or delayed.
+async fn queues_empty(sqs: &aws_sdk_sqs::Client, app: &TestApp) -> bool {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    for urls in app.settings.queue_urls.values() {
+        let Some(url) = &urls.url else { continue };
+        let Ok(answer) = sqs
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(A::ApproximateNumberOfMessages)
+            .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(A::ApproximateNumberOfMessagesDelayed)
+            .send()
+            .await
+        else {
+            return false;
+        };
+        let held = answer
+            .attributes()
+            .is_some_and(|a| a.values().any(|n| n.parse::<u64>().map_or(true, |n| n > 0)));
+        if held {
+            return false;
+        }
+    }
+    true
 }
 
 /// One run's figures.
