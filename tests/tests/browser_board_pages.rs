@@ -3,7 +3,7 @@
 //! selector and the next-page link work by clicking (no script on the page), a name holding
 //! markup, bidi or zero-width characters shows as text with nothing run, every page passes
 //! axe-core with no serious or critical violation, and each page is photographed at desktop
-//! and phone widths under the test's output directory (`target/tmp/board_pages/`), the
+//! and phone widths (which it fits without scrolling sideways) under the test's output directory (`target/tmp/board_pages/`), the
 //! spread of lap times with a driver marked by `?driver=` among them. The pictures (the
 //! spread, the track's map, a driver's progress and both link previews) are shown on both
 //! backends.
@@ -95,12 +95,25 @@ async fn accessible(client: &Client, page: &str) {
     assert!(grave.is_empty(), "{page}: {grave:#?}");
 }
 
-/// Photographs the open page at desktop and phone widths.
+/// Photographs the open page at desktop and phone widths, which it must fit.
 async fn photograph(client: &Client, name: &str) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("board_pages");
     std::fs::create_dir_all(&dir).unwrap();
     for (width, height, label) in [(1280, 900, "desktop"), (390, 844, "phone")] {
         client.set_window_size(width, height).await.unwrap();
+        // Wide tables scroll in their own box; the page itself never scrolls sideways.
+        let overflow = client
+            .execute(
+                "const e = document.documentElement; return e.scrollWidth - e.clientWidth;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            overflow,
+            json!(0),
+            "{name} at {label} width scrolls sideways"
+        );
         let png = client.screenshot().await.unwrap();
         assert!(png.starts_with(b"\x89PNG"), "a PNG");
         std::fs::write(dir.join(format!("{name}-{label}.png")), png).unwrap();

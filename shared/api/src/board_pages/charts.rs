@@ -208,15 +208,18 @@ pub(crate) fn progress(id: &str, track_title: &str, points: &[LapPoint]) -> Mark
             figcaption {
                 (track_title) ": best lap by session, faster higher. ● set a new best, ○ did not."
             }
-            table.visually-hidden {
-                caption { "Sessions on " (track_title) }
-                thead { tr { th scope="col" { "Date" } th scope="col" { "Lap" } th scope="col" { "Best so far" } } }
-                tbody {
-                    @for (p, best, new_best) in &rows {
-                        tr {
-                            td { (day(&p.session_at)) }
-                            td { (format_lap_time(p.lap_time_ms)) @if *new_best { " (new best)" } }
-                            td { (format_lap_time(*best)) }
+            // A table box keeps its content's width whatever its own: hidden inside a block.
+            div.visually-hidden {
+                table {
+                    caption { "Sessions on " (track_title) }
+                    thead { tr { th scope="col" { "Date" } th scope="col" { "Lap" } th scope="col" { "Best so far" } } }
+                    tbody {
+                        @for (p, best, new_best) in &rows {
+                            tr {
+                                td { (day(&p.session_at)) }
+                                td { (format_lap_time(p.lap_time_ms)) @if *new_best { " (new best)" } }
+                                td { (format_lap_time(*best)) }
+                            }
                         }
                     }
                 }

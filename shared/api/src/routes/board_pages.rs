@@ -94,6 +94,15 @@ fn parameters<const N: usize>(
     Ok(values)
 }
 
+/// The board a page shows: the track's, or the car's when `?car=` names one.
+fn board_of(track_id: String, car: Option<&str>) -> BoardId {
+    let track_id = TrackId::from(track_id);
+    match car {
+        Some(car) => BoardId::car(&track_id, car),
+        None => BoardId::track(&track_id),
+    }
+}
+
 /// The tracks with boards. Public; cached like the API's boards.
 #[utoipa::path(get, path = "/boards", operation_id = "getBoardsPage", tag = "pages", params(BoardsQuery),
     responses((status = 200, description = "The tracks with boards (HTML)", content_type = "text/html", body = String),
@@ -179,11 +188,7 @@ pub(crate) async fn board(
             None => return Ok(page.bad_request("cursor: is not a cursor this page linked to")),
         },
     };
-    let track_id = TrackId::from(track_id);
-    let board_id = match car.as_deref() {
-        Some(car) => BoardId::car(&track_id, car),
-        None => BoardId::track(&track_id),
-    };
+    let board_id = board_of(track_id, car.as_deref());
     let Some(mut board) = reads::board_page(
         &state.ports,
         &board_id,
@@ -257,11 +262,7 @@ pub(crate) async fn board_preview(
         Ok([car]) => PreviewQuery { car },
         Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
     };
-    let track_id = TrackId::from(track_id);
-    let board_id = match car.as_deref() {
-        Some(car) => BoardId::car(&track_id, car),
-        None => BoardId::track(&track_id),
-    };
+    let board_id = board_of(track_id, car.as_deref());
     let Some((top, spread)) = reads::preview(&state.ports, &board_id).await? else {
         return Ok(page.not_found("No such board", "Nobody has raced this board yet."));
     };
