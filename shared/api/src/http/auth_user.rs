@@ -46,6 +46,13 @@ pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION).and_then(bearer_of)
 }
 
+/// The bearer token of an `Authorization` value; 401 when there is none.
+fn required_bearer(authorization: Option<&HeaderValue>) -> Result<&str, ApiError> {
+    authorization
+        .and_then(bearer_of)
+        .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))
+}
+
 /// The bearer token of an `Authorization` value, if it holds one. Read as bytes: a token is
 /// ASCII, and what else a header value may hold fails the token's verification anyway (a
 /// per-byte visibility check of `to_str` over a 300-byte token cost more than the rest).
@@ -81,9 +88,7 @@ impl AuthUser {
         authorization: Option<&HeaderValue>,
         state: &AppState,
     ) -> Result<Self, ApiError> {
-        let token = authorization
-            .and_then(bearer_of)
-            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let token = required_bearer(authorization)?;
         if personal_tokens::is_personal_token(token) {
             return Err(ApiError::Forbidden(
                 "personal access tokens cannot be used on this route: it needs a signed-in session"
@@ -190,9 +195,7 @@ impl<S: RequiredScope> Authorized<S> {
         slot: Option<&RateLimitSlot>,
         state: &AppState,
     ) -> Result<Self, ApiError> {
-        let token = authorization
-            .and_then(bearer_of)
-            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let token = required_bearer(authorization)?;
         if !personal_tokens::is_personal_token(token) {
             let user = AuthUser::from_access_token(token, state).await?;
             return Ok(Self {
@@ -289,9 +292,7 @@ impl<S: RequiredScope> Caller<S> {
         slot: Option<&RateLimitSlot>,
         state: &AppState,
     ) -> Result<Self, ApiError> {
-        let token = authorization
-            .and_then(bearer_of)
-            .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
+        let token = required_bearer(authorization)?;
         if personal_tokens::is_personal_token(token) {
             let authorized = Authorized::from_authorization(authorization, slot, state).await?;
             return Ok(Self {

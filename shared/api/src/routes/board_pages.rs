@@ -157,7 +157,7 @@ pub(crate) async fn board(
 ) -> Result<Response, ApiError> {
     let page = Page::new(&state, &headers);
     if uuid::Uuid::parse_str(&track_id).is_err() {
-        return Ok(page.not_found("No such board", "There is no board at this address."));
+        return Ok(page.no_board());
     }
     let BoardQuery {
         car,
@@ -256,7 +256,7 @@ pub(crate) async fn board_preview(
 ) -> Result<Response, ApiError> {
     let page = Page::new(&state, &headers);
     if uuid::Uuid::parse_str(&track_id).is_err() {
-        return Ok(page.not_found("No such board", "There is no board at this address."));
+        return Ok(page.no_board());
     }
     let PreviewQuery { car } = match parameters(raw.as_deref(), [("car", MAX_CAR)]) {
         Ok([car]) => PreviewQuery { car },
@@ -297,7 +297,7 @@ pub(crate) async fn driver(
     let user_id = UserId::from(user_id);
     let page = Page::new(&state, &headers);
     if uuid::Uuid::parse_str(user_id.as_str()).is_err() {
-        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+        return Ok(page.no_driver());
     }
     let DriverQuery { cursor } = match parameters(raw.as_deref(), [("cursor", MAX_CURSOR)]) {
         Ok([cursor]) => DriverQuery { cursor },
@@ -329,9 +329,7 @@ pub(crate) async fn driver(
         })
         .await;
     match cached {
-        Ok(rendered) if rendered.body.is_empty() => {
-            Ok(page.not_found("No such driver", "There is no driver at this address."))
-        }
+        Ok(rendered) if rendered.body.is_empty() => Ok(page.no_driver()),
         Ok(rendered) => Ok(page.rendered(rendered)),
         Err(StoreError::InvalidCursor) => {
             Ok(page.bad_request("cursor: is not a cursor this page linked to"))
@@ -355,11 +353,11 @@ pub(crate) async fn driver_preview(
 ) -> Result<Response, ApiError> {
     let page = Page::new(&state, &headers);
     if uuid::Uuid::parse_str(&user_id).is_err() {
-        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+        return Ok(page.no_driver());
     }
     let Some(read) = reads::driver_bests(&state.ports, &UserId::from(user_id), None, 3).await?
     else {
-        return Ok(page.not_found("No such driver", "There is no driver at this address."));
+        return Ok(page.no_driver());
     };
     let boards: Vec<(u64, i64)> = read
         .bests
@@ -406,11 +404,35 @@ impl<'a> Page<'a> {
 
     /// 200 with a rendered page, or 304 when the client holds it (`If-None-Match`).
     fn rendered(&self, page: RenderedPage) -> Response {
+        self.cached(page, |body| self.html(StatusCode::OK, body))
+    }
+
+    /// 200 with a PNG, or 304 when the client holds it (`If-None-Match`).
+    fn png(&self, png: Vec<u8>) -> Response {
+        let mut response = self.cached(RenderedPage::with_etag(png), |body| {
+            (StatusCode::OK, body).into_response()
+        });
+        let h = response.headers_mut();
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        response
+    }
+
+    /// `answer` of the page's body, or 304 when the client holds it; either with the pages'
+    /// `Cache-Control` and the page's `ETag`.
+    fn cached(
+        &self,
+        page: RenderedPage,
+        answer: impl FnOnce(axum::body::Bytes) -> Response,
+    ) -> Response {
         let held = conditional::holds(self.request.get(header::IF_NONE_MATCH), &page.etag);
         let mut response = if held {
             StatusCode::NOT_MODIFIED.into_response()
         } else {
-            self.html(StatusCode::OK, page.body)
+            answer(page.body)
         };
         let h = response.headers_mut();
         h.insert(
@@ -423,29 +445,14 @@ impl<'a> Page<'a> {
         response
     }
 
-    /// 200 with a PNG, or 304 when the client holds it (`If-None-Match`).
-    fn png(&self, png: Vec<u8>) -> Response {
-        let rendered = RenderedPage::with_etag(png);
-        let held = conditional::holds(self.request.get(header::IF_NONE_MATCH), &rendered.etag);
-        let mut response = if held {
-            StatusCode::NOT_MODIFIED.into_response()
-        } else {
-            (StatusCode::OK, rendered.body).into_response()
-        };
-        let h = response.headers_mut();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
-        h.insert(
-            header::CACHE_CONTROL,
-            self.state.board_cache_control.clone(),
-        );
-        h.insert(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
-        if let Ok(etag) = HeaderValue::from_str(&rendered.etag) {
-            h.insert(header::ETAG, etag);
-        }
-        response
+    /// The 404 page of a board address that names no board.
+    fn no_board(&self) -> Response {
+        self.not_found("No such board", "There is no board at this address.")
+    }
+
+    /// The 404 page of a driver address that names no driver.
+    fn no_driver(&self) -> Response {
+        self.not_found("No such driver", "There is no driver at this address.")
     }
 
     fn bad_request(&self, rule: &str) -> Response {
