@@ -8,6 +8,9 @@
 //! ranges. IPv6 forms that carry an IPv4 address (mapped `::ffff:a.b.c.d`, compatible
 //! `::a.b.c.d`, the NAT64 prefix `64:ff9b::/96`, 6to4 `2002::/16`) are judged by that
 //! address; Teredo and the local-use NAT64 prefix, whose targets cannot be judged, are refused.
+//!
+//! The ranges are listed here rather than taken from a crate: std's `is_global` is not stable,
+//! and a refusal names the range it fell in, which the API's error gives the driver.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
