@@ -455,14 +455,15 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     )
     .await;
     assert_eq!(status, 200);
-    // A webhook subscription (nothing listens there; it wants only board.passed, which no one
-    // sends the driver here).
+    // A webhook subscription (its receiver confirms it; it wants only board.passed, which no
+    // one sends the driver here).
+    let receiver = paddock_tests::confirming_webhook_receiver().await;
     let (status, hook) = send(
         app,
         reqwest::Method::POST,
         "/v1/webhooks",
         &token,
-        Some(json!({"url": "http://127.0.0.1:9/hook", "eventTypes": ["board.passed"]})),
+        Some(json!({"url": receiver, "eventTypes": ["board.passed"]})),
     )
     .await;
     assert_eq!(status, 201, "{hook}");
@@ -677,7 +678,11 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     assert_eq!(export["emailSignIn"][0]["hasPassword"], true);
     assert_eq!(export["signIns"].as_array().unwrap().len(), 2);
     assert_eq!(export["accessTokens"][0]["name"], "spreadsheet");
-    assert_eq!(export["webhooks"][0]["url"], "http://127.0.0.1:9/hook");
+    let hook_url = export["webhooks"][0]["url"].as_str().unwrap();
+    assert!(
+        hook_url.starts_with("http://127.0.0.1:") && hook_url.ends_with("/hook"),
+        "{hook_url}"
+    );
     assert_eq!(export["webhooks"][0]["eventTypes"], json!(["board.passed"]));
     assert_eq!(
         export["accessTokens"][0]["scopes"],

@@ -46,7 +46,17 @@ async fn receive(
     State(state): State<Arc<Mutex<ReceiverState>>>,
     headers: HeaderMap,
     body: Bytes,
-) -> StatusCode {
+) -> (StatusCode, String) {
+    // A subscription's verification: confirmed by echoing its challenge, not recorded.
+    if let Ok(message) = serde_json::from_slice::<Value>(&body)
+        && message["type"] == "webhook.verification"
+    {
+        let challenge = message["data"]["challenge"].as_str().unwrap_or_default();
+        return (
+            StatusCode::OK,
+            json!({ "challenge": challenge }).to_string(),
+        );
+    }
     let mut s = state.lock().unwrap();
     let taken = !s.failing;
     s.received.push(Received {
@@ -59,9 +69,9 @@ async fn receive(
         at: Instant::now(),
     });
     if taken {
-        StatusCode::NO_CONTENT
+        (StatusCode::NO_CONTENT, String::new())
     } else {
-        StatusCode::SERVICE_UNAVAILABLE
+        (StatusCode::SERVICE_UNAVAILABLE, String::new())
     }
 }
 
@@ -634,8 +644,9 @@ async fn events_arrive_signed_and_once_through_a_failing_receiver(app: TestApp) 
 
     // Latency from the event's commit (the API's answer) to the receiver's answer, by test
     // deliveries one after another.
+    // Fifteen: with the subscription's verification, within the hour's receiver checks.
     let mut latencies = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..15 {
         let before = receiver.all().len();
         let (status, queued) = send(
             &app,
@@ -1014,6 +1025,215 @@ async fn a_subscription_failing_for_days_is_disabled_and_the_driver_told(
     assert_eq!(resumed["data"]["failingSince"], Value::Null);
 }
 
+/// A receiver on loopback that takes every post with 204 and confirms nothing: any server
+/// that accepts posts, aimed at by a driver who does not run it.
+async fn accepting_server() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let app = Router::new().route("/hook", post(|| async { StatusCode::NO_CONTENT }));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{address}/hook")
+}
+
+/// A port on loopback where nothing listens.
+async fn closed_port_url() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{address}/hook")
+}
+
+async fn a_receiver_confirms_before_anything_is_sent_and_checks_are_limited(app: TestApp) {
+    let (token, _) = app.driver("Vera").await;
+    let create = |url: String| {
+        let (app, token) = (&app, &token);
+        async move {
+            send(
+                app,
+                Method::POST,
+                "/v1/webhooks",
+                token,
+                Some(json!({"url": url, "eventTypes": ["session.uploaded"]})),
+            )
+            .await
+        }
+    };
+    // A server that takes posts but never saw the challenge, and a closed port: both refused
+    // with 422 naming the url and the rule, and nothing is kept.
+    let (status, refused) = create(accepting_server().await).await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(
+        error_of(&refused).starts_with("url:") && error_of(&refused).contains("data.challenge"),
+        "{refused}"
+    );
+    let (status, refused) = create(closed_port_url().await).await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(error_of(&refused).contains("did not answer"), "{refused}");
+    let (_, list) = send(&app, Method::GET, "/v1/webhooks", &token, None).await;
+    assert_eq!(list["data"]["items"], json!([]));
+
+    // A receiver that echoes the challenge is subscribed.
+    let receiver = Receiver::start().await;
+    let (id, _) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
+
+    // A new URL must confirm too; the refused change leaves the subscription as it was.
+    let (status, refused) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        Some(json!({"url": accepting_server().await})),
+    )
+    .await;
+    assert_eq!(status, 422, "{refused}");
+    let (_, one) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(one["data"]["url"], receiver.url.as_str());
+
+    // Four checks so far (two refused creations, a creation, a refused change); tests count
+    // as checks too, and the hour's twentieth is the last let through.
+    let mut accepted = 0;
+    let limited = loop {
+        let res = app
+            .client
+            .post(format!("{}/v1/webhooks/{id}/test", app.address))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        if res.status() == 429 {
+            break res;
+        }
+        assert_eq!(res.status(), 202);
+        accepted += 1;
+        assert!(accepted <= 16, "no limit on tests");
+    };
+    assert_eq!(accepted, 16);
+    let retry_after: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=3600).contains(&retry_after), "{retry_after}");
+    let (status, _) = create(receiver.url.clone()).await;
+    assert_eq!(status, 429, "creations count against the same limit");
+    receiver
+        .wait_for(Duration::from_secs(30), "the 16 tests", |all| {
+            all.len() == 16
+        })
+        .await;
+}
+
+async fn a_password_change_pauses_subscriptions_until_the_owner_resumes(app: TestApp) {
+    let email = format!("{}@example.com", paddock_tests::unique("wren"));
+    let registered = app.register(&email, "correct horse battery").await;
+    let token = registered["accessToken"].as_str().unwrap().to_owned();
+    let receiver = Receiver::start().await;
+    let (id, _) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
+
+    let (status, changed) = send(
+        &app,
+        Method::POST,
+        "/v1/auth/password",
+        &token,
+        Some(json!({"currentPassword": "correct horse battery",
+                    "newPassword": "a new battery staple"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{changed}");
+    let (_, paused) = send(
+        &app,
+        Method::GET,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(paused["data"]["enabled"], false, "{paused}");
+    assert!(
+        paused["data"]["disabledReason"]
+            .as_str()
+            .unwrap()
+            .contains("password changed"),
+        "{paused}"
+    );
+    upload(&app, &token, "wren-1", 95_000).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(receiver.all().is_empty(), "{:#?}", receiver.all());
+
+    // Resumed by the owner: the receiver confirms again, and deliveries follow.
+    let (status, resumed) = send(
+        &app,
+        Method::PATCH,
+        &format!("/v1/webhooks/{id}"),
+        &token,
+        Some(json!({"enabled": true})),
+    )
+    .await;
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(resumed["data"]["disabledReason"], Value::Null);
+    upload(&app, &token, "wren-2", 94_000).await;
+    receiver
+        .wait_for(
+            Duration::from_secs(20),
+            "the upload after resuming",
+            |all| all.len() == 1,
+        )
+        .await;
+}
+
+/// Creations sent at once: the caps hold (10 subscriptions, 20 live personal access tokens).
+async fn creations_sent_at_once_hold_the_caps(backend: paddock_tests::Backend) {
+    let mut t = paddock_tests::ports(backend).await;
+    t.settings.webhook_checks_per_hour = 1000;
+    let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
+    let (token, _) = app.driver("Xan").await;
+    let receiver = Receiver::start().await;
+    let hooks = futures::future::join_all((0..40).map(|_| {
+        send(
+            &app,
+            Method::POST,
+            "/v1/webhooks",
+            &token,
+            Some(json!({"url": receiver.url, "eventTypes": ["board.passed"]})),
+        )
+    }))
+    .await;
+    let made = hooks.iter().filter(|(status, _)| *status == 201).count();
+    for (status, body) in &hooks {
+        assert!([201, 409, 503].contains(status), "{status}: {body}");
+    }
+    let (_, list) = send(&app, Method::GET, "/v1/webhooks", &token, None).await;
+    let listed = list["data"]["items"].as_array().unwrap().len();
+    assert_eq!(listed, made);
+    assert!((1..=10).contains(&listed), "{listed} subscriptions");
+
+    let tokens = futures::future::join_all((0..40).map(|i| {
+        send(
+            &app,
+            Method::POST,
+            "/v1/tokens",
+            &token,
+            Some(json!({"name": format!("bot {i}"), "scopes": ["sessions:read"]})),
+        )
+    }))
+    .await;
+    let made = tokens.iter().filter(|(status, _)| *status == 201).count();
+    for (status, body) in &tokens {
+        assert!([201, 409, 503].contains(status), "{status}: {body}");
+    }
+    let (_, list) = send(&app, Method::GET, "/v1/tokens", &token, None).await;
+    let listed = list["data"]["items"].as_array().unwrap().len();
+    assert_eq!(listed, made);
+    assert!((1..=20).contains(&listed), "{listed} tokens");
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         subscriptions_follow_their_rules,
@@ -1022,10 +1242,13 @@ paddock_tests::on_both_backends!(
         a_rotated_secret_signs_beside_the_old_during_its_grace,
         nothing_arrives_for_a_deleted_subscription_or_account,
         a_passed_driver_hears_of_it_once_per_window,
+        a_receiver_confirms_before_anything_is_sent_and_checks_are_limited,
+        a_password_change_pauses_subscriptions_until_the_owner_resumes,
     ],
     clocked: [a_subscription_failing_for_days_is_disabled_and_the_driver_told],
     ports: [
         loopback_needs_the_local_test_setting,
         a_redelivered_new_best_tells_nobody_twice,
+        creations_sent_at_once_hold_the_caps,
     ],
 );

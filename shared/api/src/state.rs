@@ -5,6 +5,7 @@ use std::sync::Arc;
 use http::HeaderValue;
 
 use paddock_clients::identity_providers::{self as providers, Providers};
+use paddock_clients::webhooks::HttpsWebhookClient;
 use paddock_core::coaching::llm::LanguageModel;
 use paddock_core::config::Settings;
 use paddock_core::identity::access_tokens::{AccessTokens, Claims};
@@ -13,6 +14,8 @@ use paddock_core::identity::signing_keys::{SigningKeyError, SigningKeys};
 use paddock_core::leaderboards::BoardCache;
 use paddock_core::metrics_readout::MetricsReadout;
 use paddock_core::ports::{MetricsSource, Ports};
+use paddock_core::webhooks::address::Policy;
+use paddock_core::webhooks::client::WebhookClient;
 
 /// The ports, settings and per-process caches, shared by every handler: the router hands each
 /// request its own clone, so the state is one pointer and a clone one reference count.
@@ -55,6 +58,9 @@ pub struct SharedState {
     /// [`AppState::with_metrics_source`] (the health function). Without it, `GET /metrics`
     /// renders this process's own registry (the local server).
     pub metrics_readout: Option<Arc<MetricsReadout>>,
+    /// The client that asks a webhook receiver to confirm a subscription; set by
+    /// [`AppState::with_webhook_client`] (the webhooks group).
+    webhook_client: Option<Arc<dyn WebhookClient>>,
 }
 
 impl AppState {
@@ -80,6 +86,7 @@ impl AppState {
             access_tokens: Arc::new(SigningKeys::default()),
             coach: None,
             metrics_readout: None,
+            webhook_client: None,
         }))
     }
 
@@ -100,6 +107,24 @@ impl AppState {
                 s.ports.secrets.clone(),
             ));
         })
+    }
+
+    /// The same state with the HTTPS client of webhook receivers, under the configured
+    /// address rules (`Webhooks__AllowLoopbackHttp`).
+    #[must_use]
+    pub fn with_webhook_client(self) -> Self {
+        self.changed(|s| {
+            let policy = Policy::of(&s.settings);
+            s.webhook_client = Some(Arc::new(HttpsWebhookClient::new(policy)));
+        })
+    }
+
+    /// The client of webhook receivers; without one (a process not given it), every receiver
+    /// reads as not answering.
+    pub fn webhook_client(&self) -> Arc<dyn WebhookClient> {
+        self.webhook_client
+            .clone()
+            .unwrap_or_else(|| Arc::new(paddock_core::webhooks::client::Unwired))
     }
 
     /// The same state with `GET /metrics` answered from `source` (read at most once per

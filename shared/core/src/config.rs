@@ -297,6 +297,9 @@ pub struct Settings {
     pub feed_posts_per_minute: u32,
     /// `Limits__ExportsPerHour`: data exports per driver an hour (default 6).
     pub exports_per_hour: u32,
+    /// `Limits__WebhookChecksPerHour`: requests a driver has the service send to webhook
+    /// receivers on demand (verifications and tests) an hour (default 20).
+    pub webhook_checks_per_hour: u32,
     /// `Limits__NewBoardsPerDay`: leaderboard submissions per driver a day that put the driver
     /// on a board they were not on (a track's or a car's; default 50).
     pub new_boards_per_day: u32,
@@ -431,6 +434,7 @@ impl Settings {
             uploads_per_minute: keys::LIMITS_UPLOADS_PER_MINUTE.default_number() as u32,
             feed_posts_per_minute: keys::LIMITS_FEED_POSTS_PER_MINUTE.default_number() as u32,
             exports_per_hour: keys::LIMITS_EXPORTS_PER_HOUR.default_number() as u32,
+            webhook_checks_per_hour: keys::LIMITS_WEBHOOK_CHECKS_PER_HOUR.default_number() as u32,
             new_boards_per_day: keys::LIMITS_NEW_BOARDS_PER_DAY.default_number() as u32,
             webhooks_allow_loopback_http: false,
             token_requests_per_minute: keys::LIMITS_TOKEN_REQUESTS_PER_MINUTE.default_number()
@@ -639,6 +643,10 @@ impl Settings {
         }
         if let Some(v) = get(keys::LIMITS_EXPORTS_PER_HOUR.name) {
             s.exports_per_hour = keys::LIMITS_EXPORTS_PER_HOUR.whole_number(&v)? as u32;
+        }
+        if let Some(v) = get(keys::LIMITS_WEBHOOK_CHECKS_PER_HOUR.name) {
+            s.webhook_checks_per_hour =
+                keys::LIMITS_WEBHOOK_CHECKS_PER_HOUR.whole_number(&v)? as u32;
         }
         if let Some(v) = get(keys::LIMITS_NEW_BOARDS_PER_DAY.name) {
             s.new_boards_per_day = keys::LIMITS_NEW_BOARDS_PER_DAY.whole_number(&v)? as u32;

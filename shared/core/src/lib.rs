@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod activity;
+pub mod capped_lists;
 pub mod coaching;
 pub mod config;
 pub mod driver_data;

@@ -42,7 +42,8 @@ impl Application {
             listener,
             state: AppState::new(ports, settings)
                 .with_identity_providers()
-                .with_coach(),
+                .with_coach()
+                .with_webhook_client(),
         })
     }
 

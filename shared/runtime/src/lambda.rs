@@ -169,6 +169,9 @@ pub fn serve(group: Group) -> impl Future<Output = Result<(), Error>> {
         if needs.coach {
             state = state.with_coach();
         }
+        if needs.webhook_receivers {
+            state = state.with_webhook_client();
+        }
         if let Some(source) = metrics {
             state = state.with_metrics_source(source);
         }

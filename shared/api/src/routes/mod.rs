@@ -64,6 +64,8 @@ pub struct Needs {
     pub coach: bool,
     /// The metrics store (CloudWatch in AWS), which `GET /metrics` reads.
     pub metrics: bool,
+    /// The HTTPS client of webhook receivers (a subscription's receiver confirms it).
+    pub webhook_receivers: bool,
 }
 
 impl Group {
@@ -133,7 +135,10 @@ impl Group {
                 ..secrets
             },
             // Secrets: the signing key of sign-in tokens.
-            Group::Webhooks => secrets,
+            Group::Webhooks => Needs {
+                webhook_receivers: true,
+                ..secrets
+            },
         }
     }
 

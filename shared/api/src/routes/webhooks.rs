@@ -15,12 +15,14 @@ use crate::http::auth_user::{Authorized, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::state::AppState;
+use paddock_core::rate_limits::LimitError;
 use paddock_core::webhooks::address::Policy;
 use paddock_core::webhooks::delivery::{self, Attempt};
 use paddock_core::webhooks::subscriptions::{
-    self, Changes, CreatedSubscription, NewSubscription, RotatedSecret, Subscription,
+    self, Changes, CreatedSubscription, NewSubscription, Receivers, RotatedSecret, Subscription,
     SubscriptionError,
 };
+use paddock_core::webhooks::verification::ReceiverChecks;
 
 /// The webhook routes.
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
@@ -42,6 +44,8 @@ fn refusal(e: SubscriptionError) -> ApiError {
         | SubscriptionError::BadGrace => ApiError::BadRequest(e.to_string()),
         SubscriptionError::TooMany => ApiError::Conflict(e.to_string()),
         SubscriptionError::NotFound => ApiError::NotFound(e.to_string()),
+        SubscriptionError::Unconfirmed(_) => ApiError::Unprocessable(e.to_string()),
+        SubscriptionError::TooManyChecks(limited) => LimitError::Limited(limited).into(),
         SubscriptionError::Store(s) => s.into(),
     }
 }
@@ -56,6 +60,13 @@ fn no_store(mut response: Response) -> Response {
 
 fn policy(state: &AppState) -> Policy {
     Policy::of(&state.settings)
+}
+
+/// How often a driver may have the service call receivers.
+fn checks(state: &AppState) -> ReceiverChecks {
+    ReceiverChecks {
+        per_hour: state.settings.webhook_checks_per_hour,
+    }
 }
 
 /// `POST /v1/webhooks` body.
@@ -101,7 +112,8 @@ fn description(raw: Option<String>) -> Result<String, ApiError> {
     subscriptions::parse_description(raw.as_deref().unwrap_or_default()).map_err(refusal)
 }
 
-/// Makes a webhook subscription; its signing secret is in this answer only.
+/// Makes a webhook subscription once its receiver answered the signed `webhook.verification`
+/// request with its `data.challenge`; its signing secret is in this answer only.
 #[utoipa::path(post, path = "/v1/webhooks", operation_id = "createWebhook", tag = "webhooks",
     security(("bearer" = ["webhooks"])),
     request_body(content = CreateWebhookRequest, description = "camelCase or PascalCase names", example = json!({
@@ -112,7 +124,9 @@ fn description(raw: Option<String>) -> Result<String, ApiError> {
               (status = 400, description = "A URL that is not https, holds credentials or resolves to a non-public address (the error names the rule), an unknown event type or a bad description"),
               (status = 401, description = "No valid token"),
               (status = 403, description = "A personal access token without the `webhooks` scope"),
-              (status = 409, description = "The driver already holds 10 subscriptions")))]
+              (status = 409, description = "The driver already holds 10 subscriptions"),
+              (status = 422, description = "The receiver did not confirm the signed `webhook.verification` request (it must answer 2xx with the request's `data.challenge` in its body)"),
+              (status = 429, description = "More than `Limits__WebhookChecksPerHour` receiver verifications and tests in an hour (Retry-After)")))]
 pub(crate) async fn create(
     State(state): State<AppState>,
     user: Authorized<scope::Webhooks>,
@@ -129,9 +143,15 @@ pub(crate) async fn create(
         event_types: event_types(types)?,
         description: description(body.description)?,
     };
-    let created = subscriptions::create(&state.ports, user.user_id(), new, policy(&state))
-        .await
-        .map_err(refusal)?;
+    let client = state.webhook_client();
+    let receivers = Receivers {
+        client: &*client,
+        checks: checks(&state),
+    };
+    let created =
+        subscriptions::create(&state.ports, user.user_id(), new, policy(&state), receivers)
+            .await
+            .map_err(refusal)?;
     Ok(no_store(with_status(StatusCode::CREATED, created)))
 }
 
@@ -204,7 +224,9 @@ pub(crate) struct ChangeWebhookRequest {
               (status = 400, description = "A field breaks its rule (as at creation)"),
               (status = 401, description = "No valid token"),
               (status = 403, description = "A personal access token without the `webhooks` scope"),
-              (status = 404, description = "The caller has no subscription of that id (or it changed meanwhile: read it again)")))]
+              (status = 404, description = "The caller has no subscription of that id (or it changed meanwhile: read it again)"),
+              (status = 422, description = "A new URL, or a resumed subscription, whose receiver did not confirm the signed `webhook.verification` request"),
+              (status = 429, description = "More than `Limits__WebhookChecksPerHour` receiver verifications and tests in an hour (Retry-After)")))]
 pub(crate) async fn change(
     State(state): State<AppState>,
     user: Authorized<scope::Webhooks>,
@@ -217,10 +239,21 @@ pub(crate) async fn change(
         description: body.description.map(|d| description(Some(d))).transpose()?,
         enabled: body.enabled,
     };
-    let subscription =
-        subscriptions::update(&state.ports, user.user_id(), &id, changes, policy(&state))
-            .await
-            .map_err(refusal)?;
+    let client = state.webhook_client();
+    let receivers = Receivers {
+        client: &*client,
+        checks: checks(&state),
+    };
+    let subscription = subscriptions::update(
+        &state.ports,
+        user.user_id(),
+        &id,
+        changes,
+        policy(&state),
+        receivers,
+    )
+    .await
+    .map_err(refusal)?;
     Ok(ok(subscription))
 }
 
@@ -259,13 +292,14 @@ pub(crate) struct TestQueued {
     responses((status = 202, description = "Queued for delivery", body = TestQueuedEnvelope),
               (status = 401, description = "No valid token"),
               (status = 403, description = "A personal access token without the `webhooks` scope"),
-              (status = 404, description = "The caller has no subscription of that id")))]
+              (status = 404, description = "The caller has no subscription of that id"),
+              (status = 429, description = "More than `Limits__WebhookChecksPerHour` receiver verifications and tests in an hour (Retry-After)")))]
 pub(crate) async fn send_test(
     State(state): State<AppState>,
     user: Authorized<scope::Webhooks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let webhook_id = subscriptions::send_test(&state.ports, user.user_id(), &id)
+    let webhook_id = subscriptions::send_test(&state.ports, user.user_id(), &id, checks(&state))
         .await
         .map_err(refusal)?;
     Ok(with_status(StatusCode::ACCEPTED, TestQueued { webhook_id }))

@@ -444,6 +444,12 @@ keys! {
         bounds: Some((1, 1_000_000)),
         meaning: "data exports (`GET /v1/profile/me/export`) per driver per hour; the next answers 429",
     }
+    LIMITS_WEBHOOK_CHECKS_PER_HOUR {
+        name: "Limits__WebhookChecksPerHour",
+        default: DefaultValue::Number(20),
+        bounds: Some((1, 1_000_000)),
+        meaning: "requests per driver per hour that the service sends to webhook receivers on the driver's demand: the verification of a new subscription, a changed URL or a resumed one, and `POST /v1/webhooks/{id}/test`; the next answers 429",
+    }
     LIMITS_TOKEN_REQUESTS_PER_MINUTE {
         name: "Limits__TokenRequestsPerMinute",
         default: DefaultValue::Number(120),

@@ -5,8 +5,9 @@
 //! freed for a new registration, the provider links are removed, every token family is
 //! revoked (every access token answers 401 on its next request, refresh and login fail) and
 //! an `account.deleted` event is put in the outbox. A driver with more sign-ins than one
-//! transaction holds has the rest revoked right after, and every personal access token is
-//! revoked too, before the answer.
+//! transaction holds has the rest revoked right after, and every other credential is ended
+//! too ([`credentials::end_all`]: exchange codes, personal access tokens, webhook
+//! subscriptions), before the answer.
 //!
 //! The event's consumer runs the deletion job, [`run`]: it walks the registry in
 //! [`ORDER`], deleting each kind in batches (a transaction holds at most 100 items; each
@@ -21,6 +22,7 @@ use utoipa::ToSchema;
 
 use super::{Driver, DriverData, Pages, USAGE_SCOPES, sk_after};
 use crate::events::{AccountDeleted, Event, EventKind, ProcessError};
+use crate::identity::credentials::{self, Cause};
 use crate::identity::refresh_tokens::{FAMILY_INDEX_PREFIX, family_key, token_key_of_hash};
 use crate::identity::users::{
     self, LINK_INDEX_PREFIX, StoredProfile, TOMBSTONE_SECS, email_key, identity_key, profile_key,
@@ -106,19 +108,16 @@ pub enum DeletionError {
 pub async fn start(ports: &Ports, user_id: &UserId) -> Result<DeletionTicket, DeletionError> {
     // The profile changed, a claim, link or family moved on: read again.
     let contended = |e: &DeletionError| matches!(e, DeletionError::Store(e) if is_conflict(e));
-    let (ticket, later) =
-        match retry_on_conflict(ROUNDS, contended, || delete_account(ports, user_id)).await {
-            Ok(Started::Before(ticket)) => return Ok(ticket),
-            Ok(Started::Now { ticket, later }) => (ticket, later),
-            Err(e) if contended(&e) => return Err(DeletionError::Contended),
-            Err(e) => return Err(e),
-        };
-    // More sign-ins than one transaction holds: the rest before the answer.
-    for family in later {
-        crate::identity::refresh_tokens::revoke_family(ports, &family).await?;
-    }
-    // Personal access tokens stop working before the answer too.
-    crate::identity::personal_tokens::revoke_all(ports, user_id).await?;
+    let ticket = match retry_on_conflict(ROUNDS, contended, || delete_account(ports, user_id)).await
+    {
+        Ok(Started::Before(ticket)) => return Ok(ticket),
+        Ok(Started::Now(ticket)) => ticket,
+        Err(e) if contended(&e) => return Err(DeletionError::Contended),
+        Err(e) => return Err(e),
+    };
+    // Every credential stops working before the answer: the sign-ins one transaction did not
+    // hold, and every other kind.
+    credentials::end_all(ports, user_id, Cause::Deletion).await?;
     forget_driver_in_process(user_id);
     crate::metrics::global()
         .account_deletions
@@ -132,11 +131,8 @@ pub async fn start(ports: &Ports, user_id: &UserId) -> Result<DeletionTicket, De
 enum Started {
     /// The account was deleted before (an earlier or a racing request): its ticket.
     Before(DeletionTicket),
-    /// This attempt deleted it; `later` are the sign-in families one transaction did not hold.
-    Now {
-        ticket: DeletionTicket,
-        later: Vec<String>,
-    },
+    /// This attempt deleted it.
+    Now(DeletionTicket),
 }
 
 /// One attempt at the immediate deletion: the profile marked deleted, the tombstone, the
@@ -214,7 +210,7 @@ async fn delete_account(ports: &Ports, user_id: &UserId) -> Result<Started, Dele
             condition: None,
         });
     }
-    let mut later = Vec::new();
+    // As many as the transaction holds; `credentials::end_all` revokes the rest after it.
     for family in live_families(ports, user_id).await? {
         let revoke = TxOp::Update {
             table: Table::Tokens,
@@ -224,8 +220,6 @@ async fn delete_account(ports: &Ports, user_id: &UserId) -> Result<Started, Dele
         };
         if ops.len() < MAX_TX_OPS {
             ops.push(revoke);
-        } else {
-            later.push(family);
         }
     }
     match ports.items.transact(ops).await {
@@ -241,7 +235,7 @@ async fn delete_account(ports: &Ports, user_id: &UserId) -> Result<Started, Dele
         }
         Err(e) => return Err(e.into()),
     }
-    Ok(Started::Now { ticket, later })
+    Ok(Started::Now(ticket))
 }
 
 fn ticket_of(profile: &StoredProfile) -> Option<DeletionTicket> {

@@ -14,6 +14,7 @@ pub mod export;
 
 use serde_json::Value;
 
+use crate::identity::credentials::Credential;
 use crate::identity::personal_tokens::TOKEN_INDEX_PREFIX;
 use crate::identity::users::User;
 use crate::ids::UserId;
@@ -77,8 +78,8 @@ pub enum DriverData {
     /// Stored coaching answers (`coaching`: `AI#<id>`).
     CoachingAnswers,
     /// Usage counters of the driver (`limits`:
-    /// `RL#<upload|ai|ai-tokens|sharepack-upload|feed-post|export>#<id>`): the AI usage and
-    /// the upload, feed-post and export rates.
+    /// `RL#<upload|ai|ai-tokens|sharepack-upload|feed-post|export|webhook-check>#<id>`): the
+    /// AI usage and the upload, feed-post, export and webhook receiver check rates.
     UsageCounters,
     /// Addresses the account signed in from and its failed-login counter (`limits`:
     /// `KNOWN#<account>` and `RL#login-failures#<account>`, the account named by its email's
@@ -127,6 +128,39 @@ impl DriverData {
         Self::PendingEvents,
         Self::Exports,
     ];
+
+    /// The credential this kind is, if it is one: what a takeover, a password change and the
+    /// account's deletion end ([`crate::identity::credentials`]). No wildcard: a new kind
+    /// says whether it grants access to the account or its events.
+    pub fn credential(self) -> Option<Credential> {
+        match self {
+            Self::SignIns | Self::RefreshTokens => Some(Credential::SignIns),
+            Self::ExchangeCodes => Some(Credential::ExchangeCodes),
+            Self::AccessTokens => Some(Credential::PersonalTokens),
+            Self::Webhooks => Some(Credential::WebhookSubscriptions),
+            // The password is removed or replaced by each of those paths itself, and provider
+            // links are the verified owner's own; the rest grants nothing.
+            Self::Profile
+            | Self::EmailSignIn
+            | Self::ProviderLinks
+            | Self::Sessions
+            | Self::UploadRecords
+            | Self::TrackJobs
+            | Self::TrackPoints
+            | Self::LeaderboardEntries
+            | Self::LapHistory
+            | Self::Feed
+            | Self::Achievements
+            | Self::SharePacks
+            | Self::SharePackObjects
+            | Self::CoachingAnswers
+            | Self::UsageCounters
+            | Self::SignInAddresses
+            | Self::RequestKeys
+            | Self::PendingEvents
+            | Self::Exports => None,
+        }
+    }
 
     /// The kind's name: its key in the export and its label in metrics and logs.
     pub fn name(self) -> &'static str {
@@ -252,7 +286,7 @@ pub fn exports_of(user: &UserId) -> String {
 }
 
 /// The rate-limit scopes counted per driver id (see [`DriverData::UsageCounters`]).
-pub(crate) const USAGE_SCOPES: [&str; 7] = [
+pub(crate) const USAGE_SCOPES: [&str; 8] = [
     "upload",
     "new-board",
     "ai",
@@ -260,6 +294,7 @@ pub(crate) const USAGE_SCOPES: [&str; 7] = [
     "sharepack-upload",
     "feed-post",
     "export",
+    crate::webhooks::verification::SCOPE,
 ];
 
 /// Whose data: the driver's id, and the name of their account in sign-in counters.
@@ -332,4 +367,33 @@ pub(crate) fn sk_after(item: &Item, prefix: &str) -> Option<String> {
         .as_str()?
         .strip_prefix(prefix)
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every credential kind is some kind of driver data, and every kind of driver data that
+    /// is a credential is ended by [`crate::identity::credentials::end_all`].
+    #[test]
+    fn the_credential_list_and_the_registry_agree() {
+        for credential in Credential::ALL {
+            assert!(
+                DriverData::ALL
+                    .iter()
+                    .any(|d| d.credential() == Some(credential)),
+                "{} is no kind of driver data",
+                credential.name()
+            );
+        }
+        for kind in DriverData::ALL {
+            if let Some(credential) = kind.credential() {
+                assert!(
+                    Credential::ALL.contains(&credential),
+                    "{} is a credential that end_all does not end",
+                    kind.name()
+                );
+            }
+        }
+    }
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::ids::UserId;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, TTL, TxOp, item};
+use crate::ports::items::{Condition, Key, Query, SK, StoreError, TTL, TxOp, item};
 use crate::tables::Table;
 
 /// Exchange-code lifetime.
@@ -109,4 +109,53 @@ pub async fn redeem(ports: &Ports, code: &str, verifier: &str) -> Result<UserId,
 fn constant_time_eq(a: &str, b: &str) -> bool {
     use subtle::ConstantTimeEq;
     a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+/// Deletes every outstanding code of `user_id` and its index row, so none can be exchanged
+/// for a sign-in afterwards; answers how many codes it deleted.
+pub(crate) async fn revoke_all(ports: &Ports, user_id: &UserId) -> Result<usize, StoreError> {
+    let mut revoked = 0;
+    let mut cursor = None;
+    loop {
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Tokens, format!("USER#{user_id}"))
+                    .begins_with(CODE_INDEX_PREFIX)
+                    .limit(50)
+                    .after(cursor),
+            )
+            .await?;
+        for row in &page.items {
+            let Some(hash) = row
+                .get(SK)
+                .and_then(Value::as_str)
+                .and_then(|sk| sk.strip_prefix(CODE_INDEX_PREFIX))
+            else {
+                continue;
+            };
+            // Only a code of this account; one already exchanged or expired is gone anyway.
+            match ports
+                .items
+                .delete(
+                    Table::Tokens,
+                    &code_key_of_hash(hash),
+                    Some(Condition::eq("userId", user_id.as_str())),
+                )
+                .await
+            {
+                Ok(Some(_)) => revoked += 1,
+                Ok(None) => {}
+                Err(e) if e.is_condition_failed_at(0) => {}
+                Err(e) => return Err(e),
+            }
+            if let Some(key) = Key::of(row) {
+                ports.items.delete(Table::Tokens, &key, None).await?;
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(revoked),
+        }
+    }
 }

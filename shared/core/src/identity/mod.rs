@@ -3,6 +3,7 @@
 
 pub mod access_tokens;
 pub mod claims;
+pub mod credentials;
 pub mod exchange_codes;
 pub mod fields;
 pub mod password_changes;

@@ -4,12 +4,13 @@
 //! must not be enough to lock the owner out); an account without one (provider sign-in, or
 //! taken over by the verified owner of its email) sets its first password. Every other
 //! sign-in of the account is revoked afterwards, so whoever knew the old password is out, and
-//! so is every personal access token (made by whoever held the account before).
+//! every other credential ends with them ([`credentials::end_all`]): exchange codes and
+//! personal access tokens are revoked, webhook subscriptions paused until the driver resumes
+//! them.
 
+use crate::identity::credentials::{self, Cause, Credential};
 use crate::identity::fields::{Email, Password};
 use crate::identity::passwords::{PasswordError, PasswordHasher};
-use crate::identity::personal_tokens;
-use crate::identity::refresh_tokens;
 use crate::identity::users;
 use crate::ids::UserId;
 use crate::ports::Ports;
@@ -49,6 +50,8 @@ pub struct PasswordChanged {
     pub revoked_sessions: usize,
     /// Personal access tokens of the account that were revoked.
     pub revoked_tokens: usize,
+    /// Webhook subscriptions of the account that were paused.
+    pub paused_webhooks: usize,
 }
 
 /// Sets `new` as the password of `user_id`, checking `current` when the account has one;
@@ -102,11 +105,10 @@ pub async fn set_password(
         Err(e) if e.is_condition_failed_at(0) => return Err(PasswordChangeError::Concurrent),
         Err(e) => return Err(e.into()),
     }
-    let revoked_sessions =
-        refresh_tokens::revoke_all_families(ports, user_id, Some(keep_family)).await?;
-    let revoked_tokens = personal_tokens::revoke_all(ports, user_id).await?;
+    let ended = credentials::end_all(ports, user_id, Cause::PasswordChange { keep_family }).await?;
     Ok(PasswordChanged {
-        revoked_sessions,
-        revoked_tokens,
+        revoked_sessions: ended.of(Credential::SignIns),
+        revoked_tokens: ended.of(Credential::PersonalTokens),
+        paused_webhooks: ended.of(Credential::WebhookSubscriptions),
     })
 }

@@ -21,9 +21,11 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+use crate::capped_lists::{CappedList, ListVersion};
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Item, Key, Query, SK, StoreError, TTL, TxOp, Update, item};
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
 /// What every token starts with.
@@ -389,15 +391,38 @@ fn is_live(row: &Item, now: i64) -> bool {
     row.get("revokedAt").is_none() && number(row, "expiresAt").is_some_and(|e| e > now)
 }
 
+/// Attempts of a creation that lost the list's version to concurrent creations.
+const CREATE_ROUNDS: u32 = 20;
+
 /// Makes a token for `user_id`. Each call makes a new token (a retried request makes a
-/// second one, which its driver can revoke). The live-token limit counts the rows read
-/// first: a driver's own creations sent at the same instant can each pass it, which costs
-/// nothing but their own list's length.
+/// second one, which its driver can revoke). The live-token limit holds under creations
+/// sent at once: see [`crate::capped_lists`].
 pub async fn create(
     ports: &Ports,
     user_id: &UserId,
     new: NewToken,
 ) -> Result<CreatedToken, TokenError> {
+    let lost_race = |e: &TokenError| matches!(e, TokenError::Store(e) if is_conflict(e));
+    match retry_on_conflict(CREATE_ROUNDS, lost_race, || {
+        create_once(ports, user_id, &new)
+    })
+    .await
+    {
+        // Lost every round: a conflict the client may retry, not a failure.
+        Err(TokenError::Store(StoreError::ConditionFailed { .. })) => {
+            Err(TokenError::Store(StoreError::Conflict))
+        }
+        outcome => outcome,
+    }
+}
+
+/// One attempt of [`create`]: the list's version, the count, the write.
+async fn create_once(
+    ports: &Ports,
+    user_id: &UserId,
+    new: &NewToken,
+) -> Result<CreatedToken, TokenError> {
+    let version = ListVersion::read(ports, user_id, CappedList::PersonalTokens).await?;
     let now = ports.clock.unix();
     let live = rows_of(ports, user_id)
         .await?
@@ -435,6 +460,7 @@ pub async fn create(
         },
         // A token made while the account is being deleted would outlive it.
         super::users::not_deleted_op(user_id),
+        version.advance_op(user_id),
     ];
     match ports.items.transact(ops).await {
         Ok(()) => {}
@@ -445,8 +471,8 @@ pub async fn create(
         token,
         info: TokenInfo {
             id: token_id,
-            name: new.name,
-            scopes: new.scopes,
+            name: new.name.clone(),
+            scopes: new.scopes.clone(),
             prefix,
             created_at: rfc3339(now),
             expires_at: rfc3339(expires_at),

@@ -7,13 +7,14 @@
 //! verified email that matches an account whose email was never verified takes the account
 //! over for its rightful owner: in one transaction the password is removed, the email is
 //! marked verified and the identity is linked (flagged as pending revocation); then every
-//! token family of the account is revoked, so the attacker's refresh and access tokens stop
-//! working, and the flag is cleared. A sign-in that finds the flag still set (the revocation
+//! credential of the account is ended ([`credentials::end_all`]): the attacker's sign-ins,
+//! exchange codes and personal access tokens stop working and their webhook subscriptions
+//! are deleted; and the flag is cleared. A sign-in that finds the flag still set (the revocation
 //! was interrupted) finishes it. The driver who really registered with that password sets a
 //! new one from the signed-in account (`POST /v1/auth/password`).
 
+use crate::identity::credentials::{self, Cause, Credential};
 use crate::identity::fields::{AvatarUrl, DisplayName, Email};
-use crate::identity::refresh_tokens;
 use crate::identity::users::{self, EmailClaim, IdentityLink, User};
 use crate::ids::UserId;
 use crate::ports::Ports;
@@ -194,19 +195,21 @@ fn new_user(identity: &ProviderIdentity, email: Option<&Email>, ports: &Ports) -
     )
 }
 
-/// Revokes every earlier sign-in of a taken-over account, then clears the link's flag.
+/// Ends every earlier credential of a taken-over account, then clears the link's flag.
 async fn finish_takeover(
     ports: &Ports,
     provider: &str,
     subject: &str,
     user_id: &UserId,
 ) -> Result<(), StoreError> {
-    let revoked = refresh_tokens::revoke_all_families(ports, user_id, None).await?;
+    let ended = credentials::end_all(ports, user_id, Cause::Takeover).await?;
     tracing::warn!(
         user_id = user_id.as_str(),
         provider,
-        revoked,
-        "account of an unverified email taken over by its verified owner: password removed, earlier sign-ins revoked"
+        sign_ins = ended.of(Credential::SignIns),
+        personal_tokens = ended.of(Credential::PersonalTokens),
+        webhook_subscriptions = ended.of(Credential::WebhookSubscriptions),
+        "account of an unverified email taken over by its verified owner: password removed, every earlier credential ended"
     );
     let cleared = ports
         .items

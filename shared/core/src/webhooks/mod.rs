@@ -22,6 +22,7 @@ pub mod client;
 pub mod delivery;
 pub mod signing;
 pub mod subscriptions;
+pub mod verification;
 
 use crate::ids::UserId;
 

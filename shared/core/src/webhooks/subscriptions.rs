@@ -9,13 +9,18 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::address::{self, Policy, Refused, WebhookUrl};
+use super::client::WebhookClient;
 use super::signing;
+use super::verification::{self, ReceiverChecks, Unconfirmed};
 use super::{EVENT_TYPES, partition};
+use crate::capped_lists::{CappedList, ListVersion};
 use crate::events::{Event, EventKind, WebhookDisabled, WebhookTest};
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
-use crate::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, item};
+use crate::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, Update, item};
+use crate::rate_limits::{LimitError, RateLimited};
+use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
 /// Subscriptions a driver may hold.
@@ -57,6 +62,12 @@ pub enum SubscriptionError {
     /// No subscription of that id is the caller's.
     #[error("no webhook subscription of that id")]
     NotFound,
+    /// The receiver did not confirm it wants the deliveries.
+    #[error(transparent)]
+    Unconfirmed(#[from] Unconfirmed),
+    /// The driver had the service call receivers too often (verifications and tests).
+    #[error(transparent)]
+    TooManyChecks(RateLimited),
     /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -170,6 +181,45 @@ fn wants_passed_key(user: &UserId) -> Key {
     Key::new(partition(user), WANTS_PASSED_SK)
 }
 
+impl From<LimitError> for SubscriptionError {
+    fn from(e: LimitError) -> Self {
+        match e {
+            LimitError::Limited(limited) => Self::TooManyChecks(limited),
+            LimitError::Store(e) => Self::Store(e),
+        }
+    }
+}
+
+/// What calls a subscription's receiver on the driver's demand (its verification): the
+/// client, and the limit on how often.
+#[derive(Clone, Copy)]
+pub struct Receivers<'a> {
+    /// The client that posts to receivers.
+    pub client: &'a dyn WebhookClient,
+    /// How often a driver may have the service call receivers.
+    pub checks: ReceiverChecks,
+}
+
+impl Receivers<'_> {
+    /// Counts a call of `user`'s, then asks the receiver at `url` to confirm (signed with
+    /// `secret`).
+    async fn confirm(
+        self,
+        ports: &Ports,
+        user: &UserId,
+        url: &str,
+        secret: &str,
+    ) -> Result<(), SubscriptionError> {
+        self.checks.admit(ports, user).await?;
+        let url = WebhookUrl::parse(url, self.client.policy())?;
+        verification::confirm(self.client, url, secret, ports.clock.now()).await?;
+        Ok(())
+    }
+}
+
+/// Attempts of a creation that lost the list's version to concurrent creations.
+const CREATE_ROUNDS: u32 = 20;
+
 /// The event types `raw` names, checked, deduplicated, in documented order.
 pub fn parse_event_types(raw: &[String]) -> Result<Vec<String>, SubscriptionError> {
     if raw.is_empty() {
@@ -278,15 +328,18 @@ pub(crate) async fn refresh_wants_passed(ports: &Ports, user: &UserId) -> Result
     }
 }
 
-/// Makes a subscription for `user`; the answer holds its secret, shown this once.
+/// Makes a subscription for `user` once its receiver confirmed it wants the deliveries
+/// ([`verification`]); the answer holds its secret, shown this once. The cap of
+/// [`MAX_PER_DRIVER`] holds under creations sent at once ([`crate::capped_lists`]).
 pub async fn create(
     ports: &Ports,
     user: &UserId,
     new: NewSubscription,
     policy: Policy,
+    receivers: Receivers<'_>,
 ) -> Result<CreatedSubscription, SubscriptionError> {
     let url = check_url(&new.url, policy).await?;
-    // Read when the request arrives: creations at the same instant may each pass it.
+    // A full list is told before the receiver is called.
     if stored_all(ports, user).await?.len() >= MAX_PER_DRIVER {
         return Err(SubscriptionError::TooMany);
     }
@@ -308,6 +361,37 @@ pub async fn create(
         previous_secret: None,
         previous_secret_until: None,
     };
+    receivers
+        .confirm(ports, user, &stored.shown.url, &stored.secret)
+        .await?;
+    let lost_race =
+        |e: &SubscriptionError| matches!(e, SubscriptionError::Store(e) if is_conflict(e));
+    match retry_on_conflict(CREATE_ROUNDS, lost_race, || write_new(ports, user, &stored)).await {
+        Ok(()) => {}
+        // Lost every round: a conflict the client may retry, not a failure.
+        Err(SubscriptionError::Store(StoreError::ConditionFailed { .. })) => {
+            return Err(StoreError::Conflict.into());
+        }
+        Err(e) => return Err(e),
+    }
+    refresh_wants_passed(ports, user).await?;
+    Ok(CreatedSubscription {
+        subscription: stored.shown,
+        secret: stored.secret,
+    })
+}
+
+/// Writes a confirmed new subscription if the driver's list has room, conditional on the
+/// list's version read before its count.
+async fn write_new(
+    ports: &Ports,
+    user: &UserId,
+    stored: &StoredSubscription,
+) -> Result<(), SubscriptionError> {
+    let version = ListVersion::read(ports, user, CappedList::WebhookSubscriptions).await?;
+    if stored_all(ports, user).await?.len() >= MAX_PER_DRIVER {
+        return Err(SubscriptionError::TooMany);
+    }
     let ops = vec![
         TxOp::Put {
             table: Table::Activity,
@@ -316,17 +400,15 @@ pub async fn create(
         },
         // A deleted account makes no subscriptions.
         crate::identity::users::not_deleted_op(user),
+        version.advance_op(user),
     ];
     match ports.items.transact(ops).await {
-        Ok(()) => {}
-        Err(StoreError::ConditionFailed { .. }) => return Err(SubscriptionError::NotFound),
-        Err(e) => return Err(e.into()),
+        Ok(()) => Ok(()),
+        Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(1) => {
+            Err(SubscriptionError::NotFound)
+        }
+        Err(e) => Err(e.into()),
     }
-    refresh_wants_passed(ports, user).await?;
-    Ok(CreatedSubscription {
-        subscription: stored.shown,
-        secret: stored.secret,
-    })
 }
 
 /// The driver's subscriptions, oldest first.
@@ -360,18 +442,23 @@ pub struct Changes {
     pub enabled: Option<bool>,
 }
 
-/// Changes one of the driver's subscriptions.
+/// Changes one of the driver's subscriptions. A new URL, and resuming a paused
+/// subscription, need the receiver's confirmation first ([`verification`]).
 pub async fn update(
     ports: &Ports,
     user: &UserId,
     id: &str,
     changes: Changes,
     policy: Policy,
+    receivers: Receivers<'_>,
 ) -> Result<Subscription, SubscriptionError> {
     let mut stored = stored_one(ports, user, id).await?;
     let before = stored.shown.updated_at.clone();
+    let mut unconfirmed = false;
     if let Some(raw) = &changes.url {
-        stored.shown.url = check_url(raw, policy).await?.as_str().to_owned();
+        let url = check_url(raw, policy).await?.as_str().to_owned();
+        unconfirmed |= url != stored.shown.url;
+        stored.shown.url = url;
     }
     if let Some(types) = changes.event_types {
         stored.shown.event_types = types;
@@ -383,8 +470,16 @@ pub async fn update(
         if enabled && !stored.shown.enabled {
             stored.shown.disabled_reason = None;
             stored.shown.failing_since = None;
+            unconfirmed = true;
         }
         stored.shown.enabled = enabled;
+    }
+    // Only what will receive deliveries is asked: a paused subscription's new URL is asked
+    // when it is resumed.
+    if unconfirmed && stored.shown.enabled {
+        receivers
+            .confirm(ports, user, &stored.shown.url, &stored.secret)
+            .await?;
     }
     stored.shown.updated_at = rfc3339(ports.clock.now());
     replace(ports, user, &stored, &before).await?;
@@ -472,8 +567,10 @@ pub async fn send_test(
     ports: &Ports,
     user: &UserId,
     id: &str,
+    checks: ReceiverChecks,
 ) -> Result<String, SubscriptionError> {
     stored_one(ports, user, id).await?;
+    checks.admit(ports, user).await?;
     let event = Event::new(
         EventKind::WebhookTest(WebhookTest {
             subscription_id: id.to_owned(),
@@ -483,6 +580,57 @@ pub async fn send_test(
     );
     ports.items.transact(vec![event.outbox_op()]).await?;
     Ok(event.id.to_string())
+}
+
+/// Pauses every enabled subscription of `user` with `reason` (they keep their settings; the
+/// driver resumes each, which asks its receiver again); answers how many it paused.
+pub(crate) async fn pause_all(
+    ports: &Ports,
+    user: &UserId,
+    reason: &str,
+) -> Result<usize, StoreError> {
+    let now = rfc3339(ports.clock.now());
+    let mut paused = 0;
+    for stored in stored_all(ports, user).await? {
+        if !stored.shown.enabled {
+            continue;
+        }
+        let update = Update::set("enabled", false)
+            .and_set("disabledReason", reason)
+            .and_set("updatedAt", now.as_str());
+        match ports
+            .items
+            .update(
+                Table::Activity,
+                &key(user, &stored.shown.id),
+                update,
+                Some(Condition::Exists),
+            )
+            .await
+        {
+            Ok(_) => paused += 1,
+            // Deleted meanwhile.
+            Err(e) if e.is_condition_failed_at(0) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    refresh_wants_passed(ports, user).await?;
+    Ok(paused)
+}
+
+/// Deletes every subscription of `user` (their history and markers go with the account's
+/// deletion or their expiry); answers how many it deleted.
+pub(crate) async fn delete_all(ports: &Ports, user: &UserId) -> Result<usize, StoreError> {
+    let mut deleted = 0;
+    for stored in stored_all(ports, user).await? {
+        ports
+            .items
+            .delete(Table::Activity, &key(user, &stored.shown.id), None)
+            .await?;
+        deleted += 1;
+    }
+    refresh_wants_passed(ports, user).await?;
+    Ok(deleted)
 }
 
 /// Turns off a subscription whose deliveries have all failed since `since`, and tells the
