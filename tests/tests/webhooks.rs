@@ -1213,6 +1213,7 @@ async fn creations_sent_at_once_hold_the_caps(backend: paddock_tests::Backend) {
     let listed = list["data"]["items"].as_array().unwrap().len();
     assert_eq!(listed, made);
     assert!((1..=10).contains(&listed), "{listed} subscriptions");
+    println!("40 subscription creations at once: {listed} made");
 
     let tokens = futures::future::join_all((0..40).map(|i| {
         send(
@@ -1232,6 +1233,7 @@ async fn creations_sent_at_once_hold_the_caps(backend: paddock_tests::Backend) {
     let listed = list["data"]["items"].as_array().unwrap().len();
     assert_eq!(listed, made);
     assert!((1..=20).contains(&listed), "{listed} tokens");
+    println!("40 token creations at once: {listed} made");
 }
 
 paddock_tests::on_both_backends!(
