@@ -1188,6 +1188,28 @@ async fn a_password_change_pauses_subscriptions_until_the_owner_resumes(app: Tes
         .await;
 }
 
+/// Sends 40 creations to `path` at once (the body of the i-th from `body`); answers how many
+/// were made, after checking each was made or refused as a cap or a lost race is, and that
+/// the list at `path` holds exactly those made.
+async fn create_at_once(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    body: impl Fn(usize) -> Value,
+) -> usize {
+    let answers = futures::future::join_all(
+        (0..40).map(|i| send(app, Method::POST, path, token, Some(body(i)))),
+    )
+    .await;
+    for (status, answer) in &answers {
+        assert!([201, 409, 503].contains(status), "{status}: {answer}");
+    }
+    let made = answers.iter().filter(|(status, _)| *status == 201).count();
+    let (_, list) = send(app, Method::GET, path, token, None).await;
+    assert_eq!(list["data"]["items"].as_array().unwrap().len(), made);
+    made
+}
+
 /// Creations sent at once: the caps hold (10 subscriptions, 20 live personal access tokens).
 async fn creations_sent_at_once_hold_the_caps(backend: paddock_tests::Backend) {
     let mut t = paddock_tests::ports(backend).await;
@@ -1195,45 +1217,23 @@ async fn creations_sent_at_once_hold_the_caps(backend: paddock_tests::Backend) {
     let app = paddock_tests::spawn_with(t.settings, t.ports, t.dir).await;
     let (token, _) = app.driver("Xan").await;
     let receiver = Receiver::start().await;
-    let hooks = futures::future::join_all((0..40).map(|_| {
-        send(
-            &app,
-            Method::POST,
-            "/v1/webhooks",
-            &token,
-            Some(json!({"url": receiver.url, "eventTypes": ["board.passed"]})),
-        )
-    }))
+    let hooks = create_at_once(
+        &app,
+        &token,
+        "/v1/webhooks",
+        |_| json!({"url": receiver.url, "eventTypes": ["board.passed"]}),
+    )
     .await;
-    let made = hooks.iter().filter(|(status, _)| *status == 201).count();
-    for (status, body) in &hooks {
-        assert!([201, 409, 503].contains(status), "{status}: {body}");
-    }
-    let (_, list) = send(&app, Method::GET, "/v1/webhooks", &token, None).await;
-    let listed = list["data"]["items"].as_array().unwrap().len();
-    assert_eq!(listed, made);
-    assert!((1..=10).contains(&listed), "{listed} subscriptions");
-    println!("40 subscription creations at once: {listed} made");
-
-    let tokens = futures::future::join_all((0..40).map(|i| {
-        send(
-            &app,
-            Method::POST,
-            "/v1/tokens",
-            &token,
-            Some(json!({"name": format!("bot {i}"), "scopes": ["sessions:read"]})),
-        )
-    }))
+    assert!((1..=10).contains(&hooks), "{hooks} subscriptions");
+    let tokens = create_at_once(
+        &app,
+        &token,
+        "/v1/tokens",
+        |i| json!({"name": format!("bot {i}"), "scopes": ["sessions:read"]}),
+    )
     .await;
-    let made = tokens.iter().filter(|(status, _)| *status == 201).count();
-    for (status, body) in &tokens {
-        assert!([201, 409, 503].contains(status), "{status}: {body}");
-    }
-    let (_, list) = send(&app, Method::GET, "/v1/tokens", &token, None).await;
-    let listed = list["data"]["items"].as_array().unwrap().len();
-    assert_eq!(listed, made);
-    assert!((1..=20).contains(&listed), "{listed} tokens");
-    println!("40 token creations at once: {listed} made");
+    assert!((1..=20).contains(&tokens), "{tokens} tokens");
+    println!("40 creations at once: {hooks} subscriptions made, {tokens} tokens made");
 }
 
 paddock_tests::on_both_backends!(
