@@ -358,6 +358,47 @@ async fn a_rotated_signing_key_keeps_earlier_tokens_valid_until_dropped(backend:
     assert_eq!(validate(&new_token).await, 200);
 }
 
+/// Two instances of the service over one secret: one reads a rotated key and signs with it;
+/// the other, which read the keys a moment before the rotation, accepts that token once its
+/// bound has passed instead of refusing it until its own refresh (300 s).
+async fn a_rotation_read_by_one_instance_signs_no_one_out_at_another(backend: Backend) {
+    let (app, _) = spawn_configured(backend, |_| {}).await;
+    let registered = app.register("rotation@example.com", PASSWORD).await;
+    let user: paddock_core::identity::users::User =
+        serde_json::from_value(registered["user"].clone()).unwrap();
+    let file = app.dir.path().join("secrets.json");
+    let secrets: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let old_key = secrets["jwtSigningKey"].as_str().unwrap().to_owned();
+    let rotated = json!({"jwtSigningKey": "the key after the rotation, longer than 32 characters",
+                         "jwtPreviousSigningKeys": old_key});
+    std::fs::write(&file, serde_json::to_vec(&rotated).unwrap()).unwrap();
+
+    // The second instance starts after the rotation and signs with the new key.
+    let other = paddock_api::state::AppState::new(app.ports.clone(), app.settings.clone());
+    let signer = other.access_tokens().await.unwrap();
+    let signed_in = registered["accessToken"].as_str().unwrap();
+    let payload = signed_in.split('.').nth(1).unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload)
+            .unwrap(),
+    )
+    .unwrap();
+    let (token, _) = signer.issue(
+        &user,
+        claims["sid"].as_str().unwrap(),
+        app.ports.clock.now(),
+    );
+    // The first instance read the keys when the driver registered; within the bound it does
+    // not read them again for an unknown key.
+    tokio::time::sleep(paddock_api::state::UNKNOWN_KEY_REREAD).await;
+    let res = app.get_auth("/v1/sessions", &token).await;
+    let (status, body) = envelope(res).await;
+    assert_eq!(
+        status, 200,
+        "the first instance refused the second's token: {body}"
+    );
+}
+
 async fn names_that_pose_as_someone_else_are_refused(backend: Backend) {
     let (app, _) = spawn_configured(backend, |_| {}).await;
     for name in ["Max\u{200B}", "\u{202E}xaM", "Ma\u{200D}x"] {
@@ -383,6 +424,7 @@ paddock_tests::on_both_backends!(
         probing_emails_through_registration_is_bounded_per_address,
         a_hashing_flood_is_answered_503_and_loses_nothing,
         a_rotated_signing_key_keeps_earlier_tokens_valid_until_dropped,
+        a_rotation_read_by_one_instance_signs_no_one_out_at_another,
         names_that_pose_as_someone_else_are_refused,
     ]
 );

@@ -1,6 +1,7 @@
 //! State shared by every handler.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::HeaderValue;
 
@@ -8,7 +9,7 @@ use paddock_clients::identity_providers::{self as providers, Providers};
 use paddock_clients::webhooks::HttpsWebhookClient;
 use paddock_core::coaching::llm::LanguageModel;
 use paddock_core::config::Settings;
-use paddock_core::identity::access_tokens::{AccessTokens, Claims};
+use paddock_core::identity::access_tokens::{AccessTokens, Claims, UNKNOWN_KEY};
 use paddock_core::identity::passwords::{PasswordError, PasswordHasher};
 use paddock_core::identity::signing_keys::{SigningKeyError, SigningKeys};
 use paddock_core::leaderboards::BoardCache;
@@ -16,6 +17,10 @@ use paddock_core::metrics_readout::MetricsReadout;
 use paddock_core::ports::{MetricsSource, Ports};
 use paddock_core::webhooks::address::Policy;
 use paddock_core::webhooks::client::WebhookClient;
+
+/// The shortest time between two reads of the signing keys caused by a token whose key id
+/// this instance does not know.
+pub const UNKNOWN_KEY_REREAD: Duration = Duration::from_secs(5);
 
 /// The ports, settings and per-process caches, shared by every handler: the router hands each
 /// request its own clone, so the state is one pointer and a clone one reference count.
@@ -182,13 +187,25 @@ impl AppState {
     ) -> Result<Result<Arc<Claims>, &'static str>, SigningKeyError> {
         let now = self.ports.clock.unix();
         let refresh = self.settings.secrets_refresh;
-        if let Some(verdict) = self
+        let verdict = match self
             .access_tokens
             .with_fresh(refresh, |tokens| tokens.verify(token, now))
         {
+            Some(verdict) => verdict,
+            None => self.access_tokens().await?.verify(token, now),
+        };
+        if verdict != Err(UNKNOWN_KEY) {
             return Ok(verdict);
         }
-        Ok(self.access_tokens().await?.verify(token, now))
+        // Signed by a key this instance has not read yet (another instance read a rotation
+        // first): the keys are read again, at most once per `UNKNOWN_KEY_REREAD`, so tokens
+        // naming made-up keys cannot make every request read the secret.
+        let reread = UNKNOWN_KEY_REREAD.min(refresh.max(Duration::from_secs(1)));
+        let tokens = self
+            .access_tokens
+            .get(self.ports.secrets.as_ref(), &self.settings.jwt, reread)
+            .await?;
+        Ok(tokens.verify(token, now))
     }
 
     /// The public base URL (for provider callbacks).

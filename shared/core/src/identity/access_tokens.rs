@@ -17,6 +17,9 @@ pub fn key_id(secret: &str) -> String {
     crate::hashing::sha256_hex(secret)[..16].to_owned()
 }
 
+/// Why a token is refused when its key id names none of the keys this process has read.
+pub const UNKNOWN_KEY: &str = "token not signed by this service";
+
 /// Signs with the current key and checks tokens signed by the current or a previous key,
 /// chosen by the token's `kid`.
 ///
@@ -115,7 +118,7 @@ impl AccessTokens {
             .kid
             .as_deref()
             .and_then(|kid| self.decoding.get(kid))
-            .ok_or("token not signed by this service")?;
+            .ok_or(UNKNOWN_KEY)?;
         // The validation pins HS256, so `none` and every other algorithm fail.
         let data = jsonwebtoken::decode::<Claims>(token, key, &self.validation)
             .map_err(|_| "invalid token")?;
