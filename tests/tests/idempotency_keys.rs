@@ -2,9 +2,11 @@
 //! /v1/sharepacks`): the same request sent again under its key makes one post or pack and is
 //! answered with it, concurrently too; another request under the key is refused; a malformed
 //! key is refused; another driver's key is another driver's; the minute's limit counts a keyed
-//! request once. On both adapter sets and through the functions.
+//! request once. A refused request sent again is refused from its key without the work being
+//! done again, and each send counts, so a client looping on it meets 429. On both adapter sets
+//! and through the functions.
 
-use paddock_tests::{TestApp, envelope, on_both_backends};
+use paddock_tests::{Backend, TestApp, envelope, on_both_backends};
 use serde_json::{Value, json};
 use std::io::Write;
 
@@ -210,9 +212,133 @@ async fn a_keyed_pack_sent_again_is_stored_once(app: TestApp) {
     assert_eq!(packs_of(&app, &token).await.len(), 2);
 }
 
+/// A ZIP whose one entry climbs out of the extraction folder.
+fn an_evil_zip() -> Vec<u8> {
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    w.start_file("../evil.txt", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    w.write_all(b"pwned").unwrap();
+    w.finish().unwrap().into_inner()
+}
+
+/// Splits answers into the refusals before the first 429 and what follows.
+fn refused_then_limited(answers: &[(u16, Value)], refused: u16) -> usize {
+    let before = answers.iter().take_while(|(s, _)| *s == refused).count();
+    assert!(
+        answers[before..].iter().all(|(s, _)| *s == 429),
+        "only 429s after the refusals: {answers:?}"
+    );
+    let first = &answers[0].1["error"];
+    assert!(
+        answers[..before].iter().all(|(_, b)| &b["error"] == first),
+        "every refusal the first one: {answers:?}"
+    );
+    before
+}
+
+/// One refused pack sent 25 times under one key: refused from the key, each send counted, so
+/// the eleventh in a minute meets 429 (the limit is 10); the key still names that request.
+async fn a_refused_pack_sent_again_meets_the_limit(app: TestApp) {
+    let (token, _) = app.driver("Looper").await;
+    let evil = an_evil_zip();
+    let mut answers = Vec::new();
+    for _ in 0..25 {
+        answers.push(pack(&app, &token, "bad-1", "setups", evil.clone()).await);
+    }
+    assert_eq!(refused_then_limited(&answers, 422), 10);
+    let error = answers[0].1["error"].as_str().unwrap();
+    assert!(
+        error.contains("entry \"../evil.txt\"") && error.contains("parent folder"),
+        "{error}"
+    );
+    assert!(
+        answers[10].1["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("too many requests")
+    );
+    // Another request under the key is still told so, limit or not.
+    let (status, b) = pack(&app, &token, "bad-1", "setups", a_zip("fine")).await;
+    assert_eq!(status, 422, "{b}");
+    assert!(
+        b["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Idempotency-Key: was sent with a different request"),
+        "{b}"
+    );
+    assert!(packs_of(&app, &token).await.is_empty());
+}
+
+/// The same for a refused post: its refusal is kept with the key and answered again, each
+/// send counted against the 10 posts a minute; the key cannot then name another post.
+async fn a_refused_post_sent_again_meets_the_limit(app: TestApp) {
+    let (token, _) = app.driver("Blank").await;
+    let blank = json!({"title": "   ", "subtitle": "no title"});
+    let mut answers = Vec::new();
+    for _ in 0..12 {
+        answers.push(post(&app, &token, Some("blank-1"), &blank).await);
+    }
+    assert_eq!(refused_then_limited(&answers, 400), 10);
+    assert_eq!(
+        answers[0].1["error"], "title: must not be empty",
+        "{answers:?}"
+    );
+    let (status, b) = post(&app, &token, Some("blank-1"), &json!({"title": "Fixed"})).await;
+    assert_eq!(status, 422, "{b}");
+    assert!(posts_of(&app, &token).await.is_empty());
+}
+
+/// A repeat of a refused pack is answered from the key, not checked again: under looser limits
+/// the same bytes would pass, and the repeat is still refused as the first was.
+async fn a_refused_pack_is_not_checked_again(backend: Backend) {
+    use paddock_core::problems::Problems;
+    use paddock_core::request_keys::RequestKey;
+    use paddock_core::sharepacks::packs::{self, Labels, PackError};
+    let t = paddock_tests::ports(backend).await;
+    let user = paddock_core::ids::UserId::from("u-repeat");
+    let loose = t.settings.sharepacks.clone();
+    let mut strict = loose.clone();
+    strict.max_entries = 2;
+    let labels = || Labels::parse(&mut Problems::default(), Some("three".into()), None).unwrap();
+    let mut w = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    for name in ["a.txt", "b.txt", "c.txt"] {
+        w.start_file(name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(b"x").unwrap();
+    }
+    let three = bytes::Bytes::from(w.finish().unwrap().into_inner());
+    let key = RequestKey::parse("three-1").unwrap();
+    let first = packs::create_direct(
+        &t.ports,
+        &strict,
+        &user,
+        labels(),
+        three.clone(),
+        Some(&key),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(first, PackError::Zip(_)), "{first}");
+    let again = packs::create_direct(&t.ports, &loose, &user, labels(), three.clone(), Some(&key))
+        .await
+        .unwrap_err();
+    assert!(matches!(again, PackError::Refused(_)), "{again}");
+    assert_eq!(again.to_string(), first.to_string());
+    // Checked, the same bytes pass those limits.
+    let pack = packs::create_direct(&t.ports, &loose, &user, labels(), three, None)
+        .await
+        .unwrap();
+    assert_eq!(pack.entry_count, 3);
+}
+
 on_both_backends!(plain: [
     a_keyed_post_sent_again_is_posted_once,
     a_key_sent_with_another_request_is_refused,
     a_keyed_request_counts_once_against_the_minute,
     a_keyed_pack_sent_again_is_stored_once,
+    a_refused_pack_sent_again_meets_the_limit,
+    a_refused_post_sent_again_meets_the_limit,
+], ports: [
+    a_refused_pack_is_not_checked_again,
 ]);

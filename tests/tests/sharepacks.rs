@@ -535,10 +535,48 @@ fn hostile_packs() -> Vec<(&'static str, Vec<u8>, &'static str, &'static str)> {
             "entry \"cafe\\u{301}.txt\"",
             "clashes with entry \"caf\u{e9}.txt\" (the same path once Unicode-normalized",
         ),
+        (
+            // Lower-casing keeps a long s; case folding makes it an s, as a file system that
+            // ignores case may.
+            "a long s beside an s",
+            raw_zip(&[
+                Raw::file("setup.json", b"good").utf8(),
+                Raw::file("\u{17f}etup.json", b"evil").utf8(),
+            ]),
+            "entry \"\u{17f}etup.json\"",
+            "clashes with entry \"setup.json\" (the same path once Unicode-normalized and case-folded",
+        ),
+        (
+            "nested archives holding more entries together than a pack may",
+            nested_entries(3, 900),
+            "entry \"team-2.zip\" is a ZIP archive, and in it",
+            "the pack and the archives in it hold at least 2703 entries; at most 2000 in all",
+        ),
     ]
     .into_iter()
     .chain(hidden_entry_packs())
     .collect()
+}
+
+/// A pack of `archives` ZIPs of `entries` entries each: each under the entry cap, together
+/// past it.
+fn nested_entries(archives: usize, entries: usize) -> Vec<u8> {
+    let names: Vec<String> = (0..entries).map(|i| format!("lap-{i}.json")).collect();
+    let inner = zip_of(
+        &names
+            .iter()
+            .map(|n| (n.as_str(), b"{}".to_vec()))
+            .collect::<Vec<_>>(),
+    );
+    let outer: Vec<(String, Vec<u8>)> = (0..archives)
+        .map(|i| (format!("team-{i}.zip"), inner.clone()))
+        .collect();
+    zip_of(
+        &outer
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.clone()))
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// Every hostile pack is refused with a 422 naming the entry and the rule, sent directly or
@@ -1290,6 +1328,59 @@ async fn quotas_hold(app: TestApp) {
     assert_eq!(app.ports.blobs.list("packs/").await.unwrap().len(), 2);
 }
 
+/// The minute's upload limit counts attempts, not successes: a pack refused by the check, a
+/// body too large, a bad name, and a pack through an upload URL whose completion is refused
+/// each take a place (the limit is 4 here).
+async fn refused_uploads_count_against_the_minute(app: TestApp) {
+    let (token, _) = app.driver("Looper").await;
+    let (status, res) = upload(&app, &token, "x", b"not a zip".to_vec()).await;
+    assert_eq!(status, 422, "{res}");
+    let (status, res) = upload(&app, &token, "x", vec![0u8; 512 * 1024 + 1]).await;
+    assert_eq!(status, 413, "{res}");
+    let (status, res) = upload(&app, &token, "", a_pack()).await;
+    assert_eq!(status, 400, "{res}");
+    let (status, res) = upload(&app, &token, "x", vec![0u8; 512 * 1024 + 1]).await;
+    assert_eq!(status, 413, "{res}");
+    // Four refused attempts: a good pack now waits for the minute to pass.
+    let (status, res) = upload(&app, &token, "good", a_pack()).await;
+    assert_eq!(status, 429, "the fifth attempt in a minute: {res}");
+    assert!(
+        res["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("too many requests"),
+        "{res}"
+    );
+    no_pack_objects(&app).await;
+
+    // Through upload URLs: each refused completion was an attempt.
+    let (other, _) = app.driver("Big looper").await;
+    let bad = stored_zip("../evil.txt", b"x");
+    for n in 0..4 {
+        let ticket = start(&app, &other, &bad, &sha(&bad)).await;
+        assert_eq!(
+            put(ticket["uploadUrl"].as_str().unwrap(), bad.clone()).await,
+            200
+        );
+        let id = ticket["id"].as_str().unwrap();
+        let (status, res) = complete_request(&app, &other, id).await;
+        assert_eq!(status, 422, "completion {n}: {res}");
+        // Refused, the pack is gone: completing it again checks nothing.
+        let (status, res) = complete_request(&app, &other, id).await;
+        assert_eq!(status, 404, "completion {n} again: {res}");
+    }
+    let body = json!({"name": "Big", "sizeBytes": bad.len(), "sha256": sha(&bad)});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/sharepacks/uploads", &body, &other)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 429, "the fifth upload started in a minute: {res}");
+    let (status, res) = upload(&app, &other, "good", a_pack()).await;
+    assert_eq!(status, 429, "a direct upload shares the limit: {res}");
+    no_pack_objects(&app).await;
+}
+
 fn limits(s: &mut paddock_core::config::Settings) {
     s.sharepacks.max_direct_bytes = 512 * 1024;
     s.sharepacks.max_entries = 10;
@@ -1351,6 +1442,11 @@ macro_rules! configured {
                 let (app, _) = spawn_configured(Backend::$backend, limits).await;
                 super::quotas_hold(app).await;
             }
+            #[tokio::test(flavor = "multi_thread")]
+            async fn refused_uploads_count_against_the_minute() {
+                let (app, _) = spawn_configured(Backend::$backend, limits).await;
+                super::refused_uploads_count_against_the_minute(app).await;
+            }
         }
     };
 }
@@ -1396,5 +1492,10 @@ mod functions {
     #[tokio::test(flavor = "multi_thread")]
     async fn quotas_hold() {
         super::quotas_hold(spawn_functions_with(LIMITS).await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn refused_uploads_count_against_the_minute() {
+        super::refused_uploads_count_against_the_minute(spawn_functions_with(LIMITS).await).await;
     }
 }

@@ -7,6 +7,11 @@
 //! same request gets the same id and time back, so the write it repeats lands on the same key
 //! and finds its own earlier result; a repeat with another request under the same key is
 //! refused rather than answered with something the client did not ask for.
+//!
+//! A request refused for what it holds (a field that breaks a rule, a ZIP that fails its
+//! check) leaves its refusal in the key's record ([`refuse`]): a repeat is refused again from
+//! there, without redoing the work that refused it. Refusals that depend on the moment (a
+//! limit, a quota, a backing service) are not kept, so a repeat after them is tried again.
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -16,7 +21,7 @@ use time::OffsetDateTime;
 use crate::hashing::hex;
 use crate::ids::UserId;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, TTL, decode, item};
+use crate::ports::items::{Condition, Key, StoreError, TTL, Update, decode, item};
 use crate::tables::Table;
 
 /// How long a key is remembered: a client retries within minutes, a day covers a device that
@@ -79,6 +84,39 @@ pub struct Claim {
     pub at: OffsetDateTime,
     /// Whether an earlier request claimed the key (this one repeats it).
     pub repeat: bool,
+    /// How an earlier request under the key was refused, if it was: the answer to repeat.
+    pub refused: Option<Refusal>,
+}
+
+/// Which answer a kept refusal is (the API answers [`Self::Invalid`] with 400 and
+/// [`Self::Unacceptable`] with 422).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum RefusalKind {
+    /// A field breaks a rule.
+    Invalid,
+    /// Well-formed, and refused for what it holds (a ZIP that fails its check).
+    Unacceptable,
+}
+
+/// A refusal kept with its key: the kind of answer and its message, as first answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct Refusal {
+    /// The kind of answer (its status).
+    pub kind: RefusalKind,
+    /// The message the first request got.
+    pub message: String,
+}
+
+impl Refusal {
+    /// A refusal of `kind` with `message`.
+    pub fn new(kind: RefusalKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
 }
 
 /// Why a request's key could not be claimed.
@@ -105,6 +143,9 @@ struct KeyRecord {
     resource_id: String,
     /// Unix milliseconds.
     received_ms: i64,
+    /// How the request was refused, once it was ([`refuse`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refusal: Option<Refusal>,
 }
 
 /// The partition of `user`'s keys.
@@ -141,6 +182,7 @@ pub async fn claim(
         request: request.into(),
         resource_id: fresh_id(),
         received_ms,
+        refusal: None,
     };
     let mut attributes = serde_json::to_value(&record).expect("a key record serialises");
     attributes[TTL] = json!(now.unix_timestamp() + KEPT_SECS);
@@ -174,7 +216,43 @@ pub async fn claim(
         id: record.resource_id,
         at,
         repeat,
+        refused: record.refusal,
     })
+}
+
+/// Keeps `refusal` with `user`'s claimed `key` of `operation` for `request` (a [`digest`]), so
+/// that a repeat is answered with it ([`Claim::refused`]). Written on condition that the key
+/// still stands for that request: sent again, it writes the same; on a key that expired in
+/// between, it writes nothing (the repeat then starts afresh).
+pub async fn refuse(
+    ports: &Ports,
+    user: &UserId,
+    operation: Operation,
+    key: &RequestKey,
+    request: &str,
+    refusal: &Refusal,
+) -> Result<(), StoreError> {
+    let k = Key::new(partition(user), format!("{}#{}", operation.name(), key.0));
+    let kept = ports
+        .items
+        .update(
+            Table::Limits,
+            &k,
+            Update::set(
+                "refusal",
+                serde_json::to_value(refusal).expect("a refusal serialises"),
+            ),
+            Some(Condition::And(vec![
+                Condition::Exists,
+                Condition::eq("operation", operation.name()),
+                Condition::eq("request", request),
+            ])),
+        )
+        .await;
+    match kept {
+        Ok(_) | Err(StoreError::ConditionFailed { .. }) => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]

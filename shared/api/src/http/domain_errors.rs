@@ -2,7 +2,7 @@
 //! ports) with the status and message the client gets. Handlers only use `?`.
 
 use super::error::ApiError;
-use paddock_core::activity::feed::FeedReadError;
+use paddock_core::activity::feed::{FeedReadError, PostError};
 use paddock_core::coaching::coach::CoachError;
 use paddock_core::coaching::llm::LlmError;
 use paddock_core::identity::passwords::PasswordError;
@@ -12,7 +12,7 @@ use paddock_core::leaderboards::submit_lap::SubmitLapError;
 use paddock_core::ports::{BlobError, QueueError, SecretError, StoreError};
 use paddock_core::problems::FieldProblems;
 use paddock_core::rate_limits::{LimitError, RateLimited};
-use paddock_core::request_keys::KeyError;
+use paddock_core::request_keys::{KeyError, Refusal, RefusalKind};
 use paddock_core::sessions::CreateError;
 use paddock_core::sharepacks::packs::PackError;
 use paddock_core::tracks::maps::MapReadError;
@@ -38,6 +38,15 @@ impl From<KeyError> for ApiError {
         match e {
             KeyError::Reused => Self::Unprocessable(e.to_string()),
             KeyError::Store(s) => s.into(),
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(r: Refusal) -> Self {
+        match r.kind {
+            RefusalKind::Invalid => Self::BadRequest(r.message),
+            RefusalKind::Unacceptable => Self::Unprocessable(r.message),
         }
     }
 }
@@ -150,6 +159,7 @@ impl From<PackError> for ApiError {
             },
             PackError::NotFound => Self::NotFound(e.to_string()),
             PackError::Busy => Self::Conflict(e.to_string()),
+            PackError::Refused(r) => r.into(),
             PackError::Store(s) => s.into(),
             PackError::Blob(b) => b.into(),
             PackError::Io(io) => {
@@ -164,6 +174,17 @@ impl From<MapReadError> for ApiError {
         match e {
             MapReadError::Store(e) => e.into(),
             MapReadError::Blob(e) => e.into(),
+        }
+    }
+}
+
+impl From<PostError> for ApiError {
+    fn from(e: PostError) -> Self {
+        match e {
+            PostError::Invalid(p) => p.into(),
+            PostError::Refused(r) => r.into(),
+            PostError::Limited(l) => l.into(),
+            PostError::Key(k) => k.into(),
         }
     }
 }

@@ -15,8 +15,7 @@ use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
 use paddock_core::activity::achievements::{self, CatalogEntry, DriverAchievement};
-use paddock_core::activity::feed::{self, FeedPost};
-use paddock_core::rate_limits::{self, Limit};
+use paddock_core::activity::feed;
 
 /// The feed and achievements routes.
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
@@ -72,29 +71,25 @@ pub(crate) struct FeedPostRequest {
         "title": "New best lap at Monza", "subtitle": "1:47.345 in the Ferrari 296 GT3"})),
     params(IdempotencyKeyHeader),
     responses((status = 201, description = "Posted (or, for a repeated `Idempotency-Key`, what the first request posted)", body = FeedEntryEnvelope),
-              (status = 400, description = "Every problem, by field"),
+              (status = 400, description = "Every problem, by field (under an `Idempotency-Key`, a repeat of a refused post gets the first answer again)"),
               (status = 401, description = "No valid token"),
               (status = 422, description = "The `Idempotency-Key` was sent with another request"),
-              (status = 429, description = "More than `Limits__FeedPostsPerMinute` posts in a minute (Retry-After)")))]
+              (status = 429, description = "More than `Limits__FeedPostsPerMinute` posts in a minute (Retry-After); under an `Idempotency-Key` a refused post and each repeat of it count too")))]
 pub(crate) async fn post_feed(
     State(state): State<AppState>,
     user: AuthUser,
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<FeedPostRequest>,
 ) -> Result<Response, ApiError> {
-    let post = FeedPost::parse(body.title, body.subtitle)?;
-    // Counted once the post is valid: a refused one costs the driver nothing; a request sent
-    // again under its key counts once.
-    let limits = [Limit::new("n", state.settings.feed_posts_per_minute)];
-    let subject = user.user_id().as_str();
-    match &key {
-        Some(k) => {
-            rate_limits::hit_once(&state.ports, "feed-post", subject, 60, &limits, k.as_str())
-                .await?;
-        }
-        None => rate_limits::hit(&state.ports, "feed-post", subject, 60, &limits).await?,
-    };
-    let entry = feed::post(&state.ports, user.user_id(), post, key.as_ref()).await?;
+    let entry = feed::post_request(
+        &state.ports,
+        user.user_id(),
+        body.title,
+        body.subtitle,
+        key.as_ref(),
+        state.settings.feed_posts_per_minute,
+    )
+    .await?;
     Ok(with_status(StatusCode::CREATED, entry))
 }
 

@@ -143,6 +143,23 @@ pub(crate) async fn upload(
     request: Request,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
+    let owner = user.user_id();
+    let (labels, bytes) = match read_upload(&state, request).await {
+        Ok(read) => read,
+        Err(refused) => {
+            // An attempt refused here counts as one refused by the check would.
+            packs::count_refused_attempt(&state.ports, limits, owner).await?;
+            return Err(refused);
+        }
+    };
+    let pack =
+        packs::create_direct(&state.ports, limits, owner, labels, bytes, key.as_ref()).await?;
+    Ok(with_status(StatusCode::CREATED, pack))
+}
+
+/// The labels and the ZIP of a direct upload, in either form, within the direct-upload size.
+async fn read_upload(state: &AppState, request: Request) -> Result<(Labels, Bytes), ApiError> {
+    let limits = &state.settings.sharepacks;
     let content_type = request
         .headers()
         .get(header::CONTENT_TYPE)
@@ -164,7 +181,7 @@ pub(crate) async fn upload(
         let labels = labels(query.name, query.description)?;
         (labels, read_capped(body, limits.max_direct_bytes).await?)
     } else if content_type.starts_with("multipart/form-data") {
-        let mut form = Multipart::from_request(request, &state)
+        let mut form = Multipart::from_request(request, state)
             .await
             .map_err(|e| ApiError::BadRequest(format!("body: {}", e.body_text())))?;
         let (mut name, mut description, mut file) = (None, None, None);
@@ -200,10 +217,7 @@ pub(crate) async fn upload(
             "send the pack as application/zip (with ?name=) or as multipart/form-data".into(),
         ));
     };
-    let owner = user.user_id();
-    let pack =
-        packs::create_direct(&state.ports, limits, owner, labels, bytes, key.as_ref()).await?;
-    Ok(with_status(StatusCode::CREATED, pack))
+    Ok((labels, bytes))
 }
 
 /// `POST /v1/sharepacks/uploads` body.

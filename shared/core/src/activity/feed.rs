@@ -22,7 +22,8 @@ use crate::ports::items::{
     Condition, Key, Query, StoreError, TTL, TxOp, decode, decode_cursor, encode_cursor, item,
 };
 use crate::problems::{FieldProblems, Problems};
-use crate::request_keys::{self, KeyError, Operation, RequestKey};
+use crate::rate_limits::{self, Limit, LimitError};
+use crate::request_keys::{self, Claim, KeyError, Operation, Refusal, RefusalKind, RequestKey};
 use crate::tables::Table;
 
 /// Entries older than this are hidden and then removed.
@@ -151,6 +152,11 @@ fn post_text(raw: &str, min: usize, max: usize) -> Result<String, String> {
 }
 
 impl FeedPost {
+    /// The digest an `Idempotency-Key` keeps of the post.
+    fn digest(&self) -> String {
+        request_keys::digest(&[self.title.as_bytes(), self.subtitle.as_bytes()])
+    }
+
     /// Parses a post: `title` is required (at most 100 characters, not blank), `subtitle`
     /// optional (at most 280); both trimmed.
     pub fn parse(title: Option<String>, subtitle: Option<String>) -> Result<Self, FieldProblems> {
@@ -167,6 +173,82 @@ impl FeedPost {
     }
 }
 
+/// Why a driver's post was not posted.
+#[derive(Debug, thiserror::Error)]
+pub enum PostError {
+    /// A field breaks a rule.
+    #[error(transparent)]
+    Invalid(#[from] FieldProblems),
+    /// A repeat under an `Idempotency-Key` whose first request was refused: that refusal.
+    #[error("{0}")]
+    Refused(Refusal),
+    /// The minute's posts are spent (or the limit's store failed).
+    #[error(transparent)]
+    Limited(#[from] LimitError),
+    /// The key names another request (or the store failed).
+    #[error(transparent)]
+    Key(#[from] KeyError),
+}
+
+/// The scope of the posts-a-minute limit.
+const LIMIT_SCOPE: &str = "feed-post";
+
+/// `user_id`'s post as sent (`title`, `subtitle`), at most `per_minute` a minute: checked,
+/// counted, posted. Without a key a refused post costs nothing (it never reaches the store).
+/// Under a `key` the request is posted once however often it is sent (counted once), and a
+/// refused one is refused again from its key's record, counted each time: a client sending it
+/// again and again meets 429.
+pub async fn post_request(
+    ports: &Ports,
+    user_id: &UserId,
+    title: Option<String>,
+    subtitle: Option<String>,
+    key: Option<&RequestKey>,
+    per_minute: u32,
+) -> Result<FeedEntry, PostError> {
+    let limits = [Limit::new("n", per_minute)];
+    let subject = user_id.as_str();
+    let Some(key) = key else {
+        let parsed = FeedPost::parse(title, subtitle)?;
+        rate_limits::hit(ports, LIMIT_SCOPE, subject, 60, &limits).await?;
+        return Ok(post(ports, user_id, parsed, None).await?);
+    };
+    let parsed = FeedPost::parse(title.clone(), subtitle.clone());
+    let request = if let Ok(post) = &parsed {
+        post.digest()
+    } else {
+        // What was sent, told apart from any post's digest by its first part.
+        let field = |f: &Option<String>| {
+            f.as_ref()
+                .map_or(b"-".to_vec(), |text| [b"+", text.as_bytes()].concat())
+        };
+        request_keys::digest(&[b"refused".as_slice(), &field(&title), &field(&subtitle)])
+    };
+    let new_id = || uuid::Uuid::now_v7().to_string();
+    let claim =
+        request_keys::claim(ports, user_id, Operation::FeedPost, key, &request, new_id).await?;
+    if let Some(refusal) = claim.refused {
+        rate_limits::hit(ports, LIMIT_SCOPE, subject, 60, &limits).await?;
+        return Err(PostError::Refused(refusal));
+    }
+    let parsed = match parsed {
+        Ok(parsed) => parsed,
+        Err(problems) => {
+            let refusal = Refusal::new(RefusalKind::Invalid, problems.to_string());
+            request_keys::refuse(ports, user_id, Operation::FeedPost, key, &request, &refusal)
+                .await
+                .map_err(KeyError::Store)?;
+            rate_limits::hit(ports, LIMIT_SCOPE, subject, 60, &limits).await?;
+            return Err(problems.into());
+        }
+    };
+    // A post sent again under its key counts once.
+    rate_limits::hit_once(ports, LIMIT_SCOPE, subject, 60, &limits, key.as_str()).await?;
+    write_post(ports, user_id, parsed, claim)
+        .await
+        .map_err(|e| KeyError::Store(e).into())
+}
+
 /// Adds `user_id`'s post, dated now; with a `key`, once for every request sent under it (the
 /// post of the first, answered again).
 pub async fn post(
@@ -175,17 +257,30 @@ pub async fn post(
     post: FeedPost,
     key: Option<&RequestKey>,
 ) -> Result<FeedEntry, KeyError> {
-    let (id, date) = match key {
+    let claim = match key {
         Some(key) => {
-            let request = request_keys::digest(&[post.title.as_bytes(), post.subtitle.as_bytes()]);
+            let request = post.digest();
             let new_id = || uuid::Uuid::now_v7().to_string();
-            let claim =
-                request_keys::claim(ports, user_id, Operation::FeedPost, key, &request, new_id)
-                    .await?;
-            (claim.id, claim.at)
+            request_keys::claim(ports, user_id, Operation::FeedPost, key, &request, new_id).await?
         }
-        None => (uuid::Uuid::now_v7().to_string(), ports.clock.now()),
+        None => Claim {
+            id: uuid::Uuid::now_v7().to_string(),
+            at: ports.clock.now(),
+            repeat: false,
+            refused: None,
+        },
     };
+    Ok(write_post(ports, user_id, post, claim).await?)
+}
+
+/// Writes `post` as the entry `claim` names (its id and date).
+async fn write_post(
+    ports: &Ports,
+    user_id: &UserId,
+    post: FeedPost,
+    claim: Claim,
+) -> Result<FeedEntry, StoreError> {
+    let (id, date) = (claim.id, claim.at);
     let text = FeedText {
         kind: FeedKind::Post,
         title: post.title,
@@ -208,7 +303,7 @@ pub async fn post(
     {
         return Ok(entry);
     }
-    Ok(outcome?.ok_or_else(|| StoreError::Unavailable("a new post's key was taken".into()))?)
+    outcome?.ok_or_else(|| StoreError::Unavailable("a new post's key was taken".into()))
 }
 
 /// Why a feed page could not be read.

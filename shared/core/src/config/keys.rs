@@ -214,7 +214,7 @@ keys! {
         name: "Sharepacks__MaxEntries",
         default: DefaultValue::Number(2_000),
         bounds: Some((1, 65_535)),
-        meaning: "most entries in a pack, read from the archive's end record before its directory is parsed (whose size may then be at most 2 KiB per entry allowed)",
+        meaning: "most entries in a pack, those of the ZIPs inside it included, read from each archive's end record before its directory is parsed (whose size may then be at most 2 KiB per entry left)",
     }
     SHAREPACKS_MAX_UNCOMPRESSED_BYTES {
         name: "Sharepacks__MaxUncompressedBytes",
@@ -244,7 +244,7 @@ keys! {
         name: "Sharepacks__UploadsPerMinute",
         default: DefaultValue::Number(10),
         bounds: Some((1, 1_000_000)),
-        meaning: "uploads started per driver per minute (the next answers 429)",
+        meaning: "upload attempts per driver per minute, refused ones and repeats answered from a kept refusal included (the next answers 429)",
     }
     RETENTION_FIRST_RUN_SECONDS {
         name: "Retention__FirstRunSeconds",

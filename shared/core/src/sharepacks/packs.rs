@@ -19,7 +19,7 @@ use crate::ports::items::{Condition, Key, Query, StoreError, TTL, TxOp, Update, 
 use crate::ports::{BlobError, Ports};
 use crate::problems::{FieldProblems, Problems};
 use crate::rate_limits::{self, Limit, LimitError};
-use crate::request_keys::{self, Claim, KeyError, Operation, RequestKey};
+use crate::request_keys::{self, Claim, KeyError, Operation, Refusal, RefusalKind, RequestKey};
 use crate::tables::Table;
 
 /// How long an upload URL is valid.
@@ -113,6 +113,9 @@ pub enum PackError {
     /// The pack is already being completed.
     #[error("the share pack is already being checked; wait for that answer")]
     Busy,
+    /// A repeat under an `Idempotency-Key` whose first request was refused: that refusal.
+    #[error("{0}")]
+    Refused(Refusal),
     /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -174,19 +177,40 @@ fn sha256_hex(bytes: &[u8]) -> String {
     crate::hashing::hex(&Sha256::digest(bytes))
 }
 
+/// Counts one upload attempt of `owner` against `Sharepacks__UploadsPerMinute`. Every
+/// attempt counts, whatever its answer: a refused pack cost a check too, and a client sending
+/// a refused request again and again meets 429. Only a repeat answered with the pack its key
+/// already made is not counted again.
 async fn count_upload(
     ports: &Ports,
     owner: &UserId,
     limits: &SharepackSettings,
-    request: Option<&RequestKey>,
 ) -> Result<(), PackError> {
     let limit = [Limit::new("n", limits.uploads_per_minute)];
-    let (scope, subject) = ("sharepack-upload", owner.as_str());
-    match request {
-        Some(k) => rate_limits::hit_once(ports, scope, subject, 60, &limit, k.as_str()).await?,
-        None => rate_limits::hit(ports, scope, subject, 60, &limit).await?,
-    }
+    rate_limits::hit(ports, "sharepack-upload", owner.as_str(), 60, &limit).await?;
     Ok(())
+}
+
+/// Counts an upload attempt that the API refused before it reached a use case (a body too
+/// large, a bad name, a form without a file): attempts count whatever their answer. Answers
+/// [`PackError::Limited`] when the minute's uploads are spent (the attempt is then answered
+/// 429 rather than with its own refusal).
+pub async fn count_refused_attempt(
+    ports: &Ports,
+    limits: &SharepackSettings,
+    owner: &UserId,
+) -> Result<(), PackError> {
+    count_upload(ports, owner, limits).await
+}
+
+/// The refusal a keyed request leaves with its key: those that depend on the request alone
+/// (its fields, its bytes), never those of the moment (a limit, a quota, a backend).
+fn lasting_refusal(e: &PackError) -> Option<Refusal> {
+    match e {
+        PackError::Invalid(_) => Some(Refusal::new(RefusalKind::Invalid, e.to_string())),
+        PackError::Zip(_) => Some(Refusal::new(RefusalKind::Unacceptable, e.to_string())),
+        _ => None,
+    }
 }
 
 /// Refuses early what the quotas would refuse at publication.
@@ -353,9 +377,9 @@ fn reason_of(e: &PackError) -> &'static str {
         PackError::Invalid(_) => "invalid",
         PackError::Zip(z) => match z.innermost() {
             ZipProblem::NotAZip | ZipProblem::Malformed(_) => "not_a_zip",
-            ZipProblem::TooManyEntries(..) | ZipProblem::DirectoryTooLarge(..) => {
-                "too_many_entries"
-            }
+            ZipProblem::TooManyEntries(..)
+            | ZipProblem::TooManyEntriesInAll(..)
+            | ZipProblem::DirectoryTooLarge(..) => "too_many_entries",
             ZipProblem::StrayData(_)
             | ZipProblem::Unaccounted { .. }
             | ZipProblem::Overlap { .. }
@@ -375,6 +399,7 @@ fn reason_of(e: &PackError) -> &'static str {
         PackError::Limited(_) | PackError::TooManyPacks(_) => "quota",
         PackError::NotFound => "not_found",
         PackError::Busy => "busy",
+        PackError::Refused(_) => "repeated_refusal",
         PackError::Store(_) | PackError::Blob(_) | PackError::Io(_) => "backend",
     }
 }
@@ -384,7 +409,7 @@ fn reason_of(e: &PackError) -> &'static str {
 const ATTEMPT_SECS: i64 = 60;
 
 /// A pack sent in the request itself: checked, stored, published; with a `key`, once for
-/// every request sent under it (the pack of the first, answered again).
+/// every request sent under it (the pack of the first, answered again, or its refusal).
 pub async fn create_direct(
     ports: &Ports,
     limits: &SharepackSettings,
@@ -393,6 +418,7 @@ pub async fn create_direct(
     body: Bytes,
     key: Option<&RequestKey>,
 ) -> Result<SharePack, PackError> {
+    let mut claimed = None;
     let result = async {
         let (id, created) = match key {
             Some(key) => {
@@ -410,16 +436,23 @@ pub async fn create_direct(
                             KeyError::Reused => PackError::Mismatch(e.to_string()),
                             KeyError::Store(s) => PackError::Store(s),
                         })?;
+                if let Some(refusal) = claim.refused {
+                    // Answered from the key, without checking the pack again; still an
+                    // attempt, so a client looping on it meets the minute's limit.
+                    count_upload(ports, owner, limits).await?;
+                    return Err(PackError::Refused(refusal));
+                }
                 if claim.repeat
                     && let Some(pack) = earlier_attempt(ports, owner, &claim).await?
                 {
                     return Ok(pack);
                 }
+                claimed = Some((key, request));
                 (claim.id, claim.at)
             }
             None => (uuid::Uuid::now_v7().to_string(), ports.clock.now()),
         };
-        count_upload(ports, owner, limits, key).await?;
+        count_upload(ports, owner, limits).await?;
         let size = body.len() as u64;
         check_quota(ports, owner, size, limits).await?;
         let check_limits = limits.clone();
@@ -476,7 +509,24 @@ pub async fn create_direct(
                 .sharepack_bytes
                 .inc_by(pack.size_bytes);
         }
-        Err(e) => outcome("refused", reason_of(e)),
+        Err(e) => {
+            outcome("refused", reason_of(e));
+            // Kept with the key, so that a repeat is refused without checking the pack again.
+            // Not kept (the store failing), a repeat checks it again, and is counted.
+            if let (Some((key, request)), Some(refusal)) = (claimed, lasting_refusal(e))
+                && let Err(kept) = request_keys::refuse(
+                    ports,
+                    owner,
+                    Operation::SharePack,
+                    key,
+                    &request,
+                    &refusal,
+                )
+                .await
+            {
+                tracing::warn!(error = %kept, "could not keep a refused pack's answer with its key");
+            }
+        }
     }
     result
 }
@@ -578,7 +628,7 @@ pub async fn start_upload(
     declared: Declared,
     local_url: impl FnOnce(&str, i64, u64) -> String,
 ) -> Result<UploadTicket, PackError> {
-    count_upload(ports, owner, limits, None).await?;
+    count_upload(ports, owner, limits).await?;
     check_quota(ports, owner, declared.size_bytes, limits).await?;
     let now = ports.clock.now();
     let expires = now.unix_timestamp() + UPLOAD_URL_SECS;

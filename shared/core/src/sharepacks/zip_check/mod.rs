@@ -3,9 +3,11 @@
 //!
 //! 1. the end record ([`end_record`]): entries and directory size are refused over the limits
 //!    before any of the directory is read, and bytes before or after the archive are refused;
+//!    the entry cap holds for the pack as a whole, so each archive inside it spends from what
+//!    the pack and the archives before it left;
 //! 2. the directory, walked record by record ([`directory`]): every name as readers read it
 //!    ([`names`]), plain files and folders only, no two entries on one path (Unicode-normalized,
-//!    ignoring case), local headers and data descriptors that agree with the directory, and
+//!    case-folded), local headers and data descriptors that agree with the directory, and
 //!    entries that account for every byte before the directory (a streaming extractor reads
 //!    local headers one after another, so unlisted bytes could hold entries only it sees);
 //! 3. every entry inflated as a stream with its CRC and size checked (that is what "intact"
@@ -58,6 +60,12 @@ pub enum ZipProblem {
     /// The end record declares too many entries.
     #[error("the archive declares {0} entries; at most {1}")]
     TooManyEntries(u64, usize),
+    /// An archive inside the pack brings the entries of the pack and the archives in it past
+    /// the cap (which counts them all together).
+    #[error(
+        "with its entries the pack and the archives in it hold at least {0} entries; at most {1} in all"
+    )]
+    TooManyEntriesInAll(u64, usize),
     /// The directory is larger than the entries allowed can need.
     #[error("the archive's directory is {0} bytes; at most {1}")]
     DirectoryTooLarge(u64, u64),
@@ -75,7 +83,7 @@ pub enum ZipProblem {
     NotPlainFile(String, &'static str),
     /// Two entries land on the same path (or a file where a folder is needed).
     #[error(
-        "entry {0:?}: clashes with entry {1:?} (the same path once Unicode-normalized and ignoring case, as Windows and macOS compare them, or a file where a folder is needed)"
+        "entry {0:?}: clashes with entry {1:?} (the same path once Unicode-normalized and case-folded, as Windows and macOS compare them, or a file where a folder is needed)"
     )]
     SamePath(String, String),
     /// Bytes before the directory that no listed entry covers: a streaming extractor reads
@@ -175,27 +183,47 @@ pub fn check<R: Read + Seek>(
     reader: R,
     limits: &SharepackSettings,
 ) -> Result<ZipSummary, ZipProblem> {
-    let mut inflated = 0;
-    let entries = check_archive(reader, limits, 0, &mut inflated)?;
+    let mut spent = Spent::default();
+    let entries = check_archive(reader, limits, 0, &mut spent)?;
     Ok(ZipSummary {
         entries,
-        uncompressed_bytes: inflated,
+        uncompressed_bytes: spent.inflated,
     })
 }
 
+/// What the archives of one pack checked so far took of its caps: the caps hold for the pack
+/// with everything inside it, not for each archive.
+#[derive(Debug, Default)]
+struct Spent {
+    /// Bytes inflated.
+    inflated: u64,
+    /// Entries declared (the pack's and those of the archives in it).
+    entries: u64,
+}
+
 /// Checks one archive (the pack, or a ZIP in it at `depth` 1); answers its entry count and
-/// adds what it inflates to `inflated`.
+/// adds its entries and what it inflates to `spent`.
 fn check_archive<R: Read + Seek>(
     mut reader: R,
     limits: &SharepackSettings,
     depth: u8,
-    inflated: &mut u64,
+    spent: &mut Spent,
 ) -> Result<usize, ZipProblem> {
     let end = end_record::read(&mut reader)?;
-    if end.entries > limits.max_entries as u64 {
-        return Err(ZipProblem::TooManyEntries(end.entries, limits.max_entries));
+    let max = limits.max_entries as u64;
+    let left = max.saturating_sub(spent.entries);
+    if end.entries > left {
+        return Err(match depth {
+            0 => ZipProblem::TooManyEntries(end.entries, limits.max_entries),
+            _ => ZipProblem::TooManyEntriesInAll(
+                spent.entries.saturating_add(end.entries),
+                limits.max_entries,
+            ),
+        });
     }
-    let directory_max = (limits.max_entries as u64).saturating_mul(DIRECTORY_BYTES_PER_ENTRY);
+    spent.entries += end.entries;
+    // What the entries left to this archive can need (all of them, for the pack itself).
+    let directory_max = left.saturating_mul(DIRECTORY_BYTES_PER_ENTRY);
     let directory_size = end.directory_end - end.directory_offset;
     if directory_size > directory_max {
         return Err(ZipProblem::DirectoryTooLarge(directory_size, directory_max));
@@ -252,8 +280,8 @@ fn check_archive<R: Read + Seek>(
                 ));
             }
             out += n as u64;
-            *inflated += n as u64;
-            if *inflated > limits.max_uncompressed_bytes {
+            spent.inflated += n as u64;
+            if spent.inflated > limits.max_uncompressed_bytes {
                 return Err(ZipProblem::TooLarge(limits.max_uncompressed_bytes));
             }
             if out > RATIO_FREE_BYTES && out > compressed.max(1).saturating_mul(limits.max_ratio) {
@@ -298,7 +326,7 @@ fn check_archive<R: Read + Seek>(
             ));
         }
         if let Some(file) = spool {
-            check_archive(file, limits, depth + 1, inflated)
+            check_archive(file, limits, depth + 1, spent)
                 .map_err(|inner| ZipProblem::Nested(name.clone(), Box::new(inner)))?;
         } else if seen.ends_like_an_archive() {
             // A ZIP with bytes in front (a self-extractor, or a disguise): archive tools
@@ -477,6 +505,35 @@ mod tests {
             check(Cursor::new(wide), &limits),
             Err(ZipProblem::DirectoryTooLarge(_, 4096))
         ));
+    }
+
+    #[test]
+    fn the_entry_cap_counts_the_entries_of_nested_archives_too() {
+        let limits = SharepackSettings {
+            max_entries: 10,
+            ..limits()
+        };
+        let names: Vec<String> = (0..4).map(|i| format!("f{i}")).collect();
+        let four = zip_of(
+            &names
+                .iter()
+                .map(|n| (n.as_str(), &b"x"[..]))
+                .collect::<Vec<_>>(),
+        );
+        // Two archives of four: 2 + 4 + 4 entries, the cap exactly.
+        let fits = zip_of(&[("a.zip", &four), ("b.zip", &four)]);
+        assert_eq!(check(Cursor::new(fits), &limits).unwrap().entries, 2);
+        // A third: 3 + 4 + 4 is past it at the second archive, though each holds four.
+        let over = zip_of(&[("a.zip", &four), ("b.zip", &four), ("c.zip", &four)]);
+        let e = check(Cursor::new(over), &limits).unwrap_err();
+        assert_eq!(
+            e,
+            ZipProblem::Nested(
+                "b.zip".into(),
+                Box::new(ZipProblem::TooManyEntriesInAll(11, 10))
+            ),
+            "{e}"
+        );
     }
 
     #[test]

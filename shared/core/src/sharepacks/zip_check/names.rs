@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasher;
 
+use caseless::Caseless;
 use unicode_normalization::UnicodeNormalization;
 
 use crate::hidden_characters::is_invisible_or_bidi;
@@ -156,19 +157,18 @@ pub(super) fn broken_rule(name: &str) -> Option<String> {
     None
 }
 
-/// A path as file systems compare them: Unicode-normalized (NFC: macOS treats `é` composed
-/// and decomposed as one name) and ignoring case (Windows and macOS); normalized again after
-/// lowering, as lowering can decompose or compose.
+/// A path as file systems compare them, or stricter: Unicode-normalized (macOS treats `é`
+/// composed and decomposed as one name) and case-folded (Windows and macOS ignore case).
+/// Full Unicode case folding, not lowering: lowering leaves a long s (`ſ`), a Kelvin sign or
+/// a final sigma as they are, where folding makes them `s`, `k` and `σ`, as a case-insensitive
+/// file system may. Done as Unicode's canonical caseless match does it (decomposed, folded,
+/// normalized again, since folding can decompose), answered in NFC.
 fn comparable(path: &str) -> String {
-    path.nfc()
-        .collect::<String>()
-        .to_lowercase()
-        .nfc()
-        .collect()
+    path.nfd().default_case_fold().nfc().collect()
 }
 
 /// The paths extracted so far, compared as Windows and macOS compare them (Unicode-normalized,
-/// ignoring case), to find two entries that would land on the same file, or a file where a
+/// case-folded), to find two entries that would land on the same file, or a file where a
 /// folder is needed.
 /// Paths are kept as keyed 64-bit hashes, so the memory of a check grows with the entries and
 /// the depth of their paths, never with the length of their names.
@@ -300,6 +300,26 @@ mod tests {
         );
         assert_eq!(p.add(6, &["LAPS".into()]), Err(2), "a file over a folder");
         assert_eq!(p.add(7, &["laps/".into()]), Err(2), "a folder twice");
+    }
+
+    #[test]
+    fn clashing_paths_are_found_once_case_folded() {
+        let mut p = Paths::default();
+        p.add(0, &["setup.json".into()]).unwrap();
+        // A long s folds to s; lowering keeps it.
+        assert_eq!(p.add(1, &["\u{17f}etup.json".into()]), Err(0));
+        assert_eq!(p.add(2, &["SETUP.JSON".into()]), Err(0));
+        // The Kelvin sign folds to k, a final sigma to sigma, sharp s to ss.
+        p.add(3, &["kart/".into()]).unwrap();
+        assert_eq!(p.add(4, &["\u{212a}art".into()]), Err(3));
+        p.add(5, &["\u{3c3}\u{3c3}.txt".into()]).unwrap();
+        assert_eq!(p.add(6, &["\u{3c3}\u{3c2}.txt".into()]), Err(5));
+        p.add(7, &["stra\u{df}e.txt".into()]).unwrap();
+        assert_eq!(p.add(8, &["STRASSE.txt".into()]), Err(7));
+        // A folded character inside a folder's name clashes too.
+        p.add(9, &["la\u{17f}t/a.json".into()]).unwrap();
+        assert_eq!(p.add(10, &["LAST".into()]), Err(9), "a file over a folder");
+        p.add(11, &["setups.json".into()]).unwrap();
     }
 
     #[test]
