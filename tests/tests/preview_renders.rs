@@ -100,11 +100,8 @@ async fn a_board_preview_is_drawn_once_until_a_new_best(backend: Backend) {
         "?CAR=BMW+M4+GT3",
         "?driver=00000000-0000-0000-0000-000000000000",
     ];
-    let again = futures::future::join_all(
-        junk.iter()
-            .map(|query| preview(&app, &format!("{path}{query}"))),
-    )
-    .await;
+    let paths: Vec<String> = junk.iter().map(|query| format!("{path}{query}")).collect();
+    let again = futures::future::join_all(paths.iter().map(|p| preview(&app, p))).await;
     for (query, (status, tag, bytes)) in junk.iter().zip(again) {
         assert_eq!(status, 200, "{query}");
         assert_eq!(tag, etag, "{query}");
