@@ -39,6 +39,10 @@ pub struct TestPorts {
     pub dir: TempDir,
 }
 
+/// The metrics token of the function sets the tests start ([`spawn_functions`]): the app
+/// secret's `metricsToken`, which the health function's `GET /metrics` requires.
+pub const METRICS_TOKEN: &str = "metrics-token-of-the-test-functions-0123456789";
+
 /// Panics with instructions when the emulators are not running.
 pub fn require_emulators() {
     assert!(
@@ -209,7 +213,11 @@ pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
     paddock_aws::provision::put_secret(
         &secrets,
         &secret_id,
-        &serde_json::json!({"jwtSigningKey": key(), "uploadUrlKey": key()}),
+        &serde_json::json!({
+            "jwtSigningKey": key(),
+            "uploadUrlKey": key(),
+            "metricsToken": METRICS_TOKEN,
+        }),
     )
     .await
     .expect("a secret");
@@ -350,6 +358,12 @@ impl TestApp {
             .send()
             .await
             .expect("request")
+    }
+
+    /// `GET /metrics` as a scraper sends it: with the metrics token (which the health
+    /// function requires, and the local server does not look at).
+    pub async fn scrape_metrics(&self) -> reqwest::Response {
+        self.get_auth("/metrics", METRICS_TOKEN).await
     }
 
     /// POST a JSON body.

@@ -181,7 +181,7 @@ async fn insights_reach_anthropic_in_its_shape_and_are_stored_for_a_day() {
     let (_, body, _) = ask(&app, &other, "/v1/ai/insights", &insight_body()).await;
     assert_eq!(body["data"]["cached"], false);
     assert_eq!(fake.received().len(), 3);
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.scrape_metrics().await.text().await.unwrap();
     assert!(
         metrics.contains("paddock_ai_cache_total{result=\"hit\"}"),
         "{metrics}"

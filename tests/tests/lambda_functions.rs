@@ -124,7 +124,14 @@ async fn deployment() -> Deployment {
     secrets
         .create_secret()
         .name(&secret_id)
-        .secret_string(json!({"jwtSigningKey": key(), "uploadUrlKey": key()}).to_string())
+        .secret_string(
+            json!({
+                "jwtSigningKey": key(),
+                "uploadUrlKey": key(),
+                "metricsToken": paddock_tests::METRICS_TOKEN,
+            })
+            .to_string(),
+        )
         .send()
         .await
         .expect("a secret");
@@ -1156,7 +1163,8 @@ async fn init_errors_are_reported_naming_the_key() {
     futures::future::join_all(runs).await;
 }
 
-/// `GET /metrics` of the health function reads CloudWatch; when CloudWatch cannot be
+/// `GET /metrics` of the health function reads CloudWatch, for a scrape with the metrics
+/// token only (without it: 401, and CloudWatch is not asked); when CloudWatch cannot be
 /// reached, it answers 503 with `Retry-After` and the error envelope (never a 500), as does
 /// the next scrape, answered from the failure kept for a few seconds.
 #[tokio::test(flavor = "multi_thread")]
@@ -1165,8 +1173,14 @@ async fn the_health_function_answers_503_when_cloudwatch_cannot_be_read() {
     // Nothing listens on the discard port of loopback: every call is refused.
     let env = deployment.env_with(&[("AWS_ENDPOINT_URL_CLOUDWATCH", Some("http://127.0.0.1:9"))]);
     let health = start("health", &env).await;
+    let refused = health.http(&HttpRequest::new("GET", "/metrics")).await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(refused.json()["success"], false);
+    let bearer = format!("Bearer {}", paddock_tests::METRICS_TOKEN);
     for _ in 0..2 {
-        let answer = health.http(&HttpRequest::new("GET", "/metrics")).await;
+        let answer = health
+            .http(&HttpRequest::new("GET", "/metrics").header("authorization", &bearer))
+            .await;
         assert_eq!(
             answer.status,
             503,

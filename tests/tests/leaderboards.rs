@@ -461,7 +461,7 @@ async fn implausible_count(app: &TestApp, reason: &str, at_least: f64) -> f64 {
     let series = format!("paddock_implausible_laps_total{{reason=\"{reason}\"}} ");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
-        let text = app.get("/metrics").await.text().await.unwrap();
+        let text = app.scrape_metrics().await.text().await.unwrap();
         let count = text
             .lines()
             .find_map(|line| line.strip_prefix(series.as_str()))
@@ -561,7 +561,7 @@ async fn sector_times_must_add_up_to_the_lap(app: TestApp) {
     let after = implausible_count(&app, "sectors_mismatch", before + 1.0).await;
     assert!(after > before, "{before} -> {after}");
 
-    let text = app.get("/metrics").await.text().await.unwrap();
+    let text = app.scrape_metrics().await.text().await.unwrap();
     assert!(
         text.contains("# TYPE paddock_implausible_laps_total counter"),
         "{text}"

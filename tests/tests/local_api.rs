@@ -89,11 +89,23 @@ async fn every_template_route_is_answered_by_its_function() {
 /// holds them: the local API delivers each function's embedded-metric lines to moto's
 /// CloudWatch, and `GET /metrics` reads them back, so after one sign-in (by the auth
 /// function) and one upload (by the sessions function) it counts both, in Prometheus text.
+/// Only a scrape with the metrics token of the app secret is answered.
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_through_the_health_function_count_what_the_other_functions_did() {
     require_emulators();
     let app = paddock_tests::spawn_functions_with(&[("Metrics__CacheSeconds", "1")]).await;
-    let before = app.get("/metrics").await;
+    for refused in [
+        app.get("/metrics").await,
+        app.get_auth("/metrics", "not-the-metrics-token").await,
+    ] {
+        assert_eq!(
+            refused.headers()["www-authenticate"],
+            "Bearer realm=\"metrics\""
+        );
+        let (status, body) = paddock_tests::envelope(refused).await;
+        assert_eq!(status, 401, "{body}");
+    }
+    let before = app.scrape_metrics().await;
     assert_eq!(before.status(), 200);
     assert_eq!(
         before.headers()["content-type"],
@@ -133,7 +145,7 @@ async fn metrics_through_the_health_function_count_what_the_other_functions_did(
     ];
     let deadline = Instant::now() + Duration::from_secs(30);
     let text = loop {
-        let response = app.get("/metrics").await;
+        let response = app.scrape_metrics().await;
         assert_eq!(response.status(), 200);
         let text = response.text().await.unwrap();
         if wanted.iter().all(|w| text.contains(w)) {

@@ -141,7 +141,7 @@ async fn the_local_server_sweeps_on_its_timer(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(swept, "the first sweep ran");
-    let metrics = app.get("/metrics").await.text().await.unwrap();
+    let metrics = app.scrape_metrics().await.text().await.unwrap();
     assert!(
         metrics.contains("paddock_retention_deleted_total{kind=\"exchange_codes\"}"),
         "{metrics}"

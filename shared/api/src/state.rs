@@ -60,8 +60,9 @@ pub struct SharedState {
     /// calls it, so the others do not build its HTTP client).
     pub coach: Option<Arc<dyn LanguageModel>>,
     /// The service's metrics read back from the metrics store, for `GET /metrics`; set by
-    /// [`AppState::with_metrics_source`] (the health function). Without it, `GET /metrics`
-    /// renders this process's own registry (the local server).
+    /// [`AppState::with_metrics_source`] (the health function), which then answers only a
+    /// scrape with the metrics token. Without it, `GET /metrics` renders this process's own
+    /// registry (the local server), to anyone who reaches it.
     pub metrics_readout: Option<Arc<MetricsReadout>>,
     /// The client that asks a webhook receiver to confirm a subscription; set by
     /// [`AppState::with_webhook_client`] (the webhooks group).
@@ -132,13 +133,15 @@ impl AppState {
             .unwrap_or_else(|| Arc::new(paddock_core::webhooks::client::Unwired))
     }
 
-    /// The same state with `GET /metrics` answered from `source` (read at most once per
-    /// `Metrics__CacheSeconds`).
+    /// The same state with `GET /metrics` answered from `source`, for scrapes with the metrics
+    /// token (read at most once per `Metrics__CacheSeconds` by all the instances sharing the
+    /// item store).
     #[must_use]
     pub fn with_metrics_source(self, source: Arc<dyn MetricsSource>) -> Self {
         self.changed(|s| {
             s.metrics_readout = Some(Arc::new(MetricsReadout::new(
                 source,
+                s.ports.items.clone(),
                 s.ports.clock.clone(),
                 paddock_core::metrics::global().cloudwatch_metrics(),
                 s.settings.metrics_cache,

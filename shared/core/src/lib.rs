@@ -24,6 +24,7 @@ pub mod ids;
 pub mod leaderboards;
 pub mod maintenance;
 pub mod metrics;
+pub mod metrics_access;
 pub mod metrics_cloudwatch;
 pub mod metrics_readout;
 pub mod outbox;

@@ -220,6 +220,8 @@ pub struct Metrics {
     pub leaderboard_submissions: CounterFamily,
     /// Leaderboard page lookups, by cache result (`hit`, `miss`).
     pub leaderboard_cache: CounterFamily,
+    /// Link previews drawn (a cache miss each), by preview (`board`, `driver`).
+    pub previews_rendered: CounterFamily,
     /// Track-processing job outcomes (`done`, `failed`, `retry`).
     pub track_jobs: CounterFamily,
     /// Leaderboard submissions refused as implausible, by reason (`too_fast`,
@@ -390,6 +392,11 @@ impl Metrics {
             "Leaderboard page lookups, by in-process cache result (hit or miss).",
             &["result"],
         );
+        let previews_rendered = CounterFamily::new(
+            "paddock_previews_rendered_total",
+            "Link previews (PNG) drawn, by preview (board or driver); a cached one is not drawn again.",
+            &["preview"],
+        );
         let track_jobs = CounterFamily::new(
             "paddock_track_jobs_total",
             "Track-processing job outcomes (done, failed or retry).",
@@ -457,6 +464,7 @@ impl Metrics {
             sessions_uploaded,
             leaderboard_submissions,
             leaderboard_cache,
+            previews_rendered,
             track_jobs,
             implausible_laps,
             webhook_deliveries,
@@ -475,7 +483,7 @@ impl Metrics {
 
     /// The metrics with both outlets: the one list that registers them with Prometheus and
     /// that `GET /metrics` of a Lambda function reads back from CloudWatch.
-    fn cloudwatch_outlets(&self) -> [Outlet<'_>; 21] {
+    fn cloudwatch_outlets(&self) -> [Outlet<'_>; 22] {
         [
             Outlet::Counter(&self.outbox_relayed),
             Outlet::Counter(&self.sharepack_bytes),
@@ -491,6 +499,7 @@ impl Metrics {
             Outlet::Family(&self.sessions_uploaded),
             Outlet::Family(&self.leaderboard_submissions),
             Outlet::Family(&self.leaderboard_cache),
+            Outlet::Family(&self.previews_rendered),
             Outlet::Family(&self.track_jobs),
             Outlet::Family(&self.implausible_laps),
             Outlet::Family(&self.webhook_deliveries),

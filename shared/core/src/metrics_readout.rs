@@ -9,9 +9,14 @@
 //! midnight it starts again from 0, which Prometheus reads as a counter reset. A histogram's
 //! values are kept but not its buckets, so it is rendered as a summary: its count and sum.
 //!
-//! A read is billed per metric series, so a rendering is kept for `Metrics__CacheSeconds`;
-//! scrapes that arrive while a read is under way wait for that read instead of starting their
-//! own. A failed read is kept for a few seconds too, and answered with when to come back.
+//! A read is billed per metric series, and a scraper may reach any of the health function's
+//! instances, so the last rendering is kept in the item store with its time ([`Table::Limits`],
+//! one item with a TTL): within `Metrics__CacheSeconds` of it every instance answers the
+//! stored text. Once it is older, the instance whose conditional write claims the refresh reads
+//! the source and stores the new text; the others meanwhile answer the stored one (or, before
+//! the first read, wait for it). So CloudWatch is read once per period however many instances
+//! are scraped. A failed read holds the claim for a few seconds, and scrapes meanwhile are
+//! answered with when to come back.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,17 +28,35 @@ use prometheus::proto::{
     Counter as CounterValue, LabelPair, Metric, MetricFamily, MetricType, Summary,
 };
 use prometheus::{Encoder, TextEncoder};
+use serde::Deserialize;
+use serde_json::json;
 use time::OffsetDateTime;
 use tokio::sync::Mutex;
-use tokio::time::Instant;
 
 use crate::metrics::{CloudWatchKind, CloudWatchMetric, IMPLAUSIBLE_LAP_REASONS};
 use crate::ports::Clock;
+use crate::ports::items::{Condition, ItemStore, Key, StoreError, TTL, Update};
 use crate::ports::metrics_source::{MetricsSource, SeriesValue, Statistic, Wanted};
+use crate::tables::Table;
 
-/// How long a failed read is answered from memory: long enough that a throttled store is not
+/// How long a failed read holds the refresh: long enough that a throttled store is not
 /// asked again by every scrape, short enough that a passing fault passes quickly.
 const FAILURE_KEPT: Duration = Duration::from_secs(5);
+
+/// How long a claim of the refresh holds when its instance never finishes it (a read takes
+/// at most the CloudWatch client's time limits; an instance may be stopped mid-read). Past
+/// it another instance may claim the refresh. The stored text is answered meanwhile.
+const CLAIM_HOLD: Duration = Duration::from_secs(30);
+
+/// How long a scrape waits for another instance's read when no text is stored yet.
+const WAIT_FOR_READ: Duration = Duration::from_secs(10);
+
+/// How often a waiting scrape looks at the store again.
+const POLL: Duration = Duration::from_millis(100);
+
+/// How long the stored readout outlives its last write (TTL): a deployment nobody scrapes
+/// keeps no item.
+const KEPT_IN_STORE: Duration = Duration::from_secs(24 * 3600);
 
 /// The statistics a counter is read with.
 const COUNTER_STATISTICS: &[Statistic] = &[Statistic::Sum];
@@ -51,33 +74,77 @@ pub struct ReadoutError {
     pub retry_after_secs: u64,
 }
 
-/// The last read and when it was made.
-struct LastRead {
-    at: Instant,
-    outcome: Result<Bytes, String>,
+/// The key of the stored readout in [`Table::Limits`].
+fn stored_key() -> Key {
+    Key::new("METRICS#readout", "last")
 }
 
-/// The metrics source behind `GET /metrics`, read at most once per `keep_for`.
+/// The stored readout item, as far as a scrape looks at it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Stored {
+    /// The last rendering.
+    text: Option<String>,
+    /// When it was read (Unix milliseconds).
+    read_at_ms: Option<i64>,
+    /// Until when another instance holds the refresh (Unix milliseconds).
+    claimed_until_ms: Option<i64>,
+    /// Why the last read failed, while its claim holds.
+    failure: Option<String>,
+}
+
+/// A rendering and when it was read (Unix milliseconds).
+#[derive(Clone)]
+struct Kept {
+    read_at_ms: i64,
+    text: Bytes,
+}
+
+/// The metrics source behind `GET /metrics`, read once per `keep_for` across every instance
+/// sharing the item store.
 pub struct MetricsReadout {
     source: Arc<dyn MetricsSource>,
+    items: Arc<dyn ItemStore>,
     clock: Arc<dyn Clock>,
     metrics: Vec<CloudWatchMetric>,
     keep_for: Duration,
-    /// Held across a read, so concurrent scrapes share it. One value behind a lock rather than
-    /// a cache crate: there is one reading, with no keys or eviction to manage.
-    last: Mutex<Option<LastRead>>,
+    /// This instance's copy of the stored rendering, so a warm instance answers without a
+    /// store read while it is fresh. Held across a scrape, so this instance's concurrent
+    /// scrapes share one look at the store.
+    last: Mutex<Option<Kept>>,
+}
+
+/// Milliseconds of `d`, as the stored times count.
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Whole seconds until `until_ms` from `now_ms`, at least 1.
+fn seconds_until(until_ms: i64, now_ms: i64) -> u64 {
+    u64::try_from((until_ms - now_ms + 999) / 1000)
+        .unwrap_or(1)
+        .max(1)
+}
+
+fn store_failed(e: &StoreError) -> ReadoutError {
+    ReadoutError {
+        reason: format!("the stored readout cannot be read: {e}"),
+        retry_after_secs: FAILURE_KEPT.as_secs(),
+    }
 }
 
 impl MetricsReadout {
-    /// Reads `metrics` from `source`, keeping each rendering for `keep_for`.
+    /// Reads `metrics` from `source`, keeping each rendering in `items` for `keep_for`.
     pub fn new(
         source: Arc<dyn MetricsSource>,
+        items: Arc<dyn ItemStore>,
         clock: Arc<dyn Clock>,
         metrics: Vec<CloudWatchMetric>,
         keep_for: Duration,
     ) -> Self {
         Self {
             source,
+            items,
             clock,
             metrics,
             keep_for,
@@ -85,32 +152,171 @@ impl MetricsReadout {
         }
     }
 
-    /// The Prometheus text of the metrics, read again when the kept one is older than
-    /// `keep_for`.
+    fn now_ms(&self) -> i64 {
+        let now = self.clock.now();
+        i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+    }
+
+    /// Whether a rendering read at `read_at_ms` is still the one to answer at `now_ms`.
+    fn fresh(&self, read_at_ms: i64, now_ms: i64) -> bool {
+        now_ms < read_at_ms.saturating_add(ms(self.keep_for))
+    }
+
+    /// The Prometheus text of the metrics: the stored one while it is fresh, else read again
+    /// by whichever instance claims the refresh.
     pub async fn text(&self) -> Result<Bytes, ReadoutError> {
         let mut last = self.last.lock().await;
-        if let Some(kept) = last.as_ref() {
-            let kept_for = match kept.outcome {
-                Ok(_) => self.keep_for,
-                Err(_) => FAILURE_KEPT.min(self.keep_for),
+        if let Some(kept) = last.as_ref()
+            && self.fresh(kept.read_at_ms, self.now_ms())
+        {
+            return Ok(kept.text.clone());
+        }
+        let waiting_since = tokio::time::Instant::now();
+        loop {
+            let item = self
+                .items
+                .get(Table::Limits, &stored_key())
+                .await
+                .map_err(|e| store_failed(&e))?;
+            let stored: Stored = match item {
+                Some(item) => {
+                    serde_json::from_value(serde_json::Value::Object(item)).unwrap_or_default()
+                }
+                None => Stored::default(),
             };
-            let age = kept.at.elapsed();
-            if age < kept_for {
-                return kept.outcome.clone().map_err(|reason| ReadoutError {
+            let now = self.now_ms();
+            let kept = match (&stored.text, stored.read_at_ms) {
+                (Some(text), Some(read_at_ms)) => Some(Kept {
+                    read_at_ms,
+                    text: Bytes::from(text.clone()),
+                }),
+                _ => None,
+            };
+            if let Some(kept) = kept.as_ref().filter(|k| self.fresh(k.read_at_ms, now)) {
+                *last = Some(kept.clone());
+                return Ok(kept.text.clone());
+            }
+            let claimed_until = stored.claimed_until_ms.unwrap_or(i64::MIN);
+            if claimed_until <= now {
+                match self.claim(now).await {
+                    Ok(claim_id) => {
+                        let read = self.refresh(&claim_id).await?;
+                        *last = Some(read.clone());
+                        return Ok(read.text);
+                    }
+                    // Another instance claimed it first (or just stored a fresh text).
+                    Err(StoreError::ConditionFailed { .. }) => continue,
+                    Err(e) => return Err(store_failed(&e)),
+                }
+            }
+            // Another instance is reading: its predecessor is answered meanwhile, unless
+            // that one is older than a read may take.
+            if let Some(kept) = kept.filter(|k| {
+                now < k
+                    .read_at_ms
+                    .saturating_add(ms(self.keep_for))
+                    .saturating_add(ms(CLAIM_HOLD))
+            }) {
+                return Ok(kept.text);
+            }
+            if let Some(reason) = stored.failure {
+                return Err(ReadoutError {
                     reason,
-                    retry_after_secs: (kept_for - age).as_secs_f64().ceil() as u64,
+                    retry_after_secs: seconds_until(claimed_until, now),
                 });
             }
+            if waiting_since.elapsed() >= WAIT_FOR_READ {
+                return Err(ReadoutError {
+                    reason: "another instance is still reading the metrics".into(),
+                    retry_after_secs: seconds_until(claimed_until, now),
+                });
+            }
+            tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// Claims the refresh at `now_ms`: a conditional write that holds only while no claim
+    /// holds and the stored text is stale, so one instance wins. Answers the claim's id.
+    async fn claim(&self, now_ms: i64) -> Result<String, StoreError> {
+        let claim_id = uuid::Uuid::new_v4().to_string();
+        let unclaimed = Condition::Or(vec![
+            Condition::AttrNotExists("claimedUntilMs".into()),
+            Condition::Lt("claimedUntilMs".into(), json!(now_ms + 1)),
+        ]);
+        let stale = Condition::Or(vec![
+            Condition::AttrNotExists("readAtMs".into()),
+            Condition::Lt(
+                "readAtMs".into(),
+                json!(now_ms.saturating_sub(ms(self.keep_for)) + 1),
+            ),
+        ]);
+        let update = Update::set("claimId", claim_id.clone())
+            .and_set("claimedUntilMs", now_ms.saturating_add(ms(CLAIM_HOLD)))
+            .and_set(TTL, self.expiry(now_ms))
+            .and_remove("failure");
+        self.items
+            .update(
+                Table::Limits,
+                &stored_key(),
+                update,
+                Some(Condition::And(vec![unclaimed, stale])),
+            )
+            .await?;
+        Ok(claim_id)
+    }
+
+    /// Reads the source under claim `claim_id` and stores what it got: the text and its time
+    /// (releasing the claim), or the failure (holding the claim for [`FAILURE_KEPT`]). The
+    /// writes are conditional on the claim still being this one, so a read whose claim ran
+    /// out does not overwrite a later one.
+    async fn refresh(&self, claim_id: &str) -> Result<Kept, ReadoutError> {
         let outcome = self.read().await;
-        let kept = last.insert(LastRead {
-            at: Instant::now(),
-            outcome,
-        });
-        kept.outcome.clone().map_err(|reason| ReadoutError {
-            reason,
-            retry_after_secs: FAILURE_KEPT.min(self.keep_for).as_secs().max(1),
-        })
+        let now = self.now_ms();
+        let ours = Condition::eq("claimId", claim_id);
+        match outcome {
+            Ok(text) => {
+                let kept = Kept {
+                    read_at_ms: now,
+                    text,
+                };
+                let update = Update::set("text", String::from_utf8_lossy(&kept.text).as_ref())
+                    .and_set("readAtMs", now)
+                    .and_set(TTL, self.expiry(now))
+                    .and_remove("claimId")
+                    .and_remove("claimedUntilMs");
+                if let Err(e) = self
+                    .items
+                    .update(Table::Limits, &stored_key(), update, Some(ours))
+                    .await
+                {
+                    // The text is answered all the same; the next scrape reads again.
+                    tracing::warn!(error = %e, "could not store the metrics readout");
+                }
+                Ok(kept)
+            }
+            Err(reason) => {
+                let until = now.saturating_add(ms(FAILURE_KEPT));
+                let update = Update::set("claimedUntilMs", until)
+                    .and_set("failure", reason.clone())
+                    .and_set(TTL, self.expiry(now));
+                if let Err(e) = self
+                    .items
+                    .update(Table::Limits, &stored_key(), update, Some(ours))
+                    .await
+                {
+                    tracing::warn!(error = %e, "could not store the failed metrics read");
+                }
+                Err(ReadoutError {
+                    reason,
+                    retry_after_secs: FAILURE_KEPT.as_secs(),
+                })
+            }
+        }
+    }
+
+    /// The stored item's expiry (Unix seconds) when written at `now_ms`.
+    fn expiry(&self, now_ms: i64) -> i64 {
+        (now_ms.saturating_add(ms(KEPT_IN_STORE.max(self.keep_for)))) / 1000
     }
 
     async fn read(&self) -> Result<Bytes, String> {
@@ -242,9 +448,6 @@ fn sample(metric: &CloudWatchMetric, values: Vec<String>, totals: &Totals) -> Me
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::ManualClock;
-    use crate::ports::metrics_source::MetricsSourceError;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use time::macros::datetime;
 
     fn metric(name: &'static str, labels: &[&str], kind: CloudWatchKind) -> CloudWatchMetric {
@@ -382,90 +585,5 @@ paddock_sign_ins_total{method=\"provider\",result=\"\"} 1
         assert_eq!(until, datetime!(2026-11-26 21:59 UTC));
         let (since, until) = window(datetime!(2026-11-26 00:00 UTC));
         assert_eq!((since, until), (since, datetime!(2026-11-26 00:01 UTC)));
-    }
-
-    /// A source that counts its reads, takes 100 ms each, and fails while `failing` is set.
-    #[derive(Default)]
-    struct CountingSource {
-        reads: AtomicUsize,
-        failing: std::sync::atomic::AtomicBool,
-    }
-
-    #[async_trait::async_trait]
-    impl MetricsSource for CountingSource {
-        async fn series(
-            &self,
-            _: &[Wanted<'_>],
-            _: OffsetDateTime,
-            _: OffsetDateTime,
-        ) -> Result<Vec<SeriesValue>, MetricsSourceError> {
-            let n = self.reads.fetch_add(1, Ordering::SeqCst) + 1;
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            if self.failing.load(Ordering::SeqCst) {
-                return Err(MetricsSourceError::Unavailable("throttled".into()));
-            }
-            Ok(vec![value(
-                "paddock_outbox_relayed_total",
-                &[],
-                Statistic::Sum,
-                n as f64,
-            )])
-        }
-    }
-
-    fn text(scrape: Result<Bytes, ReadoutError>) -> String {
-        String::from_utf8(scrape.expect("a text").to_vec()).expect("utf-8")
-    }
-
-    fn readout(source: Arc<CountingSource>) -> MetricsReadout {
-        MetricsReadout::new(
-            source,
-            Arc::new(ManualClock::new(datetime!(2026-11-26 12:00 UTC))),
-            vec![metric(
-                "paddock_outbox_relayed_total",
-                &[],
-                CloudWatchKind::Counter,
-            )],
-            Duration::from_secs(60),
-        )
-    }
-
-    /// Scrapes during a read share it, scrapes within `keep_for` get the kept text, and the
-    /// first scrape after it reads again.
-    #[tokio::test(start_paused = true)]
-    async fn scrapes_share_one_read_per_cache_period() {
-        let source = Arc::new(CountingSource::default());
-        let readout = readout(source.clone());
-        let scrapes = futures::future::join_all((0..10).map(|_| readout.text())).await;
-        assert_eq!(source.reads.load(Ordering::SeqCst), 1);
-        for scrape in scrapes {
-            assert!(text(scrape).contains("paddock_outbox_relayed_total 1\n"));
-        }
-        tokio::time::advance(Duration::from_secs(59)).await;
-        assert!(text(readout.text().await).contains(" 1\n"));
-        assert_eq!(source.reads.load(Ordering::SeqCst), 1);
-        tokio::time::advance(Duration::from_secs(2)).await;
-        assert!(text(readout.text().await).contains(" 2\n"));
-        assert_eq!(source.reads.load(Ordering::SeqCst), 2);
-    }
-
-    /// A failed read is an error with the seconds until the next read, kept for a few
-    /// seconds (no read meanwhile), and a read after that succeeds again.
-    #[tokio::test(start_paused = true)]
-    async fn a_failed_read_says_when_to_retry_and_is_not_repeated_at_once() {
-        let source = Arc::new(CountingSource::default());
-        source.failing.store(true, Ordering::SeqCst);
-        let readout = readout(source.clone());
-        let error = readout.text().await.unwrap_err();
-        assert_eq!(error.retry_after_secs, 5);
-        assert!(error.reason.contains("throttled"), "{error}");
-        tokio::time::advance(Duration::from_secs(2)).await;
-        let error = readout.text().await.unwrap_err();
-        assert_eq!(error.retry_after_secs, 3);
-        assert_eq!(source.reads.load(Ordering::SeqCst), 1);
-        source.failing.store(false, Ordering::SeqCst);
-        tokio::time::advance(Duration::from_secs(4)).await;
-        assert!(readout.text().await.is_ok());
-        assert_eq!(source.reads.load(Ordering::SeqCst), 2);
     }
 }

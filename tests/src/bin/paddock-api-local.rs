@@ -87,13 +87,23 @@ async fn main() -> anyhow::Result<()> {
             *uuid::Uuid::new_v4().as_bytes(),
         ];
         let key = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes.concat());
+        // Unlike the stack's, this secret gets a metrics token, so `/metrics` answers here.
+        let metrics_token = uuid::Uuid::new_v4().simple().to_string();
         paddock_aws::provision::put_secret(
             &secrets,
             &secret_id,
-            &serde_json::json!({"jwtSigningKey": key, "anthropicApiKey": "", "openaiApiKey": ""}),
+            &serde_json::json!({
+                "jwtSigningKey": key,
+                "anthropicApiKey": "",
+                "openaiApiKey": "",
+                "metricsToken": metrics_token,
+            }),
         )
         .await?;
-        eprintln!("== created the secret {secret_id}");
+        eprintln!(
+            "== created the secret {secret_id}; GET /metrics takes \
+             `authorization: Bearer {metrics_token}`"
+        );
     }
 
     let listener = tokio::net::TcpListener::bind(&address)

@@ -13,8 +13,9 @@ use crate::http::{ApiError, conditional};
 use crate::state::AppState;
 use paddock_core::ids::{TrackId, UserId};
 use paddock_core::leaderboards::board::{BoardId, BoardScope};
-use paddock_core::leaderboards::cache::{DriverPageKey, RenderedPage};
+use paddock_core::leaderboards::cache::{DriverPageKey, PreviewKey, RenderedPage};
 use paddock_core::leaderboards::reads as board_reads;
+use paddock_core::metrics;
 use paddock_core::ports::items::StoreError;
 
 /// Rows on a board page.
@@ -241,7 +242,10 @@ impl utoipa::PartialSchema for PngBytes {
 impl utoipa::ToSchema for PngBytes {}
 
 /// The board's link preview (`og:image`): a PNG of its three fastest laps and the spread of
-/// its lap times. Public; cached like the board page (`Cache-Control`, `ETag`).
+/// its lap times. Public; cached like the board pages (`Cache-Control`, `ETag`) and kept in
+/// the leaderboard cache, drawn again after the cache lifetime or a new best on the track.
+/// Only `car` is read: any other query parameter (a link's tracking tags) is ignored and
+/// makes no other picture.
 #[utoipa::path(get, path = "/boards/{trackId}/preview.png", operation_id = "getBoardPreview", tag = "pages",
     params(("trackId" = String, Path, description = "The track id"), PreviewQuery),
     responses((status = 200, description = "The preview", content_type = "image/png", body = inline(PngBytes)),
@@ -263,12 +267,33 @@ pub(crate) async fn board_preview(
         Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
     };
     let board_id = board_of(track_id, car.as_deref());
-    let Some((top, spread)) = reads::preview(&state.ports, &board_id).await? else {
+    let ports = &state.ports;
+    let cached = state
+        .leaderboards
+        .preview(PreviewKey::Board(board_id.clone()), |_| async move {
+            // A board nobody raced is cached as an empty body (answered 404 below).
+            let Some((top, spread)) = reads::preview(ports, &board_id).await? else {
+                return Ok(RenderedPage::with_etag(Vec::new()));
+            };
+            let png = preview::png(&top, &spread.bars(charts::MAX_BARS))
+                .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
+            rendered("board");
+            Ok::<_, ApiError>(RenderedPage::with_etag(png))
+        })
+        .await?;
+    if cached.body.is_empty() {
         return Ok(page.not_found("No such board", "Nobody has raced this board yet."));
-    };
-    let png = preview::png(&top, &spread.bars(charts::MAX_BARS))
-        .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
-    Ok(page.png(png))
+    }
+    Ok(page.png(cached))
+}
+
+/// Counts a preview drawn (`board` or `driver`): each is a cache miss, and the costliest
+/// answer of the pages.
+fn rendered(preview: &str) {
+    metrics::global()
+        .previews_rendered
+        .with_label_values(&[preview])
+        .inc();
 }
 
 /// `/drivers/{userId}` query (read by [`parameters`]).
@@ -340,7 +365,9 @@ pub(crate) async fn driver(
 
 /// The driver's link preview (`og:image`): a PNG of their rank and lap on their first three
 /// boards and their progress on the first. Public; cached like the driver page
-/// (`Cache-Control`, `ETag`).
+/// (`Cache-Control`, `ETag`) and kept in the leaderboard cache, drawn again after the cache
+/// lifetime, the driver's new best or a change of their name. It takes no query parameter:
+/// one given is ignored and makes no other picture.
 #[utoipa::path(get, path = "/drivers/{userId}/preview.png", operation_id = "getDriverPreview", tag = "pages",
     params(("userId" = String, Path, description = "The driver's user id")),
     responses((status = 200, description = "The preview", content_type = "image/png", body = inline(PngBytes)),
@@ -355,24 +382,35 @@ pub(crate) async fn driver_preview(
     if uuid::Uuid::parse_str(&user_id).is_err() {
         return Ok(page.no_driver());
     }
-    let Some(read) = reads::driver_bests(&state.ports, &UserId::from(user_id), None, 3).await?
-    else {
+    let (ports, user_id) = (&state.ports, UserId::from(user_id));
+    let cached = state
+        .leaderboards
+        .preview(PreviewKey::Driver(user_id.clone()), |_| async move {
+            // A missing driver is cached as an empty body (answered 404 below).
+            let Some(read) = reads::driver_bests(ports, &user_id, None, 3).await? else {
+                return Ok(RenderedPage::with_etag(Vec::new()));
+            };
+            let boards: Vec<(u64, i64)> = read
+                .bests
+                .iter()
+                .map(|b| (b.rank, b.row.lap_time_ms))
+                .collect();
+            let progress: Vec<i64> = read
+                .bests
+                .iter()
+                .find(|b| b.progress.len() >= 2)
+                .map(|b| b.progress.iter().map(|p| p.lap_time_ms).collect())
+                .unwrap_or_default();
+            let png = preview::driver_png(&boards, &progress)
+                .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
+            rendered("driver");
+            Ok::<_, ApiError>(RenderedPage::with_etag(png))
+        })
+        .await?;
+    if cached.body.is_empty() {
         return Ok(page.no_driver());
-    };
-    let boards: Vec<(u64, i64)> = read
-        .bests
-        .iter()
-        .map(|b| (b.rank, b.row.lap_time_ms))
-        .collect();
-    let progress: Vec<i64> = read
-        .bests
-        .iter()
-        .find(|b| b.progress.len() >= 2)
-        .map(|b| b.progress.iter().map(|p| p.lap_time_ms).collect())
-        .unwrap_or_default();
-    let png = preview::driver_png(&boards, &progress)
-        .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
-    Ok(page.png(png))
+    }
+    Ok(page.png(cached))
 }
 
 /// The answer of one page request: its headers, conditional answers, error pages and the
@@ -408,10 +446,8 @@ impl<'a> Page<'a> {
     }
 
     /// 200 with a PNG, or 304 when the client holds it (`If-None-Match`).
-    fn png(&self, png: Vec<u8>) -> Response {
-        let mut response = self.cached(RenderedPage::with_etag(png), |body| {
-            (StatusCode::OK, body).into_response()
-        });
+    fn png(&self, png: RenderedPage) -> Response {
+        let mut response = self.cached(png, |body| (StatusCode::OK, body).into_response());
         let h = response.headers_mut();
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
         h.insert(

@@ -1,17 +1,23 @@
-//! Liveness, readiness and metrics (no version prefix, no token).
+//! Liveness, readiness and metrics (no version prefix; in AWS the metrics take the metrics
+//! token).
 
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use http::{HeaderValue, header};
+use http::{HeaderMap, HeaderValue, header};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::envelope;
+use crate::http::auth_user::bearer;
 use crate::http::{ApiError, json_bytes, ok};
 use crate::state::AppState;
 use paddock_core::metrics;
+use paddock_core::metrics_access::{self, MetricsAccessError};
+
+/// Where the metrics are served.
+pub(crate) const METRICS_PATH: &str = "/metrics";
 
 /// The health routes.
 pub(crate) fn routes() -> OpenApiRouter<AppState> {
@@ -80,23 +86,33 @@ pub(crate) async fn ready(State(state): State<AppState>) -> Result<Response, Api
     }
 }
 
-/// Prometheus text exposition (not enveloped): the local server's own registry, or in AWS the
-/// service's metrics as CloudWatch holds them (every function's counts summed; counters since
-/// 00:00 UTC; read at most once per `Metrics__CacheSeconds`).
+/// Prometheus text exposition (not enveloped): the local server's own registry, to anyone
+/// who reaches it; or in AWS the service's metrics as CloudWatch holds them (every function's
+/// counts summed; counters since 00:00 UTC; read at most once per `Metrics__CacheSeconds`
+/// across the function's instances), only to a scrape with the metrics token.
 #[utoipa::path(get, path = "/metrics", operation_id = "getMetrics", tag = "health",
+    security((), ("metricsToken" = [])),
     responses((status = 200, description = "Prometheus text format", content_type = "text/plain; version=0.0.4"),
+              (status = 401, description = "In AWS: the request has no metrics token, or another one (`WWW-Authenticate: Bearer`)"),
+              (status = 404, description = "In AWS: no metrics token is configured, so the metrics are off"),
               (status = 503, description = "In AWS: CloudWatch could not be read; `Retry-After` says when to ask again")))]
 pub(crate) async fn prometheus_metrics(
     State(state): State<AppState>,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let text = match &state.metrics_readout {
-        Some(readout) => readout.text().await.map_err(|e| {
-            tracing::warn!(error = %e, "could not read the metrics from the metrics store");
-            ApiError::Busy {
-                message: "the metrics store cannot be read now, please retry".into(),
-                retry_after_secs: e.retry_after_secs,
+        Some(readout) => {
+            if let Err(refusal) = allowed(&state, &headers).await {
+                return Ok(refusal);
             }
-        })?,
+            readout.text().await.map_err(|e| {
+                tracing::warn!(error = %e, "could not read the metrics from the metrics store");
+                ApiError::Busy {
+                    message: "the metrics store cannot be read now, please retry".into(),
+                    retry_after_secs: e.retry_after_secs,
+                }
+            })?
+        }
         None => metrics::global().render().into(),
     };
     let mut response = text.into_response();
@@ -105,6 +121,33 @@ pub(crate) async fn prometheus_metrics(
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     Ok(response)
+}
+
+/// Whether the scrape of `headers` may read the service's metrics: it bears the metrics
+/// token. Otherwise the refusal: 401 naming the scheme a scraper should send, or, without a
+/// configured token (the metrics are off), the 404 of an unknown route.
+async fn allowed(state: &AppState, headers: &HeaderMap) -> Result<(), Response> {
+    let refusal = match metrics_access::check(state.ports.secrets.as_ref(), bearer(headers)).await {
+        Ok(()) => return Ok(()),
+        Err(MetricsAccessError::Off) => ApiError::NotFound("no such endpoint".into()),
+        Err(MetricsAccessError::Refused) => {
+            let mut refusal =
+                ApiError::Unauthorized("missing or wrong metrics token".into()).into_response();
+            refusal.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"metrics\""),
+            );
+            return Err(refusal);
+        }
+        Err(MetricsAccessError::Unavailable(reason)) => {
+            tracing::warn!(error = %reason, "could not read the metrics token");
+            ApiError::Busy {
+                message: "the metrics store cannot be read now, please retry".into(),
+                retry_after_secs: 5,
+            }
+        }
+    };
+    Err(refusal.into_response())
 }
 
 envelope!(

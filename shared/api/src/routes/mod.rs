@@ -56,7 +56,7 @@ pub enum Group {
 pub struct Needs {
     /// The blob store (S3 in AWS).
     pub blobs: bool,
-    /// The application secret (signing keys, provider and model keys).
+    /// The application secret (signing keys, provider and model keys, the metrics token).
     pub secrets: bool,
     /// The identity providers a driver signs in with.
     pub identity_providers: bool,
@@ -115,10 +115,11 @@ impl Group {
             ..secrets
         };
         match self {
-            // Readiness checks the item store only; `GET /metrics` reads the metrics store.
+            // Readiness checks the item store only; `GET /metrics` reads the metrics store,
+            // for a scrape with the metrics token of the app secret.
             Group::Health => Needs {
                 metrics: true,
-                ..Needs::default()
+                ..secrets
             },
             Group::Auth => Needs {
                 identity_providers: true,

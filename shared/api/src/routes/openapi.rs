@@ -1,5 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
@@ -9,31 +10,52 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::response::{Response as ApiResponse, ResponseBuilder};
 use utoipa::openapi::schema::{ObjectBuilder, Type};
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{Ref, RefOr};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::Group;
 use super::envelopes::ErrorEnvelope;
+use crate::state::AppState;
 
 /// Where the document is served; not an operation of its own.
 pub(crate) const OPENAPI_PATH: &str = "/openapi.json";
 
-/// The OpenAPI 3.1 document of the whole API (not enveloped).
-pub(crate) async fn openapi_json() -> Response {
+/// The OpenAPI 3.1 document of the whole API (not enveloped), as this process serves it:
+/// where `GET /metrics` reads the metrics store (the health function in AWS), it states that
+/// the metrics token is required there.
+pub(crate) async fn openapi_json(State(state): State<AppState>) -> Response {
     // Built from every group's routers, so built once per process rather than per request.
-    static BODY: LazyLock<Bytes> = LazyLock::new(|| {
-        Bytes::from(serde_json::to_vec(&document()).expect("the document serialises"))
-    });
+    static LOCAL: LazyLock<Bytes> = LazyLock::new(|| serialised(MetricsShape::Local));
+    static STORE: LazyLock<Bytes> = LazyLock::new(|| serialised(MetricsShape::Store));
+    let body = if state.metrics_readout.is_some() {
+        STORE.clone()
+    } else {
+        LOCAL.clone()
+    };
     (
         StatusCode::OK,
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         )],
-        BODY.clone(),
+        body,
     )
         .into_response()
+}
+
+fn serialised(shape: MetricsShape) -> Bytes {
+    Bytes::from(serde_json::to_vec(&document_for(shape)).expect("the document serialises"))
+}
+
+/// Which `GET /metrics` a process serves, for the security the document states for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MetricsShape {
+    /// The local server's own registry: no token, or the metrics token where a deployment
+    /// of the functions answers it.
+    Local,
+    /// The health function's read of the metrics store: the metrics token only.
+    Store,
 }
 
 #[derive(OpenApi)]
@@ -65,6 +87,19 @@ struct BearerAuth;
 impl Modify for BearerAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "metricsToken",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The metrics token of a deployment in AWS (the app secret's \
+                         `metricsToken`), which `GET /metrics` requires there; the local \
+                         server's own `GET /metrics` takes no token.",
+                    ))
+                    .build(),
+            ),
+        );
         components.add_security_scheme(
             "bearer",
             SecurityScheme::Http(
@@ -110,7 +145,12 @@ impl CommonResponses {
     fn add(operation: &mut Operation) {
         let has_body = operation.request_body.is_some();
         let has_params = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
-        let secured = operation.security.as_ref().is_some_and(|s| !s.is_empty());
+        // A driver's token (the `bearer` scheme): other schemes describe their own refusals.
+        let secured = operation
+            .security
+            .iter()
+            .flatten()
+            .any(|r| serde_json::to_value(r).is_ok_and(|v| v.get("bearer").is_some()));
         let mut common = vec![
             (
                 "500",
@@ -216,15 +256,35 @@ fn for_each_operation(openapi: &mut utoipa::openapi::OpenApi, mut f: impl FnMut(
     }
 }
 
-/// The document served at `/openapi.json`: the service's description, every group's
-/// operations as its router registers them, and the answers every operation shares.
+/// The document the local server serves at `/openapi.json`: the service's description,
+/// every group's operations as its router registers them, and the answers every operation
+/// shares.
+#[cfg(test)]
 pub(crate) fn document() -> utoipa::openapi::OpenApi {
+    document_for(MetricsShape::Local)
+}
+
+/// The document of a process whose `GET /metrics` is of `shape` (as [`openapi_json`] serves
+/// it).
+pub(crate) fn document_for(shape: MetricsShape) -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     for group in Group::ALL {
         doc.merge(group.routes().into_openapi());
     }
     CommonResponses.modify(&mut doc);
     PublicOperations.modify(&mut doc);
+    if shape == MetricsShape::Store
+        && let Some(metrics) = doc
+            .paths
+            .paths
+            .get_mut(super::health::METRICS_PATH)
+            .and_then(|item| item.get.as_mut())
+    {
+        metrics.security = Some(vec![SecurityRequirement::new(
+            "metricsToken",
+            Vec::<String>::new(),
+        )]);
+    }
     doc
 }
 
@@ -383,6 +443,32 @@ mod tests {
         assert!(
             scoped >= 15,
             "the operations tokens may use name their scope"
+        );
+    }
+
+    /// `GET /metrics` states the metrics token: required where the health function reads the
+    /// metrics store, one of two ways (none, or the token) in the local server's document.
+    #[test]
+    fn the_metrics_operation_states_the_metrics_token() {
+        use super::{MetricsShape, document_for};
+        let security = |shape| {
+            let doc = serde_json::to_value(document_for(shape)).unwrap();
+            assert_eq!(
+                doc["components"]["securitySchemes"]["metricsToken"]["scheme"],
+                "bearer"
+            );
+            let op = doc["paths"]["/metrics"]["get"].clone();
+            assert!(op["responses"].get("403").is_none(), "{op}");
+            assert!(op["responses"].get("401").is_some(), "{op}");
+            op["security"].clone()
+        };
+        assert_eq!(
+            security(MetricsShape::Store),
+            serde_json::json!([{"metricsToken": []}])
+        );
+        assert_eq!(
+            security(MetricsShape::Local),
+            serde_json::json!([{}, {"metricsToken": []}])
         );
     }
 

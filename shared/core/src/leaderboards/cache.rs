@@ -85,6 +85,27 @@ pub struct DriverPageKey {
     pub after: Option<String>,
 }
 
+/// Which link preview (the PNG a shared link shows).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PreviewKey {
+    /// The preview of a board (the track's, or a car's).
+    Board(BoardId),
+    /// The preview of a driver's page.
+    Driver(UserId),
+}
+
+impl PreviewKey {
+    /// Whether a change on the boards of `track_id` changes this preview.
+    fn shows_track(&self, track_id: &TrackId) -> bool {
+        matches!(self, Self::Board(board) if board.track == *track_id)
+    }
+
+    /// Whether a change of driver `user_id` changes this preview.
+    fn shows_driver(&self, user_id: &UserId) -> bool {
+        matches!(self, Self::Driver(user) if user == user_id)
+    }
+}
+
 /// The bytes a key adds to its page's weight besides the body.
 trait KeyBytes {
     fn key_bytes(&self) -> usize;
@@ -93,6 +114,15 @@ trait KeyBytes {
 impl KeyBytes for PageKey {
     fn key_bytes(&self) -> usize {
         self.after.as_ref().map_or(0, String::len)
+    }
+}
+
+impl KeyBytes for PreviewKey {
+    fn key_bytes(&self) -> usize {
+        match self {
+            Self::Board(board) => board.track.as_str().len() + 64,
+            Self::Driver(user) => user.as_str().len(),
+        }
     }
 }
 
@@ -127,11 +157,14 @@ fn pages_of<K: KeyBytes + Eq + std::hash::Hash + Clone>(max_bytes: u64) -> Pages
     Pages::with_options(options, PageWeight, Default::default(), Default::default())
 }
 
-/// Rendered pages by board and position, and the public driver pages.
+/// Rendered pages by board and position, the public driver pages, and the pages' link
+/// previews.
 pub struct BoardCache {
     lifetime: Duration,
     pages: Option<Pages<PageKey>>,
     drivers: Option<Pages<DriverPageKey>>,
+    /// PNGs of tens of kilobytes, each hundreds of milliseconds of CPU to draw.
+    previews: Option<Pages<PreviewKey>>,
     /// When expired pages were last dropped (milliseconds since `started`).
     purged_ms: AtomicU64,
     started: Instant,
@@ -143,12 +176,16 @@ impl BoardCache {
     pub fn new(lifetime: Duration, max_bytes: u64) -> Self {
         // A typical page is a few kilobytes: the entry table is sized for that. Driver pages
         // get a quarter of the bytes of board pages (fewer links, shared less).
+        // Previews get a quarter too: far fewer of them are asked for (a link's first
+        // showing), each far costlier to draw than to keep.
         let pages = (!lifetime.is_zero()).then(|| pages_of(max_bytes));
         let drivers = (!lifetime.is_zero()).then(|| pages_of(max_bytes / 4));
+        let previews = (!lifetime.is_zero()).then(|| pages_of(max_bytes / 4));
         Self {
             lifetime,
             pages,
             drivers,
+            previews,
             purged_ms: AtomicU64::new(0),
             started: Instant::now(),
         }
@@ -177,6 +214,17 @@ impl BoardCache {
         F: Future<Output = Result<RenderedPage, E>>,
     {
         self.cached(self.drivers.as_ref(), key, load).await
+    }
+
+    /// The link preview `key`, as [`Self::page`] does for boards: a board's is dropped with
+    /// the track's pages ([`Self::invalidate`]), a driver's with the driver's pages
+    /// ([`Self::forget_driver`]).
+    pub async fn preview<L, F, E>(&self, key: PreviewKey, load: L) -> Result<RenderedPage, E>
+    where
+        L: FnOnce(PreviewKey) -> F,
+        F: Future<Output = Result<RenderedPage, E>>,
+    {
+        self.cached(self.previews.as_ref(), key, load).await
     }
 
     async fn cached<K, L, F, E>(
@@ -244,7 +292,9 @@ impl BoardCache {
     /// Drops the expired pages, at most once a lifetime (on a miss, so an idle cache costs
     /// nothing).
     fn purge_expired(&self, now: Instant) {
-        let (Some(pages), Some(drivers)) = (&self.pages, &self.drivers) else {
+        let (Some(pages), Some(drivers), Some(previews)) =
+            (&self.pages, &self.drivers, &self.previews)
+        else {
             return;
         };
         let now_ms =
@@ -261,19 +311,27 @@ impl BoardCache {
         }
         pages.retain(|_, cached| cached.expires > now);
         drivers.retain(|_, cached| cached.expires > now);
+        previews.retain(|_, cached| cached.expires > now);
     }
 
-    /// Forgets the pages of every board of `track_id` (a submission changed them).
+    /// Forgets the pages and previews of every board of `track_id` (a submission changed
+    /// them).
     pub fn invalidate(&self, track_id: &TrackId) {
         if let Some(pages) = &self.pages {
             pages.retain(|k, _| k.board.track != *track_id);
         }
+        if let Some(previews) = &self.previews {
+            previews.retain(|k, _| !k.shows_track(track_id));
+        }
     }
 
-    /// Forgets the pages of driver `user_id` (renamed, or deleted).
+    /// Forgets the pages and preview of driver `user_id` (renamed, deleted, or a new best).
     pub fn forget_driver(&self, user_id: &UserId) {
         if let Some(drivers) = &self.drivers {
             drivers.retain(|k, _| k.user_id != *user_id);
+        }
+        if let Some(previews) = &self.previews {
+            previews.retain(|k, _| !k.shows_driver(user_id));
         }
     }
 
@@ -356,6 +414,29 @@ mod tests {
             assert_eq!(answer.unwrap().unwrap().etag, etag.as_str());
         }
         loads.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test]
+    async fn previews_are_kept_and_dropped_with_their_track_or_driver() {
+        let cache = BoardCache::new(Duration::from_secs(60), 1 << 20);
+        let load = |n: usize| move |_| async move { Ok::<_, PageError>(page(n, 1_000)) };
+        let board = |t: &str| PreviewKey::Board(BoardId::track(&TrackId::from(t)));
+        let driver = |u: &str| PreviewKey::Driver(UserId::from(u));
+        cache.preview(board("t"), load(1)).await.unwrap();
+        cache.preview(board("u"), load(2)).await.unwrap();
+        cache.preview(driver("d"), load(3)).await.unwrap();
+        let hit = |key, n| {
+            let cache = &cache;
+            async move { cache.preview(key, load(n)).await.unwrap().etag }
+        };
+        assert_eq!(hit(board("t"), 9).await, "\"1\"");
+        cache.invalidate(&TrackId::from("t"));
+        assert_eq!(hit(board("t"), 4).await, "\"4\"");
+        assert_eq!(hit(board("u"), 9).await, "\"2\"");
+        assert_eq!(hit(driver("d"), 9).await, "\"3\"");
+        cache.forget_driver(&UserId::from("d"));
+        assert_eq!(hit(driver("d"), 5).await, "\"5\"");
+        assert_eq!(hit(board("u"), 9).await, "\"2\"");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
