@@ -282,9 +282,7 @@ async fn redeliver(
 ) -> Result<(), ProcessError> {
     let early = next.not_before_ms - queue_now_ms();
     if early > 0 {
-        return Err(ProcessError::NotYet(Duration::from_millis(
-            u64::try_from(early).unwrap_or(0),
-        )));
+        return Err(ProcessError::NotYet(whole_seconds(early)));
     }
     let event = &*next.event;
     let Some(message) = message_of(event) else {
@@ -374,6 +372,12 @@ fn after(delay: Duration) -> i64 {
     queue_now_ms().saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX))
 }
 
+/// `millis` rounded up to whole seconds: SQS counts delays and visibility in seconds, and a
+/// message shown again a moment before it is due would only be hidden again.
+fn whole_seconds(millis: i64) -> Duration {
+    Duration::from_secs(u64::try_from(millis.max(0)).unwrap_or(0).div_ceil(1000))
+}
+
 /// Sends `subscription`'s attempt number `attempt` at `event`, due at `at` (Unix ms).
 async fn schedule(
     ports: &Ports,
@@ -394,7 +398,7 @@ async fn schedule(
         }),
         trace: event.trace.clone(),
     };
-    let delay = Duration::from_millis(u64::try_from(at - queue_now_ms()).unwrap_or(0));
+    let delay = whole_seconds(at - queue_now_ms());
     let body = serde_json::to_string(&redelivery).expect("an event serialises");
     ports
         .queues
@@ -598,6 +602,14 @@ mod tests {
     use super::*;
     use crate::events::{AchievementUnlocked, TrackProcessRequested};
     use time::OffsetDateTime;
+
+    #[test]
+    fn waits_round_up_to_whole_seconds() {
+        assert_eq!(whole_seconds(1), Duration::from_secs(1));
+        assert_eq!(whole_seconds(4700), Duration::from_secs(5));
+        assert_eq!(whole_seconds(5000), Duration::from_secs(5));
+        assert_eq!(whole_seconds(-20), Duration::ZERO);
+    }
 
     #[test]
     fn backoff_spans_about_a_day() {
