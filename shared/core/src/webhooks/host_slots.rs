@@ -28,13 +28,12 @@ impl HostSlots {
             let mut hosts = self.hosts.lock().expect("host slots lock");
             // A host nobody waits on any more holds no slots: its entry goes.
             hosts.retain(|_, slots| slots.strong_count() > 0);
-            match hosts.get(host).and_then(Weak::upgrade) {
-                Some(slots) => slots,
-                None => {
-                    let slots = Arc::new(Semaphore::new(PER_HOST));
-                    hosts.insert(host.to_owned(), Arc::downgrade(&slots));
-                    slots
-                }
+            if let Some(slots) = hosts.get(host).and_then(Weak::upgrade) {
+                slots
+            } else {
+                let slots = Arc::new(Semaphore::new(PER_HOST));
+                hosts.insert(host.to_owned(), Arc::downgrade(&slots));
+                slots
             }
         };
         slots
