@@ -12,6 +12,7 @@ pub mod fault_proxy;
 pub mod lambda_events;
 pub mod lambda_runtime_api;
 pub mod local_api;
+pub mod webhook_receiver;
 
 use paddock_core::config::{QueueUrls, Settings};
 use paddock_core::ports::{Clock, ManualClock, Ports, SystemClock};
@@ -657,25 +658,4 @@ macro_rules! functions_scenario {
             super::$plain($crate::spawn_functions().await).await
         }
     };
-}
-
-/// A webhook receiver on loopback that confirms a subscription's verification (echoing its
-/// challenge) and takes every delivery with 204, recording nothing; answers its URL.
-pub async fn confirming_webhook_receiver() -> String {
-    async fn answer(body: axum::body::Bytes) -> (axum::http::StatusCode, String) {
-        let message: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-        if message["type"] == "webhook.verification" {
-            let challenge = message["data"]["challenge"].as_str().unwrap_or_default();
-            let echo = serde_json::json!({ "challenge": challenge }).to_string();
-            return (axum::http::StatusCode::OK, echo);
-        }
-        (axum::http::StatusCode::NO_CONTENT, String::new())
-    }
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a loopback port");
-    let address = listener.local_addr().expect("its address");
-    let app = axum::Router::new().route("/hook", axum::routing::post(answer));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    format!("http://{address}/hook")
 }

@@ -10,7 +10,8 @@ use paddock_core::identity::personal_tokens::Scope;
 use paddock_core::identity::provider_accounts::{ProviderIdentity, find_or_create};
 use paddock_core::ids::UserId;
 use paddock_core::webhooks::subscriptions;
-use paddock_tests::{TestApp, confirming_webhook_receiver, envelope, unique};
+use paddock_tests::webhook_receiver::Receiver;
+use paddock_tests::{TestApp, envelope, unique};
 use serde_json::{Value, json};
 
 async fn send(
@@ -43,13 +44,13 @@ async fn a_takeover_ends_every_credential_the_other_party_made(app: TestApp) {
     .await;
     assert_eq!(status, 201, "{made}");
     let personal_token = made["data"]["token"].as_str().unwrap().to_owned();
-    let receiver = confirming_webhook_receiver().await;
+    let receiver = Receiver::start().await;
     let (status, hook) = send(
         &app,
         reqwest::Method::POST,
         "/v1/webhooks",
         &jwt,
-        json!({"url": receiver, "eventTypes": ["session.uploaded", "leaderboard.best"]}),
+        json!({"url": receiver.url, "eventTypes": ["session.uploaded", "leaderboard.best"]}),
     )
     .await;
     assert_eq!(status, 201, "{hook}");

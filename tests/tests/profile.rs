@@ -457,13 +457,13 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     assert_eq!(status, 200);
     // A webhook subscription (its receiver confirms it; it wants only board.passed, which no
     // one sends the driver here).
-    let receiver = paddock_tests::confirming_webhook_receiver().await;
+    let receiver = paddock_tests::webhook_receiver::Receiver::start().await;
     let (status, hook) = send(
         app,
         reqwest::Method::POST,
         "/v1/webhooks",
         &token,
-        Some(json!({"url": receiver, "eventTypes": ["board.passed"]})),
+        Some(json!({"url": receiver.url, "eventTypes": ["board.passed"]})),
     )
     .await;
     assert_eq!(status, 201, "{hook}");

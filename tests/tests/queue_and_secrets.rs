@@ -75,6 +75,43 @@ async fn delivers_acks_and_redelivers(t: TestPorts) {
     }
 }
 
+/// A message sent with a delay stays hidden until it is due, then comes once; an oversized
+/// one is refused.
+async fn delays_a_message_until_it_is_due(t: TestPorts) {
+    let q = t.ports.queues.get(QueueName::Feed);
+    let sent = std::time::Instant::now();
+    q.send_delayed("{\"later\":true}".into(), Duration::from_secs(2))
+        .await
+        .unwrap();
+    q.send(vec!["{\"now\":true}".into()]).await.unwrap();
+    let first = q.receive(10, Duration::from_secs(1)).await.unwrap();
+    assert_eq!(
+        first.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+        ["{\"now\":true}"],
+        "only the undelayed message is visible at once"
+    );
+    q.ack(&first[0].receipt).await.unwrap();
+    let mut later = Vec::new();
+    for _ in 0..10 {
+        later = q.receive(10, Duration::from_secs(1)).await.unwrap();
+        if !later.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(later.len(), 1);
+    assert_eq!(later[0].body, "{\"later\":true}");
+    assert!(
+        sent.elapsed() >= Duration::from_millis(1900),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert!(
+        q.send_delayed("x".repeat(300 * 1024), Duration::from_secs(1))
+            .await
+            .is_err()
+    );
+}
+
 async fn refuses_oversized_messages(t: TestPorts) {
     let err = t
         .ports
@@ -110,6 +147,10 @@ async fn local_secrets_are_generated_once_and_kept(t: TestPorts) {
 mod embedded {
     use super::*;
     #[tokio::test]
+    async fn delays_a_message_until_it_is_due() {
+        super::delays_a_message_until_it_is_due(ports(Backend::Embedded).await).await;
+    }
+    #[tokio::test]
     async fn delivers_acks_and_redelivers() {
         super::delivers_acks_and_redelivers(ports(Backend::Embedded).await).await;
     }
@@ -125,6 +166,10 @@ mod embedded {
 
 mod moto {
     use super::*;
+    #[tokio::test]
+    async fn delays_a_message_until_it_is_due() {
+        super::delays_a_message_until_it_is_due(ports(Backend::Aws).await).await;
+    }
     #[tokio::test]
     async fn delivers_acks_and_redelivers() {
         super::delivers_acks_and_redelivers(ports(Backend::Aws).await).await;

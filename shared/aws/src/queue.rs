@@ -9,7 +9,9 @@ use aws_sdk_sqs::types::{
 use std::time::Duration;
 
 use super::describe;
-use paddock_core::ports::queue::{EventQueue, MAX_MESSAGE_BYTES, QueueError, ReceivedMessage};
+use paddock_core::ports::queue::{
+    EventQueue, MAX_MESSAGE_BYTES, MAX_SEND_DELAY, QueueError, ReceivedMessage,
+};
 use paddock_core::trace_context::EventHeader;
 
 /// An SQS queue and its dead-letter queue.
@@ -91,6 +93,34 @@ impl EventQueue for SqsQueue {
                 )));
             }
         }
+        Ok(())
+    }
+
+    async fn send_delayed(&self, body: String, delay: Duration) -> Result<(), QueueError> {
+        if body.len() > MAX_MESSAGE_BYTES {
+            return Err(QueueError::TooLarge(body.len()));
+        }
+        let mut request = self
+            .client
+            .send_message()
+            .queue_url(&self.url)
+            .delay_seconds(secs(delay.min(MAX_SEND_DELAY)));
+        if let Some(trace) = EventHeader::of(&body).trace {
+            let attribute = MessageSystemAttributeValue::builder()
+                .data_type("String")
+                .string_value(trace)
+                .build()
+                .map_err(|e| unavailable(&e))?;
+            request = request.message_system_attributes(
+                MessageSystemAttributeNameForSends::AwsTraceHeader,
+                attribute,
+            );
+        }
+        request
+            .message_body(body)
+            .send()
+            .await
+            .map_err(|e| unavailable(&e))?;
         Ok(())
     }
 

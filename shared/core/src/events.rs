@@ -63,11 +63,15 @@ pub enum EventKind {
     /// A webhook subscription failing for days was turned off; the driver is told.
     #[serde(rename = "webhook.disabled")]
     WebhookDisabled(WebhookDisabled),
+    /// One subscription's next attempt at an event it has not taken: sent by the webhooks
+    /// consumer to its own queue, never through the outbox.
+    #[serde(rename = "webhook.redelivery")]
+    WebhookRedelivery(WebhookRedelivery),
 }
 
 impl EventKind {
     /// Every wire name, in a stable order (metric labels are bounded by this list).
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "session.uploaded",
         "leaderboard.submit",
         "track.process",
@@ -77,6 +81,7 @@ impl EventKind {
         "board.passed",
         "webhook.test",
         "webhook.disabled",
+        "webhook.redelivery",
     ];
 
     /// The wire name of this kind.
@@ -91,6 +96,7 @@ impl EventKind {
             Self::BoardPassed(_) => Self::NAMES[6],
             Self::WebhookTest(_) => Self::NAMES[7],
             Self::WebhookDisabled(_) => Self::NAMES[8],
+            Self::WebhookRedelivery(_) => Self::NAMES[9],
         }
     }
 }
@@ -281,6 +287,23 @@ pub struct WebhookDisabled {
     pub failing_since: String,
 }
 
+/// `webhook.redelivery`: the next attempt of one subscription at one event, so a receiver
+/// that failed retries on a schedule of its own instead of holding the event (and every
+/// other subscription's delivery of it) in the shared queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WebhookRedelivery {
+    /// The subscription this attempt goes to.
+    pub subscription_id: String,
+    /// The number of the attempt this message makes (the first one is 1).
+    pub attempt: u32,
+    /// Unix milliseconds, queue time: not to be attempted before (a message the queue brings
+    /// sooner is hidden until then).
+    pub not_before_ms: i64,
+    /// The event to deliver, as the outbox relayed it (its id is the `webhook-id`).
+    pub event: Box<Event>,
+}
+
 impl Event {
     /// A new event with a fresh time-ordered id, in the current invocation's trace.
     pub fn new(kind: EventKind, user_id: Option<UserId>, now: OffsetDateTime) -> Self {
@@ -303,6 +326,13 @@ pub enum ProcessError {
     /// The event can never succeed (unreadable, refers to nothing): straight to dead letters.
     #[error("poison: {0}")]
     Poison(String),
+    /// The event was tried as often as it may be: to the dead letters, where an operator can
+    /// redrive it.
+    #[error("gave up: {0}")]
+    Exhausted(String),
+    /// The message came before its time: hidden for this long, not counted as a failure.
+    #[error("not due for {0:?}")]
+    NotYet(std::time::Duration),
 }
 
 #[cfg(test)]

@@ -48,11 +48,12 @@ pub fn processor(queue: QueueName) -> Processor {
 /// The webhooks consumer, delivering through `client`. A new best first tells the drivers it
 /// passed (their `board.passed` events go through the outbox like any other).
 pub fn webhook_processor(client: Arc<dyn crate::webhooks::client::WebhookClient>) -> Processor {
+    let deliveries = Arc::new(crate::webhooks::delivery::Deliveries::new(client));
     Arc::new(move |event: Event, ports: Ports| {
-        let client = client.clone();
+        let deliveries = deliveries.clone();
         Box::pin(async move {
             crate::leaderboards::passing::process(&ports, &event).await?;
-            crate::webhooks::delivery::process(&ports, &*client, &event).await
+            crate::webhooks::delivery::process(&ports, &deliveries, &event).await
         })
     })
 }
@@ -163,6 +164,8 @@ async fn deliver(
             count(kind, "ok");
             return Some(message.receipt);
         }
+        // Come before its time (a webhook redelivery waiting longer than a send can delay).
+        Err(ProcessError::NotYet(delay)) => queue.retry_later(&message.receipt, delay).await,
         Err(ProcessError::Retry(e)) if message.receive_count < max_receives(consumer, policy) => {
             count(kind_of(&message.body), "retry");
             tracing::warn!(%consumer, message_id = %message.id, attempt = message.receive_count, error = format!("{e:#}"), "event failed; will retry");
@@ -183,7 +186,8 @@ async fn deliver(
 }
 
 /// Deliveries of one event before it is dead-lettered: the policy's, but webhooks keep
-/// trying for about a day.
+/// trying for about a day (a failed delivery has its own message per subscription, so an
+/// event itself comes again only when the store or the queue failed).
 pub fn max_receives(consumer: QueueName, policy: RetryPolicy) -> u32 {
     if consumer == QueueName::Webhooks {
         crate::webhooks::delivery::MAX_ATTEMPTS
@@ -209,7 +213,7 @@ pub fn kind_of(body: &str) -> &'static str {
 }
 
 /// How many events of one batch a consumer handles at once.
-fn concurrency(consumer: QueueName) -> usize {
+pub fn concurrency(consumer: QueueName) -> usize {
     match consumer {
         // Jobs of one track merge into one map: at once, they would only conflict. And a map
         // build is CPU work that must not starve the request handlers.

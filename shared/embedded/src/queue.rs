@@ -8,7 +8,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::database::{Database, SharedConnection};
-use paddock_core::ports::queue::{EventQueue, MAX_MESSAGE_BYTES, QueueError, ReceivedMessage};
+use paddock_core::ports::queue::{
+    EventQueue, MAX_MESSAGE_BYTES, MAX_SEND_DELAY, QueueError, ReceivedMessage,
+};
 
 /// One named embedded event queue (its messages and dead letters share one SQLite table with
 /// the other queues, told apart by name).
@@ -123,6 +125,23 @@ impl EventQueue for SqliteQueue {
         })
         .await?;
         self.arrived.notify_waiters();
+        Ok(())
+    }
+
+    async fn send_delayed(&self, body: String, delay: Duration) -> Result<(), QueueError> {
+        if body.len() > MAX_MESSAGE_BYTES {
+            return Err(QueueError::TooLarge(body.len()));
+        }
+        let visible_at = Self::now_ms() + delay.min(MAX_SEND_DELAY).as_millis() as i64;
+        let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
+        let name = self.name;
+        self.run(move |conn| {
+            conn.execute(
+                "INSERT INTO queue_messages (id, body, visible_at_ms, seq, queue) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![uuid::Uuid::now_v7().to_string(), body, visible_at, seq, name],
+            )
+        })
+        .await?;
         Ok(())
     }
 

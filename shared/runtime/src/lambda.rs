@@ -17,6 +17,7 @@ use std::time::Duration;
 use crate::telemetry;
 pub use crate::wiring::AwsWiring;
 use axum::Router;
+use futures::stream::StreamExt;
 use paddock_api::routes::{Group, group_router};
 use paddock_api::state::AppState;
 use paddock_core::config::{LogFormat, Settings};
@@ -346,26 +347,34 @@ pub async fn handle_worker_event(
             return response;
         }
     };
-    for record in records {
-        let message = ReceivedMessage {
-            id: record.message_id.unwrap_or_default(),
-            body: record.body.unwrap_or_default(),
-            receipt: record.receipt_handle.unwrap_or_default(),
-            receive_count: record
-                .attributes
-                .get("ApproximateReceiveCount")
-                .and_then(|c| c.parse().ok())
-                .unwrap_or(1),
-        };
-        // Every line of this record names its event and the trace of the request behind it.
-        let span = EventHeader::of(&message.body).span(consumer.name(), &message.id);
-        let failed = handle_record(consumer, &message, ports, processor)
-            .instrument(span)
-            .await;
-        if failed {
-            response.batch_item_failures.push(failure(message.id));
-        }
-    }
+    // The records of a batch are handled at once, as the local consumer does (one slow
+    // record must not hold the others past their time).
+    let failed: Vec<String> = futures::stream::iter(records)
+        .map(|record| async move {
+            let message = ReceivedMessage {
+                id: record.message_id.unwrap_or_default(),
+                body: record.body.unwrap_or_default(),
+                receipt: record.receipt_handle.unwrap_or_default(),
+                receive_count: record
+                    .attributes
+                    .get("ApproximateReceiveCount")
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(1),
+            };
+            // Every line of this record names its event and the trace of the request behind it.
+            let span = EventHeader::of(&message.body).span(consumer.name(), &message.id);
+            let failed = handle_record(consumer, &message, ports, processor)
+                .instrument(span)
+                .await;
+            failed.then_some(message.id)
+        })
+        .buffer_unordered(workers::concurrency(consumer))
+        .filter_map(std::future::ready)
+        .collect()
+        .await;
+    response
+        .batch_item_failures
+        .extend(failed.into_iter().map(failure));
     response
 }
 
@@ -379,6 +388,27 @@ async fn handle_record(
     let kind = workers::kind_of(&message.body);
     let (outcome, failed) = match workers::handle_body(&message.body, ports, processor).await {
         Ok(_) => ("ok", false),
+        // Come before its time: hidden until then, and left on the queue.
+        Err(ProcessError::NotYet(delay)) => {
+            if let Err(e) = ports
+                .queues
+                .get(consumer)
+                .retry_later(&message.receipt, delay)
+                .await
+            {
+                tracing::warn!(error = %e, "could not hide an early message");
+            }
+            return true;
+        }
+        Err(ProcessError::Exhausted(reason)) => {
+            tracing::warn!(error = %reason, "event tried as often as it may; dead-lettered");
+            let moved = ports
+                .queues
+                .get(consumer)
+                .dead_letter(message, &reason)
+                .await;
+            ("dead_letter", moved.is_err())
+        }
         Err(ProcessError::Poison(reason)) => {
             tracing::error!(error = %reason, "poison event; dead-lettered");
             // Straight to the dead-letter queue; redelivering a poison event is pointless.

@@ -132,7 +132,8 @@ async fn attempt(ports: &Ports, user_id: &UserId, event: &Event) -> Result<(), S
         | EventKind::AccountDeleted(_)
         | EventKind::BoardPassed(_)
         | EventKind::WebhookTest(_)
-        | EventKind::WebhookDisabled(_) => {
+        | EventKind::WebhookDisabled(_)
+        | EventKind::WebhookRedelivery(_) => {
             return Ok(());
         }
     }

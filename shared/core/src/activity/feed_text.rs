@@ -47,7 +47,8 @@ pub(crate) fn for_event(event: &Event) -> Option<FeedText> {
         | EventKind::ProfileUpdated(_)
         | EventKind::AccountDeleted(_)
         | EventKind::BoardPassed(_)
-        | EventKind::WebhookTest(_) => None,
+        | EventKind::WebhookTest(_)
+        | EventKind::WebhookRedelivery(_) => None,
     }
 }
 

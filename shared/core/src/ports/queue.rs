@@ -20,6 +20,9 @@ pub enum QueueError {
 /// Largest message body accepted (SQS's limit, enforced by both adapters).
 pub const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
+/// The longest delay a message can be sent with (SQS's `DelaySeconds` limit).
+pub const MAX_SEND_DELAY: Duration = Duration::from_secs(900);
+
 /// One delivery of a message. The same message may be delivered more than once.
 #[derive(Debug, Clone)]
 pub struct ReceivedMessage {
@@ -38,6 +41,13 @@ pub struct ReceivedMessage {
 pub trait EventQueue: Send + Sync {
     /// Enqueues the bodies (in batches as the backend needs). All or an error.
     async fn send(&self, bodies: Vec<String>) -> Result<(), QueueError>;
+    /// Enqueues one body that becomes visible after `delay` (at most [`MAX_SEND_DELAY`]; a
+    /// longer wait is the consumer's to finish, by hiding the message when it comes early).
+    /// Without a backend delay, the message is visible at once.
+    async fn send_delayed(&self, body: String, delay: Duration) -> Result<(), QueueError> {
+        let _ = delay;
+        self.send(vec![body]).await
+    }
     /// Up to `max` visible messages, waiting at most `wait` for the first. Each is hidden
     /// for the visibility timeout and redelivered unless acknowledged.
     async fn receive(&self, max: usize, wait: Duration)

@@ -23,6 +23,26 @@ pub struct WebhookRequest {
     pub body: String,
 }
 
+impl WebhookRequest {
+    /// A request of `body` to `url` as Standard Webhooks signs it: `webhook-id`,
+    /// `webhook-timestamp` and a `webhook-signature` by each of `secrets`.
+    pub fn signed(url: WebhookUrl, id: &str, timestamp: i64, secrets: &[&str], body: &str) -> Self {
+        Self {
+            url,
+            headers: vec![
+                ("webhook-id", id.to_owned()),
+                ("webhook-timestamp", timestamp.to_string()),
+                (
+                    "webhook-signature",
+                    super::signing::signature_header(secrets, id, timestamp, body),
+                ),
+                ("user-agent", "Paddock-Webhooks/1".to_owned()),
+            ],
+            body: body.to_owned(),
+        }
+    }
+}
+
 /// The receiver's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebhookAnswer {

@@ -1,26 +1,42 @@
 //! The webhooks consumer: posts each event to every subscription of its driver that wants
-//! it, signed, once per subscription (a redelivered event skips the subscriptions that had
-//! it), keeps a short history of attempts, and disables a subscription that failed for days.
+//! it, signed, once per subscription (a subscription that took an event skips it when it
+//! comes again), keeps a short history of attempts, and disables a subscription that failed
+//! for days.
 //!
-//! A failed delivery fails the event, so the queue delivers it again after
-//! [`retry_delay`]; after [`MAX_ATTEMPTS`] (about a day) it goes to the dead letters.
+//! One receiver cannot hold another's deliveries:
+//! - the subscriptions of an event are delivered at once, each within the client's
+//!   [`TIMEOUT`], at most [`host_slots::PER_HOST`] at a time to one host, and a delivery
+//!   that cannot start within [`BATCH_BUDGET`] of its event's turn waits for a later one;
+//! - a delivery that fails does not fail the event: that one subscription gets a
+//!   `webhook.redelivery` message of its own on the same queue, with its attempt count, sent
+//!   after [`retry_delay`]; after [`MAX_ATTEMPTS`] attempts it goes to the dead letters;
+//! - a host that stops answering is backed off once for every driver
+//!   ([`host_backoff`]): deliveries to it wait for its window instead of each trying;
+//! - the history says the same of every failure without an answer ([`NO_ANSWER`]); the
+//!   detail goes to the service's log.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::address::WebhookUrl;
-use super::client::{DeliveryFailure, WebhookClient, WebhookRequest};
-use super::subscriptions::{self, StoredSubscription, SubscriptionError};
-use super::{TEST_EVENT_TYPE, partition, signing};
-use crate::events::{Event, EventKind, LeaderboardSubmitted, ProcessError};
+use super::client::{DeliveryFailure, TIMEOUT, WebhookClient, WebhookRequest};
+use super::host_backoff::{self, Gate, HostOutcome, queue_now_ms};
+use super::host_slots::HostSlots;
+use super::subscriptions::{self, MAX_PER_DRIVER, StoredSubscription, SubscriptionError};
+use super::{TEST_EVENT_TYPE, partition};
+use crate::events::{Event, EventKind, LeaderboardSubmitted, ProcessError, WebhookRedelivery};
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
 use crate::ports::items::{Key, Query, StoreError, TTL, item};
+use crate::ports::queue::QueueError;
+use crate::queues::QueueName;
 use crate::tables::Table;
 
 /// How long an attempt stays in the history.
@@ -29,15 +45,43 @@ pub const LOG_KEPT_SECS: i64 = 7 * 24 * 3600;
 pub const HISTORY_SHOWN: usize = 20;
 /// A subscription whose deliveries have all failed for this long is disabled.
 pub const DISABLE_AFTER: time::Duration = time::Duration::days(3);
-/// Deliveries of one event before it goes to the dead letters.
+/// Attempts at one event for one subscription before it goes to the dead letters.
 pub const MAX_ATTEMPTS: u32 = 10;
 /// Seconds before the next attempt, after attempt 1, 2, ...: about a day in all.
 const BACKOFF_SECS: [u64; 9] = [5, 60, 300, 1800, 3600, 7200, 14400, 28800, 28800];
+/// How long after its event's turn began a delivery may still start. With every delivery of
+/// a batch under way at once, a batch ends within this and one [`TIMEOUT`], well inside the
+/// consumer function's timeout (120 s in `template.yaml`).
+pub const BATCH_BUDGET: Duration = Duration::from_secs(30);
+/// When a delivery that did not start within the budget is tried again.
+const BUDGET_DEFERRAL: Duration = Duration::from_secs(5);
+/// A delivery kept waiting on its host's back-off for longer than this (counted from the
+/// event) goes to the dead letters.
+pub const GIVE_UP_AFTER: time::Duration = time::Duration::days(2);
+/// What the history says of every failure without an HTTP answer (refused, reset, TLS,
+/// timeout): telling them apart would let a driver scan a host's ports through the service.
+pub const NO_ANSWER: &str = "no answer from the receiver";
 
-/// The wait before delivering again an event delivered `receive_count` times.
-pub fn retry_delay(receive_count: u32) -> Duration {
-    let index = usize::try_from(receive_count.saturating_sub(1)).unwrap_or(usize::MAX);
+/// The wait before attempt `attempt + 1` after attempt `attempt` failed.
+pub fn retry_delay(attempt: u32) -> Duration {
+    let index = usize::try_from(attempt.saturating_sub(1)).unwrap_or(usize::MAX);
     Duration::from_secs(BACKOFF_SECS[index.min(BACKOFF_SECS.len() - 1)])
+}
+
+/// What the consumer delivers with: the HTTP client, and the slots of the hosts it posts to.
+pub struct Deliveries {
+    client: Arc<dyn WebhookClient>,
+    slots: HostSlots,
+}
+
+impl Deliveries {
+    /// Deliveries through `client`.
+    pub fn new(client: Arc<dyn WebhookClient>) -> Self {
+        Self {
+            client,
+            slots: HostSlots::default(),
+        }
+    }
 }
 
 /// One attempt, as the driver reads it.
@@ -57,7 +101,8 @@ pub struct Attempt {
     pub status: Option<u16>,
     /// Whether the receiver took it (a 2xx answer).
     pub succeeded: bool,
-    /// From the request to the answer, milliseconds.
+    /// From the request to the answer, milliseconds; an attempt without an answer reads as
+    /// the whole deadline.
     pub duration_ms: u64,
     /// Why it failed, when it did.
     #[schema(required = true)]
@@ -94,7 +139,8 @@ pub fn message_of(event: &Event) -> Option<Message> {
         | EventKind::WebhookDisabled(_)
         | EventKind::TrackProcessRequested(_)
         | EventKind::ProfileUpdated(_)
-        | EventKind::AccountDeleted(_) => return None,
+        | EventKind::AccountDeleted(_)
+        | EventKind::WebhookRedelivery(_) => return None,
     };
     // Internal references a receiver has no use for.
     if let Some(object) = data.as_object_mut() {
@@ -132,27 +178,35 @@ fn log_prefix(subscription: &str) -> String {
     format!("LOG#{subscription}#")
 }
 
-/// The webhooks consumer: delivers `event` to each subscription of its driver that wants it.
+/// What became of one subscription's delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Taken (or not to be tried again: the subscription was disabled).
+    Settled,
+    /// Attempted, and failed.
+    Failed,
+    /// Not attempted: its host is backed off, or the batch's budget ran out. Not before
+    /// these Unix milliseconds (queue time).
+    Deferred(i64),
+}
+
+/// The webhooks consumer: delivers `event` to each subscription of its driver that wants
+/// it, or (a `webhook.redelivery`) makes one subscription's next attempt.
 pub async fn process(
     ports: &Ports,
-    client: &dyn WebhookClient,
+    deliveries: &Deliveries,
     event: &Event,
 ) -> Result<(), ProcessError> {
+    if let EventKind::WebhookRedelivery(next) = &event.kind {
+        return redeliver(ports, deliveries, next).await;
+    }
     let Some(message) = message_of(event) else {
         return Ok(());
     };
-    let Some(user) = &event.user_id else {
-        return Err(ProcessError::Poison(format!(
-            "{} without a user",
-            event.kind.name()
-        )));
-    };
-    let retry = |e: StoreError| {
-        ProcessError::Retry(anyhow::Error::new(e).context("reading webhook subscriptions"))
-    };
+    let user = user_of(event)?;
     let subscriptions = subscriptions::stored_all(ports, user)
         .await
-        .map_err(retry)?;
+        .map_err(reading)?;
     let targets: Vec<&StoredSubscription> = subscriptions
         .iter()
         .filter(|s| match &message.only {
@@ -160,89 +214,308 @@ pub async fn process(
             None => s.wants(message.event_type),
         })
         .collect();
+    if targets.is_empty() {
+        return Ok(());
+    }
+    let done = ports
+        .items
+        .get_many(
+            targets
+                .iter()
+                .map(|s| (Table::Activity, done_key(user, &s.shown.id, event)))
+                .collect(),
+        )
+        .await
+        .map_err(reading)?;
     let body = body_of(event, &message);
-    let mut failed = Vec::new();
-    for subscription in targets {
-        let id = &subscription.shown.id;
-        let done = done_key(user, id, event);
-        if ports
-            .items
-            .get(Table::Activity, &done)
-            .await
-            .map_err(retry)?
-            .is_some()
-        {
-            continue;
-        }
-        match deliver(ports, client, user, subscription, event, &message, &body).await {
-            Ok(true) => {}
-            Ok(false) => failed.push(id.clone()),
-            Err(e) => return Err(retry(e)),
+    let budget_end = tokio::time::Instant::now() + BATCH_BUDGET;
+    let pending: Vec<&StoredSubscription> = targets
+        .into_iter()
+        .zip(done)
+        .filter_map(|(subscription, done)| done.is_none().then_some(subscription))
+        .collect();
+    let (message, body) = (&message, &body);
+    let mut attempts = Vec::with_capacity(pending.len());
+    for subscription in pending {
+        attempts.push(async move {
+            let outcome = attempt(
+                ports,
+                deliveries,
+                user,
+                subscription,
+                event,
+                message,
+                body,
+                budget_end,
+            )
+            .await;
+            (subscription.shown.id.as_str(), outcome)
+        });
+    }
+    let outcomes: Vec<(&str, Result<Outcome, StoreError>)> = stream::iter(attempts)
+        .buffer_unordered(MAX_PER_DRIVER)
+        .collect()
+        .await;
+    // A store failure fails the event as a whole: it comes again, and the subscriptions
+    // that took it skip it.
+    let mut next = Vec::new();
+    for (subscription, outcome) in outcomes {
+        match outcome.map_err(reading)? {
+            Outcome::Settled => {}
+            Outcome::Failed => next.push((subscription, 2, after(retry_delay(1)))),
+            Outcome::Deferred(at) => next.push((subscription, 1, at)),
         }
     }
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        Err(ProcessError::Retry(anyhow::anyhow!(
-            "webhook delivery failed for subscriptions {failed:?}"
-        )))
+    for (subscription, attempt, at) in next {
+        schedule(ports, event, subscription, attempt, at)
+            .await
+            .map_err(scheduling)?;
+    }
+    Ok(())
+}
+
+/// One subscription's next attempt at an event.
+async fn redeliver(
+    ports: &Ports,
+    deliveries: &Deliveries,
+    next: &WebhookRedelivery,
+) -> Result<(), ProcessError> {
+    let early = next.not_before_ms - queue_now_ms();
+    if early > 0 {
+        return Err(ProcessError::NotYet(whole_seconds(early)));
+    }
+    let event = &*next.event;
+    let Some(message) = message_of(event) else {
+        return Ok(());
+    };
+    let user = user_of(event)?;
+    let subscriptions = subscriptions::stored_all(ports, user)
+        .await
+        .map_err(reading)?;
+    // Deleted, paused, or no longer asking for the type: nothing more to send it.
+    let Some(subscription) = subscriptions.iter().find(|s| {
+        s.shown.id == next.subscription_id
+            && (message.only.is_some() || s.wants(message.event_type))
+    }) else {
+        return Ok(());
+    };
+    let done = done_key(user, &subscription.shown.id, event);
+    if ports
+        .items
+        .get(Table::Activity, &done)
+        .await
+        .map_err(reading)?
+        .is_some()
+    {
+        return Ok(());
+    }
+    let body = body_of(event, &message);
+    let budget_end = tokio::time::Instant::now() + BATCH_BUDGET;
+    let outcome = attempt(
+        ports,
+        deliveries,
+        user,
+        subscription,
+        event,
+        &message,
+        &body,
+        budget_end,
+    )
+    .await
+    .map_err(reading)?;
+    let id = &subscription.shown.id;
+    match outcome {
+        Outcome::Settled => Ok(()),
+        Outcome::Failed if next.attempt >= MAX_ATTEMPTS => Err(ProcessError::Exhausted(format!(
+            "webhook subscription {id} did not take event {} in {MAX_ATTEMPTS} attempts",
+            event.id
+        ))),
+        Outcome::Failed => schedule(
+            ports,
+            event,
+            id,
+            next.attempt + 1,
+            after(retry_delay(next.attempt)),
+        )
+        .await
+        .map_err(scheduling),
+        Outcome::Deferred(_) if ports.clock.now() - event.occurred_at > GIVE_UP_AFTER => {
+            Err(ProcessError::Exhausted(format!(
+                "webhook subscription {id} waited on its receiver's host for event {} for over {} days",
+                event.id,
+                GIVE_UP_AFTER.whole_days()
+            )))
+        }
+        Outcome::Deferred(at) => schedule(ports, event, id, next.attempt, at)
+            .await
+            .map_err(scheduling),
     }
 }
 
-/// One attempt to one subscription: answers whether it must be tried again.
-async fn deliver(
+fn user_of(event: &Event) -> Result<&UserId, ProcessError> {
+    event
+        .user_id
+        .as_ref()
+        .ok_or_else(|| ProcessError::Poison(format!("{} without a user", event.kind.name())))
+}
+
+fn reading(e: StoreError) -> ProcessError {
+    ProcessError::Retry(anyhow::Error::new(e).context("delivering webhooks"))
+}
+
+fn scheduling(e: QueueError) -> ProcessError {
+    ProcessError::Retry(anyhow::Error::new(e).context("scheduling a webhook redelivery"))
+}
+
+/// Unix milliseconds of queue time, `delay` from now.
+fn after(delay: Duration) -> i64 {
+    queue_now_ms().saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// `millis` rounded up to whole seconds: SQS counts delays and visibility in seconds, and a
+/// message shown again a moment before it is due would only be hidden again.
+fn whole_seconds(millis: i64) -> Duration {
+    Duration::from_secs(u64::try_from(millis.max(0)).unwrap_or(0).div_ceil(1000))
+}
+
+/// Sends `subscription`'s attempt number `attempt` at `event`, due at `at` (Unix ms).
+async fn schedule(
     ports: &Ports,
-    client: &dyn WebhookClient,
+    event: &Event,
+    subscription: &str,
+    attempt: u32,
+    at: i64,
+) -> Result<(), QueueError> {
+    let redelivery = Event {
+        id: Uuid::now_v7(),
+        user_id: event.user_id.clone(),
+        occurred_at: event.occurred_at,
+        kind: EventKind::WebhookRedelivery(WebhookRedelivery {
+            subscription_id: subscription.to_owned(),
+            attempt,
+            not_before_ms: at,
+            event: Box::new(event.clone()),
+        }),
+        trace: event.trace.clone(),
+    };
+    let delay = whole_seconds(at - queue_now_ms());
+    let body = serde_json::to_string(&redelivery).expect("an event serialises");
+    ports
+        .queues
+        .get(QueueName::Webhooks)
+        .send_delayed(body, delay)
+        .await
+}
+
+/// One attempt at one subscription, unless its host is backed off or the budget ran out.
+#[allow(clippy::too_many_arguments)]
+async fn attempt(
+    ports: &Ports,
+    deliveries: &Deliveries,
     user: &UserId,
     subscription: &StoredSubscription,
     event: &Event,
     message: &Message,
     body: &str,
-) -> Result<bool, StoreError> {
-    let id = &subscription.shown.id;
+    budget_end: tokio::time::Instant,
+) -> Result<Outcome, StoreError> {
+    let client = &*deliveries.client;
+    let url = match WebhookUrl::parse(&subscription.shown.url, client.policy()) {
+        Ok(url) => url,
+        Err(refused) => {
+            let answer = Err(DeliveryFailure::Refused(refused));
+            return record(
+                ports,
+                user,
+                subscription,
+                event,
+                message,
+                &answer,
+                Duration::ZERO,
+            )
+            .await;
+        }
+    };
+    let host = format!("{}:{}", url.host(), url.port());
+    let Ok(slot) = tokio::time::timeout_at(budget_end, deliveries.slots.take(&host)).await else {
+        return Ok(Outcome::Deferred(after(BUDGET_DEFERRAL)));
+    };
+    let gate = host_backoff::pass(ports, &host).await?;
+    if let Gate::Wait(until) = gate {
+        return Ok(Outcome::Deferred(until));
+    }
     let webhook_id = event.id.to_string();
+    let timestamp = ports.clock.now().unix_timestamp();
+    let secrets = subscription.signing_secrets(timestamp);
+    let request = WebhookRequest::signed(url, &webhook_id, timestamp, &secrets, body);
+    let started = std::time::Instant::now();
+    // The client keeps its own deadline; this one holds whatever it does.
+    let answer = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), client.post(request))
+        .await
+        .unwrap_or(Err(DeliveryFailure::Timeout));
+    let took = started.elapsed();
+    let host_outcome = match &answer {
+        Ok(a) if a.status == 429 || a.status >= 500 => HostOutcome::Down,
+        Ok(_) => HostOutcome::Answered,
+        Err(DeliveryFailure::Refused(_)) => HostOutcome::Untried,
+        Err(_) => HostOutcome::Down,
+    };
+    // The slot is held until the host's state is written, so the deliveries waiting for it
+    // read that state.
+    host_backoff::settle(ports, &host, &gate, host_outcome).await?;
+    drop(slot);
+    if let Err(failure) = &answer {
+        tracing::info!(
+            subscription = %subscription.shown.id,
+            host = %host,
+            took_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+            error = %failure,
+            "webhook delivery got no answer"
+        );
+    }
+    record(ports, user, subscription, event, message, &answer, took).await
+}
+
+/// Writes an attempt's history entry and its outcome.
+async fn record(
+    ports: &Ports,
+    user: &UserId,
+    subscription: &StoredSubscription,
+    event: &Event,
+    message: &Message,
+    answer: &Result<super::client::WebhookAnswer, DeliveryFailure>,
+    took: Duration,
+) -> Result<Outcome, StoreError> {
+    let id = &subscription.shown.id;
     let now = ports.clock.now();
     let timestamp = now.unix_timestamp();
-    let outcome = match WebhookUrl::parse(&subscription.shown.url, client.policy()) {
-        Ok(url) => {
-            let secrets = subscription.signing_secrets(timestamp);
-            let request = WebhookRequest {
-                url,
-                headers: vec![
-                    ("webhook-id", webhook_id.clone()),
-                    ("webhook-timestamp", timestamp.to_string()),
-                    (
-                        "webhook-signature",
-                        signing::signature_header(&secrets, &webhook_id, timestamp, body),
-                    ),
-                    ("user-agent", "Paddock-Webhooks/1".to_owned()),
-                ],
-                body: body.to_owned(),
-            };
-            let started = std::time::Instant::now();
-            let answer = client.post(request).await;
-            (answer, started.elapsed())
-        }
-        Err(refused) => (Err(DeliveryFailure::Refused(refused)), Duration::ZERO),
-    };
-    let (answer, took) = outcome;
-    let (status, succeeded, error) = match &answer {
-        Ok(a) if (200..300).contains(&a.status) => (Some(a.status), true, None),
+    let took_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+    let (status, succeeded, error, duration_ms) = match answer {
+        Ok(a) if (200..300).contains(&a.status) => (Some(a.status), true, None, took_ms),
         Ok(a) => (
             Some(a.status),
             false,
             Some(format!("answered {}", a.status)),
+            took_ms,
         ),
-        Err(e) => (None, false, Some(e.to_string())),
+        // Nothing was sent: the rule is the driver's to fix.
+        Err(DeliveryFailure::Refused(refused)) => (None, false, Some(refused.to_string()), 0),
+        // Every failure without an answer reads the same, and as long as the deadline.
+        Err(DeliveryFailure::Timeout | DeliveryFailure::Connection(_)) => (
+            None,
+            false,
+            Some(NO_ANSWER.to_owned()),
+            u64::try_from(TIMEOUT.as_millis()).unwrap_or(u64::MAX),
+        ),
     };
     let attempt = Attempt {
         id: Uuid::now_v7().to_string(),
-        webhook_id,
+        webhook_id: event.id.to_string(),
         event_type: message.event_type.to_owned(),
         attempted_at: rfc3339(now),
         status,
         succeeded,
-        duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        duration_ms,
         error,
     };
     let mut logged = serde_json::to_value(&attempt).expect("an attempt serialises");
@@ -267,7 +540,7 @@ async fn deliver(
             )
             .await?;
         subscriptions::record_outcome(ports, user, id, true, now).await?;
-        return Ok(true);
+        return Ok(Outcome::Settled);
     }
     // A refused address is the URL's fault, not the receiver's: it fails like any answer.
     let since = subscriptions::record_outcome(ports, user, id, false, now).await?;
@@ -282,9 +555,9 @@ async fn deliver(
         );
         subscriptions::disable(ports, user, id, since, reason).await?;
         // Disabled: the event is not tried again for it.
-        return Ok(true);
+        return Ok(Outcome::Settled);
     }
-    Ok(false)
+    Ok(Outcome::Failed)
 }
 
 /// The last attempts of one of the driver's subscriptions, newest first.
@@ -317,6 +590,14 @@ mod tests {
     use super::*;
     use crate::events::{AchievementUnlocked, TrackProcessRequested};
     use time::OffsetDateTime;
+
+    #[test]
+    fn waits_round_up_to_whole_seconds() {
+        assert_eq!(whole_seconds(1), Duration::from_secs(1));
+        assert_eq!(whole_seconds(4700), Duration::from_secs(5));
+        assert_eq!(whole_seconds(5000), Duration::from_secs(5));
+        assert_eq!(whole_seconds(-20), Duration::ZERO);
+    }
 
     #[test]
     fn backoff_spans_about_a_day() {

@@ -4,7 +4,8 @@
 //! A driver keeps up to [`subscriptions::MAX_PER_DRIVER`] subscriptions ([`subscriptions`]);
 //! the webhooks consumer ([`delivery`]) posts each subscribed event to each subscription that
 //! wants it, through a [`client::WebhookClient`] that checks every address the URL resolves
-//! to against [`address`]'s rules before it connects.
+//! to against [`address`]'s rules before it connects, a few at a time per host
+//! ([`host_slots`]), waiting on a host that stopped answering ([`host_backoff`]).
 //!
 //! Key layout (table `activity`, partition `HOOK#<user id>`):
 //! - `SUB#<subscription id>`: a subscription with its secrets;
@@ -16,10 +17,14 @@
 //!   subscriptions;
 //! - `PASSED#<board>#<window>`: a `board.passed` already sent for that board in that window
 //!   ([`crate::leaderboards::passing`]).
+//!
+//! And one partition per failing receiver host, `HOST#<host>:<port>` ([`host_backoff`]).
 
 pub mod address;
 pub mod client;
 pub mod delivery;
+pub mod host_backoff;
+pub mod host_slots;
 pub mod signing;
 pub mod subscriptions;
 pub mod verification;

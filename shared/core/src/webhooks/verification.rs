@@ -13,7 +13,6 @@ use time::OffsetDateTime;
 
 use super::address::WebhookUrl;
 use super::client::{WebhookClient, WebhookRequest};
-use super::signing;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
@@ -78,19 +77,7 @@ pub async fn confirm(
     .to_string();
     let webhook_id = format!("verify_{}", uuid::Uuid::now_v7());
     let timestamp = now.unix_timestamp();
-    let request = WebhookRequest {
-        url,
-        headers: vec![
-            ("webhook-id", webhook_id.clone()),
-            ("webhook-timestamp", timestamp.to_string()),
-            (
-                "webhook-signature",
-                signing::signature_header(&[secret], &webhook_id, timestamp, &body),
-            ),
-            ("user-agent", "Paddock-Webhooks/1".to_owned()),
-        ],
-        body,
-    };
+    let request = WebhookRequest::signed(url, &webhook_id, timestamp, &[secret], &body);
     match client.post(request).await {
         Ok(answer) if !(200..300).contains(&answer.status) => {
             Err(Unconfirmed::Status(answer.status))
