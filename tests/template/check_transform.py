@@ -102,6 +102,8 @@ class Outcome:
     label: str
     problems: list[str] = field(default_factory=list)
     transformed: dict[str, Any] | None = None
+    # How many resources the set creates (those whose Condition holds).
+    created: int = 0
 
 
 def load_template(text: str) -> dict[str, Any]:
@@ -292,9 +294,9 @@ def references(node: Any, conditions: Conditions, path: str, taken: bool = True)
         yield from references(value, conditions, f"{path}.{key}", taken)
 
 
-def graph_problems(template: dict[str, Any], values: dict[str, str]) -> list[str]:
+def graph_problems(template: dict[str, Any], values: dict[str, str]) -> tuple[list[str], int]:
     """Cycles among, and dangling references from, the resources and outputs of a
-    transformed template under `values`."""
+    transformed template under `values`; and how many resources it creates."""
     problems = []
     conditions = Conditions(template, values)
     resources = template.get("Resources", {})
@@ -361,7 +363,7 @@ def graph_problems(template: dict[str, Any], values: dict[str, str]) -> list[str
             f"dependency cycle among {', '.join(members)}: {route} ({where}); "
             "CloudFormation refuses the stack before creating anything"
         )
-    return problems
+    return problems, len(created)
 
 
 def lint_problems(transformed: dict[str, Any]) -> list[str]:
@@ -390,7 +392,8 @@ def check(template: dict[str, Any], sets: list[ParameterSet], run_lint: bool = T
         except Exception as e:  # the translator's own errors name the resource and the rule
             outcome.problems.append(f"the SAM transform fails: {e}")
             continue
-        outcome.problems.extend(graph_problems(outcome.transformed, parameter_set.values))
+        problems, outcome.created = graph_problems(outcome.transformed, parameter_set.values)
+        outcome.problems.extend(problems)
         if run_lint:
             key = json.dumps(outcome.transformed, sort_keys=True)
             if key not in linted:
@@ -415,8 +418,7 @@ def main() -> int:
             for problem in outcome.problems:
                 print(f"{args.template.name} [{outcome.label}]: {problem}")
         else:
-            count = len(outcome.transformed.get("Resources", {}))
-            print(f"{args.template.name} [{outcome.label}]: transformed to {count} resources, no cycle, no dangling reference, lint clean")
+            print(f"{args.template.name} [{outcome.label}]: {outcome.created} resources created, no cycle, no dangling reference, lint clean")
     return 1 if failed else 0
 
 
