@@ -14,7 +14,7 @@ the template for each parameter set: the defaults, `PublicUrl` set, `DomainName`
   refuses such a stack before it creates anything;
 - a reference to a resource, parameter or condition the template does not define (in any
   branch), or, on a taken branch, to a resource that the set does not create;
-- a cfn-lint error on the transformed template (see `lint_problems` for the warnings).
+- a cfn-lint error or warning on the transformed template (see `IGNORED_WARNINGS`).
 
     check_transform.py [--template template.yaml] [--samconfig infra/samconfig.toml]
 
@@ -68,12 +68,12 @@ MANAGED_POLICIES = {
     name: f"arn:aws:iam::aws:policy/{name}"
     for name in ("AWSLambdaBasicExecutionRole", "AWSXRayDaemonWriteAccess", "CloudWatchReadOnlyAccess")
 }
-# cfn-lint warnings that fail the check: each is a template that CloudFormation accepts but
-# that does not do what it says (a value of the wrong kind that is coerced, a condition or
-# parameter nothing uses, a Sub without a variable). Other warnings are about style or the
-# translator's own output (e.g. W3005, a DependsOn the translator writes beside a Ref it also
-# writes), which the project does not control.
-FAILING_WARNINGS = ("W1001", "W1019", "W1020", "W2001", "W8001")
+# cfn-lint on the transformed template fails the check on every error and every warning but
+# these. The test command already fails on any warning of cfn-lint on the source, and the
+# translator is pinned, so a warning here comes from a change of the template: its author fixes
+# it, or lists it here with the reason when it is the translator's own output (which the
+# template cannot change). None is today. Informational findings are not reported.
+IGNORED_WARNINGS: dict[str, str] = {}
 
 
 @dataclass
@@ -367,13 +367,12 @@ def graph_problems(template: dict[str, Any], values: dict[str, str]) -> tuple[li
 
 
 def lint_problems(transformed: dict[str, Any]) -> list[str]:
-    """cfn-lint's errors, and the warnings listed in FAILING_WARNINGS, on a transformed
-    template."""
+    """cfn-lint's errors and warnings (but IGNORED_WARNINGS) on a transformed template."""
     matches = lint(json.dumps(transformed, indent=1), config=ManualArgs(regions=[REGION]))
     problems = []
     for m in matches:
         rule = m.rule.id
-        if rule.startswith("E") or rule in FAILING_WARNINGS:
+        if rule.startswith("E") or (rule.startswith("W") and rule not in IGNORED_WARNINGS):
             where = "/".join(str(p) for p in m.path) if getattr(m, "path", None) else f"line {m.linenumber}"
             problems.append(f"cfn-lint {rule} at {where}: {m.message}")
     return problems

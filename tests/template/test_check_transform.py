@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Templates the transform check must refuse, made on the fly from `template.yaml`: each
 case changes one thing of the real template and expects the problem named (the resources of
-a cycle, the missing name, the parameter set). cfn-lint is left out here (the real check runs
-it); these cases are about the graph.
+a cycle, the missing name, the parameter set). cfn-lint runs on the real template in the real
+check; here only on a small one.
 
     test_check_transform.py [-v]
 """
@@ -115,6 +115,21 @@ class RefusedTemplates(unittest.TestCase):
         template["Outputs"]["Extra"] = {"Value": {"Ref": "NoSuchBucket"}}
         found = problems(template, "defaults")["defaults"]
         self.assertTrue(any("output Extra refers to NoSuchBucket" in p for p in found), found)
+
+
+class Lint(unittest.TestCase):
+    def test_cfn_lint_errors_and_warnings_of_the_transformed_template_are_named(self):
+        # A small template: cfn-lint's verdict on the whole one is the real check's.
+        template = {
+            "AWSTemplateFormatVersion": "2010-09-09",
+            "Conditions": {"Unused": {"Fn::Equals": ["a", "b"]}},
+            "Resources": {
+                "Queue": {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": "soon"}}
+            },
+        }
+        found = check.lint_problems(template)
+        self.assertTrue(any(p.startswith("cfn-lint E") and "VisibilityTimeout" in p for p in found), found)
+        self.assertTrue(any(p.startswith("cfn-lint W") and "Unused" in p for p in found), found)
 
 
 class ParameterSets(unittest.TestCase):
