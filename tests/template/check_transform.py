@@ -56,6 +56,14 @@ PSEUDO_PARAMETERS = {
     "AWS::StackName",
     "AWS::URLSuffix",
 }
+# The pseudo parameters' values the stack is checked in (conditions may compare them).
+PSEUDO_VALUES = {
+    "AWS::AccountId": ACCOUNT,
+    "AWS::Partition": "aws",
+    "AWS::Region": REGION,
+    "AWS::StackName": "paddock-check",
+    "AWS::URLSuffix": "amazonaws.com",
+}
 # Operator-like values for the parameters a set turns on (any well-formed value does: the
 # check is about which resources and branches exist, not about the values).
 EXAMPLE_PUBLIC_URL = "https://paddock.example.com"
@@ -199,7 +207,7 @@ def transform(template: dict[str, Any], values: dict[str, str]) -> dict[str, Any
     session = boto3.session.Session(
         region_name=REGION, aws_access_key_id="offline", aws_secret_access_key="offline"
     )
-    parameters = {**values, "AWS::AccountId": ACCOUNT, "AWS::StackName": "paddock-check"}
+    parameters = {**values, **PSEUDO_VALUES}
     packaged = copy.deepcopy(template)
     for name, body in packaged.get("Resources", {}).items():
         # What `sam package` does before CloudFormation sees the template: the local code
@@ -216,7 +224,7 @@ class Conditions:
 
     def __init__(self, template: dict[str, Any], values: dict[str, str]):
         self.definitions = template.get("Conditions", {})
-        self.values = values
+        self.values = {**PSEUDO_VALUES, **values}
         self.resolved: dict[str, bool] = {}
 
     def __contains__(self, name: str) -> bool:
