@@ -486,22 +486,15 @@ fn share_pack() -> Vec<u8> {
 async fn the_auth_function_gives_providers_the_callback_on_the_domain_api_gateway_received() {
     let deployment = deployment().await;
     let providers = r#"{"discord":{"clientId":"paddock-lambda-test"}}"#;
-    let (derived, configured) = tokio::join!(
-        start(
-            "auth",
-            &deployment.env_with(&[
-                ("Auth__ProvidersJson", Some(providers)),
-                ("Auth__PublicUrl", None)
-            ])
-        ),
-        start(
-            "auth",
-            &deployment.env_with(&[
-                ("Auth__ProvidersJson", Some(providers)),
-                ("Auth__PublicUrl", Some("https://paddock.example/"))
-            ])
-        )
-    );
+    let unset = deployment.env_with(&[
+        ("Auth__ProvidersJson", Some(providers)),
+        ("Auth__PublicUrl", None),
+    ]);
+    let set = deployment.env_with(&[
+        ("Auth__ProvidersJson", Some(providers)),
+        ("Auth__PublicUrl", Some("https://paddock.example/")),
+    ]);
+    let (derived, configured) = tokio::join!(start("auth", &unset), start("auth", &set));
     let api_domain = "k3x9q2w1ab.execute-api.us-east-1.amazonaws.com";
     // The provider's redirect_uri and the flow cookie of a sign-in start answered by `auth`.
     let start_at = async |auth: &Running| {
@@ -517,9 +510,14 @@ async fn the_auth_function_gives_providers_the_callback_on_the_domain_api_gatewa
         event["requestContext"]["domainName"] = json!(api_domain);
         event["requestContext"]["domainPrefix"] = json!("k3x9q2w1ab");
         let response = auth.answer(&event).await;
-        let answer = HttpAnswer::from_api_gateway(&response)
-            .unwrap_or_else(|e| panic!("{e:#}: {response}"));
-        assert_eq!(answer.status, 303, "{}", String::from_utf8_lossy(&answer.body));
+        let answer =
+            HttpAnswer::from_api_gateway(&response).unwrap_or_else(|e| panic!("{e:#}: {response}"));
+        assert_eq!(
+            answer.status,
+            303,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
         let location = answer.header("location").expect("a redirect").to_owned();
         let query = location.split_once('?').expect("a query").1;
         let redirect = form_urlencoded::parse(query.as_bytes())
