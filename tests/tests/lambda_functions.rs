@@ -520,10 +520,10 @@ async fn the_auth_function_gives_providers_the_callback_on_the_domain_api_gatewa
         );
         let location = answer.header("location").expect("a redirect").to_owned();
         let query = location.split_once('?').expect("a query").1;
-        let redirect = form_urlencoded::parse(query.as_bytes())
+        let (_, redirect) = form_urlencoded::parse(query.as_bytes())
             .find(|(k, _)| k == "redirect_uri")
-            .map(|(_, v)| v.into_owned())
             .unwrap_or_else(|| panic!("no redirect_uri in {location}"));
+        let redirect = redirect.into_owned();
         let cookie = answer.header("set-cookie").unwrap_or_default().to_owned();
         (redirect, cookie)
     };
