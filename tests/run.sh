@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of Paddock on a fresh machine:
 #   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
-#   missing; cfn-lint, schemathesis, openapi-python-client and standardwebhooks into a venv; the `oidc-provider`
+#   missing; cfn-lint, aws-sam-translator, schemathesis, openapi-python-client and standardwebhooks into a venv; the `oidc-provider`
 #   OpenID Connect provider, axe-core, Redocly CLI, openapi-typescript and openapi-fetch from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
 #   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
-#   provider and chromedriver on loopback, lints the SAM template, runs schemathesis with every
+#   provider and chromedriver on loopback, lints the SAM template and checks what the SAM
+#   transform makes of it for each parameter set (tests/template/), runs schemathesis with every
 #   check against the local server's OpenAPI document, lints that document with Redocly's
 #   recommended rules and runs a short flow through a Python and a TypeScript client generated
 #   from it (tests/clients/), runs the Rust test suites (both adapter
@@ -47,6 +48,11 @@ fi
 "$root/infra/emulators.sh" install
 if [ ! -x "$tools/venv/bin/cfn-lint" ] || [ ! -x "$tools/venv/bin/st" ]; then
   "$tools/venv/bin/pip" install -q cfn-lint schemathesis
+fi
+# The SAM translator, which tests/template/check_transform.py runs offline over template.yaml
+# (the transform CloudFormation applies before it checks the stack).
+if ! "$tools/venv/bin/python" -c 'import samtranslator, sys; sys.exit(samtranslator.__version__ != "1.115.0")' 2>/dev/null; then
+  "$tools/venv/bin/pip" install -q aws-sam-translator==1.115.0
 fi
 if [ ! -x "$tools/venv/bin/openapi-python-client" ]; then
   "$tools/venv/bin/pip" install -q openapi-python-client==0.29.1
@@ -118,6 +124,10 @@ export PATH="$tools/venv/bin:$PATH"
 cd "$root"
 step "cfn-lint template.yaml"
 cfn-lint template.yaml
+
+step "the SAM transform of template.yaml for each parameter set: no dependency cycle, no reference to nothing, no cfn-lint error"
+"$tools/venv/bin/python" "$root/tests/template/check_transform.py"
+"$tools/venv/bin/python" "$root/tests/template/test_check_transform.py"
 
 step "schemathesis: every check against /openapi.json of the local server"
 if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then

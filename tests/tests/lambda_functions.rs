@@ -485,6 +485,65 @@ fn share_pack() -> Vec<u8> {
     zip.finish().expect("a ZIP").into_inner()
 }
 
+/// Without `Auth__PublicUrl` (the template's default: the auth function cannot be given the
+/// HTTP API's own URL, which refers to it), a provider is given the callback on the domain API
+/// Gateway received the request on (`requestContext.domainName`), whatever `Host` and
+/// forwarding headers the client sent; with it, the configured URL.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_auth_function_gives_providers_the_callback_on_the_domain_api_gateway_received() {
+    let deployment = deployment().await;
+    let providers = r#"{"discord":{"clientId":"paddock-lambda-test"}}"#;
+    let unset = deployment.env_with(&[
+        ("Auth__ProvidersJson", Some(providers)),
+        ("Auth__PublicUrl", None),
+    ]);
+    let set = deployment.env_with(&[
+        ("Auth__ProvidersJson", Some(providers)),
+        ("Auth__PublicUrl", Some("https://paddock.example/")),
+    ]);
+    let (derived, configured) = tokio::join!(start("auth", &unset), start("auth", &set));
+    let api_domain = "k3x9q2w1ab.execute-api.us-east-1.amazonaws.com";
+    // The provider's redirect_uri and the flow cookie of a sign-in start answered by `auth`.
+    let start_at = async |auth: &Running| {
+        let start = HttpRequest::new(
+            "GET",
+            "/v1/auth/login/discord?redirect_uri=http%3A%2F%2F127.0.0.1%3A5173%2Fcallback\
+             &code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGzSMW-cM4",
+        )
+        .header("host", "evil.example")
+        .header("x-forwarded-host", "evil.example")
+        .header("forwarded", "host=evil.example;proto=https");
+        let mut event = start.api_gateway_event();
+        event["requestContext"]["domainName"] = json!(api_domain);
+        event["requestContext"]["domainPrefix"] = json!("k3x9q2w1ab");
+        let response = auth.answer(&event).await;
+        let answer =
+            HttpAnswer::from_api_gateway(&response).unwrap_or_else(|e| panic!("{e:#}: {response}"));
+        assert_eq!(
+            answer.status,
+            303,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        let location = answer.header("location").expect("a redirect").to_owned();
+        let query = location.split_once('?').expect("a query").1;
+        let (_, redirect) = form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == "redirect_uri")
+            .unwrap_or_else(|| panic!("no redirect_uri in {location}"));
+        let redirect = redirect.into_owned();
+        let cookie = answer.header("set-cookie").unwrap_or_default().to_owned();
+        (redirect, cookie)
+    };
+    let (redirect, cookie) = start_at(&derived).await;
+    assert_eq!(
+        redirect,
+        format!("https://{api_domain}/v1/auth/callback/discord")
+    );
+    assert!(cookie.contains("; Secure"), "{cookie}");
+    let (redirect, _) = start_at(&configured).await;
+    assert_eq!(redirect, "https://paddock.example/v1/auth/callback/discord");
+}
+
 /// The auth function registers and signs in against DynamoDB Local (its tokens work on the
 /// local server and the other way round, and the sign-in cookie reaches it); the sessions
 /// function stores an upload the local server then finds; the share-pack function takes a

@@ -211,7 +211,9 @@ impl AppState {
         Ok(tokens.verify(token, now))
     }
 
-    /// The public base URL (for provider callbacks).
+    /// The configured public base URL, else the local server's address. A request's handler
+    /// takes [`crate::http::public_url::PublicUrl`] instead, which in Lambda knows the domain
+    /// API Gateway received the request on.
     pub fn public_url(&self) -> String {
         self.settings
             .auth

@@ -134,8 +134,8 @@ impl Default for SharepackSettings {
 /// Sign-in settings (`Auth__*`).
 #[derive(Debug, Clone)]
 pub struct AuthSettings {
-    /// `Auth__PublicUrl`: the service's public base URL, for provider callbacks
-    /// (default `http://<Server__Address>`).
+    /// `Auth__PublicUrl`: the service's public base URL, for provider callbacks (default
+    /// `http://<Server__Address>`; in Lambda the domain API Gateway received the request on).
     pub public_url: Option<String>,
     /// `Auth__LoginAttemptsPerAccount`: login attempts per (client address, account) a window (10).
     pub login_attempts_per_account: u32,

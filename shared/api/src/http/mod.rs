@@ -14,6 +14,7 @@ pub mod idempotency_key;
 pub(crate) mod middleware;
 pub(crate) mod observe;
 pub(crate) mod paging;
+pub mod public_url;
 pub(crate) mod rate_limit_headers;
 pub mod security_headers;
 pub mod serve;

@@ -326,9 +326,9 @@ keys! {
     }
     AUTH_PUBLIC_URL {
         name: "Auth__PublicUrl",
-        default: DefaultValue::Derived("`http://<Server__Address>`"),
+        default: DefaultValue::Derived("`http://<Server__Address>` (Lambda: `https://<the domain API Gateway received the request on>`)"),
         bounds: None,
-        meaning: "public base URL; provider callbacks go to `<it>/v1/auth/callback/<name>`",
+        meaning: "public base URL; provider callbacks go to `<it>/v1/auth/callback/<name>` (see [operating.md](operating.md#public-url))",
     }
     AUTH_LOGIN_ATTEMPTS_PER_ACCOUNT {
         name: "Auth__LoginAttemptsPerAccount",

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use utoipa::IntoParams;
 
 use crate::http::auth_user::ClientAddr;
+use crate::http::public_url::PublicUrl;
 use crate::http::{ApiError, ApiQuery};
 use crate::state::AppState;
 use paddock_clients::identity_providers as providers;
@@ -112,6 +113,7 @@ pub async fn login_provider(
     State(state): State<AppState>,
     Path(provider): Path<String>,
     ClientAddr(addr): ClientAddr,
+    PublicUrl(public_url): PublicUrl,
     ApiQuery(query): ApiQuery<LoginStart>,
 ) -> Result<Response, ApiError> {
     let form = LoginStartForm::try_from(query)?;
@@ -138,13 +140,13 @@ pub async fn login_provider(
         nonce: random_token(32),
     };
     sign_in_flows::save(&state.ports, &flow_state, &flow).await?;
-    let callback = providers::callback_url(&state.public_url(), &provider_name);
+    let callback = providers::callback_url(&public_url, &provider_name);
     let target = handle
         .authorize_url(&callback, &flow_state, &flow.nonce, pkce_challenge)
         .await
         .map_err(provider_error)?;
 
-    let secure = if state.public_url().starts_with("https://") {
+    let secure = if public_url.starts_with("https://") {
         "; Secure"
     } else {
         ""
@@ -224,9 +226,10 @@ pub async fn callback(
     State(state): State<AppState>,
     Path(provider): Path<String>,
     headers: HeaderMap,
+    public_url: PublicUrl,
     ApiQuery(query): ApiQuery<CallbackQuery>,
 ) -> Result<Response, ApiError> {
-    let outcome = complete_sign_in(state, provider, headers, query).await;
+    let outcome = complete_sign_in(state, provider, headers, public_url, query).await;
     super::count_sign_in("provider", &outcome);
     outcome
 }
@@ -236,6 +239,7 @@ async fn complete_sign_in(
     state: AppState,
     provider: String,
     headers: HeaderMap,
+    PublicUrl(public_url): PublicUrl,
     query: CallbackQuery,
 ) -> Result<Response, ApiError> {
     let flow_state = query
@@ -285,7 +289,7 @@ async fn complete_sign_in(
             .await?
             .map(Into::into),
     };
-    let callback = providers::callback_url(&state.public_url(), &provider_name);
+    let callback = providers::callback_url(&public_url, &provider_name);
     let identity = handle
         .identify(&callback, secret, &code, &flow.pkce_verifier, &flow.nonce)
         .await
