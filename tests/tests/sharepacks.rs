@@ -1354,7 +1354,7 @@ async fn refused_uploads_count_against_the_minute(app: TestApp) {
     no_pack_objects(&app).await;
 
     // Through upload URLs: each refused completion was an attempt.
-    let (other, _) = app.driver("Big looper").await;
+    let (other, _) = app.driver("BigLooper").await;
     let bad = stored_zip("../evil.txt", b"x");
     for n in 0..4 {
         let ticket = start(&app, &other, &bad, &sha(&bad)).await;
