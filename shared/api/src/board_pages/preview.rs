@@ -283,4 +283,63 @@ mod tests {
     fn an_empty_board_still_draws() {
         assert!(png(&[], &[]).unwrap().starts_with(b"\x89PNG"));
     }
+
+    /// CPU time of this process so far, user and system (Linux: `/proc/self/stat`, in clock
+    /// ticks of 10 ms).
+    fn cpu_time() -> std::time::Duration {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        std::time::Duration::from_millis(ticks * 10)
+    }
+
+    /// What a board preview costs drawn, and answered from the leaderboard cache: CPU per
+    /// preview over `n`, printed, not asserted (docs/perf.md). Run in release:
+    /// `cargo test --release -p paddock-api --lib -- --ignored --nocapture preview_costs`.
+    #[tokio::test]
+    #[ignore = "a measurement, run by hand in release"]
+    async fn preview_costs_drawn_and_cached() {
+        use paddock_core::ids::TrackId;
+        use paddock_core::leaderboards::board::BoardId;
+        use paddock_core::leaderboards::cache::{BoardCache, PreviewKey, RenderedPage};
+        let bars: Vec<Bar> = (0..40)
+            .map(|i| Bar {
+                from_ms: 88_000 + i * 1000,
+                to_ms: 89_000 + i * 1000,
+                drivers: (20 - (i - 20).abs()).unsigned_abs() * 1000,
+            })
+            .collect();
+        let top = [88_123, 88_456, 89_001];
+        let draw = || RenderedPage::with_etag(png(&top, &bars).unwrap());
+        let n: u32 = 50;
+        let cpu = cpu_time();
+        for _ in 0..n {
+            std::hint::black_box(draw());
+        }
+        let drawn = (cpu_time() - cpu) / n;
+        let cache = BoardCache::new(std::time::Duration::from_secs(60), 64 << 20);
+        let key = || PreviewKey::Board(BoardId::track(&TrackId::from("t")));
+        cache
+            .preview(key(), |_| async { Ok::<_, ()>(draw()) })
+            .await
+            .unwrap();
+        let hits: u32 = 100_000;
+        let cpu = cpu_time();
+        for _ in 0..hits {
+            let hit = cache
+                .preview(key(), |_| async { Ok::<_, ()>(draw()) })
+                .await
+                .unwrap();
+            std::hint::black_box(hit);
+        }
+        let cached = (cpu_time() - cpu) / hits;
+        println!(
+            "board preview: drawn {drawn:?} CPU each ({n}), from the cache {cached:?} ({hits})"
+        );
+    }
 }
