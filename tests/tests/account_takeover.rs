@@ -5,9 +5,10 @@
 //! functions (the provider's part, which needs a browser, is `browser_sign_in.rs`; here the
 //! provider's verdict is given to the domain directly).
 
+use paddock_core::credentials::provider_sign_in;
 use paddock_core::identity::exchange_codes;
 use paddock_core::identity::personal_tokens::Scope;
-use paddock_core::identity::provider_accounts::{ProviderIdentity, find_or_create};
+use paddock_core::identity::provider_accounts::ProviderIdentity;
 use paddock_core::ids::UserId;
 use paddock_core::webhooks::subscriptions;
 use paddock_tests::webhook_receiver::Receiver;
@@ -69,7 +70,7 @@ async fn a_takeover_ends_every_credential_the_other_party_made(app: TestApp) {
         name: None,
         picture: None,
     };
-    let taken = find_or_create(&app.ports, "oidc", &owner).await.unwrap();
+    let taken = provider_sign_in(&app.ports, "oidc", &owner).await.unwrap();
     assert_eq!(taken, user, "the account of that email, taken over");
 
     // Nothing the intruder made works any more.
@@ -95,7 +96,7 @@ async fn a_takeover_ends_every_credential_the_other_party_made(app: TestApp) {
 
     // A later sign-in of the owner finds the same account and ends nothing of theirs.
     assert_eq!(
-        find_or_create(&app.ports, "oidc", &owner).await.unwrap(),
+        provider_sign_in(&app.ports, "oidc", &owner).await.unwrap(),
         user
     );
 }

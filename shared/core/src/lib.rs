@@ -11,9 +11,9 @@
 #![warn(missing_docs)]
 
 pub mod activity;
-pub mod capped_lists;
 pub mod coaching;
 pub mod config;
+pub mod credentials;
 pub mod driver_data;
 pub mod events;
 pub mod field_names;

@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use utoipa::ToSchema;
 
 use super::{Driver, DriverData, Pages, USAGE_SCOPES, sk_after};
+use crate::credentials::{self, Cause};
 use crate::events::{AccountDeleted, Event, EventKind, ProcessError};
-use crate::identity::credentials::{self, Cause};
 use crate::identity::refresh_tokens::{FAMILY_INDEX_PREFIX, family_key, token_key_of_hash};
 use crate::identity::users::{
     self, LINK_INDEX_PREFIX, StoredProfile, TOMBSTONE_SECS, email_key, identity_key, profile_key,

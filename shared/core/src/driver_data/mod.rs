@@ -14,7 +14,7 @@ pub mod export;
 
 use serde_json::Value;
 
-use crate::identity::credentials::Credential;
+use crate::credentials::Credential;
 use crate::identity::personal_tokens::TOKEN_INDEX_PREFIX;
 use crate::identity::users::User;
 use crate::ids::UserId;
@@ -130,7 +130,7 @@ impl DriverData {
     ];
 
     /// The credential this kind is, if it is one: what a takeover, a password change and the
-    /// account's deletion end ([`crate::identity::credentials`]). No wildcard: a new kind
+    /// account's deletion end ([`crate::credentials`]). No wildcard: a new kind
     /// says whether it grants access to the account or its events.
     pub fn credential(self) -> Option<Credential> {
         match self {
@@ -374,7 +374,7 @@ mod tests {
     use super::*;
 
     /// Every credential kind is some kind of driver data, and every kind of driver data that
-    /// is a credential is ended by [`crate::identity::credentials::end_all`].
+    /// is a credential is ended by [`crate::credentials::end_all`].
     #[test]
     fn the_credential_list_and_the_registry_agree() {
         for credential in Credential::ALL {

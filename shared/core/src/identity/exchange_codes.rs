@@ -7,10 +7,9 @@
 
 use serde_json::{Value, json};
 
-use crate::driver_data::{Pages, sk_after};
 use crate::ids::UserId;
 use crate::ports::Ports;
-use crate::ports::items::{Condition, Key, StoreError, TTL, TxOp, item};
+use crate::ports::items::{Condition, Key, Query, SK, StoreError, TTL, TxOp, item};
 use crate::tables::Table;
 
 /// Exchange-code lifetime.
@@ -115,30 +114,47 @@ fn constant_time_eq(a: &str, b: &str) -> bool {
 /// Deletes every outstanding code of `user_id` and its index row, so none can be exchanged
 /// for a sign-in afterwards; answers how many codes it deleted.
 pub(crate) async fn revoke_all(ports: &Ports, user_id: &UserId) -> Result<usize, StoreError> {
-    let index = Pages::new(
-        Table::Tokens,
-        format!("USER#{user_id}"),
-        Some(CODE_INDEX_PREFIX),
-    );
     let mut revoked = 0;
-    for row in index.all(ports).await? {
-        if let Some(hash) = sk_after(&row, CODE_INDEX_PREFIX) {
-            // Only a code of this account; one exchanged or expired is gone already.
-            let owned = Some(Condition::eq("userId", user_id.as_str()));
-            match ports
-                .items
-                .delete(Table::Tokens, &code_key_of_hash(&hash), owned)
-                .await
+    let mut cursor = None;
+    loop {
+        let page = ports
+            .items
+            .query(
+                Query::partition(Table::Tokens, format!("USER#{user_id}"))
+                    .begins_with(CODE_INDEX_PREFIX)
+                    .after(cursor),
+            )
+            .await?;
+        for row in &page.items {
+            if let Some(hash) = row
+                .get(SK)
+                .and_then(Value::as_str)
+                .and_then(|sk| sk.strip_prefix(CODE_INDEX_PREFIX))
             {
-                Ok(Some(_)) => revoked += 1,
-                Ok(None) => {}
-                Err(e) if e.is_condition_failed_at(0) => {}
-                Err(e) => return Err(e),
+                revoked += usize::from(revoke_one(ports, user_id, hash).await?);
+            }
+            if let Some(key) = Key::of(row) {
+                ports.items.delete(Table::Tokens, &key, None).await?;
             }
         }
-        if let Some(key) = Key::of(&row) {
-            ports.items.delete(Table::Tokens, &key, None).await?;
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(revoked),
         }
     }
-    Ok(revoked)
+}
+
+/// Deletes the code whose hash is `hash` if it is `user_id`'s; answers whether it was there
+/// (one exchanged or expired is gone already).
+async fn revoke_one(ports: &Ports, user_id: &UserId, hash: &str) -> Result<bool, StoreError> {
+    let owned = Some(Condition::eq("userId", user_id.as_str()));
+    match ports
+        .items
+        .delete(Table::Tokens, &code_key_of_hash(hash), owned)
+        .await
+    {
+        Ok(found) => Ok(found.is_some()),
+        Err(e) if e.is_condition_failed_at(0) => Ok(false),
+        Err(e) => Err(e),
+    }
 }

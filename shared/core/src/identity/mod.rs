@@ -2,8 +2,8 @@
 //! codes and the desktop sign-in flow with identity providers.
 
 pub mod access_tokens;
+pub mod capped_lists;
 pub mod claims;
-pub mod credentials;
 pub mod exchange_codes;
 pub mod fields;
 pub mod password_changes;

@@ -4,11 +4,10 @@
 //! must not be enough to lock the owner out); an account without one (provider sign-in, or
 //! taken over by the verified owner of its email) sets its first password. Every other
 //! sign-in of the account is revoked afterwards, so whoever knew the old password is out, and
-//! every other credential ends with them ([`credentials::end_all`]): exchange codes and
-//! personal access tokens are revoked, webhook subscriptions paused until the driver resumes
-//! them.
+//! every other credential ends with them: [`crate::credentials::change_password`] sets it
+//! through [`set_password`] and then ends them (exchange codes and personal access tokens
+//! revoked, webhook subscriptions paused until the driver resumes them).
 
-use crate::identity::credentials::{self, Cause, Credential};
 use crate::identity::fields::{Email, Password};
 use crate::identity::passwords::{PasswordError, PasswordHasher};
 use crate::identity::users;
@@ -54,16 +53,16 @@ pub struct PasswordChanged {
     pub paused_webhooks: usize,
 }
 
-/// Sets `new` as the password of `user_id`, checking `current` when the account has one;
-/// revokes every family of the account but `keep_family` (the caller's sign-in).
+/// Sets `new` as the password of `user_id`, checking `current` when the account has one.
+/// The account's other credentials are ended by the caller
+/// ([`crate::credentials::change_password`]).
 pub async fn set_password(
     ports: &Ports,
     hasher: &PasswordHasher,
     user_id: &UserId,
     current: Option<String>,
     new: Password,
-    keep_family: &str,
-) -> Result<PasswordChanged, PasswordChangeError> {
+) -> Result<(), PasswordChangeError> {
     let user = users::get(ports, user_id)
         .await?
         .ok_or(PasswordChangeError::NoAccount)?;
@@ -105,10 +104,5 @@ pub async fn set_password(
         Err(e) if e.is_condition_failed_at(0) => return Err(PasswordChangeError::Concurrent),
         Err(e) => return Err(e.into()),
     }
-    let ended = credentials::end_all(ports, user_id, Cause::PasswordChange { keep_family }).await?;
-    Ok(PasswordChanged {
-        revoked_sessions: ended.of(Credential::SignIns),
-        revoked_tokens: ended.of(Credential::PersonalTokens),
-        paused_webhooks: ended.of(Credential::WebhookSubscriptions),
-    })
+    Ok(())
 }

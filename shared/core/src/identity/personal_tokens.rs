@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
-use crate::capped_lists::{CappedList, ListVersion};
+use crate::identity::capped_lists::{CappedList, ListVersion};
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, Item, Key, Query, SK, StoreError, TTL, TxOp, Update, item};
@@ -396,7 +396,7 @@ const CREATE_ROUNDS: u32 = 20;
 
 /// Makes a token for `user_id`. Each call makes a new token (a retried request makes a
 /// second one, which its driver can revoke). The live-token limit holds under creations
-/// sent at once: see [`crate::capped_lists`].
+/// sent at once: see [`super::capped_lists`].
 pub async fn create(
     ports: &Ports,
     user_id: &UserId,

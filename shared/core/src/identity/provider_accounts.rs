@@ -7,13 +7,12 @@
 //! verified email that matches an account whose email was never verified takes the account
 //! over for its rightful owner: in one transaction the password is removed, the email is
 //! marked verified and the identity is linked (flagged as pending revocation); then every
-//! credential of the account is ended ([`credentials::end_all`]): the attacker's sign-ins,
-//! exchange codes and personal access tokens stop working and their webhook subscriptions
-//! are deleted; and the flag is cleared. A sign-in that finds the flag still set (the revocation
+//! credential of the account is ended ([`crate::credentials::provider_sign_in`]): the
+//! attacker's sign-ins, exchange codes and personal access tokens stop working and their
+//! webhook subscriptions are deleted; and the flag is cleared ([`clear_takeover`]). A sign-in that finds the flag still set (the revocation
 //! was interrupted) finishes it. The driver who really registered with that password sets a
 //! new one from the signed-in account (`POST /v1/auth/password`).
 
-use crate::identity::credentials::{self, Cause, Credential};
 use crate::identity::fields::{AvatarUrl, DisplayName, Email};
 use crate::identity::users::{self, EmailClaim, IdentityLink, User};
 use crate::ids::UserId;
@@ -78,21 +77,32 @@ fn claim_unchanged(claim: &EmailClaim) -> Condition {
     ])
 }
 
+/// The account a provider sign-in found or made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderAccount {
+    /// The account.
+    pub user_id: UserId,
+    /// The account was taken over (now, or by a sign-in interrupted before it finished): its
+    /// credentials are to be ended, then [`clear_takeover`] called.
+    pub takeover_pending: bool,
+}
+
 /// The account of `identity` from `provider`; see the module documentation for the rule.
 pub async fn find_or_create(
     ports: &Ports,
     provider: &str,
     identity: &ProviderIdentity,
-) -> Result<UserId, ProviderSignInError> {
+) -> Result<ProviderAccount, ProviderSignInError> {
+    let found = |user_id: UserId, takeover_pending: bool| ProviderAccount {
+        user_id,
+        takeover_pending,
+    };
     let subject = identity.subject.as_str();
     // A concurrent sign-in or change moved the records read: look again.
     let contended = |e: &ProviderSignInError| matches!(e, ProviderSignInError::Contended);
     retry_on_conflict(ROUNDS, contended, || async {
         if let Some(link) = users::find_link(ports, provider, subject).await? {
-            if link.pending_revocation {
-                finish_takeover(ports, provider, subject, &link.user_id).await?;
-            }
-            return Ok(link.user_id);
+            return Ok(found(link.user_id, link.pending_revocation));
         }
         let verified_email = identity
             .email
@@ -112,7 +122,7 @@ pub async fn find_or_create(
                     ])
                     .await
                 {
-                    Ok(()) => return Ok(user_id),
+                    Ok(()) => return Ok(found(user_id, false)),
                     Err(e) if e.is_condition_failed_at(0) => {
                         return Err(ProviderSignInError::Contended);
                     }
@@ -131,10 +141,7 @@ pub async fn find_or_create(
                 users::link_index_op(&user_id, provider, subject),
             ];
             match ports.items.transact(ops).await {
-                Ok(()) => {
-                    finish_takeover(ports, provider, subject, &user_id).await?;
-                    return Ok(user_id);
-                }
+                Ok(()) => return Ok(found(user_id, true)),
                 // Linked meanwhile, or the claim changed (a password change): look again.
                 Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(1) => {
                     return Err(ProviderSignInError::Contended);
@@ -163,7 +170,7 @@ pub async fn find_or_create(
         }
         ops.push(index);
         match ports.items.transact(ops).await {
-            Ok(()) => Ok(user.id),
+            Ok(()) => Ok(found(user.id, false)),
             // A concurrent sign-in linked the identity or claimed the email first: look again.
             Err(e) if e.is_condition_failed_at(0) || e.is_condition_failed_at(2) => {
                 Err(ProviderSignInError::Contended)
@@ -195,22 +202,13 @@ fn new_user(identity: &ProviderIdentity, email: Option<&Email>, ports: &Ports) -
     )
 }
 
-/// Ends every earlier credential of a taken-over account, then clears the link's flag.
-async fn finish_takeover(
+/// Clears the link's flag once every earlier credential of the taken-over account was ended.
+pub async fn clear_takeover(
     ports: &Ports,
     provider: &str,
     subject: &str,
     user_id: &UserId,
 ) -> Result<(), StoreError> {
-    let ended = credentials::end_all(ports, user_id, Cause::Takeover).await?;
-    tracing::warn!(
-        user_id = user_id.as_str(),
-        provider,
-        sign_ins = ended.of(Credential::SignIns),
-        personal_tokens = ended.of(Credential::PersonalTokens),
-        webhook_subscriptions = ended.of(Credential::WebhookSubscriptions),
-        "account of an unverified email taken over by its verified owner: password removed, every earlier credential ended"
-    );
     let cleared = ports
         .items
         .update(

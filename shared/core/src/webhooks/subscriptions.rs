@@ -13,8 +13,8 @@ use super::client::WebhookClient;
 use super::signing;
 use super::verification::{self, ReceiverChecks, Unconfirmed};
 use super::{EVENT_TYPES, partition};
-use crate::capped_lists::{CappedList, ListVersion};
 use crate::events::{Event, EventKind, WebhookDisabled, WebhookTest};
+use crate::identity::capped_lists::{CappedList, ListVersion};
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::clock::rfc3339;
@@ -330,7 +330,7 @@ pub(crate) async fn refresh_wants_passed(ports: &Ports, user: &UserId) -> Result
 
 /// Makes a subscription for `user` once its receiver confirmed it wants the deliveries
 /// ([`verification`]); the answer holds its secret, shown this once. The cap of
-/// [`MAX_PER_DRIVER`] holds under creations sent at once ([`crate::capped_lists`]).
+/// [`MAX_PER_DRIVER`] holds under creations sent at once ([`crate::identity::capped_lists`]).
 pub async fn create(
     ports: &Ports,
     user: &UserId,

@@ -14,8 +14,9 @@ use crate::http::extract::json_body;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::routes::envelopes::envelope;
 use crate::state::AppState;
+use paddock_core::credentials;
 use paddock_core::identity::fields::{DisplayName, Email, Password, login_password};
-use paddock_core::identity::password_changes::{self, PasswordChangeError};
+use paddock_core::identity::password_changes::PasswordChangeError;
 use paddock_core::identity::refresh_tokens;
 use paddock_core::identity::users::{self, RegisterError, User};
 use paddock_core::ports::items::StoreError;
@@ -437,7 +438,7 @@ pub async fn set_password(
         &failure_limit(&state),
     )
     .await?;
-    let changed = password_changes::set_password(
+    let changed = credentials::change_password(
         &state.ports,
         state.passwords()?,
         user.user_id(),

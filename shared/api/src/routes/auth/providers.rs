@@ -1,5 +1,5 @@
 //! The desktop sign-in flow with identity providers: the start (PKCE, loopback redirect,
-//! flow cookie) and the provider's callback (account by [`provider_accounts`], one-time code).
+//! flow cookie) and the provider's callback (account by [`credentials::provider_sign_in`], one-time code).
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -14,9 +14,10 @@ use crate::http::public_url::PublicUrl;
 use crate::http::{ApiError, ApiQuery};
 use crate::state::AppState;
 use paddock_clients::identity_providers as providers;
+use paddock_core::credentials;
 use paddock_core::hashing::random_token;
 use paddock_core::identity::exchange_codes;
-use paddock_core::identity::provider_accounts::{self, ProviderSignInError};
+use paddock_core::identity::provider_accounts::ProviderSignInError;
 use paddock_core::identity::sign_in_flows::{self, SignInFlow};
 use paddock_core::problems::{FieldProblems, Problems};
 use paddock_core::rate_limits::{self, Limit};
@@ -294,7 +295,7 @@ async fn complete_sign_in(
         .identify(&callback, secret, &code, &flow.pkce_verifier, &flow.nonce)
         .await
         .map_err(provider_error)?;
-    let user_id = provider_accounts::find_or_create(&state.ports, &provider_name, &identity)
+    let user_id = credentials::provider_sign_in(&state.ports, &provider_name, &identity)
         .await
         .map_err(|e| match e {
             ProviderSignInError::Contended => ApiError::Conflict(e.to_string()),

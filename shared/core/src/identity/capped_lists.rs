@@ -9,7 +9,7 @@
 //! again, and see the row that won. Removals do not move the version: a count that still
 //! holds a removed row only errs on the safe side.
 
-use crate::identity::users::profile_key;
+use super::users::profile_key;
 use crate::ids::UserId;
 use crate::ports::Ports;
 use crate::ports::items::{Condition, StoreError, TxOp, Update};

@@ -4,7 +4,8 @@
 //! before its password was changed, or before it was deleted, may have made credentials of
 //! every kind: sign-ins, one-time exchange codes, personal access tokens, webhook
 //! subscriptions (a standing feed of the driver's events to a receiver of their choosing).
-//! Each of those three paths calls [`end_all`], which ends every kind in [`Credential::ALL`],
+//! Each of those three paths calls [`end_all`] ([`change_password`], [`provider_sign_in`],
+//! the deletion's start), which ends every kind in [`Credential::ALL`],
 //! so a kind added to the list is ended by all of them at once. Every kind of driver data
 //! says whether it is a credential ([`crate::driver_data::DriverData::credential`], a match
 //! without a wildcard), so a new kind of driver data cannot skip the question either.
@@ -14,6 +15,10 @@
 //! its receiver to confirm again ([`crate::webhooks::verification`]). A takeover and a
 //! deletion delete them.
 
+use crate::identity::fields::Password;
+use crate::identity::password_changes::{self, PasswordChangeError, PasswordChanged};
+use crate::identity::passwords::PasswordHasher;
+use crate::identity::provider_accounts::{self, ProviderIdentity, ProviderSignInError};
 use crate::identity::{exchange_codes, personal_tokens, refresh_tokens};
 use crate::ids::UserId;
 use crate::ports::Ports;
@@ -134,4 +139,49 @@ pub async fn end_all(ports: &Ports, user: &UserId, cause: Cause<'_>) -> Result<E
         "credentials ended"
     );
     Ok(ended)
+}
+
+/// Sets or changes the password of `user_id` ([`password_changes::set_password`]), then ends
+/// every other credential of the account: every sign-in but `keep_family` (the caller's).
+pub async fn change_password(
+    ports: &Ports,
+    hasher: &PasswordHasher,
+    user_id: &UserId,
+    current: Option<String>,
+    new: Password,
+    keep_family: &str,
+) -> Result<PasswordChanged, PasswordChangeError> {
+    password_changes::set_password(ports, hasher, user_id, current, new).await?;
+    let ended = end_all(ports, user_id, Cause::PasswordChange { keep_family }).await?;
+    Ok(PasswordChanged {
+        revoked_sessions: ended.of(Credential::SignIns),
+        revoked_tokens: ended.of(Credential::PersonalTokens),
+        paused_webhooks: ended.of(Credential::WebhookSubscriptions),
+    })
+}
+
+/// The account of a provider sign-in ([`provider_accounts::find_or_create`]); when it was
+/// taken over from whoever registered its email, every earlier credential is ended before
+/// the sign-in goes on, and only then is the takeover marked done (an interrupted one is
+/// finished by the next sign-in).
+pub async fn provider_sign_in(
+    ports: &Ports,
+    provider: &str,
+    identity: &ProviderIdentity,
+) -> Result<UserId, ProviderSignInError> {
+    let account = provider_accounts::find_or_create(ports, provider, identity).await?;
+    if account.takeover_pending {
+        let user_id = &account.user_id;
+        let ended = end_all(ports, user_id, Cause::Takeover).await?;
+        tracing::warn!(
+            user_id = user_id.as_str(),
+            provider,
+            sign_ins = ended.of(Credential::SignIns),
+            personal_tokens = ended.of(Credential::PersonalTokens),
+            webhook_subscriptions = ended.of(Credential::WebhookSubscriptions),
+            "account of an unverified email taken over by its verified owner: password removed, every earlier credential ended"
+        );
+        provider_accounts::clear_takeover(ports, provider, &identity.subject, user_id).await?;
+    }
+    Ok(account.user_id)
 }
