@@ -14,14 +14,18 @@
 # PADDOCK_API_VISIBILITY_SECONDS makes a failed queue message come back sooner than the
 # template's 180 s; PADDOCK_API_PROFILE=release builds release binaries. The service's own
 # settings (`Section__Key`) in the environment reach every function. Function logs are
-# prefixed with the function's name; Log__Format=pretty for readable lines. Ctrl-C stops
-# everything started here.
+# prefixed with the function's name; Log__Format=pretty for readable lines. Each function runs
+# under its own IAM policy from the template: a call outside it gets the service's AccessDenied
+# and a log line naming the function, the action and the resource (PADDOCK_IAM_ENFORCE=0 only
+# logs it). Ctrl-C stops everything started here.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 api_pid=
 started_here=
+policies=
 stop() {
+  if [ -n "$policies" ]; then rm -f "$policies"; fi
   if [ -n "$api_pid" ]; then kill -INT "$api_pid" 2>/dev/null || true; wait "$api_pid" 2>/dev/null || true; fi
   if [ -n "$started_here" ]; then "$root/infra/emulators.sh" down; fi
 }
@@ -35,6 +39,15 @@ fi
 eval "$emulator_env"
 
 cd "$root"
+# Each function gets only its own policy from the template, as in AWS (docs/permissions.md):
+# the SAM translator (in the emulators' virtualenv) writes them.
+tools=${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}
+if ! "$tools/venv/bin/python" -c 'import samtranslator, cfnlint, sys; sys.exit(samtranslator.__version__ != "1.115.0")' 2>/dev/null; then
+  "$tools/venv/bin/pip" install -q aws-sam-translator==1.115.0 cfn-lint
+fi
+policies=$(mktemp)
+"$tools/venv/bin/python" tests/template/function_policies.py --out "$policies"
+export PADDOCK_FUNCTION_POLICIES=$policies
 # Where cargo put it (CARGO_TARGET_DIR and build.target-dir move it).
 api=$(cargo build -q -p paddock-tests --bin paddock-api-local --message-format=json \
   | python3 -c 'import json, sys

@@ -129,6 +129,15 @@ step "the SAM transform of template.yaml for each parameter set: no dependency c
 "$tools/venv/bin/python" "$root/tests/template/check_transform.py"
 "$tools/venv/bin/python" "$root/tests/template/test_check_transform.py"
 
+step "each function's IAM policy from the transformed template, for the local API to enforce"
+# Every test that runs the functions gives each one only this policy; the calls it allowed
+# (with the grant that allowed each) and refused are appended to the seen file, compared with
+# the policies after the tests (tests/template/check_policies.py).
+export PADDOCK_FUNCTION_POLICIES="$log_dir/function-policies.json"
+export PADDOCK_IAM_SEEN="${PADDOCK_IAM_SEEN:-$log_dir/iam-seen.jsonl}"
+"$tools/venv/bin/python" "$root/tests/template/function_policies.py" --out "$PADDOCK_FUNCTION_POLICIES"
+"$tools/venv/bin/python" "$root/tests/template/check_policies.py" --policies "$PADDOCK_FUNCTION_POLICIES"
+
 step "schemathesis: every check against /openapi.json of the local server"
 if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
 # Where cargo put the binary (CARGO_TARGET_DIR and build.target-dir move it), from its build
@@ -188,3 +197,9 @@ fi
 
 step "cargo test (embedded adapters, AWS adapters against the emulators, HTTP black-box)"
 cargo test --workspace --no-fail-fast "${@:---all-targets}" -- --test-threads "${PADDOCK_TEST_THREADS:-4}"
+
+if [ $# -eq 0 ]; then
+  step "the functions' policies against their calls: nothing refused, nothing granted that no call used (docs/permissions.md)"
+  "$tools/venv/bin/python" "$root/tests/template/check_policies.py" \
+    --policies "$PADDOCK_FUNCTION_POLICIES" --seen "$PADDOCK_IAM_SEEN"
+fi

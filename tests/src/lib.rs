@@ -146,6 +146,8 @@ pub struct TestApp {
     pub settings: Settings,
     /// The data directory (embedded store, local secrets).
     pub dir: TempDir,
+    /// Behind the local API: the calls the functions' policies allowed and refused.
+    pub iam: Option<local_api::iam::Seen>,
 }
 
 /// Starts the whole local server (all groups, relay and worker) on a free port.
@@ -193,6 +195,13 @@ pub async fn spawn_functions() -> TestApp {
 
 /// As [`spawn_functions`], with `settings` (`Section__Key`, value) given to every function.
 pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
+    let iam = local_api::Iam::from_env().expect("the functions' policies");
+    spawn_functions_under(iam, settings).await
+}
+
+/// As [`spawn_functions_with`], each function under its policy in `iam`.
+pub async fn spawn_functions_under(iam: local_api::Iam, settings: &[(&str, &str)]) -> TestApp {
+    let seen = iam.seen.clone();
     // What the local API logs (a function that failed, with its output) is printed with a
     // failing test's output; the first test of a binary to get here installs it.
     let _ = tracing_subscriber::fmt()
@@ -282,6 +291,7 @@ pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
         schedule_every: None,
         visibility: Some(t.settings.visibility),
         echo_logs: false,
+        iam: Some(iam),
     };
     // The API serves until the test's runtime ends, which ends the function processes too.
     let _api = local_api::LocalApi::start(config, listener, &sdk)
@@ -297,6 +307,7 @@ pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
         ports: t.ports,
         settings: t.settings,
         dir: t.dir,
+        iam: Some(seen),
     }
 }
 
@@ -326,6 +337,7 @@ pub async fn spawn_with(settings: Settings, ports: Ports, dir: TempDir) -> TestA
         ports,
         settings: kept,
         dir,
+        iam: None,
     }
 }
 

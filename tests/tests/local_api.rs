@@ -233,3 +233,102 @@ async fn a_message_that_keeps_failing_is_redriven_to_the_dead_letter_queue() {
         "0"
     );
 }
+
+/// Each function runs under its own policy from the transformed template: with one grant taken
+/// away, the call that needed it gets DynamoDB's own `AccessDenied`, the request fails without
+/// writing anything, and the refusal names the function, the action and the table; the other
+/// functions go on as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_outside_the_function_s_policy_is_refused_as_iam_refuses_it() {
+    require_emulators();
+    let mut iam = paddock_tests::local_api::Iam::from_env().expect("the functions' policies");
+    // Kept apart from the test command's record of calls, which must hold no refusal.
+    iam.seen = paddock_tests::local_api::iam::Seen::new(None);
+    let sessions = iam
+        .policies
+        .functions
+        .get_mut("paddock-sessions")
+        .expect("the sessions function's policy");
+    for statement in &mut sessions.statements {
+        statement.actions.retain(|a| a != "dynamodb:PutItem");
+    }
+    let app = paddock_tests::spawn_functions_under(iam, &[]).await;
+    let (token, _) = app.driver("refused").await;
+    let upload = paddock_tests::session_body(
+        &uuid::Uuid::new_v4().to_string(),
+        "2026-11-01T10:00:00Z",
+        &[(90_000, true, 0.9)],
+        0,
+    );
+    let res = app.post_json_auth("/v1/sessions", &upload, &token).await;
+    let status = res.status().as_u16();
+    let body: Value = res.json().await.expect("an envelope");
+    assert!(status >= 500, "{status} {body}");
+    assert_eq!(body["success"], false, "{body}");
+    let refusals = app.iam.as_ref().expect("policies enforced").refusals();
+    assert!(
+        refusals.iter().any(|r| r.function == "SessionsFunction"
+            && r.action == "dynamodb:PutItem"
+            && r.resource.ends_with("table/${SessionsTable}")),
+        "{refusals:?}"
+    );
+    let sessions_stored = paddock_tests::every_item(&app.settings)
+        .await
+        .into_iter()
+        .filter(|(table, _)| *table == paddock_core::tables::Table::Sessions)
+        .count();
+    assert_eq!(
+        sessions_stored, 0,
+        "nothing of the refused upload is stored"
+    );
+    // The board, another function with its grants intact, answers.
+    let res = app
+        .client
+        .get(format!(
+            "{}/v1/leaderboards?trackId={}",
+            app.address,
+            uuid::Uuid::new_v4()
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        res.status().is_success() || res.status() == 404,
+        "{}",
+        res.status()
+    );
+}
+
+/// The same with enforcement off (`PADDOCK_IAM_ENFORCE=0`): the call goes through and is only
+/// reported, so an operator can list a new function's calls before writing its policy.
+#[tokio::test(flavor = "multi_thread")]
+async fn with_enforcement_off_a_call_outside_the_policy_is_reported_and_made() {
+    require_emulators();
+    let mut iam = paddock_tests::local_api::Iam::from_env().expect("the functions' policies");
+    iam.enforce = false;
+    iam.seen = paddock_tests::local_api::iam::Seen::new(None);
+    for statement in &mut iam
+        .policies
+        .functions
+        .get_mut("paddock-sessions")
+        .unwrap()
+        .statements
+    {
+        statement.actions.retain(|a| a != "dynamodb:PutItem");
+    }
+    let app = paddock_tests::spawn_functions_under(iam, &[]).await;
+    let (token, _) = app.driver("reported").await;
+    let upload = paddock_tests::session_body(
+        &uuid::Uuid::new_v4().to_string(),
+        "2026-11-01T10:00:00Z",
+        &[(90_000, true, 0.9)],
+        0,
+    );
+    let res = app.post_json_auth("/v1/sessions", &upload, &token).await;
+    assert!(res.status().is_success(), "{}", res.status());
+    let refusals = app.iam.as_ref().unwrap().refusals();
+    assert!(
+        refusals.iter().any(|r| r.action == "dynamodb:PutItem"),
+        "{refusals:?}"
+    );
+}

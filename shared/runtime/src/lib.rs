@@ -9,5 +9,6 @@
 pub mod app;
 pub mod lambda;
 mod log_text;
+pub mod secret_fields;
 pub mod telemetry;
 pub mod wiring;

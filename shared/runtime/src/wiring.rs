@@ -9,7 +9,7 @@ use paddock_core::ports::{Clock, EventQueue, MetricsSource, Ports, Queues, Syste
 use paddock_core::queues::QueueName;
 
 /// Secret names generated on first use by the local backend.
-pub const GENERATED_SECRETS: &[&str] = &["jwtSigningKey", "uploadUrlKey"];
+pub const GENERATED_SECRETS: &[&str] = crate::secret_fields::GENERATED_LOCALLY;
 
 /// The ports the settings ask for, on the system clock.
 pub async fn ports(settings: &mut Settings) -> anyhow::Result<Ports> {

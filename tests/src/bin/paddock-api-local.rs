@@ -12,7 +12,10 @@
 //! - `PADDOCK_API_ADDRESS` (`127.0.0.1:9000`): where it listens;
 //! - `PADDOCK_API_SCHEDULE_SECONDS`: every schedule at this interval instead of its rate;
 //! - `PADDOCK_API_VISIBILITY_SECONDS`: queue visibility instead of the template's 180 s;
-//! - `PADDOCK_API_PROFILE` (`dev`): the cargo profile the functions are built with.
+//! - `PADDOCK_API_PROFILE` (`dev`): the cargo profile the functions are built with;
+//! - `PADDOCK_FUNCTION_POLICIES`: the functions' IAM policies (`infra/api-local.sh` writes
+//!   them from the template), each function's calls refused outside its own;
+//!   `PADDOCK_IAM_ENFORCE=0` only logs such calls.
 
 use anyhow::Context;
 use paddock_core::config::{Backend, Settings};
@@ -146,6 +149,7 @@ async fn main() -> anyhow::Result<()> {
         schedule_every,
         visibility,
         echo_logs: true,
+        iam: Some(paddock_tests::local_api::Iam::from_env()?),
     };
     let api = LocalApi::start(config, listener, &sdk).await?;
     eprintln!(

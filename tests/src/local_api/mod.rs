@@ -1,11 +1,12 @@
 //! The function set at the real API paths: one address serving every route of the template's
 //! HTTP API through its function, with the template's event sources running (see
 //! [`sources`]) and the functions' metric lines delivered to CloudWatch (see
-//! [`metric_lines`]). Used by `paddock-api-local` (the one-command local API) and by the black-box
+//! [`metric_lines`]), each function under its own IAM policy (see [`iam`]). Used by `paddock-api-local` (the one-command local API) and by the black-box
 //! tests' function mode ([`crate::spawn_functions`]).
 
 pub mod functions;
 pub mod gateway;
+pub mod iam;
 pub mod metric_lines;
 pub mod routes;
 pub mod sources;
@@ -43,6 +44,103 @@ pub struct Config {
     pub visibility: Option<Duration>,
     /// Whether function logs go to standard error.
     pub echo_logs: bool,
+    /// Each function's IAM policy; `None` gives every function every right.
+    pub iam: Option<Iam>,
+}
+
+/// The functions' policies and what to do with a call outside them.
+#[derive(Clone)]
+pub struct Iam {
+    /// What `tests/template/function_policies.py` made of the template.
+    pub policies: iam::policy::PolicyFile,
+    /// Whether a call outside its function's policy is refused (otherwise only reported).
+    pub enforce: bool,
+    /// Where the calls and their grants are kept.
+    pub seen: iam::Seen,
+}
+
+impl std::fmt::Debug for Iam {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iam")
+            .field("functions", &self.policies.functions.keys())
+            .field("enforce", &self.enforce)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Iam {
+    /// The policies in the file `PADDOCK_FUNCTION_POLICIES` names (the test command and
+    /// `infra/api-local.sh` write it), enforced unless `PADDOCK_IAM_ENFORCE=0`; the calls are
+    /// appended to the file `PADDOCK_IAM_SEEN` names, if any.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let path = std::env::var_os("PADDOCK_FUNCTION_POLICIES").ok_or_else(|| {
+            anyhow!(
+                "PADDOCK_FUNCTION_POLICIES is not set: it names the functions' policies, \
+                 written by tests/template/function_policies.py --out FILE (the test command \
+                 and infra/api-local.sh do this)"
+            )
+        })?;
+        Ok(Self {
+            policies: iam::policy::PolicyFile::read(std::path::Path::new(&path))?,
+            enforce: std::env::var("PADDOCK_IAM_ENFORCE").map_or(true, |v| v != "0"),
+            seen: iam::Seen::new(std::env::var_os("PADDOCK_IAM_SEEN").map(PathBuf::from)),
+        })
+    }
+}
+
+/// Each AWS service a function calls: its signing name and the variable naming its endpoint.
+const SERVICES: &[(&str, &str)] = &[
+    ("dynamodb", "AWS_ENDPOINT_URL_DYNAMODB"),
+    ("s3", "AWS_ENDPOINT_URL_S3"),
+    ("sqs", "AWS_ENDPOINT_URL_SQS"),
+    ("secretsmanager", "AWS_ENDPOINT_URL_SECRETS_MANAGER"),
+    ("monitoring", "AWS_ENDPOINT_URL_CLOUDWATCH"),
+];
+
+/// The value of `key` in `env`, the last one set winning (as for a process's environment).
+fn env_value<'a>(env: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Starts `binary`'s proxy under its policy; answers the variables that send its AWS calls
+/// there.
+async fn policy_proxy(
+    iam: &Iam,
+    names: &iam::policy::Names,
+    binary: &str,
+    env: &[(String, String)],
+) -> anyhow::Result<Vec<(String, String)>> {
+    let entry = iam.policies.functions.get(binary).ok_or_else(|| {
+        anyhow!(
+            "the functions' policies have none for {binary}: write them again from the template"
+        )
+    })?;
+    let policy = iam::policy::FunctionPolicy::bind(entry, names)?;
+    let upstreams = SERVICES
+        .iter()
+        .filter_map(|(service, key)| {
+            let url = env_value(env, key).or_else(|| env_value(env, "AWS_ENDPOINT_URL"))?;
+            Some(((*service).to_owned(), url.to_owned()))
+        })
+        .collect();
+    let address = iam::proxy::FunctionProxy {
+        binary: binary.to_owned(),
+        policy,
+        names: names.clone(),
+        account: iam.policies.account.clone(),
+        upstreams,
+        enforce: iam.enforce,
+        seen: iam.seen.clone(),
+    }
+    .start()
+    .await?;
+    Ok(SERVICES
+        .iter()
+        .map(|(_, key)| ((*key).to_owned(), format!("http://{address}")))
+        .collect())
 }
 
 /// The local API, serving until its tasks are stopped.
@@ -66,6 +164,22 @@ impl LocalApi {
         let (metric_tap, delivery) = metric_lines::deliver(aws_sdk_cloudwatch::Client::new(sdk));
         let mut configs = Vec::new();
         let mut table = RouteTable::default();
+        let names = match &config.iam {
+            Some(iam) => {
+                let local = iam::policy::LocalNames {
+                    table_prefix: config.table_prefix.clone(),
+                    bucket: env_value(&config.env, "Blobs__Bucket")
+                        .unwrap_or_default()
+                        .to_owned(),
+                    secret_id: env_value(&config.env, "Secrets__Id")
+                        .unwrap_or_default()
+                        .to_owned(),
+                    queues: config.queues.clone(),
+                };
+                Some(iam::policy::Names::bind(&iam.policies, &local)?)
+            }
+            None => None,
+        };
         for spec in &template.functions {
             let binary = config
                 .binaries
@@ -76,6 +190,10 @@ impl LocalApi {
                 "AWS_LAMBDA_FUNCTION_MEMORY_SIZE".into(),
                 spec.memory_mb.to_string(),
             ));
+            if let (Some(iam), Some(names)) = (&config.iam, &names) {
+                let endpoints = policy_proxy(iam, names, &spec.binary, &env).await?;
+                env.extend(endpoints);
+            }
             configs.push(FunctionConfig {
                 name: spec.binary.clone(),
                 binary: binary.clone(),

@@ -257,11 +257,13 @@ pub(crate) async fn start_upload(
     let labels = Labels::parse(&mut p, body.name, body.description);
     let declared = Declared::parse(&mut p, body.size_bytes, body.sha256, limits);
     let (labels, declared) = p.into_result(labels.zip(declared))?;
-    let key = url_signing_key(&state).await?;
+    // Only a blob store without presigned URLs (the local directory) needs this server's own
+    // upload URL and its key; S3 signs its URLs itself, and the stack's secret has no such key.
+    let key = state.ports.secrets.get(upload_urls::KEY_SECRET).await?;
     let base = state.public_url();
     let ticket = packs::start_upload(&state.ports, limits, user.user_id(), labels, declared, |id, expires, length| {
-        let signature = upload_urls::sign(&key, id, expires, length);
-        format!("{base}/v1/sharepacks/uploads/{id}/content?expires={expires}&length={length}&signature={signature}")
+        let signature = upload_urls::sign(key?.as_bytes(), id, expires, length);
+        Some(format!("{base}/v1/sharepacks/uploads/{id}/content?expires={expires}&length={length}&signature={signature}"))
     })
     .await?;
     Ok(with_status(StatusCode::CREATED, ticket))

@@ -112,6 +112,12 @@ impl SigningKeys {
     }
 }
 
+/// The secret field holding the key tokens are signed with.
+pub const KEY_SECRET: &str = "jwtSigningKey";
+
+/// The secret field holding keys still accepted after a rotation (written by the rotation).
+pub const PREVIOUS_KEYS_SECRET: &str = "jwtPreviousSigningKeys";
+
 /// The signing keys as configured.
 struct Keys {
     current: String,
@@ -120,10 +126,10 @@ struct Keys {
 
 async fn load(secrets: &dyn SecretSource) -> Result<Keys, SigningKeyError> {
     let key = secrets
-        .get("jwtSigningKey")
+        .get(KEY_SECRET)
         .await?
         .ok_or(SigningKeyError::Missing)?;
-    let previous = match secrets.get("jwtPreviousSigningKeys").await? {
+    let previous = match secrets.get(PREVIOUS_KEYS_SECRET).await? {
         Some(text) => previous_keys(&text)?,
         None => Vec::new(),
     };

@@ -626,7 +626,7 @@ pub async fn start_upload(
     owner: &UserId,
     labels: Labels,
     declared: Declared,
-    local_url: impl FnOnce(&str, i64, u64) -> String,
+    local_url: impl FnOnce(&str, i64, u64) -> Option<String>,
 ) -> Result<UploadTicket, PackError> {
     count_upload(ports, owner, limits).await?;
     check_quota(ports, owner, declared.size_bytes, limits).await?;
@@ -656,7 +656,11 @@ pub async fn start_upload(
         .await?
     {
         Some(url) => url,
-        None => local_url(&pack.id, expires, pack.size_bytes),
+        None => local_url(&pack.id, expires, pack.size_bytes).ok_or_else(|| {
+            BlobError::Unavailable(
+                "the blob store has no upload URLs and no upload URL key is configured".into(),
+            )
+        })?,
     };
     Ok(UploadTicket {
         id: pack.id,
