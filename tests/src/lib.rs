@@ -201,6 +201,20 @@ pub async fn spawn_functions_with(settings: &[(&str, &str)]) -> TestApp {
 
 /// As [`spawn_functions_with`], each function under its policy in `iam`.
 pub async fn spawn_functions_under(iam: local_api::Iam, settings: &[(&str, &str)]) -> TestApp {
+    start_functions(iam, settings, None).await
+}
+
+/// As [`spawn_functions`], with every schedule firing at `every` instead of its rate.
+pub async fn spawn_functions_scheduled(every: Duration) -> TestApp {
+    let iam = local_api::Iam::from_env().expect("the functions' policies");
+    start_functions(iam, &[], Some(every)).await
+}
+
+async fn start_functions(
+    iam: local_api::Iam,
+    settings: &[(&str, &str)],
+    schedule_every: Option<Duration>,
+) -> TestApp {
     let seen = iam.seen.clone();
     // What the local API logs (a function that failed, with its output) is printed with a
     // failing test's output; the first test of a binary to get here installs it.
@@ -288,7 +302,7 @@ pub async fn spawn_functions_under(iam: local_api::Iam, settings: &[(&str, &str)
         table_prefix: t.settings.table_prefix.clone(),
         queues,
         poll: Duration::from_millis(100),
-        schedule_every: None,
+        schedule_every,
         visibility: Some(t.settings.visibility),
         echo_logs: false,
         iam: Some(iam),
@@ -647,6 +661,41 @@ pub async fn every_item(
         }
     }
     all
+}
+
+/// Turns the store back into the layout of boards before the counts (the backfill's work):
+/// no counts, no car boards, no progress item, no `counted` flag on entries and rank rows.
+/// Answers how many items it changed.
+pub async fn downgrade_boards(app: &TestApp) -> usize {
+    use paddock_core::ports::items::{Key, PK, SK};
+    use paddock_core::tables::Table;
+    let mut changed = 0;
+    for (table, mut item) in every_item(&app.settings).await {
+        if table != Table::Leaderboards {
+            continue;
+        }
+        let (pk, sk) = (
+            item[PK].as_str().unwrap().to_owned(),
+            item[SK].as_str().unwrap().to_owned(),
+        );
+        let key = Key::new(pk.as_str(), sk.as_str());
+        let newer = pk == "LAYOUT"
+            || pk.contains("#CAR#")
+            || sk.contains("#CAR#")
+            || sk.starts_with("COUNT#")
+            || sk.starts_with("VEH#")
+            || sk.starts_with("CARS#")
+            || sk.starts_with("TRACKBOARD#");
+        if newer {
+            app.ports.items.delete(table, &key, None).await.unwrap();
+            changed += 1;
+        } else if item.remove("counted").is_some() {
+            app.ports.items.put(table, item, None).await.unwrap();
+            changed += 1;
+        }
+    }
+    assert!(changed > 0);
+    changed
 }
 
 /// Every blob's key and bytes.

@@ -533,39 +533,6 @@ async fn the_callers_place_needs_a_token_and_an_entry(app: TestApp, clock: Arc<M
     assert_eq!(status, 400, "{res}");
 }
 
-/// Turns the store back into the layout of boards before the counts: no counts, no car
-/// boards, no progress item, no `counted` flag on entries and rank rows.
-async fn downgrade(app: &TestApp) {
-    use paddock_core::ports::items::{Key, PK, SK};
-    use paddock_core::tables::Table;
-    let mut changed = 0;
-    for (table, mut item) in paddock_tests::every_item(&app.settings).await {
-        if table != Table::Leaderboards {
-            continue;
-        }
-        let (pk, sk) = (
-            item[PK].as_str().unwrap().to_owned(),
-            item[SK].as_str().unwrap().to_owned(),
-        );
-        let key = Key::new(pk.as_str(), sk.as_str());
-        let newer = pk == "LAYOUT"
-            || pk.contains("#CAR#")
-            || sk.contains("#CAR#")
-            || sk.starts_with("COUNT#")
-            || sk.starts_with("VEH#")
-            || sk.starts_with("CARS#")
-            || sk.starts_with("TRACKBOARD#");
-        if newer {
-            app.ports.items.delete(table, &key, None).await.unwrap();
-            changed += 1;
-        } else if item.remove("counted").is_some() {
-            app.ports.items.put(table, item, None).await.unwrap();
-            changed += 1;
-        }
-    }
-    assert!(changed > 0);
-}
-
 /// Every row of a board with its car: (rank, user, lap, car).
 async fn rows_with_cars(app: &TestApp, track: &str) -> Vec<(u64, String, i64, String)> {
     let (_, page) = get(
@@ -612,7 +579,7 @@ async fn boards_of_the_older_layout_are_counted_by_the_backfill(
     for track in &tracks {
         before.push(rows_with_cars(&app, track).await);
     }
-    downgrade(&app).await;
+    paddock_tests::downgrade_boards(&app).await;
 
     // Cut short after every page and resumed until done; then run again, changing nothing.
     let mut runs = 0;

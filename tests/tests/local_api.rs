@@ -332,3 +332,56 @@ async fn with_enforcement_off_a_call_outside_the_policy_is_reported_and_made() {
         "{refusals:?}"
     );
 }
+
+/// The maintenance tick runs on the track-maps function's schedule under that function's own
+/// policy: a board of the older layout is counted again (the backfill reads and writes the
+/// leaderboards table, which the function's policy once did not grant, so every tick failed in
+/// AWS), and no call of any function is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_maintenance_schedule_counts_older_boards_under_the_track_maps_policy() {
+    require_emulators();
+    let app = paddock_tests::spawn_functions_scheduled(Duration::from_secs(1)).await;
+    for (i, lap) in [101_000, 99_500, 100_250].into_iter().enumerate() {
+        let (token, _) = app.driver(&format!("Tick{i}")).await;
+        let upload = paddock_tests::session_body(
+            &uuid::Uuid::new_v4().to_string(),
+            "2026-11-01T10:00:00Z",
+            &[(lap, true, 0.95)],
+            0,
+        );
+        let res = app.post_json_auth("/v1/sessions", &upload, &token).await;
+        let (status, body) = paddock_tests::envelope(res).await;
+        assert!(status < 300, "{status} {body}");
+        let submit = serde_json::json!({
+            "sessionId": body["data"]["sessionId"], "lapTimeMs": lap, "qualityScore": 0.95,
+        });
+        let res = app
+            .post_json_auth("/v1/leaderboards/submit", &submit, &token)
+            .await;
+        let (status, body) = paddock_tests::envelope(res).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let counted = || async {
+        paddock_tests::every_item(&app.settings)
+            .await
+            .into_iter()
+            .filter(|(table, item)| {
+                *table == paddock_core::tables::Table::Leaderboards && item.contains_key("counted")
+            })
+            .count()
+    };
+    let before = counted().await;
+    assert!(before >= 3, "each entry is counted when submitted");
+    paddock_tests::downgrade_boards(&app).await;
+    assert_eq!(counted().await, 0);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while counted().await < before {
+        assert!(
+            Instant::now() < deadline,
+            "the scheduled ticks did not count the board again: {:?}",
+            app.iam.as_ref().unwrap().refusals()
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(app.iam.as_ref().unwrap().refusals(), vec![]);
+}

@@ -655,12 +655,8 @@ pub async fn mark_used(ports: &Ports, grant: &TokenGrant, now: i64) -> Result<()
             Table::Tokens,
             &lookup_key(&grant.hash),
             Update::set("lastUsedAt", now),
-            // The row is present (its key differs from ""), expired or not: `Exists` would
-            // also read `ttl`, and the functions may update `pk`, `sk` and `lastUsedAt` only
-            // (IAM counts the attributes a condition reads; docs/permissions.md). A row past
-            // its ttl was refused at the read before this; stamping one is harmless.
             Some(Condition::And(vec![
-                Condition::Ne("pk".into(), json!("")),
+                Condition::Exists,
                 Condition::Or(vec![
                     Condition::AttrNotExists("lastUsedAt".into()),
                     Condition::Lt("lastUsedAt".into(), json!(now - LAST_USED_EVERY_SECS + 1)),
