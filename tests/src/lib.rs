@@ -238,8 +238,8 @@ async fn start_functions(
         &secrets,
         &secret_id,
         &serde_json::json!({
+            // As the stack's secret: no `uploadUrlKey` (S3 signs the upload URLs).
             "jwtSigningKey": key(),
-            "uploadUrlKey": key(),
             "metricsToken": METRICS_TOKEN,
         }),
     )

@@ -207,10 +207,15 @@ fn every_function_has_its_alarms_dashboard_entries_and_policies() {
             groups_seen.insert(group.name());
             let body = resource(&text, id).unwrap();
             let needs = group.needs();
-            // A managed S3 policy, or a statement scoped to some prefixes of the bucket.
-            let s3 = ["- S3CrudPolicy:", "- S3ReadPolicy:", "s3:GetObject"]
-                .iter()
-                .any(|p| body.contains(p));
+            // A managed S3 policy, or a statement on the bucket's objects.
+            let s3 = [
+                "- S3CrudPolicy:",
+                "- S3ReadPolicy:",
+                "s3:GetObject",
+                "s3:PutObject",
+            ]
+            .iter()
+            .any(|p| body.contains(p));
             if needs.blobs != s3 {
                 failures.push(format!(
                     "{id}: blobs needed {}, S3 policy {s3}",

@@ -250,7 +250,13 @@ async fn a_call_outside_the_function_s_policy_is_refused_as_iam_refuses_it() {
         .get_mut("paddock-sessions")
         .expect("the sessions function's policy");
     for statement in &mut sessions.statements {
-        statement.actions.retain(|a| a != "dynamodb:PutItem");
+        if statement
+            .resources
+            .iter()
+            .any(|r| r == "${SessionsTable.Arn}")
+        {
+            statement.actions.retain(|a| a != "dynamodb:PutItem");
+        }
     }
     let app = paddock_tests::spawn_functions_under(iam, &[]).await;
     let (token, _) = app.driver("refused").await;
@@ -269,7 +275,7 @@ async fn a_call_outside_the_function_s_policy_is_refused_as_iam_refuses_it() {
     assert!(
         refusals.iter().any(|r| r.function == "SessionsFunction"
             && r.action == "dynamodb:PutItem"
-            && r.resource.ends_with("table/${SessionsTable}")),
+            && r.resource == "${SessionsTable.Arn}"),
         "{refusals:?}"
     );
     let sessions_stored = paddock_tests::every_item(&app.settings)
@@ -314,7 +320,13 @@ async fn with_enforcement_off_a_call_outside_the_policy_is_reported_and_made() {
         .unwrap()
         .statements
     {
-        statement.actions.retain(|a| a != "dynamodb:PutItem");
+        if statement
+            .resources
+            .iter()
+            .any(|r| r == "${SessionsTable.Arn}")
+        {
+            statement.actions.retain(|a| a != "dynamodb:PutItem");
+        }
     }
     let app = paddock_tests::spawn_functions_under(iam, &[]).await;
     let (token, _) = app.driver("reported").await;
@@ -328,7 +340,9 @@ async fn with_enforcement_off_a_call_outside_the_policy_is_reported_and_made() {
     assert!(res.status().is_success(), "{}", res.status());
     let refusals = app.iam.as_ref().unwrap().refusals();
     assert!(
-        refusals.iter().any(|r| r.action == "dynamodb:PutItem"),
+        refusals
+            .iter()
+            .any(|r| r.action == "dynamodb:PutItem" && r.resource == "${SessionsTable.Arn}"),
         "{refusals:?}"
     );
 }
@@ -382,6 +396,52 @@ async fn the_maintenance_schedule_counts_older_boards_under_the_track_maps_polic
             app.iam.as_ref().unwrap().refusals()
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(app.iam.as_ref().unwrap().refusals(), vec![]);
+}
+
+/// A message no consumer can read goes straight to its queue's dead-letter queue, sent there
+/// by the consumer itself (not after `maxReceiveCount` receives): each consumer's policy grants
+/// that one send, and no call is refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreadable_message_is_dead_lettered_by_its_consumer_under_its_policy() {
+    require_emulators();
+    let app = spawn_functions().await;
+    let sqs = aws_sdk_sqs::Client::new(&paddock_aws::sdk_config().await);
+    let mut waiting = Vec::new();
+    for queue in QueueName::ALL {
+        let urls = &app.settings.queue_urls[&queue];
+        let body = format!("not an event for {queue}");
+        sqs.send_message()
+            .queue_url(urls.url.clone().unwrap())
+            .message_body(&body)
+            .send()
+            .await
+            .unwrap();
+        waiting.push((queue, urls.dead_letter_url.clone().unwrap(), body));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Some((queue, dlq, body)) = waiting.pop() {
+        let parked = sqs
+            .receive_message()
+            .queue_url(&dlq)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        if parked
+            .messages()
+            .iter()
+            .any(|m| m.body() == Some(body.as_str()))
+        {
+            continue;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the {queue} consumer did not dead-letter an unreadable message: {:?}",
+            app.iam.as_ref().unwrap().refusals()
+        );
+        waiting.push((queue, dlq, body));
     }
     assert_eq!(app.iam.as_ref().unwrap().refusals(), vec![]);
 }

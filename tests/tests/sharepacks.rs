@@ -1489,6 +1489,34 @@ mod functions {
             .await;
     }
 
+    /// A pack above the direct limit goes up as the deployed stack takes it: `uploadUrl` is
+    /// an S3 presigned PUT for the pack's object under `uploads/` (signed by the share-pack
+    /// function, with that function's rights), not a URL of the API, although the secret has
+    /// no `uploadUrlKey` (the stack's does not); the PUT and `complete` publish the pack.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_large_pack_goes_up_through_an_s3_presigned_put() {
+        let app = spawn_functions_with(&[("Sharepacks__MaxDirectBytes", "524288")]).await;
+        let (owner, _) = app.driver("Uploader").await;
+        let (reader, _) = app.driver("Reader").await;
+        let bytes = super::zip_of(&[(
+            "big.bin",
+            (0..300_000u32).flat_map(u32::to_le_bytes).collect(),
+        )]);
+        let ticket = super::start(&app, &owner, &bytes, &super::sha(&bytes)).await;
+        let url = ticket["uploadUrl"].as_str().unwrap();
+        let bucket = app.settings.bucket.as_deref().unwrap();
+        assert!(!url.starts_with(&app.address), "{url}");
+        assert!(
+            url.contains(&format!("/{bucket}/uploads/")) && url.contains("X-Amz-Signature="),
+            "{url}"
+        );
+        assert_eq!(super::put(url, bytes.clone()).await, 200);
+        let id = ticket["id"].as_str().unwrap();
+        let answer = super::complete_request(&app, &owner, id).await;
+        assert_eq!(answer.0, 200, "{}", answer.1);
+        assert!(super::published_as_checked(&app, &reader, id, &answer, &bytes).await);
+    }
+
     #[tokio::test(flavor = "multi_thread")]
     async fn quotas_hold() {
         super::quotas_hold(spawn_functions_with(LIMITS).await).await;
