@@ -34,16 +34,38 @@ check_config() { # env
 import re, sys, tomllib
 
 template, config, env = sys.argv[1:4]
-params, inside = [], False
+# Each parameter with the constraints CloudFormation checks before it creates anything
+# (AllowedValues, AllowedPattern, MinValue), read line by line (no YAML library needed).
+params, spec, inside, current, in_allowed = [], {}, False, None, False
 for line in open(template, encoding="utf-8"):
     if re.match(r"^Parameters:\s*$", line):
         inside = True
         continue
     if inside and re.match(r"^\S", line) and not line.startswith("#"):
         break
+    if not inside:
+        continue
     m = re.match(r"^  ([A-Za-z0-9]+):\s*$", line)
-    if inside and m:
-        params.append(m.group(1))
+    if m:
+        current = m.group(1)
+        params.append(current)
+        spec[current] = {}
+        in_allowed = False
+        continue
+    m = re.match(r"^    ([A-Za-z]+):\s*(.*?)\s*$", line)
+    if m and current:
+        key, value = m.groups()
+        in_allowed = key == "AllowedValues"
+        if in_allowed:
+            spec[current]["allowed"] = []
+        elif key == "AllowedPattern":
+            spec[current]["pattern"] = value.strip("\"'")
+        elif key == "MinValue":
+            spec[current]["min"] = float(value)
+        continue
+    m = re.match(r"^      - (.+?)\s*$", line)
+    if m and current and in_allowed:
+        spec[current]["allowed"].append(m.group(1).strip("\"'"))
 try:
     with open(config, "rb") as f:
         settings = tomllib.load(f)
@@ -73,10 +95,26 @@ if missing:
 if unknown:
     sys.exit(f"{config}: [{env}.deploy.parameters] parameter_overrides names {', '.join(unknown)}, "
              "not parameters of template.yaml")
-arch = given["Architecture"]
-if arch not in ("arm64", "x86_64"):
-    sys.exit(f"{config}: [{env}.deploy.parameters] Architecture={arch!r} is not arm64 or x86_64")
-print(arch)
+# What CloudFormation would refuse after the build: a value outside the parameter's
+# AllowedValues, AllowedPattern or MinValue, and the template's rule CertificateWithDomain.
+where = f"{config}: [{env}.deploy.parameters]"
+for name in params:
+    value, rules = given[name], spec[name]
+    if "allowed" in rules and value not in rules["allowed"]:
+        sys.exit(f"{where} {name}={value!r} is not one of {', '.join(rules['allowed'])}")
+    if "pattern" in rules and not re.fullmatch(rules["pattern"], value):
+        sys.exit(f"{where} {name}={value!r} does not match the template's pattern {rules['pattern']}")
+    if "min" in rules:
+        try:
+            number = float(value)
+        except ValueError:
+            sys.exit(f"{where} {name}={value!r} is not a number")
+        if number < rules["min"]:
+            sys.exit(f"{where} {name}={value!r} is below its minimum {rules['min']:g}")
+if given.get("DomainName") and not given.get("CertificateArn"):
+    sys.exit(f"{where} DomainName={given['DomainName']!r} needs CertificateArn (an ACM certificate for it "
+             "in the stack's region): the template's rule CertificateWithDomain refuses it")
+print(given["Architecture"])
 PY
 }
 
