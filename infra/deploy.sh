@@ -2,10 +2,11 @@
 # Builds and deploys one environment of infra/samconfig.toml, so that what `sam deploy` ships
 # is what infra/sam-build.sh built:
 #
-#   infra/deploy.sh dev             # build for dev's Architecture, check, deploy paddock-dev
+#   infra/deploy.sh dev             # build for dev's Architecture, check, deploy paddock-dev,
+#                                   # then smoke-test it (infra/smoke.sh <ApiUrl>)
 #   infra/deploy.sh prod            # the same for the drivers' stack (shows the change set first)
 #   infra/deploy.sh --plan dev      # print the build and deploy commands, run nothing
-#   infra/deploy.sh --check-config dev     # the env's parameter_overrides name every parameter
+#   infra/deploy.sh --check-config dev     # every parameter set, to a value CloudFormation accepts
 #   infra/deploy.sh --check-build .aws-sam/build-arm64   # every function's CodeUri holds a bootstrap
 #
 # The environment's `Architecture` (in its deploy parameter_overrides) picks the build:
@@ -23,7 +24,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 config=${PADDOCK_SAMCONFIG:-infra/samconfig.toml}
 
 usage() {
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -200,4 +201,15 @@ export PATH="${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}/lambda-venv/bin:$P
 echo
 echo "== $env: the stack's outputs (ApiUrl, AppSecretArn, ...)"
 # The environment's stack_name and region come from its [<env>.global.parameters].
-sam list stack-outputs --config-file "$config" --config-env "$env" --output table
+outputs=$(sam list stack-outputs --config-file "$config" --config-env "$env" --output json)
+api_url=$(printf '%s' "$outputs" | python3 -c 'import json, sys
+outputs = {o["OutputKey"]: o["OutputValue"] for o in json.load(sys.stdin)}
+for key in sorted(outputs):
+    print(f"{key:<32} {outputs[key]}", file=sys.stderr)
+print(outputs.get("ApiUrl", ""))')
+[ -n "$api_url" ] || { echo "the stack has no ApiUrl output: nothing to smoke-test" >&2; exit 1; }
+echo
+echo "== $env: smoke test of $api_url"
+# A throwaway driver walks the API and is deleted; a failing step fails the deploy's command
+# (the stack stays deployed: roll back as docs/operating.md says, or fix forward).
+"$root/infra/smoke.sh" "$api_url"

@@ -181,10 +181,10 @@ fn every_environment_sets_every_parameter_and_deploys_what_it_built() {
 }
 
 /// The whole `infra/deploy.sh dev` in a copy of the repository's deploy files, with
-/// stand-ins for `infra/sam-build.sh` (writes a build as SAM does) and `sam` (records its
-/// arguments): it builds the environment's architecture, deploys that build's template with
-/// the environment's settings, then lists the outputs; with a bootstrap missing, it stops
-/// before `sam deploy`.
+/// stand-ins for `infra/sam-build.sh` (writes a build as SAM does), `sam` (records its
+/// arguments) and `infra/smoke.sh`: it builds the environment's architecture, deploys that
+/// build's template with the environment's settings, lists the outputs and smoke-tests the
+/// stack's `ApiUrl`; with a bootstrap missing, it stops before `sam deploy`.
 #[test]
 fn a_deploy_builds_checks_then_deploys_the_built_template() {
     use std::os::unix::fs::PermissionsExt;
@@ -210,9 +210,16 @@ fn a_deploy_builds_checks_then_deploys_the_built_template() {
             build.path().display()
         ),
     );
+    // The stand-in `sam` answers `list stack-outputs` as SAM CLI does with --output json.
     script(
         at("tools/lambda-venv/bin/sam"),
-        "#!/bin/sh\necho \"sam $*\" >> calls\n".into(),
+        "#!/bin/sh\necho \"sam $*\" >> calls\n\
+         [ \"$1\" != list ] || echo '[{\"OutputKey\": \"ApiUrl\", \"OutputValue\": \"https://api.example/\"}]'\n"
+            .into(),
+    );
+    script(
+        at("infra/smoke.sh"),
+        "#!/bin/sh\necho \"smoke $*\" >> calls\n".into(),
     );
     let deploy = |drop: &str| {
         let _ = std::fs::remove_file(at("calls"));
@@ -235,7 +242,8 @@ fn a_deploy_builds_checks_then_deploys_the_built_template() {
         "build dev arm64\n\
          sam deploy --template-file .aws-sam/build-arm64/template.yaml \
          --config-file infra/samconfig.toml --config-env dev\n\
-         sam list stack-outputs --config-file infra/samconfig.toml --config-env dev --output table\n"
+         sam list stack-outputs --config-file infra/samconfig.toml --config-env dev --output json\n\
+         smoke https://api.example/\n"
     );
 
     let (out, calls) = deploy("SessionsFunction");
@@ -708,6 +716,81 @@ fn the_redrive_moves_dead_letters_back_to_their_queue() {
     assert_eq!(
         text(&out.stderr),
         "stack: unknown queue 'track-map' (one of: track-maps, achievements, feed, accounts, webhooks)\n"
+    );
+}
+
+/// The smoke test walks the local server step by step and removes its driver; pointed at a
+/// wrong URL it fails, naming the step.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_smoke_test_walks_the_service_and_names_a_failed_step() {
+    let app = paddock_tests::spawn_app().await;
+    let smoke = |url: String| {
+        tokio::task::spawn_blocking(move || {
+            run(Command::new("infra/smoke.sh")
+                .arg(url)
+                .env_remove("PADDOCK_METRICS_TOKEN"))
+        })
+    };
+    let out = smoke(format!("{}/", app.address)).await.unwrap();
+    let said = text(&out.stdout);
+    assert!(out.status.success(), "{said}{}", text(&out.stderr));
+    let steps: Vec<&str> = said
+        .lines()
+        .filter_map(|l| l.strip_prefix("ok     "))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "health", "register", "upload", "submit", "board", "board", "metrics", "delete"
+        ],
+        "{said}"
+    );
+    assert!(said.contains("ok     board page\n"), "{said}");
+    assert!(
+        said.ends_with(&format!("smoke test passed: {}\n", app.address)),
+        "{said}"
+    );
+
+    // The driver is gone: its board entry goes with the account (the deletion job runs
+    // moments after the answer).
+    let track = said
+        .lines()
+        .find_map(|l| l.strip_prefix("ok     upload (session "))
+        .and_then(|l| l.split(", track ").nth(1))
+        .and_then(|l| l.strip_suffix(')'))
+        .expect("the upload line names the track")
+        .to_owned();
+    let mut gone = false;
+    for _ in 0..100 {
+        let (status, body) =
+            paddock_tests::envelope(app.get(&format!("/v1/leaderboards?trackId={track}")).await)
+                .await;
+        assert_eq!(status, 200, "{body}");
+        if body["data"]["totalEntries"] == 0 {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the smoke test's driver is still on the board");
+
+    // A wrong URL: the first step fails, named.
+    let out = smoke(format!("{}/nothing-here", app.address))
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let said = text(&out.stdout);
+    assert!(said.starts_with("FAILED health: HTTP 404"), "{said}");
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let out = smoke(format!("http://127.0.0.1:{closed}")).await.unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stdout),
+        format!("FAILED health: no answer from http://127.0.0.1:{closed}\n")
     );
 }
 
