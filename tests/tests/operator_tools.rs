@@ -794,6 +794,155 @@ async fn the_smoke_test_walks_the_service_and_names_a_failed_step() {
     );
 }
 
+/// The secret script's failures are one line (no traceback), with a region given only as
+/// AWS_REGION taken, and a field the service does not read is refused by name.
+#[test]
+fn the_secret_script_fails_in_one_line_and_refuses_unknown_fields() {
+    require_emulators();
+    let id = unique("paddock/fields-");
+    let created = Command::new(python())
+        .args([
+            "-c",
+            "import boto3, sys; boto3.client('secretsmanager').create_secret(Name=sys.argv[1], SecretString=sys.argv[2])",
+            &id,
+            &format!(r#"{{"jwtSigningKey":"{}","typoKey":"x"}}"#, "k".repeat(64)),
+        ])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{}", text(&created.stderr));
+
+    // Only AWS_REGION, as the Rust SDK reads it: boto3 alone would not find a region.
+    let out = app_secret_with(&["fields", &id], "", &[("AWS_DEFAULT_REGION", None)]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("jwtSigningKey\n"));
+
+    // No region at all, no credentials, no such secret: one line each.
+    for (args, env, expected) in [
+        (
+            vec!["fields", id.as_str()],
+            vec![("AWS_DEFAULT_REGION", None), ("AWS_REGION", None)],
+            "set AWS_REGION",
+        ),
+        (
+            vec!["fields", "paddock/no-such-secret"],
+            vec![],
+            "cannot read paddock/no-such-secret",
+        ),
+    ] {
+        let out = app_secret_with(&args, "", &env);
+        assert!(!out.status.success());
+        let err = text(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("app-secret: ") && err.contains(expected),
+            "{err}"
+        );
+        assert!(!err.contains("Traceback"), "{err}");
+    }
+
+    let out = app_secret_with(&["set", &id, "antropicApiKey"], "sk-1\n", &[]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("app-secret: unknown field 'antropicApiKey'"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!secret_fields(&id).contains_key("antropicApiKey"));
+    // The fields the service reads are taken, and one misspelt earlier can be removed.
+    for field in ["metricsToken", "openaiApiKey", "corpClientSecret"] {
+        let out = app_secret_with(&["set", &id, field], "value-1\n", &[]);
+        assert!(out.status.success(), "{field}: {}", text(&out.stderr));
+    }
+    let out = app_secret_with(&["unset", &id, "typoKey"], "", &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!secret_fields(&id).contains_key("typoKey"));
+}
+
+fn app_secret_with(args: &[&str], stdin: &str, env: &[(&str, Option<&str>)]) -> Output {
+    use std::io::Write;
+    let mut command = Command::new(python());
+    command
+        .arg("infra/app-secret.py")
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, value) in env {
+        match value {
+            Some(v) => command.env(key, v),
+            None => command.env_remove(key),
+        };
+    }
+    let mut child = command.spawn().expect("python with boto3");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `--check-config` refuses, in one line and before any build, what CloudFormation would
+/// refuse after it: a value outside a parameter's allowed values or minimum, and a custom
+/// domain without its certificate.
+#[test]
+fn the_config_check_refuses_what_cloudformation_would() {
+    let config = read("infra/samconfig.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let check = |config: String| {
+        let path = dir.path().join("samconfig.toml");
+        std::fs::write(&path, config).unwrap();
+        run(Command::new("infra/deploy.sh")
+            .args(["--check-config", "dev"])
+            .env("PADDOCK_SAMCONFIG", &path))
+    };
+    let domain = "\"DomainName=api.example.com\"";
+    let certificate = "\"CertificateArn=arn:aws:acm:us-east-1:123456789012:certificate/abc\"";
+    for (from, to, expected) in [
+        (
+            "\"AiProvider=anthropic\"",
+            "\"AiProvider=anthropik\"",
+            "AiProvider='anthropik' is not one of anthropic, openai",
+        ),
+        (
+            "\"DomainName=\\\"\\\"\"",
+            domain,
+            "DomainName='api.example.com' needs CertificateArn",
+        ),
+        (
+            "\"CertificateArn=\\\"\\\"\"",
+            "\"CertificateArn=not-an-arn\"",
+            "CertificateArn='not-an-arn' does not match",
+        ),
+        (
+            "\"JwtExpiryMinutes=60\"",
+            "\"JwtExpiryMinutes=0\"",
+            "JwtExpiryMinutes='0' is below its minimum 1",
+        ),
+        (
+            "\"LogRetentionDays=30\"",
+            "\"LogRetentionDays=31\"",
+            "LogRetentionDays='31' is not one of",
+        ),
+    ] {
+        assert!(config.contains(from), "{from}");
+        let out = check(config.replacen(from, to, 1));
+        assert!(!out.status.success(), "{to} passed");
+        let err = text(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(expected), "{err}");
+    }
+    // A domain with its certificate passes.
+    let both = config
+        .replacen("\"DomainName=\\\"\\\"\"", domain, 1)
+        .replacen("\"CertificateArn=\\\"\\\"\"", certificate, 1);
+    let out = check(both);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 /// The documented restore: a point-in-time copy of a table into a new one, then its items
 /// written back into the live table (which keeps its stream and settings).
 #[test]
