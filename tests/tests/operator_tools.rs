@@ -943,6 +943,86 @@ fn the_config_check_refuses_what_cloudformation_would() {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// The "In short" line of infra/COSTS.md is computed once: its figures are the sums, by part,
+/// of the rows of its summary table (each item counted in one part only), rounded to the
+/// half dollar; and the alarms it prices are the template's.
+#[test]
+fn the_cost_summary_adds_up_its_rows_once() {
+    let costs = read("infra/COSTS.md");
+    let summary = costs
+        .lines()
+        .find(|l| l.starts_with("In short:"))
+        .expect("an 'In short:' line");
+    let table = costs
+        .split("\n## Summary\n")
+        .nth(1)
+        .expect("a Summary section");
+    let mut parts: std::collections::BTreeMap<&str, f64> = Default::default();
+    let mut items = Vec::new();
+    for row in table
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| Item"))
+    {
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let amount: f64 = cells[1].parse().unwrap_or_else(|_| panic!("{row}"));
+        *parts.entry(cells[2]).or_default() += amount;
+        assert!(!items.contains(&cells[0]), "counted twice: {row}");
+        items.push(cells[0]);
+    }
+    assert_eq!(
+        parts.keys().copied().collect::<Vec<_>>(),
+        ["drivers", "fixed", "metrics", "scraped"]
+    );
+    // Rounded to the half dollar, as the line states them: "$9.50", "$12".
+    let dollars = |x: f64| {
+        let half = (x * 2.0).round() / 2.0;
+        if half.fract() == 0.0 {
+            format!("${half:.0}")
+        } else {
+            format!("${half:.2}")
+        }
+    };
+    let fixed = parts["fixed"];
+    let drivers = parts["drivers"];
+    let expected = [
+        format!("about {} a month of fixed costs", dollars(fixed)),
+        format!(
+            "{} a month more once each of the service's own metrics",
+            dollars(parts["metrics"])
+        ),
+        format!(
+            "{} a month more while something scrapes",
+            dollars(parts["scraped"])
+        ),
+        format!("about {} per thousand active drivers", dollars(drivers)),
+        format!("costs about {} a month without", dollars(fixed + drivers)),
+        format!(
+            "about {} with them",
+            dollars(fixed + drivers + parts["metrics"])
+        ),
+        format!(
+            "about {} with them scraped",
+            dollars(fixed + drivers + parts["metrics"] + parts["scraped"])
+        ),
+    ];
+    for phrase in expected {
+        assert!(
+            summary.contains(&phrase),
+            "'In short' does not say {phrase:?}: {summary}"
+        );
+    }
+    // The background work is added once: only what the requests' rows leave out.
+    assert!(table.contains("| Background work not in the requests' events | 0.12 | drivers |"));
+    assert!(summary.contains("background work beyond the requests' own events $0.12"));
+    let alarms = read("template.yaml")
+        .matches("    Type: AWS::CloudWatch::Alarm\n")
+        .count();
+    assert!(
+        costs.contains(&format!("CloudWatch alarms: {alarms} alarms on ")),
+        "infra/COSTS.md does not price the template's {alarms} alarms"
+    );
+}
+
 /// The documented restore: a point-in-time copy of a table into a new one, then its items
 /// written back into the live table (which keeps its stream and settings).
 #[test]
