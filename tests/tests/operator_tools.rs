@@ -1076,3 +1076,53 @@ fn a_table_is_restored_into_a_copy_and_its_items_written_back() {
     );
     assert_eq!(fixture(&config, &["items", &live]), before);
 }
+
+/// What the docs tell an operator to run needs nothing the project does not install: no
+/// command in a code block is the AWS CLI, every `infra/` script named exists, and the
+/// scripts that install tools pin their versions (boto3; the SAM CLI and cargo-lambda).
+#[test]
+fn the_documented_commands_need_only_what_the_scripts_install() {
+    for doc in documents() {
+        let text = read(&doc);
+        let mut in_code = false;
+        for line in text.lines() {
+            if line.trim_start().starts_with("```") {
+                in_code = !in_code;
+                continue;
+            }
+            if in_code {
+                let command = line.trim_start();
+                assert!(
+                    !command.starts_with("aws ")
+                        && !command.contains("| aws ")
+                        && !command.contains("$(aws "),
+                    "{doc} runs the AWS CLI: {line}"
+                );
+            }
+        }
+        for (i, _) in text.match_indices("infra/") {
+            let name: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '/' | '.' | '-' | '_'))
+                .collect();
+            let name = name.trim_end_matches('.');
+            if name.ends_with(".sh") || name.ends_with(".py") {
+                assert!(
+                    root().join(name).is_file(),
+                    "{doc} names {name}, which does not exist"
+                );
+            }
+        }
+    }
+    let tools = read("infra/tools.sh");
+    assert!(
+        tools.contains("boto3_version=1."),
+        "infra/tools.sh pins boto3"
+    );
+    let build = read("infra/sam-build.sh");
+    assert!(
+        build.contains("sam_version=1.") && build.contains("cargo_lambda_version=1."),
+        "infra/sam-build.sh pins the SAM CLI and cargo-lambda"
+    );
+    assert!(read("docs/operating.md").contains("py=$(infra/tools.sh)"));
+}
