@@ -1126,3 +1126,33 @@ fn the_documented_commands_need_only_what_the_scripts_install() {
     );
     assert!(read("docs/operating.md").contains("py=$(infra/tools.sh)"));
 }
+
+/// Through the Lambda functions behind the local API, as in AWS: `/metrics` refuses a scrape
+/// without the metrics token (401, which the smoke test takes) and answers one with it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_smoke_test_passes_through_the_lambda_functions() {
+    require_emulators();
+    let app = paddock_tests::spawn_functions().await;
+    for token in [None, Some(paddock_tests::METRICS_TOKEN)] {
+        let address = app.address.clone();
+        let out = tokio::task::spawn_blocking(move || {
+            let mut command = Command::new("infra/smoke.sh");
+            command.arg(&address).env_remove("PADDOCK_METRICS_TOKEN");
+            if let Some(token) = token {
+                command.env("PADDOCK_METRICS_TOKEN", token);
+            }
+            run(&mut command)
+        })
+        .await
+        .unwrap();
+        let said = text(&out.stdout);
+        assert!(out.status.success(), "{said}{}", text(&out.stderr));
+        let metrics = if token.is_some() {
+            "ok     metrics\n"
+        } else {
+            "ok     metrics (HTTP 401"
+        };
+        assert!(said.contains(metrics), "{said}");
+        assert!(said.contains("ok     delete"), "{said}");
+    }
+}
