@@ -86,6 +86,9 @@ def inventory(stack):
     out = {}
     out["tables"] = sorted(t for t in boto3.client("dynamodb").list_tables()["TableNames"]
                            if t in (f"{stack}-users", f"{stack}-sessions"))
+    ddb = boto3.client("dynamodb")
+    out["protected"] = sorted(t for t in out["tables"]
+                              if ddb.describe_table(TableName=t)["Table"].get("DeletionProtectionEnabled"))
     out["log_groups"] = sorted(g["logGroupName"] for g in boto3.client("logs").describe_log_groups()["logGroups"]
                                if g["logGroupName"] in (f"/aws/lambda/{stack}-AuthFunction", f"/aws/lambda/{stack}-FeedFunction"))
     buckets = [b["Name"] for b in boto3.client("s3").list_buckets()["Buckets"]]

@@ -583,6 +583,15 @@ fn the_teardown_removes_its_own_stack_and_data_and_nothing_of_a_stack_sharing_it
     fixture(&config, &["create", &dev]);
     let before_prod = fixture(&config, &["inventory", &prod]);
     let before_dev = fixture(&config, &["inventory", &dev]);
+    // Every table of both stacks starts under deletion protection.
+    assert_eq!(
+        before_prod["protected"], before_prod["tables"],
+        "{before_prod}"
+    );
+    assert_eq!(
+        before_dev["protected"], before_dev["tables"],
+        "{before_dev}"
+    );
     assert_eq!(
         before_prod["tables"].as_array().unwrap().len(),
         2,
@@ -668,6 +677,8 @@ fn the_teardown_removes_its_own_stack_and_data_and_nothing_of_a_stack_sharing_it
     let dev_now = fixture(&config, &["inventory", &dev]);
     assert_eq!(dev_now["tables"], before_dev["tables"]);
     assert_eq!(dev_now["log_groups"], before_dev["log_groups"]);
+    // Its tables are still under deletion protection: only the torn-down stack's were freed.
+    assert_eq!(dev_now["protected"], before_dev["tables"]);
     assert_eq!(dev_now["buckets"], before_dev["buckets"]);
 }
 
