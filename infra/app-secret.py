@@ -45,7 +45,8 @@ PROVIDER_SECRET = re.compile(r"[a-z][a-z0-9_-]*ClientSecret")
 
 
 def fail(message):
-    print(f"app-secret: {message}", file=sys.stderr)
+    # One line, whatever the SDK's message holds (some carry a response body).
+    print(f"app-secret: {' '.join(str(message).split())}", file=sys.stderr)
     sys.exit(1)
 
 

@@ -459,11 +459,12 @@ if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv[1:]))
     except Refused as e:
-        print(f"stack: {e}", file=sys.stderr)
+        print(f"stack: {' '.join(str(e).split())}", file=sys.stderr)
         sys.exit(1)
     except KeyboardInterrupt:
         print("stack: interrupted", file=sys.stderr)
         sys.exit(130)
-    except Exception as e:  # noqa: BLE001 - the SDK's errors say what went wrong, in one line
-        print(f"stack: {type(e).__name__}: {e}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 - the SDK's errors say what went wrong
+        # On one line: some carry a whole response body with its line breaks.
+        print(f"stack: {type(e).__name__}: {' '.join(str(e).split())}", file=sys.stderr)
         sys.exit(1)
