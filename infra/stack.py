@@ -265,7 +265,7 @@ def delete_data(aws, data):
                 say(f"bucket {ident}: {n} object versions removed, deleted")
             elif kind == "secret":
                 aws("secretsmanager").delete_secret(SecretId=ident, RecoveryWindowInDays=7)
-                say(f"secret {ident}: scheduled for deletion in 7 days (restore-secret until then)")
+                say(f"secret {ident}: scheduled for deletion in 7 days (the console can cancel it until then)")
             elif kind == "log group":
                 aws("logs").delete_log_group(logGroupName=ident)
                 say(f"log group {ident}: deleted")
