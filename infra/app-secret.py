@@ -17,12 +17,17 @@ trailing newline is dropped), so it stays out of the shell's history and the pro
 `jwtPreviousSigningKeys` (a JSON list, kept as a string): tokens signed with it stay valid until
 they expire, and every function reads the keys again within Secrets__RefreshSeconds (300 s).
 
-Needs Python 3 with boto3 (the SAM CLI's venv has it: ~/.cache/paddock-tools/lambda-venv/bin/python
-after infra/sam-build.sh) and the usual AWS settings (AWS_REGION or AWS_DEFAULT_REGION,
-credentials; AWS_ENDPOINT_URL_SECRETS_MANAGER for an emulator).
+`set` takes the fields the service reads: anthropicApiKey, openaiApiKey, metricsToken and
+<provider>ClientSecret; any other name is refused (`unset` also removes one already there).
+
+Needs Python 3 with boto3 (infra/tools.sh installs it and prints that Python:
+~/.cache/paddock-tools/ops-venv/bin/python) and the usual AWS settings (AWS_REGION or
+AWS_DEFAULT_REGION, credentials; AWS_ENDPOINT_URL_SECRETS_MANAGER for an emulator).
 """
 
 import json
+import os
+import re
 import secrets
 import string
 import sys
@@ -32,10 +37,16 @@ PREVIOUS_KEYS = "jwtPreviousSigningKeys"
 # As the template generates it: 64 letters and digits.
 KEY_ALPHABET = string.ascii_letters + string.digits
 KEY_LENGTH = 64
+# The fields the service reads (besides the signing keys): a misspelt name would be stored and
+# never read, so `set` refuses any other.
+FIELDS = ("anthropicApiKey", "openaiApiKey", "metricsToken")
+# A sign-in provider's client secret: the provider's name in AuthProviders, then ClientSecret.
+PROVIDER_SECRET = re.compile(r"[a-z][a-z0-9_-]*ClientSecret")
 
 
 def fail(message):
-    print(f"app-secret: {message}", file=sys.stderr)
+    # One line, whatever the SDK's message holds (some carry a response body).
+    print(f"app-secret: {' '.join(str(message).split())}", file=sys.stderr)
     sys.exit(1)
 
 
@@ -43,8 +54,23 @@ def client():
     try:
         import boto3
     except ImportError:
-        fail("needs boto3: run it with ~/.cache/paddock-tools/lambda-venv/bin/python, or pip install boto3")
-    return boto3.client("secretsmanager")
+        fail("needs boto3: run infra/tools.sh and use the Python it prints (~/.cache/paddock-tools/ops-venv/bin/python)")
+    # boto3 reads AWS_DEFAULT_REGION and the profile's region, not AWS_REGION (which the
+    # Rust SDK and the functions read): take either, as an operator may have set only one.
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None
+    try:
+        return boto3.session.Session(region_name=region).client("secretsmanager")
+    except Exception as e:  # noqa: BLE001 - NoRegionError and the like say what is missing
+        fail(f"{e} (set AWS_REGION to the stack's region, see infra/samconfig.toml)")
+
+
+def check_field(field, fields):
+    """Refuses a field the service does not read, unless the secret holds it already (so that a
+    misspelt one set earlier can be removed)."""
+    if field in FIELDS or PROVIDER_SECRET.fullmatch(field) or field in fields:
+        return
+    fail(f"unknown field {field!r}: the service reads {', '.join(FIELDS)} and <provider>ClientSecret "
+         "(the provider's name in AuthProviders, e.g. googleClientSecret)")
 
 
 def read(sm, secret_id):
@@ -64,7 +90,10 @@ def read(sm, secret_id):
 
 
 def write(sm, secret_id, fields):
-    sm.put_secret_value(SecretId=secret_id, SecretString=json.dumps(fields, separators=(",", ":")))
+    try:
+        sm.put_secret_value(SecretId=secret_id, SecretString=json.dumps(fields, separators=(",", ":")))
+    except Exception as e:  # noqa: BLE001 - the SDK's errors all say what went wrong
+        fail(f"cannot write {secret_id}: {e}")
 
 
 def previous_keys(fields):
@@ -103,6 +132,7 @@ def main(argv):
         field = rest[0]
         if field in (SIGNING_KEY, PREVIOUS_KEYS):
             fail(f"{field} is changed by rotate-signing-key and drop-previous-keys only")
+        check_field(field, fields if command == "unset" else {})
         if command == "unset":
             fields.pop(field, None)
             write(sm, secret_id, fields)
@@ -136,4 +166,9 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        fail("interrupted")
+    except Exception as e:  # noqa: BLE001 - the SDK's errors say what went wrong, in one line
+        fail(f"{type(e).__name__}: {e}")

@@ -2,10 +2,11 @@
 # Builds and deploys one environment of infra/samconfig.toml, so that what `sam deploy` ships
 # is what infra/sam-build.sh built:
 #
-#   infra/deploy.sh dev             # build for dev's Architecture, check, deploy paddock-dev
+#   infra/deploy.sh dev             # build for dev's Architecture, check, deploy paddock-dev,
+#                                   # then smoke-test it (infra/smoke.sh <ApiUrl>)
 #   infra/deploy.sh prod            # the same for the drivers' stack (shows the change set first)
 #   infra/deploy.sh --plan dev      # print the build and deploy commands, run nothing
-#   infra/deploy.sh --check-config dev     # the env's parameter_overrides name every parameter
+#   infra/deploy.sh --check-config dev     # every parameter set, to a value CloudFormation accepts
 #   infra/deploy.sh --check-build .aws-sam/build-arm64   # every function's CodeUri holds a bootstrap
 #
 # The environment's `Architecture` (in its deploy parameter_overrides) picks the build:
@@ -23,7 +24,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 config=${PADDOCK_SAMCONFIG:-infra/samconfig.toml}
 
 usage() {
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -34,16 +35,38 @@ check_config() { # env
 import re, sys, tomllib
 
 template, config, env = sys.argv[1:4]
-params, inside = [], False
+# Each parameter with the constraints CloudFormation checks before it creates anything
+# (AllowedValues, AllowedPattern, MinValue), read line by line (no YAML library needed).
+params, spec, inside, current, in_allowed = [], {}, False, None, False
 for line in open(template, encoding="utf-8"):
     if re.match(r"^Parameters:\s*$", line):
         inside = True
         continue
     if inside and re.match(r"^\S", line) and not line.startswith("#"):
         break
+    if not inside:
+        continue
     m = re.match(r"^  ([A-Za-z0-9]+):\s*$", line)
-    if inside and m:
-        params.append(m.group(1))
+    if m:
+        current = m.group(1)
+        params.append(current)
+        spec[current] = {}
+        in_allowed = False
+        continue
+    m = re.match(r"^    ([A-Za-z]+):\s*(.*?)\s*$", line)
+    if m and current:
+        key, value = m.groups()
+        in_allowed = key == "AllowedValues"
+        if in_allowed:
+            spec[current]["allowed"] = []
+        elif key == "AllowedPattern":
+            spec[current]["pattern"] = value.strip("\"'")
+        elif key == "MinValue":
+            spec[current]["min"] = float(value)
+        continue
+    m = re.match(r"^      - (.+?)\s*$", line)
+    if m and current and in_allowed:
+        spec[current]["allowed"].append(m.group(1).strip("\"'"))
 try:
     with open(config, "rb") as f:
         settings = tomllib.load(f)
@@ -73,10 +96,26 @@ if missing:
 if unknown:
     sys.exit(f"{config}: [{env}.deploy.parameters] parameter_overrides names {', '.join(unknown)}, "
              "not parameters of template.yaml")
-arch = given["Architecture"]
-if arch not in ("arm64", "x86_64"):
-    sys.exit(f"{config}: [{env}.deploy.parameters] Architecture={arch!r} is not arm64 or x86_64")
-print(arch)
+# What CloudFormation would refuse after the build: a value outside the parameter's
+# AllowedValues, AllowedPattern or MinValue, and the template's rule CertificateWithDomain.
+where = f"{config}: [{env}.deploy.parameters]"
+for name in params:
+    value, rules = given[name], spec[name]
+    if "allowed" in rules and value not in rules["allowed"]:
+        sys.exit(f"{where} {name}={value!r} is not one of {', '.join(rules['allowed'])}")
+    if "pattern" in rules and not re.fullmatch(rules["pattern"], value):
+        sys.exit(f"{where} {name}={value!r} does not match the template's pattern {rules['pattern']}")
+    if "min" in rules:
+        try:
+            number = float(value)
+        except ValueError:
+            sys.exit(f"{where} {name}={value!r} is not a number")
+        if number < rules["min"]:
+            sys.exit(f"{where} {name}={value!r} is below its minimum {rules['min']:g}")
+if given.get("DomainName") and not given.get("CertificateArn"):
+    sys.exit(f"{where} DomainName={given['DomainName']!r} needs CertificateArn (an ACM certificate for it "
+             "in the stack's region): the template's rule CertificateWithDomain refuses it")
+print(given["Architecture"])
 PY
 }
 
@@ -162,4 +201,15 @@ export PATH="${PADDOCK_TOOLS_DIR:-$HOME/.cache/paddock-tools}/lambda-venv/bin:$P
 echo
 echo "== $env: the stack's outputs (ApiUrl, AppSecretArn, ...)"
 # The environment's stack_name and region come from its [<env>.global.parameters].
-sam list stack-outputs --config-file "$config" --config-env "$env" --output table
+outputs=$(sam list stack-outputs --config-file "$config" --config-env "$env" --output json)
+api_url=$(printf '%s' "$outputs" | python3 -c 'import json, sys
+outputs = {o["OutputKey"]: o["OutputValue"] for o in json.load(sys.stdin)}
+for key in sorted(outputs):
+    print(f"{key:<32} {outputs[key]}", file=sys.stderr)
+print(outputs.get("ApiUrl", ""))')
+[ -n "$api_url" ] || { echo "the stack has no ApiUrl output: nothing to smoke-test" >&2; exit 1; }
+echo
+echo "== $env: smoke test of $api_url"
+# A throwaway driver walks the API and is deleted; a failing step fails the deploy's command
+# (the stack stays deployed: roll back as docs/operating.md says, or fix forward).
+"$root/infra/smoke.sh" "$api_url"

@@ -24,11 +24,16 @@ case "$arch" in
   *) echo "usage: $0 [arm64|x86_64]" >&2; exit 2 ;;
 esac
 
-if [ ! -x "$venv/bin/sam" ] || [ ! -x "$venv/bin/cargo-lambda" ]; then
-  echo "== installing aws-sam-cli and cargo-lambda into $venv"
+# Pinned, so that every operator builds with the same tools; installed again when these change.
+sam_version=1.170.0
+cargo_lambda_version=1.9.2
+if [ ! -x "$venv/bin/sam" ] || [ ! -x "$venv/bin/cargo-lambda" ] \
+   || ! "$venv/bin/python" -c "import importlib.metadata as m, sys
+sys.exit(m.version('aws-sam-cli') != '$sam_version' or m.version('cargo-lambda') != '$cargo_lambda_version')" 2>/dev/null; then
+  echo "== installing aws-sam-cli $sam_version and cargo-lambda $cargo_lambda_version into $venv"
   [ -x "$venv/bin/pip" ] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q aws-sam-cli cargo-lambda
+  "$venv/bin/pip" install -q "aws-sam-cli==$sam_version" "cargo-lambda==$cargo_lambda_version"
 fi
 if ! rustup target list --installed | grep -qx "$target"; then
   rustup target add "$target"
