@@ -33,16 +33,26 @@ from typing import Any
 
 import check_transform as ct
 
-# Managed policies the transform attaches. They grant CloudWatch Logs and X-Ray (Lambda ships
-# the function's logs and traces) and the stream and queue reads of the event source mappings
-# (Lambda's poller reads them and invokes the function with what it read): the function's code
-# calls none of it, so nothing of them is enforced locally. Any other managed policy is an error
-# until its statements are written inline.
+# Managed policies the transform attaches. CloudWatch Logs and X-Ray: Lambda ships the function's
+# logs and traces, the code calls neither, so nothing of them is enforced. The event source
+# mappings' policies: Lambda's poller reads the stream or queue with them, and the function's own
+# code also deletes a message it moved to the dead-letter queue, so their statements are
+# enforced as AWS writes them (ids `managed:<name>#<n>`; the policy check does not require them
+# to be used). Any other managed policy is an error until its statements are here or inline.
 UNENFORCED_MANAGED = {
     "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
     "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
-    "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole",
-    "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole",
+}
+MANAGED_STATEMENTS = {
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole": [
+        (["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"], ["*"]),
+    ],
+    "arn:aws:iam::aws:policy/service-role/AWSLambdaDynamoDBExecutionRole": [
+        (
+            ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"],
+            ["*"],
+        ),
+    ],
 }
 # The stack's resources a policy may name, by type: the local API knows how to name each.
 RESOURCE_TYPES = {
@@ -128,10 +138,22 @@ def function_policies(source: dict[str, Any], values: dict[str, str]) -> dict[st
         if role_name is None:
             raise Unresolvable(f"{logical}: its Role is not one the stack makes")
         role = transformed["Resources"][role_name]["Properties"]
-        for arn in role.get("ManagedPolicyArns", []):
-            if arn not in UNENFORCED_MANAGED:
-                raise Unresolvable(f"{logical}: the managed policy {arn} is not known here; write its statements inline")
         statements = []
+        for arn in role.get("ManagedPolicyArns", []):
+            if arn in UNENFORCED_MANAGED:
+                continue
+            if arn not in MANAGED_STATEMENTS:
+                raise Unresolvable(f"{logical}: the managed policy {arn} is not known here; write its statements inline")
+            for n, (actions, resources) in enumerate(MANAGED_STATEMENTS[arn]):
+                statements.append(
+                    {
+                        "id": f"managed:{arn.rsplit('/', 1)[1]}#{n}",
+                        "effect": "Allow",
+                        "actions": actions,
+                        "resources": resources,
+                        "condition": {},
+                    }
+                )
         for policy in role.get("Policies", []):
             document = resolver.value(policy["PolicyDocument"])
             for n, statement in enumerate(as_list(document["Statement"])):

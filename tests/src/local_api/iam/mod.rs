@@ -56,7 +56,7 @@ impl Seen {
         }
     }
 
-    /// The calls refused so far.
+    /// The distinct calls refused so far.
     pub fn refusals(&self) -> Vec<Refusal> {
         lock(&self.inner.refusals).clone()
     }
@@ -77,7 +77,10 @@ impl Seen {
             "action": refusal.action,
             "resource": refusal.resource,
         }));
-        lock(&self.inner.refusals).push(refusal);
+        let mut refusals = lock(&self.inner.refusals);
+        if !refusals.contains(&refusal) {
+            refusals.push(refusal);
+        }
     }
 
     fn write(&self, line: serde_json::Value) {
