@@ -121,6 +121,28 @@ async fn an_upload_reaches_the_feed_and_unlocks_the_first_session(app: TestApp) 
     }
 }
 
+/// A driver's own post is stored (in one transaction with the check that the account is not
+/// deleted) and heads the feed.
+async fn a_post_reaches_the_feed_once_its_account_is_checked(app: TestApp) {
+    let (token, _) = app.driver("Poster").await;
+    let (status, created) = envelope(
+        app.post_json_auth(
+            "/v1/feed",
+            &json!({"title": "Wet practice tonight"}),
+            &token,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let (status, feed) = envelope(app.get_auth("/v1/feed", &token).await).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        feed["data"]["items"][0]["title"], "Wet practice tonight",
+        "{feed}"
+    );
+}
+
 /// A session without a valid lap is stored and counted like any other (its lap spread is
 /// simply unknown).
 async fn a_session_without_valid_laps_is_counted_too(app: TestApp) {
@@ -522,6 +544,7 @@ async fn poison_and_failing_events_are_dead_lettered(backend: Backend) {
 
 paddock_tests::on_both_backends!(
     plain: [
+        a_post_reaches_the_feed_once_its_account_is_checked,
         an_upload_reaches_the_feed_and_unlocks_the_first_session,
         a_session_without_valid_laps_is_counted_too,
         a_submission_reaches_the_feed_with_its_time_and_rank,
