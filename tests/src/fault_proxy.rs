@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -387,23 +387,10 @@ impl FaultProxy {
             client: Client::builder(TokioExecutor::new()).build_http(),
         });
         let serving = shared.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let shared = serving.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        let shared = shared.clone();
-                        async move { handle(&shared, request).await }
-                    });
-                    // A connection the proxy closes on purpose ends here with its error.
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
+        // A connection the proxy closes on purpose ends there with its error.
+        crate::loopback_http::serve(listener, move |request| {
+            let shared = serving.clone();
+            async move { handle(&shared, request).await }
         });
         Ok(Self { address, shared })
     }

@@ -12,6 +12,7 @@ pub mod fault_proxy;
 pub mod lambda_events;
 pub mod lambda_runtime_api;
 pub mod local_api;
+pub mod loopback_http;
 pub mod webhook_receiver;
 
 use paddock_core::config::{QueueUrls, Settings};

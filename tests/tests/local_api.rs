@@ -234,15 +234,12 @@ async fn a_message_that_keeps_failing_is_redriven_to_the_dead_letter_queue() {
     );
 }
 
-/// Each function runs under its own policy from the transformed template: with one grant taken
-/// away, the call that needed it gets DynamoDB's own `AccessDenied`, the request fails without
-/// writing anything, and the refusal names the function, the action and the table; the other
-/// functions go on as before.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_call_outside_the_function_s_policy_is_refused_as_iam_refuses_it() {
-    require_emulators();
+/// The functions' policies with the sessions function's `PutItem` on its own table taken away,
+/// enforced or only reported, and kept apart from the test command's record of calls (which
+/// must hold no refusal).
+fn policies_without_sessions_puts(enforce: bool) -> paddock_tests::local_api::Iam {
     let mut iam = paddock_tests::local_api::Iam::from_env().expect("the functions' policies");
-    // Kept apart from the test command's record of calls, which must hold no refusal.
+    iam.enforce = enforce;
     iam.seen = paddock_tests::local_api::iam::Seen::new(None);
     let sessions = iam
         .policies
@@ -258,6 +255,17 @@ async fn a_call_outside_the_function_s_policy_is_refused_as_iam_refuses_it() {
             statement.actions.retain(|a| a != "dynamodb:PutItem");
         }
     }
+    iam
+}
+
+/// Each function runs under its own policy from the transformed template: with one grant taken
+/// away, the call that needed it gets DynamoDB's own `AccessDenied`, the request fails without
+/// writing anything, and the refusal names the function, the action and the table; the other
+/// functions go on as before.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_outside_the_function_s_policy_is_refused_as_iam_refuses_it() {
+    require_emulators();
+    let iam = policies_without_sessions_puts(true);
     let app = paddock_tests::spawn_functions_under(iam, &[]).await;
     let (token, _) = app.driver("refused").await;
     let upload = paddock_tests::session_body(
@@ -310,24 +318,7 @@ async fn a_call_outside_the_function_s_policy_is_refused_as_iam_refuses_it() {
 #[tokio::test(flavor = "multi_thread")]
 async fn with_enforcement_off_a_call_outside_the_policy_is_reported_and_made() {
     require_emulators();
-    let mut iam = paddock_tests::local_api::Iam::from_env().expect("the functions' policies");
-    iam.enforce = false;
-    iam.seen = paddock_tests::local_api::iam::Seen::new(None);
-    for statement in &mut iam
-        .policies
-        .functions
-        .get_mut("paddock-sessions")
-        .unwrap()
-        .statements
-    {
-        if statement
-            .resources
-            .iter()
-            .any(|r| r == "${SessionsTable.Arn}")
-        {
-            statement.actions.retain(|a| a != "dynamodb:PutItem");
-        }
-    }
+    let iam = policies_without_sessions_puts(false);
     let app = paddock_tests::spawn_functions_under(iam, &[]).await;
     let (token, _) = app.driver("reported").await;
     let upload = paddock_tests::session_body(

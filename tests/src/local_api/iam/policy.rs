@@ -374,36 +374,11 @@ impl FunctionPolicy {
 
 /// IAM's wildcard match: `*` any run of characters, `?` one; actions compare without case.
 pub fn wildcard(pattern: &str, value: &str, ignore_case: bool) -> bool {
-    let fold = |s: &str| {
-        if ignore_case {
-            s.to_ascii_lowercase()
-        } else {
-            s.to_owned()
-        }
-    };
-    let (p, v): (Vec<char>, Vec<char>) = (
-        fold(pattern).chars().collect(),
-        fold(value).chars().collect(),
-    );
-    // Greedy match with backtracking to the last `*`.
-    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
-    while j < v.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == v[j]) {
-            i += 1;
-            j += 1;
-        } else if i < p.len() && p[i] == '*' {
-            star = Some(i);
-            mark = j;
-            i += 1;
-        } else if let Some(s) = star {
-            i = s + 1;
-            mark += 1;
-            j = mark;
-        } else {
-            return false;
-        }
+    if ignore_case {
+        wildmatch::WildMatch::new_case_insensitive(pattern).matches(value)
+    } else {
+        wildmatch::WildMatch::new(pattern).matches(value)
     }
-    p[i..].iter().all(|c| *c == '*')
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioExecutor;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,22 +47,9 @@ impl FunctionProxy {
             proxy: self,
             client: Client::builder(TokioExecutor::new()).build_http(),
         });
-        tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    continue;
-                };
-                let shared = shared.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |request| {
-                        let shared = shared.clone();
-                        async move { handle(&shared, request).await }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
+        crate::loopback_http::serve(listener, move |request| {
+            let shared = shared.clone();
+            async move { handle(&shared, request).await }
         });
         Ok(address)
     }
