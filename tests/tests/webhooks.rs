@@ -402,6 +402,28 @@ fn percentile(sorted: &[Duration], p: usize) -> Duration {
     sorted[(sorted.len() * p / 100).min(sorted.len() - 1)]
 }
 
+/// Reads subscription `id` until `done` holds of it (at most `within`); answers it.
+async fn subscription_when(
+    app: &TestApp,
+    token: &str,
+    id: &str,
+    within: Duration,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let until = Instant::now() + within;
+    loop {
+        let (status, one) =
+            send(app, Method::GET, &format!("/v1/webhooks/{id}"), token, None).await;
+        assert_eq!(status, 200, "{one}");
+        if done(&one) {
+            return one;
+        }
+        assert!(Instant::now() < until, "not {what}: {one}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn events_arrive_signed_and_once_through_a_failing_receiver(app: TestApp) {
     let (token, _) = app.driver("Lea").await;
     let receiver = Receiver::start().await;
@@ -522,23 +544,15 @@ async fn events_arrive_signed_and_once_through_a_failing_receiver(app: TestApp) 
     );
     // Healthy again once the last attempt that failed is followed by a success (an event held
     // behind the host's back-off window may still be on its way).
-    let until = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let (status, one) = send(
-            &app,
-            Method::GET,
-            &format!("/v1/webhooks/{id}"),
-            &token,
-            None,
-        )
-        .await;
-        assert_eq!(status, 200);
-        if one["data"]["failingSince"].is_null() {
-            break;
-        }
-        assert!(std::time::Instant::now() < until, "{one}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    subscription_when(
+        &app,
+        &token,
+        &id,
+        Duration::from_secs(60),
+        "healthy again",
+        |one| one["data"]["failingSince"].is_null(),
+    )
+    .await;
 
     // Latency from the event's commit (the API's answer) to the receiver's answer, by test
     // deliveries one after another.
@@ -846,22 +860,15 @@ async fn a_subscription_failing_for_days_is_disabled_and_the_driver_told(
         })
         .await;
     // The failure state is written after the attempt's answer.
-    let until = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (_, one) = send(
-            &app,
-            Method::GET,
-            &format!("/v1/webhooks/{id}"),
-            &token,
-            None,
-        )
-        .await;
-        if one["data"]["failingSince"].is_string() {
-            break;
-        }
-        assert!(Instant::now() < until, "no failure recorded: {one}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    subscription_when(
+        &app,
+        &token,
+        &id,
+        Duration::from_secs(10),
+        "a failure recorded",
+        |one| one["data"]["failingSince"].is_string(),
+    )
+    .await;
 
     // Three days later the next attempt fails too: the subscription is turned off.
     clock.advance(time::Duration::days(3) + time::Duration::minutes(1));
