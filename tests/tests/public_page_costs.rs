@@ -1,6 +1,6 @@
 //! What a public page costs as one driver grows it: the items read and bytes answered by a
-//! driver's page with 40 and 400 tracks and with 1, 30 and 90 sessions on a track (its
-//! progress chart and link preview), and by a track's page and car list with 40 and 400
+//! driver's page with 40 and 120 tracks and with 1, 30 and 90 sessions on a track (its
+//! progress chart and link preview), and by a track's page and car list with 40 and 120
 //! cars made up by one driver; and the daily limit on the boards a driver opens. The local
 //! server on both backends, its page cache off (each view is a miss). The figures are printed
 //! (`RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test public_page_costs`); asserted is that they do
@@ -103,7 +103,8 @@ async fn a_drivers_page_costs_a_page(backend: Backend) {
     let (token, user) = app.driver("Collector").await;
     let mut figures = Vec::new();
     let mut raced = 0;
-    for tracks in [40, 400] {
+    // Both past a page (25 tracks), the second three times the first.
+    for tracks in [40, 120] {
         let boards = (raced..tracks)
             .map(|i| (format!("Track {i:04}"), "Porsche 992 GT3 R".to_owned()))
             .collect();
@@ -197,7 +198,8 @@ async fn a_tracks_cars_cost_a_page(backend: Backend) {
     let (token, _) = app.driver("Inventor").await;
     let mut figures = Vec::new();
     let mut made_up = 0;
-    for cars in [40, 400] {
+    // Both past the cars a page shows (30).
+    for cars in [40, 120] {
         let boards = (made_up..cars)
             .map(|i| {
                 (
