@@ -11,7 +11,7 @@
 #   from it (tests/clients/), runs the Rust test suites (both adapter
 #   sets, the black-box scenarios again through the Lambda functions behind the local API, the
 #   browser sign-in and the board pages in the browser), and stops everything it started (by process id).
-# Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test auth`).
+# Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test api auth::`).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,7 +57,7 @@ fi
 if [ ! -x "$tools/venv/bin/openapi-python-client" ]; then
   "$tools/venv/bin/pip" install -q openapi-python-client==0.29.1
 fi
-# The Standard Webhooks reference library, which tests/tests/webhooks.rs verifies deliveries with.
+# The Standard Webhooks reference library, which tests/tests/api/webhooks/ verifies deliveries with.
 if ! "$tools/venv/bin/python" -c 'import standardwebhooks' 2>/dev/null; then
   "$tools/venv/bin/pip" install -q standardwebhooks==1.1.0
 fi

@@ -13,6 +13,8 @@ pub mod lambda_events;
 pub mod lambda_runtime_api;
 pub mod local_api;
 pub mod loopback_http;
+pub mod own_process;
+pub mod process_memory;
 pub mod webhook_receiver;
 
 use paddock_core::config::{QueueUrls, Settings};

@@ -1,5 +1,5 @@
 //! Every field of the app secret the service reads, and where each must come from, so the
-//! deployed secret can be checked against the code (`tests/tests/deployed_secret.rs` reads the
+//! deployed secret can be checked against the code (`tests/tests/operations/deployed_secret.rs` reads the
 //! template's `AppSecret`).
 
 use paddock_clients::language_models::{anthropic, openai};

@@ -4,7 +4,7 @@
 //! (the outbox relay and each consumer). The routes are the Lambda functions' own (no local
 //! workers run meanwhile), over the AWS adapters against the emulators.
 //!
-//! Printed with `RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test request_costs`; infra/COSTS.md
+//! Printed with `RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test costs request_costs::`; infra/COSTS.md
 //! turns the figures into dollars.
 
 use async_trait::async_trait;

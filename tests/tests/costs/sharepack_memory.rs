@@ -1,10 +1,12 @@
 //! The memory of a pack check stays bounded whatever the archive declares: a 20 MiB pack
 //! whose end record declares 400,000 entries is refused before its directory is parsed, with
 //! the server's resident memory growing less than 20 MB. The server runs in this process,
-//! and this is the only test of this binary, so the process's memory is the server's; both
-//! backends run one after the other.
+//! and the test runs alone in a process of its own, so the process's memory is the server's;
+//! both backends run one after the other.
 
 use bytes::Bytes;
+use paddock_tests::own_process::alone;
+use paddock_tests::process_memory::status_bytes;
 use paddock_tests::{Backend, TestApp, envelope, spawn_configured};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -57,14 +59,6 @@ fn declared_entries(n: u32) -> Vec<u8> {
 
 fn sha(bytes: &[u8]) -> String {
     paddock_core::hashing::hex(&Sha256::digest(bytes))
-}
-
-/// A line of `/proc/self/status` (`VmRSS`, `VmHWM`), in bytes.
-fn status_bytes(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 /// Starts an upload of `bytes` and PUTs them to its URL; answers the pack id.
@@ -172,6 +166,11 @@ async fn a_pack_declaring_400000_entries_is_refused_in_bounded_memory(backend: B
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pack_declaring_400000_entries_is_refused_with_bounded_memory_on_both_backends() {
+    if !alone(
+        "sharepack_memory::a_pack_declaring_400000_entries_is_refused_with_bounded_memory_on_both_backends",
+    ) {
+        return;
+    }
     a_pack_declaring_400000_entries_is_refused_in_bounded_memory(Backend::Embedded).await;
     a_pack_declaring_400000_entries_is_refused_in_bounded_memory(Backend::Aws).await;
 }

@@ -3,7 +3,7 @@
 //! export is written into a sink (time, bytes and the process's peak resident memory above
 //! its size before); the deletion job's time, and on DynamoDB Local its write units against
 //! the items it removed. Printed (`RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test
-//! data_control_costs`), not asserted: these machines are noisy. What is asserted: the export
+//! costs data_control_costs::`), not asserted: these machines are noisy. What is asserted: the export
 //! is whole and the deletion leaves nothing.
 
 use paddock_core::driver_data::deletion::{self, JobOutcome};
@@ -25,12 +25,7 @@ fn sessions() -> usize {
 
 /// Resident memory of this process, from `/proc/self/status` (`VmRSS`, `VmHWM`), in bytes.
 fn status_bytes(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+    paddock_tests::process_memory::status_bytes(field).unwrap_or(0)
 }
 
 /// Counts what is written, keeping nothing.
@@ -196,13 +191,23 @@ async fn export_and_delete(backend: Backend) {
 mod embedded {
     #[tokio::test(flavor = "multi_thread")]
     async fn export_and_delete_a_long_history() {
-        super::export_and_delete(super::Backend::Embedded).await;
+        // The export's peak memory is this process's: no other test may run beside it.
+        if paddock_tests::own_process::alone(
+            "data_control_costs::embedded::export_and_delete_a_long_history",
+        ) {
+            super::export_and_delete(super::Backend::Embedded).await;
+        }
     }
 }
 
 mod dynamodb_local {
     #[tokio::test(flavor = "multi_thread")]
     async fn export_and_delete_a_long_history() {
-        super::export_and_delete(super::Backend::Aws).await;
+        // The export's peak memory is this process's: no other test may run beside it.
+        if paddock_tests::own_process::alone(
+            "data_control_costs::dynamodb_local::export_and_delete_a_long_history",
+        ) {
+            super::export_and_delete(super::Backend::Aws).await;
+        }
     }
 }

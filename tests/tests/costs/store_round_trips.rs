@@ -7,7 +7,7 @@
 //! round trip fails here. Each call is held a few milliseconds before it is passed on, as a
 //! network round trip holds it, so calls made at once overlap on either backend (see
 //! [`CountingItems::with_latency`]). Printed with
-//! `RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test store_round_trips`.
+//! `RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test costs store_round_trips::`.
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;

@@ -11,7 +11,7 @@
 //! `PADDOCK_RETENTION_RATIO` how many times as many the second run has (default 10: DynamoDB
 //! Local takes about 3,500 items a second, so the two runs take about half a minute). Larger
 //! runs by hand, e.g. 2,000,000 live items in about twenty minutes:
-//! `PADDOCK_RETENTION_LIVE=200000 RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test retention_costs`.
+//! `PADDOCK_RETENTION_LIVE=200000 RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test costs retention_costs::`.
 //! Print the figures with `RUST_TEST_NOCAPTURE=1`.
 
 use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};

@@ -580,7 +580,7 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
         .count();
     *found.entry("signInAddresses").or_default() += known;
     for kind in DriverData::ALL {
-        // Provider links need a provider's browser sign-in (tests/tests/browser_sign_in.rs);
+        // Provider links need a provider's browser sign-in (tests/tests/browser/sign_in.rs);
         // the outbox is empty once the relay has run.
         // Exports are stored (in AWS) once asked for, below.
         if matches!(

@@ -3,7 +3,7 @@
 //! progress chart and link preview), and by a track's page and car list with 40 and 120
 //! cars made up by one driver; and the daily limit on the boards a driver opens. The local
 //! server on both backends, its page cache off (each view is a miss). The figures are printed
-//! (`RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test public_page_costs`); asserted is that they do
+//! (`RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test costs public_page_costs::`); asserted is that they do
 //! not grow.
 
 use axum::body::Body;

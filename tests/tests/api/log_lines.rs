@@ -7,6 +7,12 @@ use serde_json::Value;
 
 #[test]
 fn each_line_is_one_json_object_with_its_fields_and_span() {
+    // The subscriber it installs is the process's: no other test may log into it.
+    if !paddock_tests::own_process::alone(
+        "log_lines::each_line_is_one_json_object_with_its_fields_and_span",
+    ) {
+        return;
+    }
     let out = CapturedLog::default();
     let guard = paddock_runtime::telemetry::init_to(LogFormat::Json, out.clone());
     let awkward = "quote \" backslash \\ newline \n tab \t bell \u{7} accent é";
