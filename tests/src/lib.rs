@@ -469,6 +469,37 @@ impl TestApp {
         )
     }
 
+    /// Uploads a one-lap session of `ms` in `car` on the test track as the driver of `token`
+    /// and submits the lap; answers the track id.
+    pub async fn submitted_lap(&self, token: &str, ms: i64, car: &str) -> String {
+        let mut body = session_body(&unique("s"), "2026-11-01T10:00:00Z", &[(ms, true, 0.95)], 0);
+        body["VehicleName"] = serde_json::json!(car);
+        let (status, res) = envelope(self.post_json_auth("/v1/sessions", &body, token).await).await;
+        assert_eq!(status, 201, "{res}");
+        let submit = serde_json::json!({
+            "sessionId": res["data"]["sessionId"],
+            "lapTimeMs": ms,
+            "qualityScore": 0.95,
+        });
+        let (status, res) = envelope(
+            self.post_json_auth("/v1/leaderboards/submit", &submit, token)
+                .await,
+        )
+        .await;
+        assert_eq!(status, 200, "{res}");
+        res["data"]["trackId"]
+            .as_str()
+            .expect("a track id")
+            .to_owned()
+    }
+
+    /// A driver named `name` with a best lap of `ms` in `car` on the test track: (user id,
+    /// track id).
+    pub async fn driver_with_lap(&self, name: &str, ms: i64, car: &str) -> (String, String) {
+        let (token, user) = self.driver(name).await;
+        (user, self.submitted_lap(&token, ms, car).await)
+    }
+
     /// Waits until the map of `track_id` has merged `sessions` sessions (the track-map
     /// worker runs in the background); answers the map.
     pub async fn wait_for_map(

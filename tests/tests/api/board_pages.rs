@@ -7,35 +7,6 @@ use paddock_tests::{Backend, TestApp, envelope, session_body};
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::json;
 
-/// A driver with a best lap on the test track: (user id, track id).
-async fn lap(app: &TestApp, name: &str, ms: i64, car: &str) -> (String, String) {
-    let (token, user) = app.driver(name).await;
-    (user, lap_as(app, &token, ms, car).await)
-}
-
-/// A best lap of the driver of `token` on the test track: the track id.
-async fn lap_as(app: &TestApp, token: &str, ms: i64, car: &str) -> String {
-    let mut body = session_body(
-        &paddock_tests::unique("s"),
-        "2026-11-01T10:00:00Z",
-        &[(ms, true, 0.95)],
-        0,
-    );
-    body["VehicleName"] = json!(car);
-    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
-    assert_eq!(status, 201, "{res}");
-    let session = res["data"]["sessionId"].as_str().unwrap().to_owned();
-    let track = res["data"]["trackId"].as_str().unwrap().to_owned();
-    let submit = json!({"sessionId": session, "lapTimeMs": ms, "qualityScore": 0.95});
-    let (status, res) = envelope(
-        app.post_json_auth("/v1/leaderboards/submit", &submit, token)
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200, "{res}");
-    track
-}
-
 /// GET `path` with `If-None-Match: tag`: the status.
 async fn page_if_none_match(app: &TestApp, path: &str, tag: &str) -> u16 {
     app.client
@@ -72,15 +43,17 @@ fn ranks(html: &str) -> Vec<usize> {
 }
 
 async fn a_board_page_shows_the_board(app: TestApp) {
-    let (ana, track) = lap(&app, "Ana", 90_000, "Porsche 992 GT3 R").await;
-    let (ben, _) = lap(&app, "Ben", 91_500, "Ferrari 296 GT3").await;
-    let (eve, _) = lap(
-        &app,
-        "<script>document.title='pwned'</script>",
-        92_250,
-        "porsche 992 gt3 r",
-    )
-    .await;
+    let (ana, track) = app
+        .driver_with_lap("Ana", 90_000, "Porsche 992 GT3 R")
+        .await;
+    let (ben, _) = app.driver_with_lap("Ben", 91_500, "Ferrari 296 GT3").await;
+    let (eve, _) = app
+        .driver_with_lap(
+            "<script>document.title='pwned'</script>",
+            92_250,
+            "porsche 992 gt3 r",
+        )
+        .await;
 
     let (status, headers, html) = page(&app, &format!("/boards/{track}")).await;
     assert_eq!(status, 200, "{html}");
@@ -186,13 +159,8 @@ async fn boards_page_by_cursor(app: TestApp) {
     let laps = join_all((0..27).map(|i| {
         let app = &app;
         async move {
-            lap(
-                app,
-                &format!("Driver_{i:02}"),
-                95_000 + 100 * i,
-                "BMW M4 GT3",
-            )
-            .await
+            app.driver_with_lap(&format!("Driver_{i:02}"), 95_000 + 100 * i, "BMW M4 GT3")
+                .await
         }
     }))
     .await;
@@ -268,7 +236,9 @@ async fn bad_addresses_get_pages_that_say_why(app: TestApp) {
 /// A link cannot make a page say what it likes: a car nobody raced on the track has no page,
 /// and the 404 does not repeat the query.
 async fn a_car_without_laps_has_no_page_and_is_not_echoed(app: TestApp) {
-    let (_, track) = lap(&app, "Ana", 90_000, "Porsche 992 GT3 R").await;
+    let (_, track) = app
+        .driver_with_lap("Ana", 90_000, "Porsche 992 GT3 R")
+        .await;
     let claim = "Paddock says: this driver cheats";
     let (status, _, html) = page(
         &app,
@@ -289,7 +259,7 @@ async fn a_car_without_laps_has_no_page_and_is_not_echoed(app: TestApp) {
 
 async fn a_deleted_driver_is_gone(app: TestApp) {
     let (token, _) = app.driver("Gone").await;
-    let (_, track) = lap(&app, "Stays", 93_000, "Audi R8 LMS").await;
+    let (_, track) = app.driver_with_lap("Stays", 93_000, "Audi R8 LMS").await;
     let mut body = session_body("gone-1", "2026-11-01T10:00:00Z", &[(92_000, true, 0.95)], 0);
     body["VehicleName"] = json!("Audi R8 LMS");
     let (_, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
@@ -363,7 +333,9 @@ async fn pages_name_and_load_only_what_they_should(backend: Backend) {
             .await
             .unwrap();
         assert_eq!(res.status(), 200, "{avatar}");
-        track = lap_as(&app, &token, 90_000 + 100 * i as i64, "BMW M4 GT3").await;
+        track = app
+            .submitted_lap(&token, 90_000 + 100 * i as i64, "BMW M4 GT3")
+            .await;
         drivers.push(user);
     }
 
@@ -446,8 +418,8 @@ async fn the_spread_is_the_boards_laps_counted(app: TestApp) {
         let app = &app;
         async move {
             let (token, user) = app.driver(name).await;
-            let track = lap_as(app, &token, *ms + 2_000, car).await;
-            lap_as(app, &token, *ms, car).await;
+            let track = app.submitted_lap(&token, *ms + 2_000, car).await;
+            app.submitted_lap(&token, *ms, car).await;
             (user, track)
         }
     }))
@@ -591,7 +563,8 @@ async fn a_shared_board_link_previews_a_small_picture(backend: Backend) {
     .await;
     let mut track = String::new();
     for (i, name) in ["Ana", "Ben", "Eve", "Fay"].iter().enumerate() {
-        track = lap(&app, name, 90_000 + 731 * i as i64, "BMW M4 GT3")
+        track = app
+            .driver_with_lap(name, 90_000 + 731 * i as i64, "BMW M4 GT3")
             .await
             .1;
     }

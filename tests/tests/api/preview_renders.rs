@@ -7,34 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use paddock_tests::{Backend, TestApp, envelope, session_body};
-use serde_json::json;
+use paddock_tests::{Backend, TestApp};
 use tokio::sync::Mutex;
 
 /// Held by each scenario: the render counter is shared by the servers of this process.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-/// A driver's lap of `ms` in `car` on the test track, submitted: the track id.
-async fn lap_as(app: &TestApp, token: &str, ms: i64, car: &str) -> String {
-    let mut body = session_body(
-        &paddock_tests::unique("s"),
-        "2026-11-01T10:00:00Z",
-        &[(ms, true, 0.95)],
-        0,
-    );
-    body["VehicleName"] = json!(car);
-    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
-    assert_eq!(status, 201, "{res}");
-    let session = res["data"]["sessionId"].as_str().unwrap().to_owned();
-    let submit = json!({"sessionId": session, "lapTimeMs": ms, "qualityScore": 0.95});
-    let (status, res) = envelope(
-        app.post_json_auth("/v1/leaderboards/submit", &submit, token)
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200, "{res}");
-    res["data"]["trackId"].as_str().unwrap().to_owned()
-}
 
 /// How many previews of `kind` (`board`, `driver`) the server has drawn, from its `/metrics`.
 async fn drawn(app: &TestApp, kind: &str) -> u64 {
@@ -82,8 +59,8 @@ async fn a_board_preview_is_drawn_once_until_a_new_best(backend: Backend) {
     let app = server(backend, Duration::from_secs(600)).await;
     let (ana, _) = app.driver("Ana").await;
     let (ben, _) = app.driver("Ben").await;
-    let track = lap_as(&app, &ana, 90_000, "BMW M4 GT3").await;
-    lap_as(&app, &ben, 91_000, "BMW M4 GT3").await;
+    let track = app.submitted_lap(&ana, 90_000, "BMW M4 GT3").await;
+    app.submitted_lap(&ben, 91_000, "BMW M4 GT3").await;
     let path = format!("/boards/{track}/preview.png");
 
     let before = drawn(&app, "board").await;
@@ -125,7 +102,7 @@ async fn a_board_preview_is_drawn_once_until_a_new_best(backend: Backend) {
     assert_eq!(drawn(&app, "board").await, before + 2);
 
     // A new best on the track draws both anew, once.
-    lap_as(&app, &ben, 89_500, "BMW M4 GT3").await;
+    app.submitted_lap(&ben, 89_500, "BMW M4 GT3").await;
     let (status, new_etag, new_png) = preview(&app, &path).await;
     assert_eq!(status, 200);
     assert_ne!(new_etag, etag, "the preview shows the new best");
@@ -146,7 +123,7 @@ async fn a_driver_preview_is_drawn_once_until_the_driver_changes(backend: Backen
     let _turn = ONE_AT_A_TIME.lock().await;
     let app = server(backend, Duration::from_secs(600)).await;
     let (token, user) = app.driver("Cam").await;
-    lap_as(&app, &token, 92_000, "BMW M4 GT3").await;
+    app.submitted_lap(&token, 92_000, "BMW M4 GT3").await;
     let path = format!("/drivers/{user}/preview.png");
 
     let before = drawn(&app, "driver").await;
@@ -160,7 +137,7 @@ async fn a_driver_preview_is_drawn_once_until_the_driver_changes(backend: Backen
     assert_eq!(drawn(&app, "driver").await, before + 1, "drawn once");
 
     // The driver's new best draws it anew.
-    lap_as(&app, &token, 91_000, "BMW M4 GT3").await;
+    app.submitted_lap(&token, 91_000, "BMW M4 GT3").await;
     let (status, new_etag, _) = preview(&app, &path).await;
     assert_eq!(status, 200);
     assert_ne!(new_etag, etag);
@@ -219,7 +196,9 @@ async fn what_a_preview_costs_drawn_and_cached(backend: Backend) {
         let mut track = String::new();
         for (i, name) in ["Ana", "Ben", "Eve", "Fay"].iter().enumerate() {
             let (token, _) = app.driver(name).await;
-            track = lap_as(&app, &token, 90_000 + 731 * i as i64, "BMW M4 GT3").await;
+            track = app
+                .submitted_lap(&token, 90_000 + 731 * i as i64, "BMW M4 GT3")
+                .await;
         }
         let path = format!("/boards/{track}/preview.png");
         preview(&app, &path).await;

@@ -16,25 +16,6 @@ use paddock_tests::{Backend, TestApp, envelope, session_body, spawn_app};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
-/// A driver with a best lap in `car`: (user id, track id).
-async fn lap(app: &TestApp, name: &str, ms: i64, car: &str) -> (String, String) {
-    let (token, user) = app.driver(name).await;
-    let csid = paddock_tests::unique("s");
-    let mut body = session_body(&csid, "2026-11-01T10:00:00Z", &[(ms, true, 0.95)], 0);
-    body["VehicleName"] = json!(car);
-    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, &token).await).await;
-    assert_eq!(status, 201, "{res}");
-    let submit =
-        json!({"sessionId": res["data"]["sessionId"], "lapTimeMs": ms, "qualityScore": 0.95});
-    let (status, res) = envelope(
-        app.post_json_auth("/v1/leaderboards/submit", &submit, &token)
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200, "{res}");
-    (user, res["data"]["trackId"].as_str().unwrap().to_owned())
-}
-
 /// Gives `user`'s board rows a name the profile rules would refuse (as rows written before
 /// those rules, or by a bug, might hold).
 async fn rename_rows(app: &TestApp, track: &str, user: &str, name: &str) {
@@ -125,23 +106,22 @@ async fn photograph(client: &Client, name: &str) {
 async fn board_pages_render_page_and_stay_inert_in_a_browser() {
     let app = spawn_app().await;
     let script = "<script>document.title='pwned'</script>";
-    let (ana, track) = lap(&app, "Ana", 90_000, "Porsche 992 GT3 R").await;
-    lap(&app, script, 90_500, "Ferrari 296 GT3").await;
-    let (hidden, _) = lap(&app, "Hidden", 90_700, "Ferrari 296 GT3").await;
+    let (ana, track) = app
+        .driver_with_lap("Ana", 90_000, "Porsche 992 GT3 R")
+        .await;
+    app.driver_with_lap(script, 90_500, "Ferrari 296 GT3").await;
+    let (hidden, _) = app
+        .driver_with_lap("Hidden", 90_700, "Ferrari 296 GT3")
+        .await;
     rename_rows(&app, &track, &hidden, "evil\u{202E}gnp.exe\u{200B}").await;
     // A third driver in the Ferrari: the car selector lists cars from three drivers on.
-    lap(&app, "Fay", 91_900, "Ferrari 296 GT3").await;
+    app.driver_with_lap("Fay", 91_900, "Ferrari 296 GT3").await;
     // 27 drivers in all: two pages of 25.
     futures::future::join_all((4..27).map(|i| {
         let app = &app;
         async move {
-            lap(
-                app,
-                &format!("Driver_{i:02}"),
-                91_000 + 10 * i,
-                "BMW M4 GT3",
-            )
-            .await
+            app.driver_with_lap(&format!("Driver_{i:02}"), 91_000 + 10 * i, "BMW M4 GT3")
+                .await
         }
     }))
     .await;
@@ -345,13 +325,8 @@ async fn the_pictures_show_and_read_in_a_browser(backend: Backend) {
     futures::future::join_all((0..12).map(|i| {
         let app = &app;
         async move {
-            lap(
-                app,
-                &format!("Field_{i:02}"),
-                89_000 + 613 * i,
-                "BMW M4 GT3",
-            )
-            .await
+            app.driver_with_lap(&format!("Field_{i:02}"), 89_000 + 613 * i, "BMW M4 GT3")
+                .await
         }
     }))
     .await;
