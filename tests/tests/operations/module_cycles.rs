@@ -1,7 +1,8 @@
 //! The modules of each crate under `shared/` form no import cycles.
 //!
 //! Every `use` and every `crate::`, `super::` or `self::` path of a crate's non-test code is
-//! an edge from the module it appears in to the module it names. At every level of the module
+//! an edge from the module it appears in to the module it names, inside macro calls too
+//! (`vec![super::users::op()]`, `json!`, `format!`: read from their tokens). At every level of the module
 //! tree, the edges between sibling modules (each sibling standing for itself and everything
 //! under it) must form no cycle: `sessions` may use `tracks`, but then nothing under `tracks`
 //! may use `sessions`. A cycle fails this test with the paths that close it.
@@ -82,6 +83,45 @@ impl Collector {
         }
     }
 
+    /// Records the paths in a macro call's tokens: each `crate`, `super` or `self` followed
+    /// by `::` and names, in any group (brackets, braces, parentheses) at any depth.
+    fn tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        use proc_macro2::TokenTree;
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < trees.len() {
+            match &trees[i] {
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Ident(id)
+                    if ["crate", "super", "self"].contains(&id.to_string().as_str()) =>
+                {
+                    let mut segments = vec![id.to_string()];
+                    let mut j = i + 1;
+                    // `::` is two `:` puncts, then a name.
+                    while let (
+                        Some(TokenTree::Punct(a)),
+                        Some(TokenTree::Punct(b)),
+                        Some(TokenTree::Ident(next)),
+                    ) = (trees.get(j), trees.get(j + 1), trees.get(j + 2))
+                    {
+                        if a.as_char() != ':' || b.as_char() != ':' {
+                            break;
+                        }
+                        segments.push(next.to_string());
+                        j += 3;
+                    }
+                    if segments.len() > 1 {
+                        self.record(segments);
+                    }
+                    i = j;
+                    continue;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
     fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
         match tree {
             syn::UseTree::Path(p) => {
@@ -136,6 +176,11 @@ impl<'ast> Visit<'ast> for Collector {
 
     fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
         self.use_tree(&mut Vec::new(), &u.tree);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        self.tokens(m.tokens.clone());
+        syn::visit::visit_macro(self, m);
     }
 
     fn visit_path(&mut self, p: &'ast syn::Path) {

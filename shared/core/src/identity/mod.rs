@@ -12,6 +12,7 @@ pub mod personal_tokens;
 pub mod profiles;
 pub mod provider_accounts;
 pub mod refresh_tokens;
+pub mod registration;
 pub mod sign_in_flows;
 pub mod signing_keys;
 pub mod users;

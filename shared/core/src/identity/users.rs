@@ -214,20 +214,9 @@ pub async fn register(
     register_with(ports, user, normalized_email, password_hash, Vec::new()).await
 }
 
-/// [`register`] and the account's first sign-in (a new refresh-token family) in the same
-/// transaction: the account and its tokens are made together, in one round trip.
-pub async fn register_signed_in(
-    ports: &Ports,
-    user: &User,
-    normalized_email: &str,
-    password_hash: String,
-) -> Result<super::refresh_tokens::Issued, RegisterError> {
-    let (issued, sign_in) = super::refresh_tokens::new_family_ops(ports, &user.id);
-    register_with(ports, user, normalized_email, password_hash, sign_in).await?;
-    Ok(issued)
-}
-
-async fn register_with(
+/// [`register`] with `more` operations in the same transaction (the account's first sign-in:
+/// `registration`).
+pub(crate) async fn register_with(
     ports: &Ports,
     user: &User,
     normalized_email: &str,

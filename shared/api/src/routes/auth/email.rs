@@ -17,8 +17,8 @@ use crate::state::AppState;
 use paddock_core::credentials;
 use paddock_core::identity::fields::{DisplayName, Email, Password, login_password};
 use paddock_core::identity::password_changes::PasswordChangeError;
-use paddock_core::identity::refresh_tokens;
 use paddock_core::identity::users::{self, RegisterError, User};
+use paddock_core::identity::{refresh_tokens, registration};
 use paddock_core::ports::items::StoreError;
 use paddock_core::problems::{FieldProblems, Problems};
 use paddock_core::rate_limits::{self, Limit, LimitError};
@@ -158,7 +158,9 @@ pub async fn register(
         state.ports.clock.now(),
     );
     // The account and its first sign-in in one transaction.
-    match users::register_signed_in(&state.ports, &user, &form.email.normalized(), hash).await {
+    match registration::register_signed_in(&state.ports, &user, &form.email.normalized(), hash)
+        .await
+    {
         Ok(issued) => {
             tokens_for(
                 &state,
