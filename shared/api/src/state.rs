@@ -15,7 +15,7 @@ use paddock_core::identity::signing_keys::{SigningKeyError, SigningKeys};
 use paddock_core::leaderboards::BoardCache;
 use paddock_core::metrics_readout::MetricsReadout;
 use paddock_core::ports::{MetricsSource, Ports};
-use paddock_core::webhooks::address::Policy;
+use paddock_core::webhooks::address_policy;
 use paddock_core::webhooks::client::WebhookClient;
 
 /// The shortest time between two reads of the signing keys caused by a token whose key id
@@ -120,7 +120,7 @@ impl AppState {
     #[must_use]
     pub fn with_webhook_client(self) -> Self {
         self.changed(|s| {
-            let policy = Policy::of(&s.settings);
+            let policy = address_policy(&s.settings);
             s.webhook_client = Some(Arc::new(HttpsWebhookClient::new(policy)));
         })
     }

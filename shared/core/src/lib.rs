@@ -18,7 +18,9 @@ pub mod driver_data;
 pub mod events;
 pub mod field_names;
 pub mod hashing;
-pub mod hidden_characters;
+/// The characters no text another person reads may hold (the `paddock-hidden-characters`
+/// crate, here under its old path).
+pub use ::hidden_characters;
 pub mod identity;
 pub mod ids;
 pub mod leaderboards;

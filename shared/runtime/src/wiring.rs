@@ -300,7 +300,7 @@ pub fn processor(
 ) -> paddock_core::workers::Processor {
     match queue {
         QueueName::Webhooks => {
-            let policy = paddock_core::webhooks::address::Policy::of(settings);
+            let policy = paddock_core::webhooks::address_policy(settings);
             paddock_core::workers::webhook_processor(std::sync::Arc::new(
                 paddock_clients::webhooks::HttpsWebhookClient::new(policy),
             ))

@@ -1,6 +1,6 @@
 //! The crates under `shared/` are layers, and `cargo metadata` proves it: the core links no
 //! HTTP, AWS, Lambda or SQLite crate (not even through another crate), and each crate depends
-//! only on the layers below it.
+//! only on the layers below it (the leaf crates under the core on none).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -26,9 +26,20 @@ const NOT_IN_CORE: [&str; 14] = [
     "tokio-rustls",
 ];
 
-/// Each layer and the workspace crates it may depend on.
-const LAYERS: [(&str, &[&str]); 6] = [
-    ("paddock-core", &[]),
+/// Each layer and the workspace crates it may depend on. The leaves at the bottom know
+/// nothing of Paddock: the hidden characters, the ZIP check and the webhook address rules.
+const LAYERS: [(&str, &[&str]); 9] = [
+    ("paddock-hidden-characters", &[]),
+    ("paddock-zip-check", &["paddock-hidden-characters"]),
+    ("paddock-webhook-address", &[]),
+    (
+        "paddock-core",
+        &[
+            "paddock-hidden-characters",
+            "paddock-zip-check",
+            "paddock-webhook-address",
+        ],
+    ),
     ("paddock-embedded", &["paddock-core"]),
     ("paddock-aws", &["paddock-core"]),
     ("paddock-clients", &["paddock-core"]),

@@ -59,7 +59,7 @@ fn no_store(mut response: Response) -> Response {
 }
 
 fn policy(state: &AppState) -> Policy {
-    Policy::of(&state.settings)
+    paddock_core::webhooks::address_policy(&state.settings)
 }
 
 /// How often a driver may have the service call receivers.

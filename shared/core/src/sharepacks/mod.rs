@@ -20,7 +20,17 @@
 
 pub mod packs;
 pub mod upload_urls;
-pub mod zip_check;
+
+use crate::config::SharepackSettings;
+
+/// The caps of the ZIP check ([`zip_check::check`]) that `settings` configure.
+pub fn zip_limits(settings: &SharepackSettings) -> zip_check::Limits {
+    zip_check::Limits {
+        max_entries: settings.max_entries,
+        max_uncompressed_bytes: settings.max_uncompressed_bytes,
+        max_ratio: settings.max_ratio,
+    }
+}
 
 /// The blob key of pack `id`'s object.
 pub fn blob_key(id: &str) -> String {
@@ -42,4 +52,17 @@ pub fn held_key(id: &str) -> String {
 /// Every object pack `id` may have (for removals).
 pub fn object_keys(id: &str) -> [String; 3] {
     [blob_key(id), upload_key(id), held_key(id)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_settings_give_the_checks_default_limits() {
+        assert_eq!(
+            zip_limits(&SharepackSettings::default()),
+            zip_check::Limits::default()
+        );
+    }
 }

@@ -8,9 +8,9 @@ use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::time::Duration;
 use utoipa::ToSchema;
+use zip_check::ZipProblem;
 
-use super::zip_check::{self, ZipProblem};
-use super::{blob_key, held_key, object_keys, upload_key};
+use super::{blob_key, held_key, object_keys, upload_key, zip_limits};
 use crate::config::SharepackSettings;
 use crate::hidden_characters::{self, is_invisible_or_bidi};
 use crate::ids::UserId;
@@ -455,7 +455,7 @@ pub async fn create_direct(
         count_upload(ports, owner, limits).await?;
         let size = body.len() as u64;
         check_quota(ports, owner, size, limits).await?;
-        let check_limits = limits.clone();
+        let check_limits = zip_limits(limits);
         let (summary, bytes) = off_thread(body, move |b| {
             zip_check::check(std::io::Cursor::new(b), &check_limits)
         })
@@ -772,7 +772,7 @@ pub async fn complete(
                 taken.length, pack.size_bytes
             )));
         }
-        let check_limits = limits.clone();
+        let check_limits = zip_limits(limits);
         let path = file.clone();
         let (digest, summary) = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
             let mut f = std::fs::File::open(&path)?;

@@ -20,7 +20,8 @@
 //!
 //! And one partition per failing receiver host, `HOST#<host>:<port>` ([`host_backoff`]).
 
-pub mod address;
+/// The address rules (the `paddock-webhook-address` crate, here under its old path).
+pub use ::webhook_address as address;
 pub mod client;
 pub mod delivery;
 pub mod host_backoff;
@@ -29,7 +30,13 @@ pub mod signing;
 pub mod subscriptions;
 pub mod verification;
 
+use crate::config::Settings;
 use crate::ids::UserId;
+
+/// The address policy `settings` configure (`Webhooks__AllowLoopbackHttp`).
+pub fn address_policy(settings: &Settings) -> address::Policy {
+    address::Policy::new(settings.webhooks_allow_loopback_http)
+}
 
 /// The partition of `user`'s webhook items.
 pub(crate) fn partition(user: &UserId) -> String {

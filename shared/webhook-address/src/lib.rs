@@ -1,6 +1,7 @@
-//! Where a webhook may be sent: the URL's own rules (https, no credentials, a host) and the
-//! rules every address it resolves to must pass, checked at creation and again at every
-//! delivery, after resolution, on the addresses the connection then uses.
+//! Where a webhook may be sent, knowing nothing of the service that sends it: the URL's own
+//! rules (https, no credentials, a host) and the rules every address it resolves to must pass,
+//! checked at creation and again at every delivery, after resolution, on the addresses the
+//! connection then uses.
 //!
 //! An address is refused when it is not a public unicast address: loopback, private (RFC
 //! 1918, IPv6 unique local), shared (100.64.0.0/10), link-local, the cloud metadata
@@ -10,7 +11,9 @@
 //! address; Teredo and the local-use NAT64 prefix, whose targets cannot be judged, are refused.
 //!
 //! The ranges are listed here rather than taken from a crate: std's `is_global` is not stable,
-//! and a refusal names the range it fell in, which the API's error gives the driver.
+//! and a refusal names the range it fell in, which a caller can pass on to whoever gave the URL.
+
+#![warn(missing_docs)]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -90,15 +93,15 @@ impl Refused {
 /// What the address rules allow beyond public unicast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Policy {
-    /// Local tests only: `http` and loopback addresses (`Webhooks__AllowLoopbackHttp`).
+    /// Local tests only: `http` and loopback addresses.
     pub allow_loopback_http: bool,
 }
 
 impl Policy {
-    /// The policy `settings` configure.
-    pub fn of(settings: &crate::config::Settings) -> Self {
+    /// The policy that allows `http` and loopback addresses when `allow_loopback_http` is set.
+    pub fn new(allow_loopback_http: bool) -> Self {
         Self {
-            allow_loopback_http: settings.webhooks_allow_loopback_http,
+            allow_loopback_http,
         }
     }
 }

@@ -2,7 +2,10 @@
 //!
 //! One rule for every text another person reads: display names, feed posts, share-pack names
 //! and the game, track and car names of an upload refuse them at input, and the public pages
-//! neutralise any an older record still holds.
+//! neutralise any an older record still holds. A crate of its own, with no dependencies, so
+//! that the ZIP checker (entry names) and Paddock's core share the one list.
+
+#![warn(missing_docs)]
 
 /// Whether `c` is a bidirectional control (which can reverse text on screen) or a zero-width
 /// or otherwise invisible character (which makes two names that look the same differ).
@@ -31,7 +34,7 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
 }
 
 /// The rule a text holding such a character breaks, as a field's error names it.
-pub(crate) const RULE: &str =
+pub const RULE: &str =
     "must not contain invisible or text-direction characters (such as U+200B or U+202E)";
 
 #[cfg(test)]

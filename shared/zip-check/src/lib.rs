@@ -1,5 +1,10 @@
-//! ZIP validation before a pack becomes visible, in the order that keeps a check's memory
-//! bounded whatever the archive declares:
+//! A ZIP archive checker: whether an archive is safe to hand to people who will extract it
+//! with whatever tool they have. It knows nothing of where the archive comes from; the caps
+//! it holds an archive to are a [`Limits`]. The archive checked is called the pack below and
+//! in the messages of [`ZipProblem`], the archives inside it nested archives.
+//!
+//! The checks run in the order that keeps a check's memory bounded whatever the archive
+//! declares:
 //!
 //! 1. the end record ([`end_record`]): entries and directory size are refused over the limits
 //!    before any of the directory is read, and bytes before or after the archive are refused;
@@ -15,8 +20,10 @@
 //!    leaves bytes a streaming extractor reads as what follows),
 //!    under caps on total size and compression ratio, so a bomb is refused without ever being
 //!    inflated in memory. An entry that is itself a ZIP is spooled to an unnamed temporary
-//!    file and checked by the same rules, one level deep (drivers share Office documents and
+//!    file and checked by the same rules, one level deep (people share Office documents and
 //!    other ZIP-based files; an archive inside those is refused).
+
+#![warn(missing_docs)]
 
 mod directory;
 mod end_record;
@@ -26,7 +33,27 @@ mod tiling_tests;
 
 use std::io::{Read, Seek, SeekFrom, Write};
 
-use crate::config::SharepackSettings;
+/// The caps an archive is held to, together with the archives inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most entries, those of the archives inside counted too.
+    pub max_entries: usize,
+    /// Most bytes the archive may inflate to (nested archives' entries counted again).
+    pub max_uncompressed_bytes: u64,
+    /// The highest compression ratio of an entry that inflates past 1 MiB.
+    pub max_ratio: u64,
+}
+
+impl Default for Limits {
+    /// 2,000 entries, 512 MiB inflated, a ratio of 200:1.
+    fn default() -> Self {
+        Self {
+            max_entries: 2_000,
+            max_uncompressed_bytes: 512 * 1024 * 1024,
+            max_ratio: 200,
+        }
+    }
+}
 
 /// Entries smaller than this may compress at any ratio (small text files often do).
 const RATIO_FREE_BYTES: u64 = 1024 * 1024;
@@ -179,10 +206,7 @@ pub(crate) fn le64(b: &[u8], at: usize) -> u64 {
 }
 
 /// Checks the archive read from `reader` against `limits`.
-pub fn check<R: Read + Seek>(
-    reader: R,
-    limits: &SharepackSettings,
-) -> Result<ZipSummary, ZipProblem> {
+pub fn check<R: Read + Seek>(reader: R, limits: &Limits) -> Result<ZipSummary, ZipProblem> {
     let mut spent = Spent::default();
     let entries = check_archive(reader, limits, 0, &mut spent)?;
     Ok(ZipSummary {
@@ -205,7 +229,7 @@ struct Spent {
 /// adds its entries and what it inflates to `spent`.
 fn check_archive<R: Read + Seek>(
     mut reader: R,
-    limits: &SharepackSettings,
+    limits: &Limits,
     depth: u8,
     spent: &mut Spent,
 ) -> Result<usize, ZipProblem> {
@@ -461,8 +485,8 @@ mod tests {
     use std::io::Cursor;
     use zip::write::SimpleFileOptions;
 
-    fn limits() -> SharepackSettings {
-        SharepackSettings::default()
+    fn limits() -> Limits {
+        Limits::default()
     }
 
     fn zip_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
@@ -490,7 +514,7 @@ mod tests {
 
     #[test]
     fn counts_and_directory_size_are_refused_from_the_end_record() {
-        let limits = SharepackSettings {
+        let limits = Limits {
             max_entries: 2,
             ..limits()
         };
@@ -509,7 +533,7 @@ mod tests {
 
     #[test]
     fn the_entry_cap_counts_the_entries_of_nested_archives_too() {
-        let limits = SharepackSettings {
+        let limits = Limits {
             max_entries: 10,
             ..limits()
         };

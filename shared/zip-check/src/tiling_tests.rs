@@ -4,8 +4,7 @@
 
 use std::io::{Cursor, Write};
 
-use super::{ZipProblem, check};
-use crate::config::SharepackSettings;
+use super::{Limits, ZipProblem, check};
 
 const EVIL: &str = "../../evil.txt";
 
@@ -164,7 +163,7 @@ fn archive(parts: &[Part]) -> Vec<u8> {
 }
 
 fn checked(parts: &[Part]) -> Result<usize, ZipProblem> {
-    check(Cursor::new(archive(parts)), &SharepackSettings::default()).map(|s| s.entries)
+    check(Cursor::new(archive(parts)), &Limits::default()).map(|s| s.entries)
 }
 
 fn listed(e: Listed) -> Part {
@@ -231,7 +230,7 @@ fn archives_written_by_the_zip_crate_pass() {
     write(&mut seeking);
     let bytes = seeking.finish().unwrap().into_inner();
     assert_eq!(
-        check(Cursor::new(bytes), &SharepackSettings::default()).map(|s| s.entries),
+        check(Cursor::new(bytes), &Limits::default()).map(|s| s.entries),
         Ok(4)
     );
     // Written to a stream: the sizes follow each entry's data in a data descriptor.
@@ -243,7 +242,7 @@ fn archives_written_by_the_zip_crate_pass() {
         "the stream has data descriptors"
     );
     assert_eq!(
-        check(Cursor::new(bytes), &SharepackSettings::default()).map(|s| s.entries),
+        check(Cursor::new(bytes), &Limits::default()).map(|s| s.entries),
         Ok(4)
     );
 }
@@ -339,7 +338,7 @@ fn overlapping_entries_are_refused() {
     let directory = u32::from_le_bytes(bytes[end + 16..end + 20].try_into().unwrap());
     let moved = directory - u32::try_from(second.len()).unwrap();
     bytes[end + 16..end + 20].copy_from_slice(&moved.to_le_bytes());
-    let e = check(Cursor::new(bytes), &SharepackSettings::default()).unwrap_err();
+    let e = check(Cursor::new(bytes), &Limits::default()).unwrap_err();
     assert_eq!(
         e,
         ZipProblem::Overlap {

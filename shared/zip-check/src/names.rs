@@ -1,6 +1,6 @@
-//! Entry names as the drivers' extractors will see them, and the rules they must keep so that
-//! extracting a pack on Windows, macOS or Linux writes only inside the chosen folder, only
-//! plain files, each once.
+//! Entry names as the extractors of those who receive the pack will see them, and the rules
+//! they must keep so that extracting a pack on Windows, macOS or Linux writes only inside the
+//! chosen folder, only plain files, each once.
 //!
 //! A name is read the ways readers read it: as UTF-8 when the entry's UTF-8 flag is set, else
 //! as code page 437 (the ZIP standard's default) and, when the bytes are also valid UTF-8, as
@@ -14,7 +14,7 @@ use std::hash::BuildHasher;
 use caseless::Caseless;
 use unicode_normalization::UnicodeNormalization;
 
-use crate::hidden_characters::is_invisible_or_bidi;
+use hidden_characters::is_invisible_or_bidi;
 
 /// The longest entry name accepted, in bytes (Windows paths hold 260 characters by default).
 pub(super) const MAX_NAME_BYTES: usize = 1024;
