@@ -29,6 +29,8 @@ mod directory;
 mod end_record;
 mod names;
 #[cfg(test)]
+mod no_panic_tests;
+#[cfg(test)]
 mod tiling_tests;
 
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 use std::io::{Cursor, Write};
 
+use crate::{Limits, check};
 use zip::write::SimpleFileOptions;
-use zip_check::{Limits, check};
 
 /// Mutations tried; each is checked from a fresh copy of the archive.
 const ROUNDS: u64 = 4_000;
