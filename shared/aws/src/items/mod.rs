@@ -7,11 +7,9 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_get_items::TransactGetItemsError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Get, KeysAndAttributes, Put, PutRequest,
-    ReturnConsumedCapacity, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactGetItem,
-    TransactWriteItem, Update as DynamoUpdate, WriteRequest,
+    AttributeValue, Get, KeysAndAttributes, PutRequest, ReturnConsumedCapacity, ReturnValue,
+    ReturnValuesOnConditionCheckFailure, TransactGetItem, WriteRequest,
 };
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +24,11 @@ use paddock_core::ports::items::{
 };
 use paddock_core::retry::retry_on_conflict;
 use paddock_core::tables::Table;
+
+mod batch_get;
+mod expressions;
+
+use expressions::{Expression, from_attributes, key_attributes, to_attributes, transact_item};
 
 type Attributes = HashMap<String, AttributeValue>;
 
@@ -106,79 +109,6 @@ impl DynamoItemStore {
         }
     }
 
-    /// One BatchGetItem of at most [`BATCH_GET_KEYS`] distinct keys, its unprocessed keys
-    /// asked again after a pause until none is left: the items found, by table and key.
-    async fn batch_get(
-        &self,
-        keys: &[(Table, Key)],
-    ) -> Result<HashMap<(Table, Key), Item>, StoreError> {
-        let by_name: HashMap<String, Table> =
-            keys.iter().map(|(t, _)| (self.table(*t), *t)).collect();
-        let mut request: HashMap<String, KeysAndAttributes> = HashMap::new();
-        for (table, key) in keys {
-            let name = self.table(*table);
-            let wanted = request.remove(&name).map_or_else(
-                || KeysAndAttributes::builder().consistent_read(true),
-                |k| {
-                    KeysAndAttributes::builder()
-                        .consistent_read(true)
-                        .set_keys(Some(k.keys().to_vec()))
-                },
-            );
-            let wanted = wanted
-                .keys(key_attributes(key))
-                .build()
-                .map_err(|e| StoreError::Invalid(e.to_string()))?;
-            request.insert(name, wanted);
-        }
-        let mut found = HashMap::new();
-        let now = self.clock.unix();
-        let mut pause = Duration::from_millis(20);
-        let mut rounds = 0;
-        while !request.is_empty() {
-            let out = self
-                .client
-                .batch_get_item()
-                .set_request_items(Some(request))
-                .return_consumed_capacity(ReturnConsumedCapacity::Total)
-                .customize()
-                .config_override(call_limits::DYNAMODB_READS.dynamodb_call())
-                .send()
-                .await
-                .map_err(sdk_error)?;
-            for c in out.consumed_capacity() {
-                self.record(Some(c), Units::Read);
-            }
-            for (name, items) in out.responses.unwrap_or_default() {
-                let table = *by_name
-                    .get(&name)
-                    .ok_or_else(|| StoreError::Unavailable(format!("unasked table {name}")))?;
-                Self::items_read(items.len());
-                for attrs in items {
-                    let item = from_attributes(attrs)?;
-                    let key = Key::of(&item)
-                        .ok_or_else(|| StoreError::Unavailable("item without a key".into()))?;
-                    if !is_expired(&item, now) {
-                        found.insert((table, key), item);
-                    }
-                }
-            }
-            request = out.unprocessed_keys.unwrap_or_default();
-            request.retain(|_, k| !k.keys().is_empty());
-            if !request.is_empty() {
-                rounds += 1;
-                if rounds >= BATCH_GET_ROUNDS {
-                    return Err(StoreError::Unavailable(
-                        "a batch read kept leaving keys unprocessed".into(),
-                    ));
-                }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(1));
-            }
-        }
-        Ok(found)
-    }
-
     /// Counts items read (Prometheus only).
     fn items_read(n: usize) {
         // Resolved once: the label lookup would otherwise run on every read.
@@ -189,168 +119,6 @@ impl DynamoItemStore {
                     .with_label_values(&["dynamodb"])
             });
         ITEMS_READ.inc_by(n as u64);
-    }
-}
-
-fn to_attributes(item: &Item) -> Result<Attributes, StoreError> {
-    serde_dynamo::to_item(item)
-        .map_err(|e| StoreError::Invalid(format!("item not representable: {e}")))
-}
-
-fn from_attributes(attrs: Attributes) -> Result<Item, StoreError> {
-    serde_dynamo::from_item(attrs)
-        .map_err(|e| StoreError::Unavailable(format!("unreadable item: {e}")))
-}
-
-fn to_value(value: &Value) -> Result<AttributeValue, StoreError> {
-    serde_dynamo::to_attribute_value(value)
-        .map_err(|e| StoreError::Invalid(format!("value not representable: {e}")))
-}
-
-fn key_attributes(key: &Key) -> Attributes {
-    HashMap::from([
-        (PK.to_owned(), AttributeValue::S(key.pk.clone())),
-        (SK.to_owned(), AttributeValue::S(key.sk.clone())),
-    ])
-}
-
-/// Placeholders for one DynamoDB expression.
-struct Expression {
-    names: HashMap<String, String>,
-    values: Attributes,
-    now: i64,
-}
-
-impl Expression {
-    fn new(now: i64) -> Self {
-        Self {
-            names: HashMap::new(),
-            values: HashMap::new(),
-            now,
-        }
-    }
-
-    fn name(&mut self, attr: &str) -> String {
-        if let Some((p, _)) = self.names.iter().find(|(_, a)| *a == attr) {
-            return p.clone();
-        }
-        let p = format!("#n{}", self.names.len());
-        self.names.insert(p.clone(), attr.to_owned());
-        p
-    }
-
-    fn value(&mut self, value: AttributeValue) -> String {
-        let p = format!(":v{}", self.values.len());
-        self.values.insert(p.clone(), value);
-        p
-    }
-
-    /// `#ttl` is missing or in the future: the item is live.
-    fn live(&mut self) -> String {
-        let ttl = self.name(TTL);
-        let now = self.value(AttributeValue::N(self.now.to_string()));
-        format!("(attribute_not_exists({ttl}) OR {ttl} > {now})")
-    }
-
-    /// The item is absent or expired.
-    fn dead(&mut self) -> String {
-        let (pk, ttl) = (self.name(PK), self.name(TTL));
-        let now = self.value(AttributeValue::N(self.now.to_string()));
-        format!("(attribute_not_exists({pk}) OR {ttl} <= {now})")
-    }
-
-    fn condition(&mut self, c: &Condition) -> Result<String, StoreError> {
-        Ok(match c {
-            Condition::Exists => {
-                let pk = self.name(PK);
-                format!("(attribute_exists({pk}) AND {})", self.live())
-            }
-            Condition::NotExists => self.dead(),
-            Condition::Eq(a, v) => self.compare(a, "=", v)?,
-            Condition::Lt(a, v) => self.compare(a, "<", v)?,
-            Condition::Gt(a, v) => self.compare(a, ">", v)?,
-            Condition::Ne(a, v) => {
-                let inner = self.compare(a, "<>", v)?;
-                let n = self.name(a);
-                format!("(attribute_exists({n}) AND {inner})")
-            }
-            Condition::AttrNotExists(a) => {
-                let n = self.name(a);
-                format!("(attribute_not_exists({n}) OR {})", self.dead())
-            }
-            Condition::And(all) | Condition::Or(all) if all.is_empty() => {
-                // An empty AND is true and an empty OR false, as in `Condition::holds`.
-                let pk = self.name(PK);
-                if matches!(c, Condition::And(_)) {
-                    format!("(attribute_exists({pk}) OR attribute_not_exists({pk}))")
-                } else {
-                    format!("(attribute_exists({pk}) AND attribute_not_exists({pk}))")
-                }
-            }
-            Condition::And(all) => self.join(all, " AND ")?,
-            Condition::Or(any) => self.join(any, " OR ")?,
-        })
-    }
-
-    fn compare(&mut self, attr: &str, op: &str, v: &Value) -> Result<String, StoreError> {
-        let n = self.name(attr);
-        let v = self.value(to_value(v)?);
-        Ok(format!("({n} {op} {v} AND {})", self.live()))
-    }
-
-    fn join(&mut self, parts: &[Condition], sep: &str) -> Result<String, StoreError> {
-        let parts = parts
-            .iter()
-            .map(|c| self.condition(c))
-            .collect::<Result<Vec<_>, _>>()?;
-        // One part is already parenthesised: DynamoDB refuses parentheses around it again.
-        Ok(match parts.as_slice() {
-            [one] => one.clone(),
-            _ => format!("({})", parts.join(sep)),
-        })
-    }
-
-    fn update(&mut self, u: &Update) -> Result<Option<String>, StoreError> {
-        let mut clauses = Vec::new();
-        if !u.set.is_empty() || !u.set_if_absent.is_empty() {
-            let mut sets = u
-                .set
-                .iter()
-                .map(|(a, v)| Ok(format!("{} = {}", self.name(a), self.value(to_value(v)?))))
-                .collect::<Result<Vec<_>, StoreError>>()?;
-            for (a, v) in &u.set_if_absent {
-                let (name, value) = (self.name(a), self.value(to_value(v)?));
-                sets.push(format!("{name} = if_not_exists({name}, {value})"));
-            }
-            clauses.push(format!("SET {}", sets.join(", ")));
-        }
-        if !u.add.is_empty() {
-            let adds: Vec<_> = u
-                .add
-                .iter()
-                .map(|(a, by)| {
-                    format!(
-                        "{} {}",
-                        self.name(a),
-                        self.value(AttributeValue::N(by.to_string()))
-                    )
-                })
-                .collect();
-            clauses.push(format!("ADD {}", adds.join(", ")));
-        }
-        if !u.remove.is_empty() {
-            let removes: Vec<_> = u.remove.iter().map(|a| self.name(a)).collect();
-            clauses.push(format!("REMOVE {}", removes.join(", ")));
-        }
-        Ok((!clauses.is_empty()).then(|| clauses.join(" ")))
-    }
-
-    fn names(&self) -> Option<HashMap<String, String>> {
-        (!self.names.is_empty()).then(|| self.names.clone())
-    }
-
-    fn values(&self) -> Option<Attributes> {
-        (!self.values.is_empty()).then(|| self.values.clone())
     }
 }
 
@@ -688,97 +456,10 @@ impl ItemStore for DynamoItemStore {
     async fn transact(&self, ops: Vec<TxOp>) -> Result<(), StoreError> {
         check_transaction(&ops)?;
         let now = self.clock.unix();
-        let mut writes = Vec::with_capacity(ops.len());
-        for op in &ops {
-            let mut expr = Expression::new(now);
-            let build = |e: aws_sdk_dynamodb::error::BuildError| StoreError::Invalid(e.to_string());
-            let write = match op {
-                TxOp::Put {
-                    table,
-                    item,
-                    condition,
-                } => {
-                    let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
-                    TransactWriteItem::builder()
-                        .put(
-                            Put::builder()
-                                .table_name(self.table(*table))
-                                .set_item(Some(to_attributes(item)?))
-                                .set_condition_expression(cond)
-                                .set_expression_attribute_names(expr.names())
-                                .set_expression_attribute_values(expr.values())
-                                .build()
-                                .map_err(build)?,
-                        )
-                        .build()
-                }
-                TxOp::Update {
-                    table,
-                    key,
-                    update,
-                    condition,
-                } => {
-                    let update_expr = expr.update(update)?.ok_or_else(|| {
-                        StoreError::Invalid(
-                            "an update inside a transaction needs at least one change".into(),
-                        )
-                    })?;
-                    let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
-                    TransactWriteItem::builder()
-                        .update(
-                            DynamoUpdate::builder()
-                                .table_name(self.table(*table))
-                                .set_key(Some(key_attributes(key)))
-                                .update_expression(update_expr)
-                                .set_condition_expression(cond)
-                                .set_expression_attribute_names(expr.names())
-                                .set_expression_attribute_values(expr.values())
-                                .build()
-                                .map_err(build)?,
-                        )
-                        .build()
-                }
-                TxOp::Delete {
-                    table,
-                    key,
-                    condition,
-                } => {
-                    let cond = condition.as_ref().map(|c| expr.condition(c)).transpose()?;
-                    TransactWriteItem::builder()
-                        .delete(
-                            Delete::builder()
-                                .table_name(self.table(*table))
-                                .set_key(Some(key_attributes(key)))
-                                .set_condition_expression(cond)
-                                .set_expression_attribute_names(expr.names())
-                                .set_expression_attribute_values(expr.values())
-                                .build()
-                                .map_err(build)?,
-                        )
-                        .build()
-                }
-                TxOp::Check {
-                    table,
-                    key,
-                    condition,
-                } => {
-                    let cond = expr.condition(condition)?;
-                    TransactWriteItem::builder()
-                        .condition_check(
-                            ConditionCheck::builder()
-                                .table_name(self.table(*table))
-                                .set_key(Some(key_attributes(key)))
-                                .condition_expression(cond)
-                                .set_expression_attribute_names(expr.names())
-                                .set_expression_attribute_values(expr.values())
-                                .build()
-                                .map_err(build)?,
-                        )
-                        .build()
-                }
-            };
-            writes.push(write);
-        }
+        let writes = ops
+            .iter()
+            .map(|op| transact_item(op, now, |t| self.table(t)))
+            .collect::<Result<Vec<_>, _>>()?;
         match self
             .client
             .transact_write_items()

@@ -23,6 +23,11 @@ use crate::rate_limits::{LimitError, RateLimited};
 use crate::retry::{is_conflict, retry_on_conflict};
 use crate::tables::Table;
 
+mod fields;
+mod standing;
+pub use fields::*;
+pub(crate) use standing::*;
+
 /// Subscriptions a driver may hold.
 pub const MAX_PER_DRIVER: usize = 10;
 /// The longest description, in characters.
@@ -219,37 +224,6 @@ impl Receivers<'_> {
 
 /// Attempts of a creation that lost the list's version to concurrent creations.
 const CREATE_ROUNDS: u32 = 20;
-
-/// The event types `raw` names, checked, deduplicated, in documented order.
-pub fn parse_event_types(raw: &[String]) -> Result<Vec<String>, SubscriptionError> {
-    if raw.is_empty() {
-        return Err(SubscriptionError::NoEventTypes);
-    }
-    if let Some(unknown) = raw.iter().find(|t| !EVENT_TYPES.contains(&t.as_str())) {
-        return Err(SubscriptionError::UnknownEventType(unknown.clone()));
-    }
-    Ok(EVENT_TYPES
-        .iter()
-        .filter(|t| raw.iter().any(|r| r == *t))
-        .map(|t| (*t).to_owned())
-        .collect())
-}
-
-/// A description, checked and trimmed.
-pub fn parse_description(raw: &str) -> Result<String, SubscriptionError> {
-    let bad = |c: char| c.is_control() || crate::hidden_characters::is_invisible_or_bidi(c);
-    if raw.chars().count() > MAX_DESCRIPTION_CHARS || raw.chars().any(bad) {
-        return Err(SubscriptionError::BadDescription);
-    }
-    Ok(raw.trim().to_owned())
-}
-
-/// Checks a URL's own rules and then every address its host resolves to.
-pub async fn check_url(raw: &str, policy: Policy) -> Result<WebhookUrl, SubscriptionError> {
-    let url = WebhookUrl::parse(raw, policy)?;
-    address::resolve_checked(&url, policy).await?;
-    Ok(url)
-}
 
 /// A new subscription's request, parsed (its URL still to resolve).
 #[derive(Debug, Clone)]
@@ -521,17 +495,6 @@ pub async fn delete(ports: &Ports, user: &UserId, id: &str) -> Result<(), Subscr
     Ok(())
 }
 
-/// Parses a grace period in hours (default [`DEFAULT_GRACE_HOURS`]).
-pub fn parse_grace_hours(raw: Option<&Value>) -> Result<i64, SubscriptionError> {
-    match raw {
-        None | Some(Value::Null) => Ok(DEFAULT_GRACE_HOURS),
-        Some(v) => v
-            .as_i64()
-            .filter(|h| (0..=MAX_GRACE_HOURS).contains(h))
-            .ok_or(SubscriptionError::BadGrace),
-    }
-}
-
 /// Gives a subscription a new secret; the current one keeps signing for `grace_hours`.
 pub async fn rotate_secret(
     ports: &Ports,
@@ -582,141 +545,6 @@ pub async fn send_test(
     Ok(event.id.to_string())
 }
 
-/// Pauses every enabled subscription of `user` with `reason` (they keep their settings; the
-/// driver resumes each, which asks its receiver again); answers how many it paused.
-pub(crate) async fn pause_all(
-    ports: &Ports,
-    user: &UserId,
-    reason: &str,
-) -> Result<usize, StoreError> {
-    let now = rfc3339(ports.clock.now());
-    let mut paused = 0;
-    for stored in stored_all(ports, user).await? {
-        if !stored.shown.enabled {
-            continue;
-        }
-        let update = Update::set("enabled", false)
-            .and_set("disabledReason", reason)
-            .and_set("updatedAt", now.as_str());
-        match ports
-            .items
-            .update(
-                Table::Activity,
-                &key(user, &stored.shown.id),
-                update,
-                Some(Condition::Exists),
-            )
-            .await
-        {
-            Ok(_) => paused += 1,
-            // Deleted meanwhile.
-            Err(e) if e.is_condition_failed_at(0) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    refresh_wants_passed(ports, user).await?;
-    Ok(paused)
-}
-
-/// Deletes every subscription of `user` (their history and markers go with the account's
-/// deletion or their expiry); answers how many it deleted.
-pub(crate) async fn delete_all(ports: &Ports, user: &UserId) -> Result<usize, StoreError> {
-    let mut deleted = 0;
-    for stored in stored_all(ports, user).await? {
-        ports
-            .items
-            .delete(Table::Activity, &key(user, &stored.shown.id), None)
-            .await?;
-        deleted += 1;
-    }
-    refresh_wants_passed(ports, user).await?;
-    Ok(deleted)
-}
-
-/// Turns off a subscription whose deliveries have all failed since `since`, and tells the
-/// driver (a `webhook.disabled` event, in the same transaction, becomes a feed entry).
-pub(crate) async fn disable(
-    ports: &Ports,
-    user: &UserId,
-    id: &str,
-    since: OffsetDateTime,
-    reason: String,
-) -> Result<(), StoreError> {
-    let Ok(mut stored) = stored_one(ports, user, id).await else {
-        return Ok(());
-    };
-    if !stored.shown.enabled {
-        return Ok(());
-    }
-    let before = stored.shown.updated_at.clone();
-    let now = ports.clock.now();
-    stored.shown.enabled = false;
-    stored.shown.disabled_reason = Some(reason);
-    stored.shown.updated_at = rfc3339(now);
-    let event = Event::new(
-        EventKind::WebhookDisabled(WebhookDisabled {
-            subscription_id: id.to_owned(),
-            url: stored.shown.url.clone(),
-            failing_since: rfc3339(since),
-        }),
-        Some(user.clone()),
-        now,
-    );
-    let ops = vec![
-        TxOp::Put {
-            table: Table::Activity,
-            item: stored.to_item(user),
-            condition: Some(Condition::eq("updatedAt", before.as_str())),
-        },
-        event.outbox_op(),
-    ];
-    match ports.items.transact(ops).await {
-        // Changed meanwhile (by the driver, or disabled by another delivery): left as it is.
-        Ok(()) | Err(StoreError::ConditionFailed { .. }) => {}
-        Err(e) => return Err(e),
-    }
-    refresh_wants_passed(ports, user).await
-}
-
-/// Records the failure state after a delivery: `failing_since` set at the first failure
-/// after a success (and kept), cleared by a success. Answers the failing-since time.
-pub(crate) async fn record_outcome(
-    ports: &Ports,
-    user: &UserId,
-    id: &str,
-    succeeded: bool,
-    now: OffsetDateTime,
-) -> Result<Option<OffsetDateTime>, StoreError> {
-    let Ok(mut stored) = stored_one(ports, user, id).await else {
-        return Ok(None);
-    };
-    let since = stored.shown.failing_since.as_deref().and_then(|s| {
-        OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
-    });
-    let wanted = match (succeeded, since) {
-        (true, None) => return Ok(None),
-        (true, Some(_)) => None,
-        (false, Some(since)) => return Ok(Some(since)),
-        (false, None) => Some(now),
-    };
-    let before = stored.shown.updated_at.clone();
-    stored.shown.failing_since = wanted.map(rfc3339);
-    // `updatedAt` is the driver's change time; the failure state is written under the same
-    // condition so a concurrent change by the driver is not overwritten.
-    match ports
-        .items
-        .put(
-            Table::Activity,
-            stored.to_item(user),
-            Some(Condition::eq("updatedAt", before.as_str())),
-        )
-        .await
-    {
-        Ok(()) | Err(StoreError::ConditionFailed { .. }) => Ok(wanted),
-        Err(e) => Err(e),
-    }
-}
-
 /// The driver's subscriptions as the export shows them (no secrets).
 pub async fn exported(ports: &Ports, user: &UserId) -> Result<Vec<Subscription>, StoreError> {
     Ok(stored_all(ports, user)
@@ -727,55 +555,4 @@ pub async fn exported(ports: &Ports, user: &UserId) -> Result<Vec<Subscription>,
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn event_types_are_checked_and_ordered() {
-        let raw = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert_eq!(
-            parse_event_types(&raw(&["board.passed", "session.uploaded", "board.passed"])).unwrap(),
-            raw(&["session.uploaded", "board.passed"])
-        );
-        assert!(matches!(
-            parse_event_types(&raw(&["lap.done"])),
-            Err(SubscriptionError::UnknownEventType(t)) if t == "lap.done"
-        ));
-        assert!(matches!(
-            parse_event_types(&[]),
-            Err(SubscriptionError::NoEventTypes)
-        ));
-    }
-
-    #[test]
-    fn grace_hours_are_bounded() {
-        assert_eq!(parse_grace_hours(None).unwrap(), DEFAULT_GRACE_HOURS);
-        assert_eq!(parse_grace_hours(Some(&json!(0))).unwrap(), 0);
-        for bad in [json!(-1), json!(73), json!("24"), json!(1.5)] {
-            assert!(parse_grace_hours(Some(&bad)).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn the_previous_secret_signs_during_its_grace_only() {
-        let stored = StoredSubscription {
-            shown: Subscription {
-                id: "i".into(),
-                url: "https://example.com/".into(),
-                event_types: vec![],
-                description: String::new(),
-                enabled: true,
-                disabled_reason: None,
-                failing_since: None,
-                created_at: String::new(),
-                updated_at: String::new(),
-                previous_secret_expires_at: None,
-            },
-            secret: "new".into(),
-            previous_secret: Some("old".into()),
-            previous_secret_until: Some(100),
-        };
-        assert_eq!(stored.signing_secrets(99), vec!["new", "old"]);
-        assert_eq!(stored.signing_secrets(100), vec!["new"]);
-    }
-}
+mod tests;

@@ -1,0 +1,115 @@
+use super::*;
+use crate::config::Settings;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+fn settings(pairs: &[(&str, &str)]) -> Settings {
+    let vars: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Settings::from_vars(&vars).unwrap_or_else(|e| panic!("{pairs:?}: {e}"))
+}
+
+/// Setting a key to the default the list states changes nothing, so the stated default is
+/// the one an unset key gives.
+#[test]
+fn every_stated_default_is_what_an_unset_key_gives() {
+    let unset = format!("{:?}", settings(&[]));
+    for key in ALL {
+        let value = match key.default {
+            DefaultValue::Number(n) => n.to_string(),
+            DefaultValue::Text(t) => t.to_owned(),
+            DefaultValue::Derived(_) | DefaultValue::Unset => continue,
+        };
+        let set = format!("{:?}", settings(&[(key.name, &value)]));
+        assert_eq!(set, unset, "{} = {value} is not its default", key.name);
+    }
+}
+
+/// A numeric default lies within its key's bounds; a key with bounds has a numeric
+/// default or a derived one.
+#[test]
+fn numeric_defaults_lie_within_their_bounds() {
+    for key in ALL {
+        match (key.default, key.bounds) {
+            (DefaultValue::Number(n), Some((min, max))) => {
+                assert!((min..=max).contains(&n), "{}", key.name);
+            }
+            (DefaultValue::Number(_), None) => panic!("{} has no bounds", key.name),
+            (DefaultValue::Derived(_), _) | (_, None) => {}
+            (_, Some(_)) => panic!("{} has bounds but no number", key.name),
+        }
+    }
+}
+
+/// The defaults worked out at start are the ones the list describes.
+#[test]
+fn derived_defaults_are_described_as_the_code_works_them_out() {
+    use crate::config::{AiProvider, AiSettings, DEFAULT_AVATAR_HOSTS};
+    for provider in [AiProvider::Anthropic, AiProvider::OpenAi] {
+        let ai = AiSettings::defaults(provider);
+        for (key, value) in [(AI_MODEL, &ai.model), (AI_BASE_URL, &ai.base_url)] {
+            let DefaultValue::Derived(text) = key.default else {
+                panic!("{} is derived", key.name)
+            };
+            assert!(text.contains(&format!("`{value}`")), "{}", key.name);
+        }
+    }
+    assert_eq!(
+        PAGES_AVATAR_HOSTS.default_text(),
+        DEFAULT_AVATAR_HOSTS.join(",")
+    );
+    assert_eq!(
+        settings(&[]).auth.hashing_threads,
+        std::thread::available_parallelism().map_or(1, usize::from),
+        "Auth__HashingThreads defaults to the cores"
+    );
+}
+
+/// A bad number names the key and the rule.
+#[test]
+fn bad_numbers_name_the_key_and_the_rule() {
+    let err = JWT_EXPIRY_MINUTES.whole_number("0").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "configuration key Jwt__ExpiryMinutes: 0 is outside 1..=1440"
+    );
+    let err = JWT_EXPIRY_MINUTES.whole_number("soon").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "configuration key Jwt__ExpiryMinutes: \"soon\" is not a whole number"
+    );
+}
+
+#[test]
+fn every_key_is_listed_once() {
+    let mut names: Vec<&str> = ALL.iter().map(|k| k.name).collect();
+    names.sort_unstable();
+    let before = names.len();
+    names.dedup();
+    assert_eq!(names.len(), before);
+}
+
+/// `docs/configuration.md` shows the list as it is.
+#[test]
+fn the_configuration_page_is_the_list() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|dir| dir.join("Cargo.lock").exists())
+        .expect("the workspace holds Cargo.lock")
+        .to_path_buf();
+    let path = root.join("docs/configuration.md");
+    let page = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let expected = with_table(&page).unwrap_or_else(|| {
+        panic!("docs/configuration.md lacks the lines {TABLE_BEGINS} ... and {TABLE_ENDS}")
+    });
+    if std::env::var_os("PADDOCK_WRITE_DOCS").is_some() {
+        std::fs::write(&path, &expected).expect("docs/configuration.md is writable");
+        return;
+    }
+    assert!(
+        page == expected,
+        "docs/configuration.md differs from the keys of config/keys.rs; regenerate it: {REGENERATE}"
+    );
+}
