@@ -376,8 +376,11 @@ async fn the_maintenance_schedule_counts_older_boards_under_the_track_maps_polic
             .count()
     };
     assert!(counted().await >= 3, "each entry is counted when submitted");
-    paddock_tests::downgrade_boards(&app).await;
-    assert_eq!(counted().await, 0);
+    // The schedule fires every second, so a tick may count entries again as soon as the
+    // progress items (the downgrade's last writes) are gone: what is asserted is that the
+    // downgrade took the flags away, then that the ticks finish the backfill.
+    let changed = paddock_tests::downgrade_boards(&app).await;
+    assert!(changed >= 3, "the downgrade changed {changed} items");
     // The backfill's two passes each finish by marking their progress item done.
     let finished = || async {
         paddock_tests::every_item(&app.settings)
