@@ -11,6 +11,7 @@ const ALONE: &str = "PADDOCK_TEST_ALONE";
 /// in its process. When it does not, runs this test binary again with `test` as its only test,
 /// prints what it printed, fails if it failed, and answers false: the caller then returns, its
 /// work done in the other process.
+// Not rusty-fork: it runs only synchronous `#[test]` bodies, and these tests are `#[tokio::test]`.
 pub fn alone(test: &str) -> bool {
     if std::env::var(ALONE).is_ok_and(|t| t == test) {
         return true;

@@ -5,28 +5,13 @@
 use std::collections::HashSet;
 use std::io::{Cursor, Write};
 
+use fastrand::Rng;
+
 use crate::{Limits, check};
 use zip::write::SimpleFileOptions;
 
 /// Mutations tried; each is checked from a fresh copy of the archive.
 const ROUNDS: u64 = 4_000;
-
-/// xorshift64*: small, deterministic, good enough to pick offsets and bytes.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A number below `n` (`n` > 0).
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// A small valid archive: stored and deflated entries, a folder, and a ZIP inside it, so that
 /// mutations reach every stage of the check.
@@ -66,47 +51,47 @@ const INTERESTING: [u32; 8] = [
 /// Changes `bytes` in one of a few ways a damaged or hostile archive differs from a good one.
 fn mutate(bytes: &mut Vec<u8>, rng: &mut Rng) {
     let len = bytes.len();
-    match rng.below(7) {
+    match rng.usize(..7) {
         // Flip a few bits.
         0 => {
-            for _ in 0..=rng.below(4) {
-                let at = rng.below(len);
-                bytes[at] ^= 1 << rng.below(8);
+            for _ in 0..=rng.usize(..4) {
+                let at = rng.usize(..len);
+                bytes[at] ^= 1 << rng.usize(..8);
             }
         }
         // A random byte somewhere.
         1 => {
-            let at = rng.below(len);
-            bytes[at] = rng.next() as u8;
+            let at = rng.usize(..len);
+            bytes[at] = rng.u8(..);
         }
         // An edge value over a (possibly unaligned) 16- or 32-bit field.
         2 => {
-            let value = INTERESTING[rng.below(INTERESTING.len())].to_le_bytes();
-            let width = if rng.below(2) == 0 { 2 } else { 4 };
-            let at = rng.below(len.saturating_sub(width).max(1));
+            let value = INTERESTING[rng.usize(..INTERESTING.len())].to_le_bytes();
+            let width = if rng.usize(..2) == 0 { 2 } else { 4 };
+            let at = rng.usize(..len.saturating_sub(width).max(1));
             let end = (at + width).min(len);
             bytes[at..end].copy_from_slice(&value[..end - at]);
         }
         // Cut the archive short.
-        3 => bytes.truncate(rng.below(len)),
+        3 => bytes.truncate(rng.usize(..len)),
         // Bytes inserted.
         4 => {
-            let at = rng.below(len + 1);
-            let extra: Vec<u8> = (0..=rng.below(8)).map(|_| rng.next() as u8).collect();
+            let at = rng.usize(..len + 1);
+            let extra: Vec<u8> = (0..=rng.usize(..8)).map(|_| rng.u8(..)).collect();
             bytes.splice(at..at, extra);
         }
         // A stretch removed.
         5 => {
-            let from = rng.below(len);
-            let to = (from + 1 + rng.below(16)).min(len);
+            let from = rng.usize(..len);
+            let to = (from + 1 + rng.usize(..16)).min(len);
             bytes.drain(from..to);
         }
         // A stretch repeated elsewhere (headers copied over other headers).
         _ => {
-            let from = rng.below(len);
-            let to = (from + 1 + rng.below(64)).min(len);
+            let from = rng.usize(..len);
+            let to = (from + 1 + rng.usize(..64)).min(len);
             let piece = bytes[from..to].to_vec();
-            let at = rng.below(len + 1);
+            let at = rng.usize(..len + 1);
             bytes.splice(at..at, piece);
         }
     }
@@ -122,12 +107,12 @@ fn mutated_archives_are_answered_without_a_panic() {
     };
     assert_eq!(check(Cursor::new(&good), &limits).unwrap().entries, 4);
 
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::with_seed(0x9E37_79B9_7F4A_7C15);
     let mut refused = 0;
     let mut rules = HashSet::new();
     for round in 0..ROUNDS {
         let mut bytes = good.clone();
-        for _ in 0..=rng.below(3) {
+        for _ in 0..=rng.usize(..3) {
             if bytes.is_empty() {
                 break;
             }
