@@ -10,5 +10,7 @@
 pub mod board_pages;
 pub mod envelope;
 pub mod http;
+pub mod metrics_access;
+pub mod metrics_readout;
 pub mod routes;
 pub mod state;

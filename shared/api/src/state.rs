@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use http::HeaderValue;
 
+use crate::metrics_readout::MetricsReadout;
 use paddock_clients::identity_providers::{self as providers, Providers};
 use paddock_clients::webhooks::HttpsWebhookClient;
 use paddock_core::coaching::llm::LanguageModel;
@@ -13,7 +14,6 @@ use paddock_core::identity::access_tokens::{AccessTokens, Claims, UNKNOWN_KEY};
 use paddock_core::identity::passwords::{PasswordError, PasswordHasher};
 use paddock_core::identity::signing_keys::{SigningKeyError, SigningKeys};
 use paddock_core::leaderboards::BoardCache;
-use paddock_core::metrics_readout::MetricsReadout;
 use paddock_core::ports::{MetricsSource, Ports};
 use paddock_core::webhooks::address_policy;
 use paddock_core::webhooks::client::WebhookClient;

@@ -1,7 +1,14 @@
-//! Paddock's core: the ids, events, queues and tables, the port traits, the mechanisms the
-//! domain shares (retries on conflict, rate limits, hashing, the maintenance tick), and the
-//! domain (identity, sessions, tracks, leaderboards, activity, share packs, coaching, a
-//! driver's data, retention, the outbox and the workers).
+//! Paddock's domain, whole: the crates it is made of under the paths the adapters, the API and
+//! the runtime use, and the work that spans them: the consumers of each queue ([`workers`]), the
+//! maintenance tick ([`maintenance`]) and what happens when an item's life ends
+//! ([`retention`]).
+//!
+//! The domain's crates follow its own graph, each depending only on those below it:
+//! `paddock-platform` (metrics, trace context) and `paddock-kernel` (ids, events, queues,
+//! tables, ports, shared mechanisms) at the bottom; `paddock-config`; `paddock-identity`;
+//! `paddock-driving` (sessions and tracks); `paddock-boards` (leaderboards); `paddock-social`
+//! (activity, coaching, webhooks) and `paddock-packs` (share packs); `paddock-driver-data`
+//! (the registry of a driver's data, and credentials) on top.
 //!
 //! Nothing here speaks HTTP, AWS, Lambda or SQLite: the adapters (`paddock-embedded`,
 //! `paddock-aws`) implement the ports, `paddock-api` turns requests into calls of these
@@ -10,38 +17,22 @@
 // Everything the other crates use is documented; CI turns warnings into errors.
 #![warn(missing_docs)]
 
-pub mod activity;
-pub mod coaching;
-pub mod config;
-pub mod credentials;
-pub mod driver_data;
-pub mod events;
-pub mod field_names;
-pub mod hashing;
 /// The characters no text another person reads may hold (the `paddock-hidden-characters`
 /// crate, here under its old path).
 pub use ::hidden_characters;
-pub mod identity;
-pub mod ids;
-pub mod leaderboards;
+pub use paddock_boards::leaderboards;
+pub use paddock_config::config;
+pub use paddock_driver_data::{credentials, driver_data};
+pub use paddock_driving::{sessions, tracks};
+pub use paddock_identity::identity;
+pub use paddock_kernel::{
+    events, field_names, hashing, ids, outbox, ports, problems, processed_events, queues,
+    rate_limits, request_keys, retry, tables,
+};
+pub use paddock_packs::sharepacks;
+pub use paddock_platform::{metrics, metrics_cloudwatch, trace_context};
+pub use paddock_social::{activity, coaching, webhooks};
+
 pub mod maintenance;
-pub mod metrics;
-pub mod metrics_access;
-pub mod metrics_cloudwatch;
-pub mod metrics_readout;
-pub mod outbox;
-pub mod ports;
-pub mod problems;
-pub mod processed_events;
-pub mod queues;
-pub mod rate_limits;
-pub mod request_keys;
 pub mod retention;
-pub mod retry;
-pub mod sessions;
-pub mod sharepacks;
-pub mod tables;
-pub mod trace_context;
-pub mod tracks;
-pub mod webhooks;
 pub mod workers;

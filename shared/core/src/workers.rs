@@ -52,7 +52,7 @@ pub fn webhook_processor(client: Arc<dyn crate::webhooks::client::WebhookClient>
     Arc::new(move |event: Event, ports: Ports| {
         let deliveries = deliveries.clone();
         Box::pin(async move {
-            crate::leaderboards::passing::process(&ports, &event).await?;
+            crate::webhooks::passing::process(&ports, &event).await?;
             crate::webhooks::delivery::process(&ports, &deliveries, &event).await
         })
     })

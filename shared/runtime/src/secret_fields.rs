@@ -2,9 +2,9 @@
 //! deployed secret can be checked against the code (`tests/tests/operations/deployed_secret.rs` reads the
 //! template's `AppSecret`).
 
+use paddock_api::metrics_access::METRICS_TOKEN_SECRET;
 use paddock_clients::language_models::{anthropic, openai};
 use paddock_core::identity::signing_keys;
-use paddock_core::metrics_access::METRICS_TOKEN_SECRET;
 use paddock_core::sharepacks::upload_urls;
 
 /// Where a field must come from.

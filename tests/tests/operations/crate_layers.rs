@@ -28,16 +28,87 @@ const NOT_IN_CORE: [&str; 14] = [
 
 /// Each layer and the workspace crates it may depend on. The leaves at the bottom know
 /// nothing of Paddock: the hidden characters, the ZIP check and the webhook address rules.
-const LAYERS: [(&str, &[&str]); 9] = [
+/// Above them the domain's crates follow the domain's own graph, from the platform and the
+/// kernel up to a driver's data, and `paddock-core` gathers them for the layers above.
+const LAYERS: [(&str, &[&str]); 18] = [
     ("paddock-hidden-characters", &[]),
     ("paddock-zip-check", &["paddock-hidden-characters"]),
     ("paddock-webhook-address", &[]),
+    ("paddock-platform", &[]),
+    ("paddock-kernel", &["paddock-platform"]),
+    ("paddock-config", &["paddock-kernel"]),
+    (
+        "paddock-identity",
+        &[
+            "paddock-hidden-characters",
+            "paddock-kernel",
+            "paddock-config",
+        ],
+    ),
+    (
+        "paddock-driving",
+        &[
+            "paddock-hidden-characters",
+            "paddock-platform",
+            "paddock-kernel",
+        ],
+    ),
+    (
+        "paddock-boards",
+        &[
+            "paddock-platform",
+            "paddock-kernel",
+            "paddock-identity",
+            "paddock-driving",
+        ],
+    ),
+    (
+        "paddock-social",
+        &[
+            "paddock-hidden-characters",
+            "paddock-webhook-address",
+            "paddock-platform",
+            "paddock-kernel",
+            "paddock-config",
+            "paddock-identity",
+            "paddock-boards",
+        ],
+    ),
+    (
+        "paddock-packs",
+        &[
+            "paddock-hidden-characters",
+            "paddock-zip-check",
+            "paddock-platform",
+            "paddock-kernel",
+            "paddock-config",
+        ],
+    ),
+    (
+        "paddock-driver-data",
+        &[
+            "paddock-platform",
+            "paddock-kernel",
+            "paddock-identity",
+            "paddock-driving",
+            "paddock-boards",
+            "paddock-social",
+            "paddock-packs",
+        ],
+    ),
     (
         "paddock-core",
         &[
             "paddock-hidden-characters",
-            "paddock-zip-check",
-            "paddock-webhook-address",
+            "paddock-platform",
+            "paddock-kernel",
+            "paddock-config",
+            "paddock-identity",
+            "paddock-driving",
+            "paddock-boards",
+            "paddock-social",
+            "paddock-packs",
+            "paddock-driver-data",
         ],
     ),
     ("paddock-embedded", &["paddock-core"]),

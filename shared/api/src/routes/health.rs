@@ -12,9 +12,9 @@ use utoipa_axum::routes;
 use super::envelopes::envelope;
 use crate::http::auth_user::bearer;
 use crate::http::{ApiError, json_bytes, ok};
+use crate::metrics_access::{self, MetricsAccessError};
 use crate::state::AppState;
 use paddock_core::metrics;
-use paddock_core::metrics_access::{self, MetricsAccessError};
 
 /// Where the metrics are served.
 pub(crate) const METRICS_PATH: &str = "/metrics";

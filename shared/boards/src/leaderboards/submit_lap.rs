@@ -1,0 +1,275 @@
+//! `POST /v1/leaderboards/submit` as one call: a parsed lap of one of the driver's sessions,
+//! checked (the client's quality, the stored lap, its plausibility) and put on the boards.
+
+use serde_json::Value;
+
+use super::plausibility::{self, Implausible};
+use super::submit::{self, Driver, MIN_QUALITY, SubmitError, SubmitOutcome};
+use paddock_driving::sessions::records::{self, StoredSession};
+use paddock_driving::sessions::upload::{MAX_LAP_MS, whole_number};
+use paddock_driving::tracks::maps::{self, MapReadError};
+use paddock_identity::identity::users::StoredProfile;
+use paddock_kernel::ids::{SessionId, UserId};
+use paddock_kernel::ports::Ports;
+use paddock_kernel::ports::items::StoreError;
+use paddock_kernel::problems::{FieldProblems, Problems};
+use paddock_kernel::rate_limits::RateLimited;
+
+/// A lap time: a whole number of milliseconds from 1 to a day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LapTime(i64);
+
+impl LapTime {
+    /// The lap time `value` holds (`5` and `5.0` alike).
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        whole_number(value)
+            .filter(|ms| (1..=MAX_LAP_MS).contains(ms))
+            .map(Self)
+            .ok_or_else(|| format!("must be a whole number of milliseconds from 1 to {MAX_LAP_MS}"))
+    }
+
+    /// In milliseconds.
+    pub fn ms(self) -> i64 {
+        self.0
+    }
+}
+
+/// The client's quality score of a lap, from 0 to 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QualityScore(f64);
+
+impl QualityScore {
+    /// The score `value` holds.
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        value
+            .as_f64()
+            .filter(|q| (0.0..=1.0).contains(q))
+            .map(Self)
+            .ok_or_else(|| "must be a number from 0 to 1".to_owned())
+    }
+
+    /// Whether a lap of this score may be ranked at all.
+    pub fn ranks(self) -> bool {
+        self.0 >= MIN_QUALITY
+    }
+}
+
+/// A session id as a request names it: a UUID.
+fn session_id(raw: &str) -> Result<SessionId, String> {
+    let id = raw.trim();
+    match uuid::Uuid::parse_str(id) {
+        Ok(_) => Ok(SessionId::from(id)),
+        Err(_) => Err("must be a session id (UUID)".to_owned()),
+    }
+}
+
+/// A lap to submit, parsed from the request.
+#[derive(Debug, Clone)]
+pub struct SubmitLap {
+    /// One of the driver's sessions.
+    pub session_id: SessionId,
+    /// The time of one of its laps.
+    pub lap_time: LapTime,
+    /// The client's quality score of that lap.
+    pub quality: QualityScore,
+}
+
+impl SubmitLap {
+    /// Parses the request's fields (absent or null ones are `None`), listing every problem.
+    pub fn parse(
+        session: Option<&str>,
+        lap_time_ms: Option<&Value>,
+        quality_score: Option<&Value>,
+    ) -> Result<Self, FieldProblems> {
+        fn given(v: Option<&Value>) -> Option<&Value> {
+            v.filter(|v| !v.is_null())
+        }
+        let mut p = Problems::default();
+        let session_id = p.required(
+            "sessionId",
+            session.filter(|s| !s.trim().is_empty()),
+            session_id,
+        );
+        let lap_time = p.required("lapTimeMs", given(lap_time_ms), LapTime::parse);
+        let quality = p.required("qualityScore", given(quality_score), QualityScore::parse);
+        let lap = session_id
+            .zip(lap_time)
+            .zip(quality)
+            .map(|((session_id, lap_time), quality)| Self {
+                session_id,
+                lap_time,
+                quality,
+            });
+        p.into_result(lap)
+    }
+}
+
+/// Why a lap was not submitted.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitLapError {
+    /// The driver has no such session.
+    #[error("session not found")]
+    SessionNotFound,
+    /// The client's quality score is below the least a ranked lap needs.
+    #[error("qualityScore: must be at least {MIN_QUALITY} to rank")]
+    LowQuality,
+    /// The session has no valid lap of that time and quality (the reason names the field).
+    #[error("{0}")]
+    NoSuchLap(String),
+    /// The lap cannot have been driven.
+    #[error(transparent)]
+    Implausible(Implausible),
+    /// The driver's account is gone (a token may outlive it briefly).
+    #[error("account no longer exists")]
+    AccountGone,
+    /// The lap would open a board past the driver's day.
+    #[error(transparent)]
+    NewBoards(RateLimited),
+    /// Other submissions kept replacing the same entry.
+    #[error("too many concurrent submissions for this entry, please retry")]
+    Contended,
+    /// The track's map could not be read.
+    #[error(transparent)]
+    Map(#[from] MapReadError),
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<SubmitError> for SubmitLapError {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::Contended => Self::Contended,
+            SubmitError::NewBoards(limited) => Self::NewBoards(limited),
+            SubmitError::Store(e) => Self::Store(e),
+        }
+    }
+}
+
+/// What a submission reads first, both at once: the session and the driver's profile.
+#[derive(Debug)]
+pub struct FirstReads {
+    session: Option<StoredSession>,
+    profile: Option<StoredProfile>,
+}
+
+/// Reads what a submission of `lap` by `user_id` starts from (nothing is written).
+pub async fn read_first(
+    ports: &Ports,
+    user_id: &UserId,
+    lap: &SubmitLap,
+) -> Result<FirstReads, StoreError> {
+    let (session, profile) = futures::try_join!(
+        records::get(ports, user_id, &lap.session_id),
+        paddock_identity::identity::users::get_stored(ports, user_id)
+    )?;
+    Ok(FirstReads { session, profile })
+}
+
+/// Submits `lap` for `user_id`: the session must be the driver's, the score high enough, the
+/// lap stored, valid and plausible; then it goes on the session's boards (a day opens at
+/// most `new_boards_per_day` new ones).
+pub async fn submit_lap(
+    ports: &Ports,
+    user_id: &UserId,
+    lap: SubmitLap,
+    new_boards_per_day: u32,
+) -> Result<SubmitOutcome, SubmitLapError> {
+    let first = read_first(ports, user_id, &lap).await?;
+    submit_read(ports, user_id, lap, new_boards_per_day, first).await
+}
+
+/// [`submit_lap`] from what [`read_first`] read for it. Then the track's map and the boards
+/// are read at once, and the lap written.
+pub async fn submit_read(
+    ports: &Ports,
+    user_id: &UserId,
+    lap: SubmitLap,
+    new_boards_per_day: u32,
+    first: FirstReads,
+) -> Result<SubmitOutcome, SubmitLapError> {
+    let rejected = || {
+        paddock_platform::metrics::global()
+            .leaderboard_submissions
+            .with_label_values(&["rejected"])
+            .inc();
+    };
+    let session = first.session.ok_or(SubmitLapError::SessionNotFound)?;
+    if !lap.quality.ranks() {
+        rejected();
+        return Err(SubmitLapError::LowQuality);
+    }
+    let stored = submit::check_lap(&session, lap.lap_time.ms()).map_err(|reason| {
+        rejected();
+        SubmitLapError::NoSuchLap(reason)
+    })?;
+    let (map_length_m, boards) = futures::join!(
+        maps::length_m(ports, &session.summary.track_id),
+        submit::read_boards(ports, user_id, &session, lap.lap_time.ms())
+    );
+    let map_length_m = map_length_m?;
+    // A read that lost a race with other submissions is made again by the submission.
+    let boards = match boards {
+        Ok(boards) => Some(boards),
+        Err(StoreError::Conflict) => None,
+        Err(e) => return Err(e.into()),
+    };
+    if let Err(implausible) = plausibility::check(stored, map_length_m) {
+        rejected();
+        paddock_platform::metrics::global()
+            .implausible_laps
+            .with_label_values(&[implausible.reason()])
+            .inc();
+        return Err(SubmitLapError::Implausible(implausible));
+    }
+    // The name and avatar as the profile holds them now (a token may predate a rename).
+    let profile = first
+        .profile
+        .filter(|p| p.deleted_at.is_none())
+        .ok_or(SubmitLapError::AccountGone)?;
+    let driver = Driver {
+        user_id: user_id.clone(),
+        display_name: profile.user.display_name,
+        avatar_url: profile.user.avatar_url,
+        profile_version: profile.version,
+    };
+    Ok(submit::submit_read(
+        ports,
+        &driver,
+        &session,
+        lap.lap_time.ms(),
+        new_boards_per_day,
+        boards,
+    )
+    .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_request_parses_or_lists_every_problem() {
+        let id = "3f2b8c1e-7d4a-4e6b-9c0d-5a1e2f3b4c5d";
+        let lap = SubmitLap::parse(Some(id), Some(&json!(90_000.0)), Some(&json!(0.9))).unwrap();
+        assert_eq!(lap.lap_time.ms(), 90_000);
+        assert!(lap.quality.ranks());
+        let all = SubmitLap::parse(None, Some(&json!(0)), Some(&json!(null))).unwrap_err();
+        let all = all.to_string();
+        assert!(all.contains("sessionId: is required"), "{all}");
+        assert!(all.contains("lapTimeMs: must be a whole number"), "{all}");
+        assert!(all.contains("qualityScore: is required"), "{all}");
+        let bad = SubmitLap::parse(Some("x"), Some(&json!(1.5)), Some(&json!(2))).unwrap_err();
+        let bad = bad.to_string();
+        assert!(
+            bad.contains("sessionId: must be a session id (UUID)"),
+            "{bad}"
+        );
+        assert!(
+            bad.contains("lapTimeMs:") && bad.contains("qualityScore:"),
+            "{bad}"
+        );
+        assert!(!QualityScore::parse(&json!(0.79)).unwrap().ranks());
+    }
+}

@@ -1,0 +1,196 @@
+//! Being passed: a new best moves the drivers between its new and its old time down one
+//! place on the track's board; each of them whose webhooks want `board.passed` gets the
+//! event. The webhooks consumer works this out from the submission's event, after the
+//! submission answered, so a new best costs its request nothing more.
+//!
+//! Bounded: only the [`MAX_PASSED`] drivers right behind the new time are looked at (the
+//! places that matter most; a lap at the top of a huge board reads a handful of rows), and a
+//! driver hears of a board at most once per [`WINDOW_SECS`] (a conditional marker per
+//! driver, board and window, `HOOK#<user>` / `PASSED#<board>#<window>` in `activity`). The
+//! candidates' subscription and window markers are one batch read, and their events, markers
+//! and the consumer's processed-event marker one transaction, so a redelivered submission
+//! tells nobody twice.
+
+use serde_json::json;
+
+use super::partition;
+use super::subscriptions::WANTS_PASSED_SK;
+use paddock_boards::leaderboards::board::{BoardId, Position, StoredRow};
+use paddock_kernel::events::{
+    BoardPassed, Event, EventKind, LeaderboardSubmitted, PassedBy, Passing, ProcessError,
+};
+use paddock_kernel::ids::UserId;
+use paddock_kernel::ports::Ports;
+use paddock_kernel::ports::items::{Condition, Key, Query, StoreError, TTL, TxOp, item};
+use paddock_kernel::processed_events;
+use paddock_kernel::queues::QueueName;
+use paddock_kernel::tables::Table;
+
+/// The most drivers one submission tells they were passed.
+pub const MAX_PASSED: usize = 5;
+/// A driver hears of one board at most once in this many seconds.
+pub const WINDOW_SECS: i64 = 600;
+
+/// The consumer whose processed-event marker records that a submission's passed drivers were
+/// told (the webhooks consumer's deliveries keep their own per-subscription markers).
+const CONSUMER: QueueName = QueueName::Webhooks;
+
+/// A passed driver, in board order.
+struct Candidate {
+    row: StoredRow,
+    /// Their rank before the lap.
+    previous_rank: u64,
+}
+
+/// Tells the drivers a new best passed, if `event` is one that says where it landed: writes
+/// a `board.passed` event for each who wants it and was not told of the board in the window.
+pub async fn process(ports: &Ports, event: &Event) -> Result<(), ProcessError> {
+    let EventKind::LeaderboardSubmitted(submitted) = &event.kind else {
+        return Ok(());
+    };
+    let (Some(user), Some(passing), Some(rank)) =
+        (&event.user_id, &submitted.passing, submitted.rank)
+    else {
+        return Ok(());
+    };
+    let retry = |e: StoreError| {
+        ProcessError::Retry(anyhow::Error::new(e).context("telling the passed drivers"))
+    };
+    let board = BoardId::track(&submitted.track_id);
+    let candidates = passed_rows(ports, &board, user, passing, rank)
+        .await
+        .map_err(retry)?;
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let window = event.occurred_at.unix_timestamp().div_euclid(WINDOW_SECS);
+    let marker = |user: &UserId| {
+        Key::new(
+            partition(user),
+            format!("PASSED#{}#{window}", board.partition()),
+        )
+    };
+    let mut keys = vec![(
+        Table::Activity,
+        processed_events::marker_key(CONSUMER, event),
+    )];
+    for c in &candidates {
+        let user = &c.row.row.user_id;
+        keys.push((Table::Activity, Key::new(partition(user), WANTS_PASSED_SK)));
+        keys.push((Table::Activity, marker(user)));
+    }
+    let read = ports.items.get_many(keys).await.map_err(retry)?;
+    let Some((processed, markers)) = read.split_first() else {
+        return Ok(());
+    };
+    if processed.is_some() {
+        return Ok(());
+    }
+    let by = PassedBy {
+        user_id: user.clone(),
+        display_name: passing.display_name.clone(),
+        lap_time_ms: submitted.lap_time_ms,
+    };
+    let mut told: Vec<&Candidate> = candidates
+        .iter()
+        .zip(markers.chunks(2))
+        .filter(|(_, pair)| matches!(pair, [Some(_), None]))
+        .map(|(c, _)| c)
+        .collect();
+    // Another submission's event that told a driver first fails the transaction on their
+    // marker: they are left out and the rest written. Each round removes one driver.
+    loop {
+        if told.is_empty() {
+            return Ok(());
+        }
+        let mut ops = vec![processed_events::marker_op(CONSUMER, event)];
+        for c in &told {
+            let user = &c.row.row.user_id;
+            ops.push(TxOp::Put {
+                table: Table::Activity,
+                item: item(
+                    &marker(user),
+                    json!({ TTL: (window + 1) * WINDOW_SECS + 60 }),
+                ),
+                condition: Some(Condition::NotExists),
+            });
+            ops.push(passed_event(event, submitted, &board, c, &by).outbox_op());
+        }
+        match ports.items.transact(ops).await {
+            Ok(()) => return Ok(()),
+            // Another delivery of this event told them.
+            Err(StoreError::ConditionFailed { index: 0 }) => return Ok(()),
+            Err(StoreError::ConditionFailed { index }) if index <= 2 * told.len() => {
+                told.remove((index - 1) / 2);
+            }
+            Err(e) => return Err(retry(e)),
+        }
+    }
+}
+
+/// The (at most [`MAX_PASSED`]) drivers right behind the new best who were there when it was
+/// submitted, with their ranks before it.
+async fn passed_rows(
+    ports: &Ports,
+    board: &BoardId,
+    user: &UserId,
+    passing: &Passing,
+    new_rank: usize,
+) -> Result<Vec<Candidate>, StoreError> {
+    let Some(submitted_micros) = Position::of(&passing.rank_key).map(|p| p.micros) else {
+        return Ok(Vec::new());
+    };
+    let page = ports
+        .items
+        .query(
+            Query::partition(Table::Leaderboards, board.partition())
+                .between(passing.rank_key.as_str(), passing.until_key.as_str())
+                .limit(MAX_PASSED + 1),
+        )
+        .await?;
+    let new_rank = u64::try_from(new_rank).unwrap_or(u64::MAX);
+    let mut candidates = Vec::new();
+    for found in page.items {
+        let row = StoredRow::from_item(found)?;
+        // A row written after the lap (a later lap of its driver, or a new driver) was not
+        // passed by it.
+        if &row.row.user_id == user || row.position()?.micros > submitted_micros {
+            continue;
+        }
+        let place = u64::try_from(candidates.len()).unwrap_or(u64::MAX);
+        candidates.push(Candidate {
+            row,
+            previous_rank: new_rank.saturating_add(place),
+        });
+        if candidates.len() == MAX_PASSED {
+            break;
+        }
+    }
+    Ok(candidates)
+}
+
+/// The `board.passed` event telling `passed` that `by` passed them with the new best
+/// `submitted`.
+fn passed_event(
+    event: &Event,
+    submitted: &LeaderboardSubmitted,
+    board: &BoardId,
+    passed: &Candidate,
+    by: &PassedBy,
+) -> Event {
+    Event::new(
+        EventKind::BoardPassed(BoardPassed {
+            track_id: board.track.clone(),
+            vehicle: board.vehicle().map(str::to_owned),
+            game_id: submitted.game_id.clone(),
+            track_name: submitted.track_name.clone(),
+            track_layout: submitted.track_layout.clone(),
+            previous_rank: passed.previous_rank,
+            new_rank: passed.previous_rank.saturating_add(1),
+            lap_time_ms: passed.row.row.lap_time_ms,
+            passed_by: by.clone(),
+        }),
+        Some(passed.row.row.user_id.clone()),
+        event.occurred_at,
+    )
+}
