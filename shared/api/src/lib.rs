@@ -7,7 +7,6 @@
 // Everything the binaries and tests use is documented; CI turns warnings into errors.
 #![warn(missing_docs)]
 
-pub mod board_pages;
 pub mod envelope;
 pub mod http;
 pub mod metrics_access;

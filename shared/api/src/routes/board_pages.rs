@@ -1,5 +1,5 @@
 //! The public leaderboard pages (HTML): `/boards`, `/boards/{trackId}`, `/drivers/{userId}`.
-//! Served by the leaderboards function; see [`crate::board_pages`].
+//! Served by the leaderboards function; see the `paddock-board-pages` crate.
 
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
@@ -8,9 +8,9 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::board_pages::{avatars, charts, preview, reads, render};
 use crate::http::{ApiError, conditional};
 use crate::state::AppState;
+use board_pages::{avatars, charts, preview, reads, render};
 use paddock_core::ids::{TrackId, UserId};
 use paddock_core::leaderboards::board::{BoardId, BoardScope};
 use paddock_core::leaderboards::cache::{DriverPageKey, PreviewKey, RenderedPage};

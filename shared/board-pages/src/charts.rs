@@ -3,12 +3,12 @@
 //! `<title>` and `<desc>`, and a visually hidden table).
 
 use maud::{Markup, html};
-use paddock_core::leaderboards::format_lap_time;
-use paddock_core::leaderboards::lap_history::LapPoint;
-use paddock_core::leaderboards::spread::Bar;
+use paddock_boards::leaderboards::format_lap_time;
+use paddock_boards::leaderboards::lap_history::LapPoint;
+use paddock_boards::leaderboards::spread::Bar;
 
 /// The bars a histogram has at most (readable on a phone: at least 8 px a bar).
-pub(crate) const MAX_BARS: usize = 40;
+pub const MAX_BARS: usize = 40;
 
 /// The drawing's size in its own units; it scales to the page's width.
 const WIDTH: f64 = 320.0;
@@ -21,7 +21,7 @@ const BOTTOM: f64 = 120.0;
 
 /// A driver whose bar a shared link marks (`?driver=`).
 #[derive(Debug, Clone)]
-pub(crate) struct Marked {
+pub struct Marked {
     /// The driver's name as shown.
     pub name: String,
     /// The driver's lap.
@@ -45,7 +45,7 @@ fn range(bar: &Bar) -> String {
 
 /// The histogram of a board's lap times, `marked`'s bar highlighted (in colour and with a
 /// marker above it, so colour is not the only sign), with the same numbers as a hidden list.
-pub(crate) fn spread(id: &str, bars: &[Bar], marked: Option<&Marked>) -> Markup {
+pub fn spread(id: &str, bars: &[Bar], marked: Option<&Marked>) -> Markup {
     let Some(tallest) = bars.iter().map(|b| b.drivers).max().filter(|t| *t > 0) else {
         return html! {};
     };
@@ -75,7 +75,7 @@ pub(crate) fn spread(id: &str, bars: &[Bar], marked: Option<&Marked>) -> Markup 
                 format_lap_time(m.lap_ms),
                 m.rank,
                 m.total,
-                paddock_core::leaderboards::spread::top_percent(m.rank, m.total)
+                paddock_boards::leaderboards::spread::top_percent(m.rank, m.total)
             ))
             .unwrap_or_default()
     );
@@ -109,7 +109,7 @@ pub(crate) fn spread(id: &str, bars: &[Bar], marked: Option<&Marked>) -> Markup 
                 "Drivers by lap time. "
                 @if let Some(m) = marked {
                     "▼ " (m.name) ": " (format_lap_time(m.lap_ms)) ", rank " (m.rank) " of " (m.total)
-                    ", top " (paddock_core::leaderboards::spread::top_percent(m.rank, m.total)) " %."
+                    ", top " (paddock_boards::leaderboards::spread::top_percent(m.rank, m.total)) " %."
                 }
             }
             ul.visually-hidden aria-label="Drivers by lap time" {
@@ -130,7 +130,7 @@ fn day(rfc3339: &str) -> &str {
 /// far as a stepped line, faster higher, sessions placed by their date. A session that set a
 /// new best is a filled dot, the others hollow (shape, not colour alone, tells them apart);
 /// the same numbers are in a hidden table.
-pub(crate) fn progress(id: &str, track_title: &str, points: &[LapPoint]) -> Markup {
+pub fn progress(id: &str, track_title: &str, points: &[LapPoint]) -> Markup {
     if points.len() < 2 {
         return html! {};
     }
@@ -234,9 +234,9 @@ fn unix(rfc3339: &str) -> i64 {
         .map_or(0, time::OffsetDateTime::unix_timestamp)
 }
 
-/// The track's map as the API draws it (`paddock_core::tracks::maps::svg`: numbers and the
+/// The track's map as the API draws it (`paddock_driving::tracks::maps::svg`: numbers and the
 /// track's id only), named for screen readers and styled by the page's sheet.
-pub(crate) fn track_map(svg: &str, track_title: &str) -> Markup {
+pub fn track_map(svg: &str, track_title: &str) -> Markup {
     let named = svg.replacen(
         "<svg ",
         &format!(
@@ -294,7 +294,7 @@ mod tests {
 
     fn point(at: &str, ms: i64) -> LapPoint {
         LapPoint {
-            session_id: paddock_core::ids::SessionId::from(at),
+            session_id: paddock_kernel::ids::SessionId::from(at),
             session_at: at.to_owned(),
             lap_time_ms: ms,
             vehicle_name: "Car".into(),

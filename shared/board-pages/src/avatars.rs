@@ -4,8 +4,8 @@
 
 /// Whether the pages show `url` as an image: https, a host name on `hosts` (so never an IP
 /// address), no port and no user name or password. Anything else is shown as the initial.
-pub(crate) fn shown(url: &str, hosts: &[String]) -> bool {
-    let Ok(url) = reqwest::Url::parse(url) else {
+pub fn shown(url: &str, hosts: &[String]) -> bool {
+    let Ok(url) = url::Url::parse(url) else {
         return false;
     };
     let Some(host) = url.host_str() else {
@@ -21,7 +21,7 @@ pub(crate) fn shown(url: &str, hosts: &[String]) -> bool {
 }
 
 /// The Content-Security-Policy `img-src` sources of `hosts`: each over https, or `'none'`.
-pub(crate) fn image_sources(hosts: &[String]) -> String {
+pub fn image_sources(hosts: &[String]) -> String {
     if hosts.is_empty() {
         return "'none'".to_owned();
     }

@@ -35,7 +35,7 @@ fn stored_track_and_car_names_render_neutralised() {
         name: "Spa\u{200B}".to_owned(),
         layout: "\u{202E}PG".to_owned(),
         game_id: "acc\u{2066}".to_owned(),
-        ..Track::empty(&paddock_core::tracks::TrackKey::new("acc", "Spa", "GP"))
+        ..Track::empty(&paddock_driving::tracks::TrackKey::new("acc", "Spa", "GP"))
     };
     let html = boards(
         None,

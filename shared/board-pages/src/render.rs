@@ -11,10 +11,10 @@ use std::sync::LazyLock;
 
 use super::charts::{self, MAX_BARS, Marked};
 use super::reads::{BoardPage, DriverPage, TrackBoard};
-use paddock_core::hidden_characters::is_invisible_or_bidi;
-use paddock_core::ids::{TrackId, UserId};
-use paddock_core::leaderboards::format_lap_time;
-use paddock_core::tracks::Track;
+use hidden_characters::is_invisible_or_bidi;
+use paddock_boards::leaderboards::format_lap_time;
+use paddock_driving::tracks::Track;
+use paddock_kernel::ids::{TrackId, UserId};
 
 /// The pages' style sheet (small, phone first: the board table scrolls sideways on narrow
 /// screens rather than squeezing the names).
@@ -56,7 +56,7 @@ static STYLE_SOURCE: LazyLock<String> = LazyLock::new(|| {
 /// The pages' Content-Security-Policy: nothing runs, nothing is framed, forms post only
 /// here, images only from `img_sources` (the allowed avatar hosts, see
 /// [`super::avatars::image_sources`]), styles only the inline sheet above.
-pub(crate) fn content_security_policy(img_sources: &str) -> String {
+pub fn content_security_policy(img_sources: &str) -> String {
     format!(
         "default-src 'none'; style-src {}; img-src {img_sources}; form-action 'self'; \
          base-uri 'none'; frame-ancestors 'none'",
@@ -65,7 +65,7 @@ pub(crate) fn content_security_policy(img_sources: &str) -> String {
 }
 
 /// What a page says about itself to browsers and to link previews.
-pub(crate) struct Head<'a> {
+pub struct Head<'a> {
     /// The `<title>` and `og:title`.
     pub title: String,
     /// The `og:description`.
@@ -131,7 +131,7 @@ fn track_title(track: &Track) -> String {
 }
 
 /// The gap to the fastest lap: `+0.417`, `+1:02.003`; empty for the fastest itself.
-pub(crate) fn gap(lap_ms: i64, first_ms: i64) -> String {
+pub fn gap(lap_ms: i64, first_ms: i64) -> String {
     let gap = lap_ms - first_ms;
     if gap <= 0 {
         return "—".to_owned();
@@ -161,12 +161,12 @@ fn with_query(path: &str, pairs: &[(&str, &str)]) -> String {
 }
 
 /// The path of a board page.
-pub(crate) fn board_path(track_id: &TrackId) -> String {
+pub fn board_path(track_id: &TrackId) -> String {
     format!("/boards/{track_id}")
 }
 
 /// The path of a driver's page.
-pub(crate) fn driver_path(user_id: &UserId) -> String {
+pub fn driver_path(user_id: &UserId) -> String {
     format!("/drivers/{user_id}")
 }
 
@@ -220,7 +220,7 @@ fn document(head: &Head<'_>, url: Option<&str>, body: Markup) -> String {
 }
 
 /// `/boards`: the tracks with boards.
-pub(crate) fn boards(
+pub fn boards(
     public_url: Option<&str>,
     tracks: &[TrackBoard],
     search: Option<&str>,
@@ -274,7 +274,7 @@ pub(crate) fn boards(
 }
 
 /// `/boards/{trackId}`: one page of a board.
-pub(crate) fn board(
+pub fn board(
     public_url: Option<&str>,
     page: &BoardPage,
     car: Option<&str>,
@@ -414,7 +414,7 @@ pub(crate) fn board(
 }
 
 /// `/drivers/{userId}`: a driver's bests.
-pub(crate) fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bool) -> String {
+pub fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bool) -> String {
     let (user, bests) = (&page.user, &page.bests);
     let shown = visible(&user.display_name);
     let description = match bests.first() {
@@ -484,7 +484,7 @@ pub(crate) fn driver(public_url: Option<&str>, page: &DriverPage, first_page: bo
 
 /// An error page (400, 404): what went wrong, and the way back. It names no address of its
 /// own (no canonical link, no `og:url`).
-pub(crate) fn problem(title: &str, message: &str) -> String {
+pub fn problem(title: &str, message: &str) -> String {
     let head = Head {
         title: format!("{title} · Paddock"),
         description: message.to_owned(),

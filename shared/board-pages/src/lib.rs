@@ -7,10 +7,13 @@
 //!
 //! The pages read the boards as `GET /v1/leaderboards` does ([`reads`]) and render them with
 //! no script ([`render`]), with avatars from the allowed hosts only ([`avatars`]); the routes
-//! are in `routes::board_pages`.
+//! are in `paddock-api`'s `routes::board_pages`.
 
-pub(crate) mod avatars;
-pub(crate) mod charts;
-pub(crate) mod preview;
-pub(crate) mod reads;
-pub(crate) mod render;
+// Everything the API uses is documented; CI turns warnings into errors.
+#![warn(missing_docs)]
+
+pub mod avatars;
+pub mod charts;
+pub mod preview;
+pub mod reads;
+pub mod render;

@@ -8,20 +8,20 @@
 
 use std::fmt::Write as _;
 
-use paddock_core::leaderboards::format_lap_time;
-use paddock_core::leaderboards::spread::Bar;
+use paddock_boards::leaderboards::format_lap_time;
+use paddock_boards::leaderboards::spread::Bar;
 
 /// The picture's size: the 1.91:1 card link previews show.
-pub(crate) const WIDTH: u32 = 1200;
+pub const WIDTH: u32 = 1200;
 /// See [`WIDTH`].
-pub(crate) const HEIGHT: u32 = 630;
+pub const HEIGHT: u32 = 630;
 /// The PNG's bytes at most: a picture over this is not served (the flat drawing stays far
 /// below it).
-pub(crate) const MAX_BYTES: usize = 256 * 1024;
+pub const MAX_BYTES: usize = 256 * 1024;
 
 /// Why a preview could not be made.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PreviewError {
+pub enum PreviewError {
     /// The drawing did not parse (a bug here).
     #[error("the preview's drawing is not valid SVG: {0}")]
     Drawing(String),
@@ -76,7 +76,7 @@ fn figures(text: &str, x: f64, y: f64, h: f64) -> (String, f64) {
 }
 
 /// The drawing of the preview: `top` the three fastest laps (ms), `bars` the spread.
-pub(crate) fn drawing(top: &[i64], bars: &[Bar]) -> String {
+pub fn drawing(top: &[i64], bars: &[Bar]) -> String {
     let mut svg = canvas();
     // The podium: rank badges (one, two, three dots) and each lap time, largest first.
     let podium = ["#b8860b", "#6b7280", "#8b5a2b"];
@@ -144,7 +144,7 @@ fn stroke(d: &str, colour: &str, h: f64) -> String {
 /// The drawing of a driver's preview: `boards` the rank and lap of their first boards (three
 /// at most drawn), `progress` the laps of their latest sessions on the first board, oldest
 /// first (a line of the best so far and a dot per session, faster higher).
-pub(crate) fn driver_drawing(boards: &[(u64, i64)], progress: &[i64]) -> String {
+pub fn driver_drawing(boards: &[(u64, i64)], progress: &[i64]) -> String {
     let mut svg = canvas();
     for (i, (rank, ms)) in boards.iter().take(3).enumerate() {
         let h = 56.0;
@@ -207,12 +207,12 @@ pub(crate) fn driver_drawing(boards: &[(u64, i64)], progress: &[i64]) -> String 
 }
 
 /// The board's preview as a PNG.
-pub(crate) fn png(top: &[i64], bars: &[Bar]) -> Result<Vec<u8>, PreviewError> {
+pub fn png(top: &[i64], bars: &[Bar]) -> Result<Vec<u8>, PreviewError> {
     rasterise(&drawing(top, bars))
 }
 
 /// The driver's preview as a PNG (see [`driver_drawing`]).
-pub(crate) fn driver_png(boards: &[(u64, i64)], progress: &[i64]) -> Result<Vec<u8>, PreviewError> {
+pub fn driver_png(boards: &[(u64, i64)], progress: &[i64]) -> Result<Vec<u8>, PreviewError> {
     rasterise(&driver_drawing(boards, progress))
 }
 
@@ -304,9 +304,9 @@ mod tests {
     #[tokio::test]
     #[ignore = "a measurement, run by hand in release"]
     async fn preview_costs_drawn_and_cached() {
-        use paddock_core::ids::TrackId;
-        use paddock_core::leaderboards::board::BoardId;
-        use paddock_core::leaderboards::cache::{BoardCache, PreviewKey, RenderedPage};
+        use paddock_boards::leaderboards::board::BoardId;
+        use paddock_boards::leaderboards::cache::{BoardCache, PreviewKey, RenderedPage};
+        use paddock_kernel::ids::TrackId;
         let bars: Vec<Bar> = (0..40)
             .map(|i| Bar {
                 from_ms: 88_000 + i * 1000,

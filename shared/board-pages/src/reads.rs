@@ -5,26 +5,26 @@
 //! page reads a page of the driver's track index and one entry per track, and the tracks page
 //! reads a page of tracks.
 
-use paddock_core::ids::TrackId;
-use paddock_core::ids::UserId;
-use paddock_core::leaderboards::board::{BoardId, BoardScope, Row, TRACK_INDEX_PREFIX};
-use paddock_core::leaderboards::lap_history::{self, LapPoint};
-use paddock_core::leaderboards::reads as board_reads;
-use paddock_core::leaderboards::spread::Spread;
-use paddock_core::leaderboards::{rank_counts, vehicles};
-use paddock_core::ports::Ports;
-use paddock_core::ports::items::{Query, SK, StoreError, decode_cursor, encode_cursor};
-use paddock_core::tables::Table;
-use paddock_core::tracks::{self, Track, maps};
+use paddock_boards::leaderboards::board::{BoardId, BoardScope, Row, TRACK_INDEX_PREFIX};
+use paddock_boards::leaderboards::lap_history::{self, LapPoint};
+use paddock_boards::leaderboards::reads as board_reads;
+use paddock_boards::leaderboards::spread::Spread;
+use paddock_boards::leaderboards::{rank_counts, vehicles};
+use paddock_driving::tracks::{self, Track, maps};
+use paddock_kernel::ids::TrackId;
+use paddock_kernel::ids::UserId;
+use paddock_kernel::ports::Ports;
+use paddock_kernel::ports::items::{Query, SK, StoreError, decode_cursor, encode_cursor};
+use paddock_kernel::tables::Table;
 
 /// The cars a board page offers in its selector: the most-driven listed ones.
 const CARS_SHOWN: usize = 30;
 
-pub(crate) use paddock_core::leaderboards::reads::Ranked;
+pub use paddock_boards::leaderboards::reads::Ranked;
 
 /// A page of a board (the track board, or one car's).
 #[derive(Debug, Clone)]
-pub(crate) struct BoardPage {
+pub struct BoardPage {
     /// The board's track.
     pub track: Track,
     /// The rows of this page, in rank order.
@@ -50,7 +50,7 @@ pub(crate) struct BoardPage {
 
 /// A track that has a board, with its number of drivers.
 #[derive(Debug, Clone)]
-pub(crate) struct TrackBoard {
+pub struct TrackBoard {
     /// The track.
     pub track: Track,
     /// Drivers on its board.
@@ -59,7 +59,7 @@ pub(crate) struct TrackBoard {
 
 /// A driver's best on one board.
 #[derive(Debug, Clone)]
-pub(crate) struct DriverBest {
+pub struct DriverBest {
     /// The board's track.
     pub track: Track,
     /// The driver's entry.
@@ -77,7 +77,7 @@ pub(crate) struct DriverBest {
 /// raced. Reads what `GET /v1/leaderboards` reads for the page, the board's fastest row, the
 /// track's cars, the spread of the board's lap times (its count items) and, when a link
 /// marks a driver, the driver's entry.
-pub(crate) async fn board_page(
+pub async fn board_page(
     ports: &Ports,
     board: &BoardId,
     after: Option<&str>,
@@ -182,7 +182,7 @@ async fn board_rows(
 
 /// What a board's link preview shows: its three fastest laps and its spread; `None` for a
 /// board without entries. Reads the first three rows and the count items, at once.
-pub(crate) async fn preview(
+pub async fn preview(
     ports: &Ports,
     board: &BoardId,
 ) -> Result<Option<(Vec<i64>, Spread)>, StoreError> {
@@ -199,7 +199,7 @@ pub(crate) async fn preview(
 
 /// Tracks with a board, a page of the tracks list at a time, with the ones whose name, layout
 /// or game holds `search` (case-insensitive) only.
-pub(crate) async fn boards(
+pub async fn boards(
     ports: &Ports,
     search: Option<&str>,
     limit: usize,
@@ -227,9 +227,9 @@ pub(crate) async fn boards(
 
 /// A page of a driver's bests.
 #[derive(Debug, Clone)]
-pub(crate) struct DriverPage {
+pub struct DriverPage {
     /// The driver.
-    pub user: paddock_core::identity::users::User,
+    pub user: paddock_identity::identity::users::User,
     /// The driver's best on each track of this page.
     pub bests: Vec<DriverBest>,
     /// The cursor of the next page, if any.
@@ -241,7 +241,7 @@ pub(crate) struct DriverPage {
 /// account. Reads the profile, a page of the track index, then each track's entry, rank,
 /// track and latest submitted laps at once: the same items however many boards the driver
 /// is on, and however many laps they submitted.
-pub(crate) async fn driver_bests(
+pub async fn driver_bests(
     ports: &Ports,
     user_id: &UserId,
     cursor: Option<&str>,
@@ -262,7 +262,7 @@ pub(crate) async fn driver_bests(
         .limit(limit)
         .after(after);
     let (user, page) = futures::try_join!(
-        paddock_core::identity::users::get(ports, user_id),
+        paddock_identity::identity::users::get(ports, user_id),
         ports.items.query(index)
     )?;
     let Some(user) = user else {
