@@ -1,15 +1,13 @@
-//! Consumers: plain async processors of queued events, one per queue, and the runner that
-//! feeds them.
+//! Consumers: plain async processors of queued events, one per queue, and how a delivery is
+//! handled and retried.
 //!
-//! Locally each consumer is a tokio task polling its embedded queue; in AWS each queue
-//! triggers its own Lambda, which calls [`handle_body`] per record and reports partial batch
-//! failures.
+//! Locally each consumer is a tokio task polling its embedded queue (`paddock-runtime`'s
+//! `local_runner`); in AWS each queue triggers its own Lambda, which calls [`handle_body`] per
+//! record and reports partial batch failures.
 
 use futures::future::BoxFuture;
-use futures::stream::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
 
 pub use crate::events::ProcessError;
 use crate::events::{Event, EventKind, SessionUploaded, TrackProcessRequested};
@@ -223,69 +221,5 @@ pub fn concurrency(consumer: QueueName) -> usize {
         QueueName::Webhooks => 10,
         // A deletion job is long and writes in batches of its own.
         QueueName::Accounts => 2,
-    }
-}
-
-/// Runs the local consumer of `consumer`'s queue until `shutdown` turns true; it also keeps
-/// the queue's depth gauge current.
-pub async fn run_consumer(
-    consumer: QueueName,
-    ports: Ports,
-    processor: Processor,
-    policy: RetryPolicy,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let queue = ports.queues.get(consumer).clone();
-    let mut depth_read = tokio::time::Instant::now();
-    while !*shutdown.borrow() {
-        if depth_read.elapsed() >= Duration::from_secs(5) {
-            depth_read = tokio::time::Instant::now();
-            if let Ok(Some(depth)) = queue.depth().await {
-                metrics::global()
-                    .queue_depth
-                    .with_label_values(&[consumer.name()])
-                    .set(i64::try_from(depth).unwrap_or(i64::MAX));
-            }
-        }
-        let batch = tokio::select! {
-            batch = queue.receive(10, Duration::from_secs(1)) => batch,
-            _ = shutdown.changed() => break,
-        };
-        match batch {
-            // A batch is handled concurrently (consumers are safe under concurrent delivery)
-            // and its successes acknowledged in one call.
-            Ok(messages) => {
-                let done: Vec<String> = futures::stream::iter(messages)
-                    .map(|message| handle_delivery(consumer, message, &ports, &processor, policy))
-                    .buffer_unordered(concurrency(consumer))
-                    .filter_map(std::future::ready)
-                    .collect()
-                    .await;
-                if let Err(e) = queue.ack_all(&done).await {
-                    // They reappear after the visibility timeout and find their work done.
-                    tracing::error!(%consumer, error = %e, "could not acknowledge a batch");
-                }
-            }
-            Err(e) => {
-                tracing::error!(%consumer, error = %e, "event queue unavailable; backing off");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
-        }
-    }
-}
-
-/// Runs the local outbox relay until `shutdown` turns true.
-pub async fn run_relay(ports: Ports, interval: Duration, mut shutdown: watch::Receiver<bool>) {
-    while !*shutdown.borrow() {
-        match crate::outbox::relay_pending(&ports).await {
-            // More may have arrived while this pass ran: look again at once.
-            Ok(relayed) if relayed > 0 => continue,
-            Ok(_) => {}
-            Err(e) => tracing::error!(error = format!("{e:#}"), "outbox relay failed; will retry"),
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
-            _ = shutdown.changed() => break,
-        }
     }
 }

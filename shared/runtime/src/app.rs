@@ -79,7 +79,11 @@ impl Application {
         let relay = {
             let (ports, stop_rx) = (ports.clone(), stop_rx.clone());
             supervised("outbox relay", move || {
-                workers::run_relay(ports.clone(), Duration::from_millis(200), stop_rx.clone())
+                crate::local_runner::run_relay(
+                    ports.clone(),
+                    Duration::from_millis(200),
+                    stop_rx.clone(),
+                )
             })
         };
         let consumers: Vec<_> = QueueName::ALL
@@ -154,7 +158,7 @@ fn consumer(
                     tracing::warn!(error = %e, "could not return stuck track jobs to pending");
                 }
             }
-            workers::run_consumer(queue, ports, processor, policy, stop_rx).await;
+            crate::local_runner::run_consumer(queue, ports, processor, policy, stop_rx).await;
         }
     })
 }

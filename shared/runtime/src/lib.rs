@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod lambda;
+pub mod local_runner;
 mod log_text;
 pub mod secret_fields;
 pub mod telemetry;

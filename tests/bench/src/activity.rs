@@ -73,7 +73,7 @@ async fn drain(ports: &Ports, queue: QueueName, processor: Processor) -> anyhow:
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let started = Instant::now();
-    let runner = tokio::spawn(workers::run_consumer(
+    let runner = tokio::spawn(paddock_runtime::local_runner::run_consumer(
         queue,
         ports.clone(),
         processor,

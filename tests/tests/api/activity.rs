@@ -428,7 +428,7 @@ async fn redelivered_and_concurrent_events_count_once(backend: Backend) {
     let (stop_tx, stop_rx) = watch::channel(false);
     let runners: Vec<_> = (0..2)
         .map(|_| {
-            tokio::spawn(workers::run_consumer(
+            tokio::spawn(paddock_runtime::local_runner::run_consumer(
                 QueueName::Achievements,
                 t.ports.clone(),
                 workers::processor(QueueName::Achievements),
@@ -508,7 +508,7 @@ async fn poison_and_failing_events_are_dead_lettered(backend: Backend) {
     let runners: Vec<_> = [QueueName::Feed, QueueName::Achievements]
         .into_iter()
         .map(|q| {
-            tokio::spawn(workers::run_consumer(
+            tokio::spawn(paddock_runtime::local_runner::run_consumer(
                 q,
                 t.ports.clone(),
                 workers::processor(q),

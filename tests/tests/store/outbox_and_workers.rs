@@ -8,7 +8,7 @@ use paddock_core::ports::Clock;
 use paddock_core::ports::items::{Condition, Key, Query, TxOp, item};
 use paddock_core::queues::QueueName;
 use paddock_core::tables::Table;
-use paddock_core::workers::{self, ProcessError, Processor, RetryPolicy};
+use paddock_core::workers::{ProcessError, Processor, RetryPolicy};
 use paddock_tests::{Backend, TestPorts, ports};
 use serde_json::json;
 use std::collections::HashMap;
@@ -171,7 +171,7 @@ async fn worker_retries_then_dead_letters(t: TestPorts) {
         max_receives: 3,
         base_delay: Duration::from_millis(10),
     };
-    let runner = tokio::spawn(workers::run_consumer(
+    let runner = tokio::spawn(paddock_runtime::local_runner::run_consumer(
         QueueName::TrackMaps,
         t.ports.clone(),
         processor,
