@@ -1,7 +1,6 @@
 //! State shared by every handler.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use http::HeaderValue;
 
@@ -10,17 +9,16 @@ use paddock_clients::identity_providers::{self as providers, Providers};
 use paddock_clients::webhooks::HttpsWebhookClient;
 use paddock_core::coaching::llm::LanguageModel;
 use paddock_core::config::Settings;
-use paddock_core::identity::access_tokens::{AccessTokens, Claims, UNKNOWN_KEY};
+use paddock_core::identity::access_tokens::{AccessTokens, Claims};
+use paddock_core::identity::authentication::Door;
+/// How often, at most, a token signed by an unknown key makes the keys be read again.
+pub use paddock_core::identity::authentication::UNKNOWN_KEY_REREAD;
 use paddock_core::identity::passwords::{PasswordError, PasswordHasher};
 use paddock_core::identity::signing_keys::{SigningKeyError, SigningKeys};
 use paddock_core::leaderboards::BoardCache;
 use paddock_core::ports::{MetricsSource, Ports};
 use paddock_core::webhooks::address_policy;
 use paddock_core::webhooks::client::WebhookClient;
-
-/// The shortest time between two reads of the signing keys caused by a token whose key id
-/// this instance does not know.
-pub const UNKNOWN_KEY_REREAD: Duration = Duration::from_secs(5);
 
 /// The ports, settings and per-process caches, shared by every handler: the router hands each
 /// request its own clone, so the state is one pointer and a clone one reference count.
@@ -181,34 +179,24 @@ impl AppState {
             .await
     }
 
+    /// The domain's door for credentials, over this process's store, keys and limits.
+    pub fn door(&self) -> Door<'_> {
+        Door {
+            ports: &self.ports,
+            keys: &self.access_tokens,
+            jwt: &self.settings.jwt,
+            keys_refresh: self.settings.secrets_refresh,
+            token_requests_per_minute: self.settings.token_requests_per_minute,
+        }
+    }
+
     /// The claims of `token` if it is a valid, unexpired access token of the current keys
-    /// (`Err` inside: why not). The keys are read as by [`AppState::access_tokens`]; while
-    /// they are fresh, no lock and no shared reference count is taken.
+    /// (`Err` inside: why not), as the door checks them.
     pub async fn verify_access_token(
         &self,
         token: &str,
     ) -> Result<Result<Arc<Claims>, &'static str>, SigningKeyError> {
-        let now = self.ports.clock.unix();
-        let refresh = self.settings.secrets_refresh;
-        let verdict = match self
-            .access_tokens
-            .with_fresh(refresh, |tokens| tokens.verify(token, now))
-        {
-            Some(verdict) => verdict,
-            None => self.access_tokens().await?.verify(token, now),
-        };
-        if verdict != Err(UNKNOWN_KEY) {
-            return Ok(verdict);
-        }
-        // Signed by a key this instance has not read yet (another instance read a rotation
-        // first): the keys are read again, at most once per `UNKNOWN_KEY_REREAD`, so tokens
-        // naming made-up keys cannot make every request read the secret.
-        let reread = UNKNOWN_KEY_REREAD.min(refresh.max(Duration::from_secs(1)));
-        let tokens = self
-            .access_tokens
-            .get(self.ports.secrets.as_ref(), &self.settings.jwt, reread)
-            .await?;
-        Ok(tokens.verify(token, now))
+        self.door().verify_access_token(token).await
     }
 
     /// The configured public base URL, else the local server's address. A request's handler

@@ -1,12 +1,11 @@
-//! The extractors that authenticate every protected endpoint, and the client address.
+//! The one extractor that authenticates every protected endpoint, over the domain's one door
+//! (`identity::authentication`), and the client address.
 //!
-//! Two kinds of credential reach the API as `Authorization: Bearer`: the access token (a JWT)
-//! of a sign-in, and a driver's personal access token (`pdk_...`, recognised by its prefix
-//! before any JWT work). [`AuthUser`] accepts only a sign-in: routes that manage the account
-//! (tokens, password, profile changes, export, deletion) and every route not opened to tokens
-//! use it,
-//! and a personal access token there is refused with 403. [`Authorized<S>`] accepts a sign-in
-//! or a token granted scope `S`: the route states its scope by its type.
+//! A route names what it requires by the extractor's type: [`Caller<scope::SignIn>`] for a
+//! sign-in only (managing the account: tokens, password, profile changes, export, deletion;
+//! a personal access token there is refused with 403), [`Caller<scope::X>`] for a sign-in or
+//! a token granted scope `X`. With [`Deferred`] as its second parameter, a sign-in's family is
+//! read beside the route's first reads ([`Caller::confirmed_with`]) instead of before them.
 
 use axum::extract::{ConnectInfo, FromRequestParts};
 use http::request::Parts;
@@ -17,29 +16,13 @@ use std::sync::{Arc, OnceLock};
 
 use super::ApiError;
 use crate::state::AppState;
+use paddock_core::identity::authentication::{
+    self, AuthenticationError, Credential, Required, Unconfirmed,
+};
 use paddock_core::identity::claims::Claims;
-use paddock_core::identity::personal_tokens::{self, AuthError, Scope, TokenGrant};
-use paddock_core::identity::refresh_tokens;
+use paddock_core::identity::personal_tokens::{self, Scope, TokenGrant};
 use paddock_core::ids::UserId;
-use paddock_core::rate_limits::{self, Limit, LimitError, Usage, address_group};
-
-/// The rate-limit scope of requests made with a personal access token (subject: its id).
-pub(crate) const TOKEN_REQUESTS_SCOPE: &str = "token-requests";
-
-/// The caller of a route only a sign-in may use: a valid access token of a family that is not
-/// revoked. A personal access token is refused (403) before any other check.
-#[derive(Debug, Clone)]
-pub struct AuthUser {
-    /// The verified claims of the presented token.
-    pub claims: Arc<Claims>,
-}
-
-impl AuthUser {
-    /// The caller's user id (the token's `sub`).
-    pub fn user_id(&self) -> &UserId {
-        &self.claims.sub
-    }
-}
+use paddock_core::rate_limits::{Usage, address_group};
 
 /// The bearer token of a request's headers, if any.
 pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
@@ -65,80 +48,30 @@ fn bearer_of(authorization: &HeaderValue) -> Option<&str> {
         .flatten()
 }
 
-impl FromRequestParts<AppState> for AuthUser {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Self::from_headers(&parts.headers, state).await
-    }
+/// What a route requires of its caller, named by a type of [`scope`].
+pub trait Requirement: Send + Sync + 'static {
+    /// The requirement the door checks.
+    const REQUIRED: Required;
 }
 
-impl AuthUser {
-    /// Authenticates the bearer token of `headers` (for handlers where a token is needed only
-    /// with some parameters).
-    pub async fn from_headers(
-        headers: &http::HeaderMap,
-        state: &AppState,
-    ) -> Result<Self, ApiError> {
-        Self::from_authorization(headers.get(header::AUTHORIZATION), state).await
-    }
-
-    /// Authenticates the bearer token of an `Authorization` header's value.
-    pub async fn from_authorization(
-        authorization: Option<&HeaderValue>,
-        state: &AppState,
-    ) -> Result<Self, ApiError> {
-        let token = required_bearer(authorization)?;
-        if personal_tokens::is_personal_token(token) {
-            return Err(ApiError::Forbidden(
-                "personal access tokens cannot be used on this route: it needs a signed-in session"
-                    .into(),
-            ));
-        }
-        Self::from_access_token(token, state).await
-    }
-
-    /// Authenticates a sign-in's access token (a JWT).
-    async fn from_access_token(token: &str, state: &AppState) -> Result<Self, ApiError> {
-        let claims = verified_claims(token, state).await?;
-        confirm_family(state, &claims).await?;
-        Ok(Self { claims })
-    }
-}
-
-/// The claims of an access token whose signature and expiry hold (no store call).
-async fn verified_claims(token: &str, state: &AppState) -> Result<Arc<Claims>, ApiError> {
-    state
-        .verify_access_token(token)
-        .await?
-        .map_err(|reason| ApiError::Unauthorized(reason.into()))
-}
-
-/// Refuses a token whose sign-in (its family) was revoked or belongs to someone else.
-async fn confirm_family(state: &AppState, claims: &Claims) -> Result<(), ApiError> {
-    if !refresh_tokens::family_active(&state.ports, &claims.sid, &claims.sub).await? {
-        return Err(ApiError::Unauthorized("session has been revoked".into()));
-    }
-    Ok(())
-}
-
-/// What a route opened to personal access tokens requires of one: the scope it names.
-pub trait RequiredScope: Send + Sync + 'static {
-    /// The scope a token needs on the route.
-    const SCOPE: Scope;
-}
-
-/// Marker types naming each scope, for [`Authorized`].
+/// Marker types naming what each route requires, for [`Caller`].
 pub mod scope {
-    use super::{RequiredScope, Scope};
+    use super::{Required, Requirement, Scope};
+
+    /// A sign-in: personal access tokens are refused.
+    #[derive(Debug, Clone, Copy)]
+    pub struct SignIn;
+    impl Requirement for SignIn {
+        const REQUIRED: Required = Required::SignIn;
+    }
 
     macro_rules! scopes {
         ($($(#[$doc:meta])* $name:ident;)*) => {$(
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
             pub struct $name;
-            impl RequiredScope for $name {
-                const SCOPE: Scope = Scope::$name;
+            impl Requirement for $name {
+                const REQUIRED: Required = Required::Scope(Scope::$name);
             }
         )*};
     }
@@ -163,97 +96,109 @@ pub mod scope {
     }
 }
 
+/// When a sign-in's family is confirmed: at extraction ([`Confirmed`]) or beside the route's
+/// first reads ([`Deferred`]).
+pub trait Confirmation: Send + Sync + 'static {
+    /// What the extractor holds until the route uses it.
+    type Held: Clone + std::fmt::Debug + Send + Sync;
+}
+
+/// The caller is admitted whole before the handler runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Confirmed;
+impl Confirmation for Confirmed {
+    type Held = authentication::Caller;
+}
+
+/// A sign-in's family is read beside the route's first reads ([`Caller::confirmed_with`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Deferred;
+impl Confirmation for Deferred {
+    type Held = Unconfirmed;
+}
+
 /// Where a request made with a personal access token leaves the usage of its rate limit, for
 /// the `RateLimit-*` headers of its answer (see `super::rate_limit_headers`).
 #[derive(Debug, Clone, Default)]
 pub struct RateLimitSlot(pub(crate) Arc<OnceLock<Usage>>);
 
-/// The caller of a route that a personal access token with scope `S` may use as well as a
-/// signed-in driver.
-#[derive(Debug, Clone)]
-pub struct Authorized<S: RequiredScope> {
-    user_id: UserId,
-    token: Option<Arc<TokenGrant>>,
-    scope: PhantomData<S>,
+impl RateLimitSlot {
+    fn keep(slot: Option<&Self>, usage: Option<Usage>) {
+        if let (Some(slot), Some(usage)) = (slot, usage) {
+            let _ = slot.0.set(usage);
+        }
+    }
 }
 
-impl<S: RequiredScope> Authorized<S> {
+/// The caller of a route that requires `R`, admitted by the domain's door.
+#[derive(Debug, Clone)]
+pub struct Caller<R: Requirement, C: Confirmation = Confirmed> {
+    held: C::Held,
+    required: PhantomData<R>,
+}
+
+/// Authenticates an `Authorization` header's value against `R`; `slot` takes a token's
+/// rate-limit usage for the answer's headers.
+async fn admit<R: Requirement>(
+    authorization: Option<&HeaderValue>,
+    slot: Option<&RateLimitSlot>,
+    state: &AppState,
+) -> Result<Unconfirmed, ApiError> {
+    let credential = Credential::from_bearer(required_bearer(authorization)?);
+    match state.door().authenticate(credential, R::REQUIRED).await {
+        Ok(unconfirmed) => {
+            RateLimitSlot::keep(slot, unconfirmed.usage());
+            Ok(unconfirmed)
+        }
+        Err(e) => {
+            if let AuthenticationError::Limited { usage, .. } = &e {
+                RateLimitSlot::keep(slot, Some(*usage));
+            }
+            Err(e.into())
+        }
+    }
+}
+
+impl<R: Requirement> Caller<R, Confirmed> {
     /// The caller's user id.
     pub fn user_id(&self) -> &UserId {
-        &self.user_id
+        &self.held.user_id
     }
 
     /// The token the request was made with, if not a sign-in.
     pub fn token(&self) -> Option<&TokenGrant> {
-        self.token.as_deref()
+        self.held.token()
     }
 
-    /// Authenticates an `Authorization` header's value; `slot` takes a token's rate-limit
-    /// usage for the answer's headers.
+    /// Authenticates an `Authorization` header's value, the sign-in's family included.
     pub async fn from_authorization(
         authorization: Option<&HeaderValue>,
         slot: Option<&RateLimitSlot>,
         state: &AppState,
     ) -> Result<Self, ApiError> {
-        let token = required_bearer(authorization)?;
-        if !personal_tokens::is_personal_token(token) {
-            let user = AuthUser::from_access_token(token, state).await?;
-            return Ok(Self {
-                user_id: user.claims.sub.clone(),
-                token: None,
-                scope: PhantomData,
-            });
-        }
-        let grant = personal_tokens::authenticate(&state.ports, token)
-            .await
-            .map_err(|e| match e {
-                AuthError::Refused(r) => ApiError::Unauthorized(r.to_string()),
-                AuthError::Store(s) => s.into(),
-            })?;
-        if !grant.allows(S::SCOPE) {
-            return Err(ApiError::Forbidden(format!(
-                "this personal access token lacks the scope `{}` that this route needs",
-                S::SCOPE.name()
-            )));
-        }
-        let now = state.ports.clock.unix();
-        // The last use is written beside the request's count, in the same round trip: not
-        // after the answer, which a Lambda function may never get to (it is frozen once it
-        // has answered). A failed write only leaves `lastUsedAt` a minute behind.
-        let mark_used = async {
-            if personal_tokens::last_used_due(&grant, now)
-                && let Err(e) = personal_tokens::mark_used(&state.ports, &grant, now).await
-            {
-                tracing::warn!(error = %e, "recording a token's last use failed");
-            }
-        };
-        let (counted, ()) = futures::join!(count_token_request(state, &grant, slot), mark_used);
-        counted?;
+        let unconfirmed = admit::<R>(authorization, slot, state).await?;
         Ok(Self {
-            user_id: grant.user_id.clone(),
-            token: Some(Arc::new(grant)),
-            scope: PhantomData,
+            held: unconfirmed.confirmed(&state.ports).await?,
+            required: PhantomData,
         })
     }
 }
 
-/// The caller of a route as [`Authorized<S>`] admits it, except that a sign-in's family is
-/// not read yet: [`Caller::confirmed_with`] reads it beside the route's first reads, so a
-/// request waits on one round trip for both instead of one after the other. Those reads see
-/// the claimed user's data before the sign-in is confirmed, so they must write nothing; their
-/// answer is handed over only once it is. A personal access token is checked whole here, as
-/// by `Authorized` (its rate limit counts the request before any work).
-#[derive(Debug, Clone)]
-pub struct Caller<S: RequiredScope> {
-    authorized: Authorized<S>,
-    /// The claims whose family is still to be confirmed (a sign-in).
-    unconfirmed: Option<Arc<Claims>>,
+impl<C: Confirmation<Held = authentication::Caller>> Caller<scope::SignIn, C> {
+    /// The verified claims of the caller's sign-in.
+    pub fn claims(&self) -> &Claims {
+        match self.held.claims() {
+            Some(claims) => claims,
+            // The door admits nothing but a sign-in where one is required.
+            None => unreachable!("a route requiring a sign-in admitted a personal token"),
+        }
+    }
 }
 
-impl<S: RequiredScope> Caller<S> {
-    /// The caller's user id, as the verified token names it.
+impl<R: Requirement> Caller<R, Deferred> {
+    /// The caller's user id, as the verified credential names it.
     pub fn user_id(&self) -> &UserId {
-        &self.authorized.user_id
+        self.held.user_id()
     }
 
     /// Runs `reads` beside the confirmation of the caller's sign-in; answers the caller and
@@ -263,56 +208,42 @@ impl<S: RequiredScope> Caller<S> {
         self,
         state: &AppState,
         reads: impl Future<Output = Result<T, E>>,
-    ) -> Result<(Authorized<S>, T), ApiError>
+    ) -> Result<(Caller<R>, T), ApiError>
     where
         ApiError: From<E>,
     {
-        let (confirmed, read) = match &self.unconfirmed {
-            Some(claims) => futures::join!(confirm_family(state, claims), reads),
-            None => (Ok(()), reads.await),
+        let (confirmed, read) = self.held.confirmed_beside(&state.ports, reads).await;
+        let caller = Caller {
+            held: confirmed?,
+            required: PhantomData,
         };
-        confirmed?;
-        Ok((self.authorized, read?))
+        Ok((caller, read?))
     }
 
     /// The answer to a request refused for itself (a field breaking a rule, say): a revoked
     /// sign-in is told that first, as when the sign-in is checked before anything else.
     pub async fn refusal(self, state: &AppState, refused: ApiError) -> ApiError {
-        let nothing = async { Ok::<_, ApiError>(()) };
-        match self.confirmed_with(state, nothing).await {
+        match self.held.confirmed(&state.ports).await {
             Ok(_) => refused,
-            Err(e) => e,
+            Err(e) => e.into(),
         }
     }
 
-    /// Authenticates an `Authorization` header's value as [`Authorized::from_authorization`]
-    /// does, leaving a sign-in's family to [`Caller::confirmed_with`].
+    /// Authenticates an `Authorization` header's value, leaving a sign-in's family to
+    /// [`Caller::confirmed_with`].
     pub async fn from_authorization(
         authorization: Option<&HeaderValue>,
         slot: Option<&RateLimitSlot>,
         state: &AppState,
     ) -> Result<Self, ApiError> {
-        let token = required_bearer(authorization)?;
-        if personal_tokens::is_personal_token(token) {
-            let authorized = Authorized::from_authorization(authorization, slot, state).await?;
-            return Ok(Self {
-                authorized,
-                unconfirmed: None,
-            });
-        }
-        let claims = verified_claims(token, state).await?;
         Ok(Self {
-            authorized: Authorized {
-                user_id: claims.sub.clone(),
-                token: None,
-                scope: PhantomData,
-            },
-            unconfirmed: Some(claims),
+            held: admit::<R>(authorization, slot, state).await?,
+            required: PhantomData,
         })
     }
 }
 
-impl<S: RequiredScope> FromRequestParts<AppState> for Caller<S> {
+impl<R: Requirement> FromRequestParts<AppState> for Caller<R, Confirmed> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
@@ -321,50 +252,7 @@ impl<S: RequiredScope> FromRequestParts<AppState> for Caller<S> {
     }
 }
 
-/// Counts one request of `grant` against `Limits__TokenRequestsPerMinute`, leaving the usage
-/// in `slot`; over the limit, a 429 (with the usage at zero left in `slot`).
-async fn count_token_request(
-    state: &AppState,
-    grant: &TokenGrant,
-    slot: Option<&RateLimitSlot>,
-) -> Result<(), ApiError> {
-    let limit = Limit::new("n", state.settings.token_requests_per_minute);
-    let counted = rate_limits::hit_with_usage(
-        &state.ports,
-        TOKEN_REQUESTS_SCOPE,
-        &grant.token_id,
-        60,
-        &limit,
-    )
-    .await;
-    let usage = match counted {
-        Ok(usage) => usage,
-        Err(LimitError::Limited(limited)) => {
-            if let Some(slot) = slot {
-                let _ = slot.0.set(Usage {
-                    limit: limited.max,
-                    remaining: 0,
-                    reset_secs: limited.retry_after_secs,
-                });
-            }
-            return Err(ApiError::TooManyRequests {
-                message: format!(
-                    "too many requests with this personal access token: at most {} a minute \
-                     (Limits__TokenRequestsPerMinute), retry in {} seconds",
-                    limited.max, limited.retry_after_secs
-                ),
-                retry_after_secs: limited.retry_after_secs,
-            });
-        }
-        Err(LimitError::Store(e)) => return Err(e.into()),
-    };
-    if let Some(slot) = slot {
-        let _ = slot.0.set(usage);
-    }
-    Ok(())
-}
-
-impl<S: RequiredScope> FromRequestParts<AppState> for Authorized<S> {
+impl<R: Requirement> FromRequestParts<AppState> for Caller<R, Deferred> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {

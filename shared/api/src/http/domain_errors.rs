@@ -5,6 +5,7 @@ use super::error::ApiError;
 use paddock_core::activity::feed::{FeedReadError, PostError};
 use paddock_core::coaching::coach::CoachError;
 use paddock_core::coaching::llm::LlmError;
+use paddock_core::identity::authentication::AuthenticationError;
 use paddock_core::identity::passwords::PasswordError;
 use paddock_core::identity::signing_keys::SigningKeyError;
 use paddock_core::leaderboards::cache::PageError;
@@ -113,6 +114,25 @@ impl From<PasswordError> for ApiError {
                 retry_after_secs,
             },
             PasswordError::Failed(cause) => Self::Internal(anyhow::anyhow!(cause)),
+        }
+    }
+}
+
+impl From<AuthenticationError> for ApiError {
+    fn from(e: AuthenticationError) -> Self {
+        match e {
+            AuthenticationError::Refused(reason) => Self::Unauthorized(reason),
+            AuthenticationError::NotAllowed(reason) => Self::Forbidden(reason),
+            AuthenticationError::Limited {
+                message,
+                retry_after_secs,
+                ..
+            } => Self::TooManyRequests {
+                message,
+                retry_after_secs,
+            },
+            AuthenticationError::Keys(e) => e.into(),
+            AuthenticationError::Store(e) => e.into(),
         }
     }
 }

@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::{AuthUser, Authorized, Caller, scope};
+use crate::http::auth_user::{Caller, Deferred, scope};
 use crate::http::envelope::with_status;
 use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
@@ -32,7 +32,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list_feed(
     State(state): State<AppState>,
-    caller: Caller<scope::ActivityRead>,
+    caller: Caller<scope::ActivityRead, Deferred>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let limit = match page.limit() {
@@ -77,7 +77,7 @@ pub(crate) struct FeedPostRequest {
               (status = 429, description = "More than `Limits__FeedPostsPerMinute` posts in a minute (Retry-After); under an `Idempotency-Key` a refused post and each repeat of it count too")))]
 pub(crate) async fn post_feed(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
     IdempotencyKey(key): IdempotencyKey,
     ApiJson(body): ApiJson<FeedPostRequest>,
 ) -> Result<Response, ApiError> {
@@ -112,7 +112,7 @@ pub(crate) struct AchievementList {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn mine(
     State(state): State<AppState>,
-    caller: Caller<scope::ActivityRead>,
+    caller: Caller<scope::ActivityRead, Deferred>,
 ) -> Result<Response, ApiError> {
     let user_id = caller.user_id().clone();
     let (_, items) = caller
@@ -141,7 +141,7 @@ pub(crate) struct Catalog {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn catalog(
     State(state): State<AppState>,
-    user: Authorized<scope::ActivityRead>,
+    user: Caller<scope::ActivityRead>,
 ) -> Result<Response, ApiError> {
     let items = achievements::catalog_for(&state.ports, user.user_id()).await?;
     Ok(ok(Catalog { items }))

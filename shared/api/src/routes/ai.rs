@@ -10,7 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::envelope;
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Caller, scope};
 use crate::http::{ApiError, ApiJson, ok};
 use crate::state::AppState;
 use paddock_core::coaching::coach::Coach;
@@ -135,7 +135,7 @@ impl TryFrom<AiChatRequest> for ChatForm {
     }
 }
 
-fn coach<'a>(state: &'a AppState, user: &'a AuthUser) -> Coach<'a> {
+fn coach<'a>(state: &'a AppState, user: &'a Caller<scope::SignIn>) -> Coach<'a> {
     Coach {
         ports: &state.ports,
         model: state.coach.as_deref(),
@@ -157,7 +157,7 @@ fn coach<'a>(state: &'a AppState, user: &'a AuthUser) -> Coach<'a> {
               (status = 504, description = "The AI provider did not answer in time")))]
 pub(crate) async fn insights(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
     ApiJson(body): ApiJson<AiInsightRequest>,
 ) -> Result<Response, ApiError> {
     let context = SessionContext::try_from(body)?;
@@ -177,7 +177,7 @@ pub(crate) async fn insights(
               (status = 504, description = "The AI provider did not answer in time")))]
 pub(crate) async fn chat(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
     ApiJson(body): ApiJson<AiChatRequest>,
 ) -> Result<Response, ApiError> {
     let form = ChatForm::try_from(body)?;

@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::envelope;
-use crate::http::auth_user::{Caller, RateLimitSlot, scope};
+use crate::http::auth_user::{Caller, Deferred, RateLimitSlot, scope};
 use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok, paging};
 use crate::routes::leaderboard_answers::{LeaderboardEntry, LeaderboardPage, rendered};
 use crate::state::AppState;
@@ -155,7 +155,7 @@ pub async fn leaderboard(
             ));
         }
         Some("me") => {
-            let caller = Caller::<scope::BoardsRead>::from_authorization(
+            let caller = Caller::<scope::BoardsRead, Deferred>::from_authorization(
                 headers.authorization.as_ref(),
                 headers.rate_limit.as_ref(),
                 &state,
@@ -287,7 +287,7 @@ pub(crate) struct MyStanding {
               (status = 404, description = "The caller has no entry on this board")))]
 pub async fn my_standing(
     State(state): State<AppState>,
-    caller: Caller<scope::BoardsRead>,
+    caller: Caller<scope::BoardsRead, Deferred>,
     ApiQuery(q): ApiQuery<StandingQuery>,
 ) -> Result<Response, ApiError> {
     let board = match nonempty(&q.track_id) {
@@ -411,7 +411,7 @@ pub struct SubmitRequest {
                past the day's `Limits__NewBoardsPerDay`; nothing is written")))]
 pub async fn submit_lap(
     State(state): State<AppState>,
-    caller: Caller<scope::BoardsSubmit>,
+    caller: Caller<scope::BoardsSubmit, Deferred>,
     ApiJson(body): ApiJson<SubmitRequest>,
 ) -> Result<Response, ApiError> {
     let lap = match SubmitLap::parse(

@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::envelope;
-use crate::http::auth_user::{AuthUser, Caller, scope};
+use crate::http::auth_user::{Caller, Deferred, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::state::AppState;
@@ -83,7 +83,7 @@ fn given<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
-    caller: Caller<scope::ProfileRead>,
+    caller: Caller<scope::ProfileRead, Deferred>,
 ) -> Result<Response, ApiError> {
     Ok(ok(Profile::from(current(&state, caller).await?)))
 }
@@ -94,7 +94,7 @@ pub(crate) async fn read(
               (status = 401, description = "No valid token, or the account is deleted")))]
 pub(crate) async fn read_me(
     State(state): State<AppState>,
-    caller: Caller<scope::ProfileRead>,
+    caller: Caller<scope::ProfileRead, Deferred>,
 ) -> Result<Response, ApiError> {
     Ok(ok(current(&state, caller).await?))
 }
@@ -108,7 +108,7 @@ pub(crate) async fn read_me(
               (status = 409, description = "Changed concurrently; retry")))]
 pub(crate) async fn change(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
     ApiJson(body): ApiJson<ProfileUpdate>,
 ) -> Result<Response, ApiError> {
     Ok(ok(Profile::from(apply(&state, &user, body).await?)))
@@ -123,14 +123,17 @@ pub(crate) async fn change(
               (status = 409, description = "Changed concurrently; retry")))]
 pub(crate) async fn change_me(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
     ApiJson(body): ApiJson<ProfileUpdate>,
 ) -> Result<Response, ApiError> {
     Ok(ok(apply(&state, &user, body).await?))
 }
 
 /// The caller's profile, read beside the check of the caller's sign-in.
-async fn current(state: &AppState, caller: Caller<scope::ProfileRead>) -> Result<User, ApiError> {
+async fn current(
+    state: &AppState,
+    caller: Caller<scope::ProfileRead, Deferred>,
+) -> Result<User, ApiError> {
     let user_id = caller.user_id().clone();
     let (_, profile) = caller
         .confirmed_with(state, profiles::get(&state.ports, &user_id))
@@ -138,7 +141,11 @@ async fn current(state: &AppState, caller: Caller<scope::ProfileRead>) -> Result
     profile.ok_or_else(|| ApiError::Unauthorized("account no longer exists".into()))
 }
 
-async fn apply(state: &AppState, user: &AuthUser, body: ProfileUpdate) -> Result<User, ApiError> {
+async fn apply(
+    state: &AppState,
+    user: &Caller<scope::SignIn>,
+    body: ProfileUpdate,
+) -> Result<User, ApiError> {
     let change = ProfileChange::parse(body.display_name, body.avatar_url)?;
     profiles::update(&state.ports, user.user_id(), &change)
         .await
@@ -176,7 +183,7 @@ pub(crate) struct ExportDocument {
               (status = 429, description = "More than `Limits__ExportsPerHour` exports in an hour (Retry-After)")))]
 pub(crate) async fn export_me(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
 ) -> Result<Response, ApiError> {
     // An export reads everything the driver has: bounded per hour, before any of it is read.
     rate_limits::hit(
@@ -321,7 +328,7 @@ async fn export_through_blob_store(
               (status = 409, description = "The account changed concurrently; retry")))]
 pub(crate) async fn delete_me(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
 ) -> Result<Response, ApiError> {
     let ticket = deletion::start(&state.ports, user.user_id())
         .await

@@ -7,7 +7,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::{Authorized, Caller, scope};
+use crate::http::auth_user::{Caller, Deferred, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
@@ -47,7 +47,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
               (status = 429, description = "More than 30 uploads in a minute")))]
 pub async fn create(
     State(state): State<AppState>,
-    caller: Caller<scope::SessionsWrite>,
+    caller: Caller<scope::SessionsWrite, Deferred>,
     // A tree, so the upload parser can list every problem of every field at once.
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<Response, ApiError> {
@@ -103,7 +103,7 @@ pub async fn create(
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub async fn list(
     State(state): State<AppState>,
-    caller: Caller<scope::SessionsRead>,
+    caller: Caller<scope::SessionsRead, Deferred>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let limit = match page.limit() {
@@ -127,7 +127,7 @@ pub async fn list(
               (status = 404, description = "No such session of the caller")))]
 pub async fn detail(
     State(state): State<AppState>,
-    user: Authorized<scope::SessionsRead>,
+    user: Caller<scope::SessionsRead>,
     Path(id): Path<SessionId>,
 ) -> Result<Response, ApiError> {
     let session = match uuid::Uuid::parse_str(id.as_str()) {

@@ -15,7 +15,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::{Authorized, scope};
+use crate::http::auth_user::{Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};
 use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
@@ -138,7 +138,7 @@ impl ToSchema for PackForm {}
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn upload(
     State(state): State<AppState>,
-    user: Authorized<scope::Sharepacks>,
+    user: Caller<scope::Sharepacks>,
     IdempotencyKey(key): IdempotencyKey,
     request: Request,
 ) -> Result<Response, ApiError> {
@@ -249,7 +249,7 @@ pub(crate) struct UploadRequest {
               (status = 429, description = "Too many uploads a minute, or too many packs")))]
 pub(crate) async fn start_upload(
     State(state): State<AppState>,
-    user: Authorized<scope::Sharepacks>,
+    user: Caller<scope::Sharepacks>,
     ApiJson(body): ApiJson<UploadRequest>,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -390,7 +390,7 @@ fn io_error(e: std::io::Error) -> ApiError {
               (status = 429, description = "Too many packs")))]
 pub(crate) async fn complete(
     State(state): State<AppState>,
-    user: Authorized<scope::Sharepacks>,
+    user: Caller<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
@@ -411,7 +411,7 @@ pub(crate) async fn complete(
               (status = 400, description = "Bad limit or cursor"), (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    user: Authorized<scope::Sharepacks>,
+    user: Caller<scope::Sharepacks>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) =
@@ -442,7 +442,7 @@ async fn visible(state: &AppState, id: &str) -> Result<(SharePack, UserId), ApiE
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn metadata(
     State(state): State<AppState>,
-    _user: Authorized<scope::Sharepacks>,
+    _user: Caller<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (pack, owner) = visible(&state, &id).await?;
@@ -479,7 +479,7 @@ fn file_name(name: &str) -> String {
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack")))]
 pub(crate) async fn download(
     State(state): State<AppState>,
-    _user: Authorized<scope::Sharepacks>,
+    _user: Caller<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let (pack, _) = visible(&state, &id).await?;
@@ -527,7 +527,7 @@ pub(crate) async fn download(
               (status = 401, description = "No valid token"), (status = 404, description = "No such pack of the caller")))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
-    user: Authorized<scope::Sharepacks>,
+    user: Caller<scope::Sharepacks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     packs::delete(&state.ports, user.user_id(), &id).await?;

@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::{Authorized, scope};
+use crate::http::auth_user::{Caller, scope};
 use crate::http::security_headers::SVG_CONTENT_SECURITY_POLICY;
 use crate::http::{ApiError, ApiQuery, PageParams, Paged, ok};
 use crate::state::AppState;
@@ -30,7 +30,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    _user: Authorized<scope::SessionsRead>,
+    _user: Caller<scope::SessionsRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) = tracks::list(&state.ports, page.limit()?, page.cursor()).await?;
@@ -55,7 +55,7 @@ pub(crate) struct MapQuery {
               (status = 404, description = "Unknown track, or no map built yet")))]
 pub(crate) async fn map(
     State(state): State<AppState>,
-    _user: Authorized<scope::SessionsRead>,
+    _user: Caller<scope::SessionsRead>,
     Path(id): Path<TrackId>,
     ApiQuery(query): ApiQuery<MapQuery>,
 ) -> Result<Response, ApiError> {

@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::envelopes::envelope;
-use crate::http::auth_user::{Authorized, scope};
+use crate::http::auth_user::{Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::state::AppState;
@@ -129,7 +129,7 @@ fn description(raw: Option<String>) -> Result<String, ApiError> {
               (status = 429, description = "More than `Limits__WebhookChecksPerHour` receiver verifications and tests in an hour (Retry-After)")))]
 pub(crate) async fn create(
     State(state): State<AppState>,
-    user: Authorized<scope::Webhooks>,
+    user: Caller<scope::Webhooks>,
     ApiJson(body): ApiJson<CreateWebhookRequest>,
 ) -> Result<Response, ApiError> {
     let url = body
@@ -170,7 +170,7 @@ pub(crate) struct WebhookList {
               (status = 403, description = "A personal access token without the `webhooks` scope")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    user: Authorized<scope::Webhooks>,
+    user: Caller<scope::Webhooks>,
 ) -> Result<Response, ApiError> {
     let items = subscriptions::list(&state.ports, user.user_id())
         .await
@@ -188,7 +188,7 @@ pub(crate) async fn list(
               (status = 404, description = "The caller has no subscription of that id")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
-    user: Authorized<scope::Webhooks>,
+    user: Caller<scope::Webhooks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let subscription = subscriptions::get(&state.ports, user.user_id(), &id)
@@ -229,7 +229,7 @@ pub(crate) struct ChangeWebhookRequest {
               (status = 429, description = "More than `Limits__WebhookChecksPerHour` receiver verifications and tests in an hour (Retry-After)")))]
 pub(crate) async fn change(
     State(state): State<AppState>,
-    user: Authorized<scope::Webhooks>,
+    user: Caller<scope::Webhooks>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<ChangeWebhookRequest>,
 ) -> Result<Response, ApiError> {
@@ -267,7 +267,7 @@ pub(crate) async fn change(
               (status = 404, description = "The caller has no subscription of that id")))]
 pub(crate) async fn delete(
     State(state): State<AppState>,
-    user: Authorized<scope::Webhooks>,
+    user: Caller<scope::Webhooks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     subscriptions::delete(&state.ports, user.user_id(), &id)
@@ -296,7 +296,7 @@ pub(crate) struct TestQueued {
               (status = 429, description = "More than `Limits__WebhookChecksPerHour` receiver verifications and tests in an hour (Retry-After)")))]
 pub(crate) async fn send_test(
     State(state): State<AppState>,
-    user: Authorized<scope::Webhooks>,
+    user: Caller<scope::Webhooks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let webhook_id = subscriptions::send_test(&state.ports, user.user_id(), &id, checks(&state))
@@ -327,7 +327,7 @@ pub(crate) struct RotateSecretRequest {
               (status = 404, description = "The caller has no subscription of that id")))]
 pub(crate) async fn rotate_secret(
     State(state): State<AppState>,
-    user: Authorized<scope::Webhooks>,
+    user: Caller<scope::Webhooks>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<RotateSecretRequest>,
 ) -> Result<Response, ApiError> {
@@ -355,7 +355,7 @@ pub(crate) struct AttemptList {
               (status = 404, description = "The caller has no subscription of that id")))]
 pub(crate) async fn deliveries(
     State(state): State<AppState>,
-    user: Authorized<scope::Webhooks>,
+    user: Caller<scope::Webhooks>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let items = delivery::history(&state.ports, user.user_id(), &id)

@@ -2,6 +2,7 @@
 //! codes and the desktop sign-in flow with identity providers.
 
 pub mod access_tokens;
+pub mod authentication;
 pub mod capped_lists;
 pub mod claims;
 pub mod exchange_codes;

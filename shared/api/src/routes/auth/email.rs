@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{token_response, tokens_for};
-use crate::http::auth_user::{AuthUser, ClientAddr};
+use crate::http::auth_user::{Caller, ClientAddr, scope};
 use crate::http::extract::json_body;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::routes::envelopes::envelope;
@@ -427,7 +427,7 @@ pub struct SetPasswordResponse {
               (status = 503, description = "Password hashing is saturated; retry after Retry-After")))]
 pub async fn set_password(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
     ApiJson(body): ApiJson<SetPasswordRequest>,
 ) -> Result<Response, ApiError> {
     let SetPasswordForm { current, new } = SetPasswordForm::try_from(body)?;
@@ -446,7 +446,7 @@ pub async fn set_password(
         user.user_id(),
         current,
         new,
-        &user.claims.sid,
+        &user.claims().sid,
     )
     .await;
     match changed {

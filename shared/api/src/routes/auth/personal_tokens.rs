@@ -1,5 +1,5 @@
 //! `/v1/tokens`: a signed-in driver makes, lists and revokes personal access tokens. These
-//! routes take only a sign-in ([`AuthUser`]): a token can never make or revoke tokens.
+//! routes take only a sign-in ([`Caller<scope::SignIn>`]): a token can never make or revoke tokens.
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::http::auth_user::AuthUser;
+use crate::http::auth_user::{Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::routes::envelopes::envelope;
@@ -64,7 +64,7 @@ fn no_store(mut response: Response) -> Response {
               (status = 409, description = "The driver already holds 20 live tokens")))]
 pub async fn create(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
     ApiJson(body): ApiJson<CreateTokenRequest>,
 ) -> Result<Response, ApiError> {
     let name = body
@@ -95,7 +95,10 @@ pub async fn create(
                body = TokenListEnvelope),
               (status = 401, description = "Missing, invalid or revoked sign-in"),
               (status = 403, description = "Made with a personal access token")))]
-pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<Response, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    user: Caller<scope::SignIn>,
+) -> Result<Response, ApiError> {
     let tokens = personal_tokens::list(&state.ports, user.user_id())
         .await
         .map_err(refusal)?;
@@ -111,7 +114,7 @@ pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<Respo
               (status = 404, description = "The caller has no token of that id")))]
 pub async fn revoke(
     State(state): State<AppState>,
-    user: AuthUser,
+    user: Caller<scope::SignIn>,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     personal_tokens::revoke(&state.ports, user.user_id(), &id)

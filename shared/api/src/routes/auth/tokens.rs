@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{token_response, tokens_for};
-use crate::http::auth_user::{AuthUser, bearer};
+use crate::http::auth_user::{Caller, bearer, scope};
 use crate::http::{ApiError, ApiJson, ok};
 use crate::routes::envelopes::envelope;
 use crate::state::AppState;
@@ -160,8 +160,8 @@ pub async fn logout(
 #[utoipa::path(get, path = "/v1/auth/validate", operation_id = "validateToken", tag = "auth", security(("bearer" = [])),
     responses((status = 200, description = "Valid", body = ValidateEnvelope),
               (status = 401, description = "Missing, invalid, expired or revoked (e.g. after logout)")))]
-pub async fn validate(user: AuthUser) -> Result<Response, ApiError> {
-    let expires_at = OffsetDateTime::from_unix_timestamp(user.claims.exp)
+pub async fn validate(user: Caller<scope::SignIn>) -> Result<Response, ApiError> {
+    let expires_at = OffsetDateTime::from_unix_timestamp(user.claims().exp)
         .map(rfc3339)
         .unwrap_or_default();
     Ok(ok(ValidateResponse {

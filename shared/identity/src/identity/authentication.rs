@@ -1,0 +1,334 @@
+//! The one door for credentials: a request's credential and what its route requires go in,
+//! who is calling comes out.
+//!
+//! Two kinds of credential exist today, told apart by their form before any work: the access
+//! token of a sign-in (a JWT, checked against the signing keys) and a driver's personal access
+//! token (`pdk_...`, checked against its stored hash, its scopes and its rate limit). A route
+//! requires either a sign-in ([`Required::SignIn`]: managing the account) or a scope that a
+//! sign-in or a token granted it may use ([`Required::Scope`]). A new kind of credential is a
+//! new [`Credential`] variant and its arm in [`Door::authenticate`]; no route changes.
+//!
+//! A sign-in is admitted in two steps: its signature and expiry here, its family (not revoked,
+//! the caller's own) by [`Unconfirmed::confirmed`] or beside a route's first reads
+//! ([`Unconfirmed::confirmed_beside`]), so that a request waits on one round trip for both.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use paddock_config::config::JwtSettings;
+use paddock_kernel::ids::UserId;
+use paddock_kernel::ports::Ports;
+use paddock_kernel::ports::items::StoreError;
+use paddock_kernel::rate_limits::{self, Limit, LimitError, Usage};
+
+use super::access_tokens::UNKNOWN_KEY;
+use super::claims::Claims;
+use super::personal_tokens::{self, AuthError, Scope, TokenGrant};
+use super::refresh_tokens;
+use super::signing_keys::{SigningKeyError, SigningKeys};
+
+/// The rate-limit scope of requests made with a personal access token (subject: its id).
+pub const TOKEN_REQUESTS_SCOPE: &str = "token-requests";
+
+/// How often, at most, a token signed by a key this process has not read makes it read the
+/// keys again (another instance read a rotation first).
+pub const UNKNOWN_KEY_REREAD: Duration = Duration::from_secs(5);
+
+/// A credential presented with a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credential<'a> {
+    /// The access token of a sign-in (a JWT).
+    AccessToken(&'a str),
+    /// A driver's personal access token.
+    PersonalToken(&'a str),
+}
+
+impl<'a> Credential<'a> {
+    /// The credential a bearer token is, by its form alone.
+    pub fn from_bearer(token: &'a str) -> Self {
+        if personal_tokens::is_personal_token(token) {
+            Self::PersonalToken(token)
+        } else {
+            Self::AccessToken(token)
+        }
+    }
+}
+
+/// What a route requires of its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Required {
+    /// A sign-in: a personal access token is refused.
+    SignIn,
+    /// A sign-in, or a personal access token granted this scope.
+    Scope(Scope),
+}
+
+/// How the caller proved who they are.
+#[derive(Debug, Clone)]
+pub enum Via {
+    /// A sign-in, with its access token's verified claims.
+    SignIn(Arc<Claims>),
+    /// A personal access token.
+    PersonalToken(Arc<TokenGrant>),
+}
+
+/// Who is calling, admitted whole.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The caller's user id.
+    pub user_id: UserId,
+    /// The credential that admitted them.
+    pub via: Via,
+    /// The usage of a personal access token's rate limit after this request (for the
+    /// answer's `RateLimit-*` headers); none for a sign-in.
+    pub usage: Option<Usage>,
+}
+
+impl Caller {
+    /// The claims of the caller's sign-in, if they signed in.
+    pub fn claims(&self) -> Option<&Claims> {
+        match &self.via {
+            Via::SignIn(claims) => Some(claims),
+            Via::PersonalToken(_) => None,
+        }
+    }
+
+    /// The personal access token the caller used, if any.
+    pub fn token(&self) -> Option<&TokenGrant> {
+        match &self.via {
+            Via::SignIn(_) => None,
+            Via::PersonalToken(grant) => Some(grant),
+        }
+    }
+}
+
+/// A caller whose credential holds, with a sign-in's family still to be confirmed.
+#[derive(Debug, Clone)]
+pub struct Unconfirmed {
+    caller: Caller,
+    /// The sign-in whose family is to be read; none for a personal access token (checked
+    /// whole already).
+    family: Option<Arc<Claims>>,
+}
+
+/// Why a caller is not admitted.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthenticationError {
+    /// The credential does not hold (401).
+    #[error("{0}")]
+    Refused(String),
+    /// The credential holds but may not do this (403).
+    #[error("{0}")]
+    NotAllowed(String),
+    /// A personal access token is over its rate limit (429).
+    #[error("{message}")]
+    Limited {
+        /// Why, naming the limit and its configuration key.
+        message: String,
+        /// Seconds until a request is allowed again.
+        retry_after_secs: u64,
+        /// The limit's usage (none remaining), for the answer's headers.
+        usage: Usage,
+    },
+    /// No signing keys could be had.
+    #[error(transparent)]
+    Keys(#[from] SigningKeyError),
+    /// The item store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What the door checks credentials against: the store, the signing keys and the limits.
+#[derive(Clone, Copy)]
+pub struct Door<'a> {
+    /// The ports (the store, the clock, the secrets the keys are read from).
+    pub ports: &'a Ports,
+    /// The access-token keys, read and refreshed on use.
+    pub keys: &'a SigningKeys,
+    /// The access tokens' settings.
+    pub jwt: &'a JwtSettings,
+    /// How long the keys read are used before they are read again (`Secrets__RefreshSeconds`).
+    pub keys_refresh: Duration,
+    /// `Limits__TokenRequestsPerMinute`.
+    pub token_requests_per_minute: u32,
+}
+
+impl Door<'_> {
+    /// Admits `credential` where `required` holds: a sign-in's signature and expiry, or a
+    /// personal access token's hash, scope and rate limit (the request counted, its last use
+    /// written beside the count). A sign-in's family is left to the answer's
+    /// [`Unconfirmed::confirmed`].
+    pub async fn authenticate(
+        &self,
+        credential: Credential<'_>,
+        required: Required,
+    ) -> Result<Unconfirmed, AuthenticationError> {
+        match credential {
+            Credential::AccessToken(token) => {
+                let claims = self
+                    .verify_access_token(token)
+                    .await?
+                    .map_err(|reason| AuthenticationError::Refused(reason.into()))?;
+                Ok(Unconfirmed {
+                    caller: Caller {
+                        user_id: claims.sub.clone(),
+                        via: Via::SignIn(claims.clone()),
+                        usage: None,
+                    },
+                    family: Some(claims),
+                })
+            }
+            Credential::PersonalToken(token) => {
+                let Required::Scope(scope) = required else {
+                    return Err(AuthenticationError::NotAllowed(
+                        "personal access tokens cannot be used on this route: it needs a \
+                         signed-in session"
+                            .into(),
+                    ));
+                };
+                let caller = self.personal_token(token, scope).await?;
+                Ok(Unconfirmed {
+                    caller,
+                    family: None,
+                })
+            }
+        }
+    }
+
+    /// The claims of `token` if it is a valid, unexpired access token of the current keys
+    /// (`Err` inside: why not). While the keys read are fresh, no lock and no shared
+    /// reference count is taken.
+    pub async fn verify_access_token(
+        &self,
+        token: &str,
+    ) -> Result<Result<Arc<Claims>, &'static str>, SigningKeyError> {
+        let now = self.ports.clock.unix();
+        let refresh = self.keys_refresh;
+        let verdict = match self
+            .keys
+            .with_fresh(refresh, |tokens| tokens.verify(token, now))
+        {
+            Some(verdict) => verdict,
+            None => self
+                .keys
+                .get(self.ports.secrets.as_ref(), self.jwt, refresh)
+                .await?
+                .verify(token, now),
+        };
+        if verdict != Err(UNKNOWN_KEY) {
+            return Ok(verdict);
+        }
+        // Signed by a key this instance has not read yet (another instance read a rotation
+        // first): the keys are read again, at most once per `UNKNOWN_KEY_REREAD`, so tokens
+        // naming made-up keys cannot make every request read the secret.
+        let reread = UNKNOWN_KEY_REREAD.min(refresh.max(Duration::from_secs(1)));
+        let tokens = self
+            .keys
+            .get(self.ports.secrets.as_ref(), self.jwt, reread)
+            .await?;
+        Ok(tokens.verify(token, now))
+    }
+
+    /// A personal access token checked whole: its hash, its scope, its rate limit.
+    async fn personal_token(
+        &self,
+        token: &str,
+        scope: Scope,
+    ) -> Result<Caller, AuthenticationError> {
+        let grant = personal_tokens::authenticate(self.ports, token)
+            .await
+            .map_err(|e| match e {
+                AuthError::Refused(r) => AuthenticationError::Refused(r.to_string()),
+                AuthError::Store(s) => AuthenticationError::Store(s),
+            })?;
+        if !grant.allows(scope) {
+            return Err(AuthenticationError::NotAllowed(format!(
+                "this personal access token lacks the scope `{}` that this route needs",
+                scope.name()
+            )));
+        }
+        let now = self.ports.clock.unix();
+        // The last use is written beside the request's count, in the same round trip: not
+        // after the answer, which a Lambda function may never get to (it is frozen once it
+        // has answered). A failed write only leaves `lastUsedAt` a minute behind.
+        let mark_used = async {
+            if personal_tokens::last_used_due(&grant, now)
+                && let Err(e) = personal_tokens::mark_used(self.ports, &grant, now).await
+            {
+                tracing::warn!(error = %e, "recording a token's last use failed");
+            }
+        };
+        let (counted, ()) = futures::join!(self.count_request(&grant), mark_used);
+        Ok(Caller {
+            user_id: grant.user_id.clone(),
+            via: Via::PersonalToken(Arc::new(grant)),
+            usage: Some(counted?),
+        })
+    }
+
+    /// Counts one request of `grant` against `Limits__TokenRequestsPerMinute`.
+    async fn count_request(&self, grant: &TokenGrant) -> Result<Usage, AuthenticationError> {
+        let limit = Limit::new("n", self.token_requests_per_minute);
+        let counted = rate_limits::hit_with_usage(
+            self.ports,
+            TOKEN_REQUESTS_SCOPE,
+            &grant.token_id,
+            60,
+            &limit,
+        )
+        .await;
+        match counted {
+            Ok(usage) => Ok(usage),
+            Err(LimitError::Limited(limited)) => Err(AuthenticationError::Limited {
+                message: format!(
+                    "too many requests with this personal access token: at most {} a minute \
+                     (Limits__TokenRequestsPerMinute), retry in {} seconds",
+                    limited.max, limited.retry_after_secs
+                ),
+                retry_after_secs: limited.retry_after_secs,
+                usage: Usage {
+                    limit: limited.max,
+                    remaining: 0,
+                    reset_secs: limited.retry_after_secs,
+                },
+            }),
+            Err(LimitError::Store(e)) => Err(e.into()),
+        }
+    }
+}
+
+impl Unconfirmed {
+    /// The caller's user id, as the verified credential names it.
+    pub fn user_id(&self) -> &UserId {
+        &self.caller.user_id
+    }
+
+    /// The usage of a personal access token's rate limit after this request; none for a
+    /// sign-in.
+    pub fn usage(&self) -> Option<Usage> {
+        self.caller.usage
+    }
+
+    /// The caller, once a sign-in's family is confirmed: not revoked, and the caller's own.
+    pub async fn confirmed(self, ports: &Ports) -> Result<Caller, AuthenticationError> {
+        if let Some(claims) = &self.family
+            && !refresh_tokens::family_active(ports, &claims.sid, &claims.sub).await?
+        {
+            return Err(AuthenticationError::Refused(
+                "session has been revoked".into(),
+            ));
+        }
+        Ok(self.caller)
+    }
+
+    /// Runs `reads` beside the confirmation of a sign-in's family, and answers both once both
+    /// are done. The reads see the claimed user's data before the sign-in is confirmed: they
+    /// must write nothing, and their answer must be handed over only when the caller is.
+    pub async fn confirmed_beside<F: Future>(
+        self,
+        ports: &Ports,
+        reads: F,
+    ) -> (Result<Caller, AuthenticationError>, F::Output) {
+        futures::join!(self.confirmed(ports), reads)
+    }
+}
