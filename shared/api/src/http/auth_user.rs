@@ -229,6 +229,12 @@ impl<R: Requirement> Caller<R, Deferred> {
         }
     }
 
+    /// The admitted credential, for a use case that confirms the sign-in itself (beside its
+    /// own first reads).
+    pub fn into_unconfirmed(self) -> Unconfirmed {
+        self.held
+    }
+
     /// Authenticates an `Authorization` header's value, leaving a sign-in's family to
     /// [`Caller::confirmed_with`].
     pub async fn from_authorization(

@@ -280,6 +280,7 @@ impl From<SubmitLapError> for ApiError {
             SubmitLapError::Contended => Self::Conflict(e.to_string()),
             SubmitLapError::Map(e) => e.into(),
             SubmitLapError::Store(e) => e.into(),
+            SubmitLapError::Caller(e) => e.into(),
         }
     }
 }

@@ -422,23 +422,16 @@ pub async fn submit_lap(
         Ok(lap) => lap,
         Err(problems) => return Err(caller.refusal(&state, problems.into()).await),
     };
-    let user_id = caller.user_id().clone();
-    // The session and profile are read beside the sign-in's check; nothing is written before
-    // it holds.
-    let (user, first) = caller
-        .confirmed_with(&state, submit_lap::read_first(&state.ports, &user_id, &lap))
-        .await?;
-    let outcome = submit_lap::submit_read(
+    let (user, outcome) = submit_lap::submit_lap(
         &state.ports,
-        user.user_id(),
+        caller.into_unconfirmed(),
         lap,
         state.settings.new_boards_per_day,
-        first,
     )
     .await?;
     // This process shows the new boards at once; others within the cache lifetime.
     state.leaderboards.invalidate(&outcome.track_id);
-    state.leaderboards.forget_driver(user.user_id());
+    state.leaderboards.forget_driver(&user.user_id);
     Ok(ok(outcome))
 }
 

@@ -8,6 +8,7 @@ use super::submit::{self, Driver, MIN_QUALITY, SubmitError, SubmitOutcome};
 use paddock_driving::sessions::records::{self, StoredSession};
 use paddock_driving::sessions::upload::{MAX_LAP_MS, whole_number};
 use paddock_driving::tracks::maps::{self, MapReadError};
+use paddock_identity::identity::authentication::{AuthenticationError, Caller, Unconfirmed};
 use paddock_identity::identity::users::StoredProfile;
 use paddock_kernel::ids::{SessionId, UserId};
 use paddock_kernel::ports::Ports;
@@ -134,6 +135,9 @@ pub enum SubmitLapError {
     /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The caller is not admitted (a revoked sign-in, say).
+    #[error(transparent)]
+    Caller(#[from] AuthenticationError),
 }
 
 impl From<SubmitError> for SubmitLapError {
@@ -148,13 +152,13 @@ impl From<SubmitError> for SubmitLapError {
 
 /// What a submission reads first, both at once: the session and the driver's profile.
 #[derive(Debug)]
-pub struct FirstReads {
+struct FirstReads {
     session: Option<StoredSession>,
     profile: Option<StoredProfile>,
 }
 
 /// Reads what a submission of `lap` by `user_id` starts from (nothing is written).
-pub async fn read_first(
+async fn read_first(
     ports: &Ports,
     user_id: &UserId,
     lap: &SubmitLap,
@@ -166,22 +170,31 @@ pub async fn read_first(
     Ok(FirstReads { session, profile })
 }
 
-/// Submits `lap` for `user_id`: the session must be the driver's, the score high enough, the
+/// Submits `lap` for `caller`: the session must be the caller's, the score high enough, the
 /// lap stored, valid and plausible; then it goes on the session's boards (a day opens at
 /// most `new_boards_per_day` new ones).
+///
+/// The session and the profile are read beside the confirmation of a sign-in, so the request
+/// waits on one round trip for both; nothing is written before the caller is confirmed, and a
+/// caller who is not is refused whatever the reads found.
 pub async fn submit_lap(
     ports: &Ports,
-    user_id: &UserId,
+    caller: Unconfirmed,
     lap: SubmitLap,
     new_boards_per_day: u32,
-) -> Result<SubmitOutcome, SubmitLapError> {
-    let first = read_first(ports, user_id, &lap).await?;
-    submit_read(ports, user_id, lap, new_boards_per_day, first).await
+) -> Result<(Caller, SubmitOutcome), SubmitLapError> {
+    let user_id = caller.user_id().clone();
+    let (confirmed, first) = caller
+        .confirmed_beside(ports, read_first(ports, &user_id, &lap))
+        .await;
+    let caller = confirmed?;
+    let outcome = submit_read(ports, &caller.user_id, lap, new_boards_per_day, first?).await?;
+    Ok((caller, outcome))
 }
 
 /// [`submit_lap`] from what [`read_first`] read for it. Then the track's map and the boards
 /// are read at once, and the lap written.
-pub async fn submit_read(
+async fn submit_read(
     ports: &Ports,
     user_id: &UserId,
     lap: SubmitLap,
