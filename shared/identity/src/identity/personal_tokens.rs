@@ -21,6 +21,12 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
 
+mod form;
+mod usage;
+
+pub use form::{PREFIX, TOKEN_LEN, check_form, generate, is_personal_token};
+pub use usage::{AuthError, authenticate, last_used_due, mark_used};
+
 use crate::identity::capped_lists::{CappedList, ListVersion};
 use paddock_kernel::ids::UserId;
 use paddock_kernel::ports::Ports;
@@ -30,14 +36,6 @@ use paddock_kernel::ports::items::{
 use paddock_kernel::retry::{is_conflict, retry_on_conflict};
 use paddock_kernel::tables::Table;
 
-/// What every token starts with.
-pub const PREFIX: &str = "pdk_";
-/// Random base62 characters of a token (43 × log2(62) ≥ 256 bits).
-const RANDOM_CHARS: usize = 43;
-/// Base62 characters of the checksum (62^6 > 2^32).
-const CHECKSUM_CHARS: usize = 6;
-/// The length of a whole token.
-pub const TOKEN_LEN: usize = PREFIX.len() + RANDOM_CHARS + CHECKSUM_CHARS;
 /// Expiry when the request names none, in days.
 pub const DEFAULT_EXPIRY_DAYS: u32 = 90;
 /// The longest expiry, in days.
@@ -52,8 +50,6 @@ const KEPT_AFTER_EXPIRY_SECS: i64 = 7 * 24 * 3600;
 pub const LAST_USED_EVERY_SECS: i64 = 60;
 /// Sort-key prefix of a driver's token rows (partition `USER#<user id>`).
 pub const TOKEN_INDEX_PREFIX: &str = "PAT#";
-
-const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// What a token may do: each route that accepts tokens names the one it needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, ToSchema)]
@@ -269,50 +265,6 @@ impl TokenGrant {
     pub fn allows(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
     }
-}
-
-/// The base62 characters of the CRC32 of `random`, most significant first.
-fn checksum(random: &str) -> [u8; CHECKSUM_CHARS] {
-    let mut n = crc32fast::hash(random.as_bytes());
-    let mut out = [b'0'; CHECKSUM_CHARS];
-    for slot in out.iter_mut().rev() {
-        *slot = BASE62[(n % 62) as usize];
-        n /= 62;
-    }
-    out
-}
-
-/// A new token value: the prefix, 256 random bits in base62, and the checksum.
-pub fn generate() -> String {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    let random: String = (0..RANDOM_CHARS)
-        .map(|_| char::from(BASE62[rng.random_range(0..62)]))
-        .collect();
-    let sum = checksum(&random);
-    let mut token = String::with_capacity(TOKEN_LEN);
-    token.push_str(PREFIX);
-    token.push_str(&random);
-    token.push_str(std::str::from_utf8(&sum).expect("base62 is ASCII"));
-    token
-}
-
-/// Whether a bearer value is meant as a personal access token (checked before any JWT work).
-pub fn is_personal_token(bearer: &str) -> bool {
-    bearer.starts_with(PREFIX)
-}
-
-/// Checks a token's form and checksum without reading the store.
-pub fn check_form(token: &str) -> Result<(), TokenRefused> {
-    let rest = token.strip_prefix(PREFIX).ok_or(TokenRefused::Malformed)?;
-    if token.len() != TOKEN_LEN || !rest.bytes().all(|b| b.is_ascii_alphanumeric()) {
-        return Err(TokenRefused::Malformed);
-    }
-    let (random, sum) = rest.split_at(RANDOM_CHARS);
-    if checksum(random) != sum.as_bytes() {
-        return Err(TokenRefused::BadChecksum);
-    }
-    Ok(())
 }
 
 fn lookup_key(hash: &str) -> Key {
@@ -602,72 +554,6 @@ pub async fn revoke_all(ports: &Ports, user_id: &UserId) -> Result<usize, StoreE
 pub fn keys_of_row(row: &Item) -> (Option<Key>, Option<Key>) {
     let hash = text(row, "hash");
     ((!hash.is_empty()).then(|| lookup_key(hash)), Key::of(row))
-}
-
-/// What `token` grants, or why it is refused. One store read.
-pub async fn authenticate(ports: &Ports, token: &str) -> Result<TokenGrant, AuthError> {
-    check_form(token)?;
-    let hash = paddock_kernel::hashing::sha256_hex(token);
-    let row = ports
-        .items
-        .get_shared(Table::Tokens, &lookup_key(&hash))
-        .await?
-        .ok_or(TokenRefused::Unknown)?;
-    if row.get("revokedAt").is_some() {
-        return Err(TokenRefused::Revoked.into());
-    }
-    if number(&row, "expiresAt").is_none_or(|e| e <= ports.clock.unix()) {
-        return Err(TokenRefused::Expired.into());
-    }
-    Ok(TokenGrant {
-        token_id: text(&row, "tokenId").to_owned(),
-        user_id: UserId::from(text(&row, "userId").to_owned()),
-        scopes: scopes_of(&row),
-        last_used_at: number(&row, "lastUsedAt"),
-        hash,
-    })
-}
-
-/// Why [`authenticate`] did not answer a grant.
-#[derive(Debug, thiserror::Error)]
-pub enum AuthError {
-    /// The token is refused (401).
-    #[error(transparent)]
-    Refused(#[from] TokenRefused),
-    /// The item store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-/// Whether `grant`'s `lastUsedAt` is due for a write at `now` (at most once a minute).
-pub fn last_used_due(grant: &TokenGrant, now: i64) -> bool {
-    grant
-        .last_used_at
-        .is_none_or(|t| now - t >= LAST_USED_EVERY_SECS)
-}
-
-/// Writes `now` as `grant`'s `lastUsedAt`, unless another request did within the minute.
-pub async fn mark_used(ports: &Ports, grant: &TokenGrant, now: i64) -> Result<(), StoreError> {
-    let written = ports
-        .items
-        .update(
-            Table::Tokens,
-            &lookup_key(&grant.hash),
-            Update::set("lastUsedAt", now),
-            Some(Condition::And(vec![
-                Condition::Exists,
-                Condition::Or(vec![
-                    Condition::AttrNotExists("lastUsedAt".into()),
-                    Condition::Lt("lastUsedAt".into(), json!(now - LAST_USED_EVERY_SECS + 1)),
-                ]),
-            ])),
-        )
-        .await;
-    match written {
-        Ok(_) => Ok(()),
-        Err(e) if e.is_condition_failed_at(0) => Ok(()),
-        Err(e) => Err(e),
-    }
 }
 
 #[cfg(test)]
