@@ -61,6 +61,10 @@ fn lock_dir(dir: &Path) -> Result<File, OpenError> {
     }
 }
 
+/// SQLite's page cache per connection, KiB (its default, stated: the store holds six
+/// connections, so at most about 12 MiB of pages whatever the size of the file).
+const CACHE_KIB: i64 = 2048;
+
 /// A connection behind a mutex, used from the blocking thread pool.
 pub type SharedConnection = Arc<Mutex<Connection>>;
 
@@ -126,8 +130,12 @@ impl Database {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(Duration::from_secs(10))?;
-        // Reads through a memory map skip a read() call per page.
-        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024)?;
+        // No memory map: every page of the file a map had touched stayed in the process's
+        // resident memory, so it grew with the data (a backfill reads the whole board). Pages
+        // come through SQLite's own cache instead, bounded per connection; the kernel's page
+        // cache keeps the file's hot pages a read() away.
+        conn.pragma_update(None, "mmap_size", 0)?;
+        conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
         Ok(conn)
     }
 
