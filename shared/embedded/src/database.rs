@@ -189,3 +189,24 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
         "CREATE INDEX IF NOT EXISTS queue_ready ON queue_messages (queue, dead, visible_at_ms, seq);",
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memory map kept every page it touched resident in the process, so the server's
+    /// memory grew with the file; the page cache is what bounds it now.
+    #[test]
+    fn connections_map_none_of_the_file_and_bound_their_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("paddock.db")).unwrap();
+        let conn = db.connect().unwrap();
+        let mmap: i64 = conn
+            .pragma_query_value(None, "mmap_size", |r| r.get(0))
+            .unwrap();
+        let cache: i64 = conn
+            .pragma_query_value(None, "cache_size", |r| r.get(0))
+            .unwrap();
+        assert_eq!((mmap, cache), (0, -CACHE_KIB));
+    }
+}
