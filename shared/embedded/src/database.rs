@@ -61,6 +61,10 @@ fn lock_dir(dir: &Path) -> Result<File, OpenError> {
     }
 }
 
+/// SQLite's page cache per connection, KiB (its default, stated: the store holds six
+/// connections, so at most about 12 MiB of pages whatever the size of the file).
+const CACHE_KIB: i64 = 2048;
+
 /// A connection behind a mutex, used from the blocking thread pool.
 pub type SharedConnection = Arc<Mutex<Connection>>;
 
@@ -126,8 +130,12 @@ impl Database {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(Duration::from_secs(10))?;
-        // Reads through a memory map skip a read() call per page.
-        conn.pragma_update(None, "mmap_size", 256 * 1024 * 1024)?;
+        // No memory map: every page of the file a map had touched stayed in the process's
+        // resident memory, so it grew with the data (a backfill reads the whole board). Pages
+        // come through SQLite's own cache instead, bounded per connection; the kernel's page
+        // cache keeps the file's hot pages a read() away.
+        conn.pragma_update(None, "mmap_size", 0)?;
+        conn.pragma_update(None, "cache_size", -CACHE_KIB)?;
         Ok(conn)
     }
 
@@ -180,4 +188,25 @@ fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE INDEX IF NOT EXISTS queue_ready ON queue_messages (queue, dead, visible_at_ms, seq);",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memory map kept every page it touched resident in the process, so the server's
+    /// memory grew with the file; the page cache is what bounds it now.
+    #[test]
+    fn connections_map_none_of_the_file_and_bound_their_page_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path().join("paddock.db")).unwrap();
+        let conn = db.connect().unwrap();
+        let mmap: i64 = conn
+            .pragma_query_value(None, "mmap_size", |r| r.get(0))
+            .unwrap();
+        let cache: i64 = conn
+            .pragma_query_value(None, "cache_size", |r| r.get(0))
+            .unwrap();
+        assert_eq!((mmap, cache), (0, -CACHE_KIB));
+    }
 }

@@ -197,7 +197,10 @@ async fn run_maintenance(ports: Ports, mut stop_rx: watch::Receiver<bool>) {
             _ = stop_rx.changed() => return,
         };
         match report.backfill {
-            Ok(step) if step.done => return,
+            Ok(step) if step.done => {
+                tracing::info!("leaderboard backfill done");
+                return;
+            }
             Ok(_) => {}
             Err(_) => {
                 tokio::select! {

@@ -141,7 +141,7 @@ async fn one_board(server: &Path, backend: Backend, n: usize) -> anyhow::Result<
     let started = Instant::now();
     let middle_key = {
         let ports = paddock_runtime::wiring::ports(&mut settings).await?;
-        let key = write_board(&ports, &track, n).await?;
+        let key = write_board(&ports, n, BulkBoard::new(&track)).await?;
         // The store is closed before the server opens it.
         drop(ports);
         key
@@ -186,14 +186,14 @@ async fn one_board(server: &Path, backend: Backend, n: usize) -> anyhow::Result<
     Ok(())
 }
 
-/// Writes the board; answers the rank key of the row in its middle.
-async fn write_board(
+/// Writes a board of `n` drivers on `track` through `board` (of the current layout or the
+/// older one); answers the rank key of the row in its middle.
+pub(crate) async fn write_board(
     ports: &paddock_core::ports::Ports,
-    track: &TrackId,
     n: usize,
+    mut board: BulkBoard,
 ) -> anyhow::Result<String> {
     let mut rng = SplitMix(n as u64);
-    let mut board = BulkBoard::new(track);
     let year_micros: i64 = 365 * 86_400 * 1_000_000;
     let now = time::OffsetDateTime::now_utc();
     let mut keys: Vec<(i64, i64, u32)> = Vec::with_capacity(n);
@@ -240,7 +240,7 @@ fn driver_id(i: usize) -> String {
     format!("00000000-0000-4000-8000-{i:012}")
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
 }
@@ -273,7 +273,7 @@ fn start_server(
 }
 
 /// Resident memory of process `pid`, bytes.
-fn rss_of(pid: u32) -> Option<u64> {
+pub(crate) fn rss_of(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

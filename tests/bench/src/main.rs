@@ -5,6 +5,7 @@
 //! [--log queued|blocking|off] [--log-sink memory|disk]`
 
 mod activity;
+mod backfill_memory;
 mod boards;
 mod coaching;
 mod lambda;
@@ -287,6 +288,7 @@ async fn main() -> anyhow::Result<()> {
     }
     if o.wants("memory") {
         login_memory(paddock, &creds).await?;
+        backfill_memory::run().await?;
     }
     if !o.wants("login") {
         return Ok(());

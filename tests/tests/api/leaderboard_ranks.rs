@@ -676,10 +676,104 @@ async fn boards_of_the_older_layout_are_counted_by_the_backfill(
     }
 }
 
+/// The bench's loader of the older layout (`BulkBoard::older_layout`) writes what the backfill
+/// upgrades: after the backfill its board, its cars' boards and its car listing read as the
+/// same entries loaded in the current layout.
+async fn a_board_loaded_in_the_older_layout_reads_as_the_current_one_after_the_backfill(
+    app: TestApp,
+    _clock: Arc<ManualClock>,
+) {
+    use paddock_core::ids::{SessionId, UserId};
+    use paddock_core::leaderboards::bulk::{BulkBoard, BulkEntry};
+    use paddock_core::ports::items::Key;
+    use paddock_core::tracks::{TrackKey, count_session_op};
+    let older = TrackKey::new("acc", "Older Ring", "GP");
+    let current = TrackKey::new("acc", "Current Ring", "GP");
+    let table = paddock_core::tables::Table::Leaderboards;
+    // The server's own start-up backfill ends first (else it may count some of the board).
+    let started = std::time::Instant::now();
+    loop {
+        let key = Key::new("LAYOUT", "INDEXES");
+        let progress = app.ports.items.get(table, &key).await.unwrap();
+        if progress.is_some_and(|p| p["done"] == true) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no start-up backfill"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let at = time::OffsetDateTime::from_unix_timestamp(1_790_000_000).unwrap();
+    let entries: Vec<BulkEntry> = (0..40_usize)
+        .map(|i| BulkEntry {
+            user_id: UserId::from(format!("00000000-0000-4000-8000-{i:012}")),
+            display_name: format!("Bulk {i}"),
+            // Equal times among them, ranked by submission.
+            lap_time_ms: 100_000 + (i as i64 * 37 % 11) * 100,
+            vehicle_name: CARS[i % 3].to_owned(),
+            session_id: SessionId::from(format!("00000000-0000-4000-9000-{i:012}")),
+            submitted_at: at + time::Duration::minutes(i as i64 % 7),
+        })
+        .collect();
+    for (key, mut board) in [
+        (&older, BulkBoard::older_layout(&older.id())),
+        (&current, BulkBoard::new(&current.id())),
+    ] {
+        let track = vec![count_session_op(key)];
+        app.ports.items.transact(track).await.unwrap();
+        board.add(&app.ports, &entries).await.unwrap();
+        board.finish(&app.ports).await.unwrap();
+    }
+    // An older deployment has no progress items (the server's start may have written them).
+    for sk in ["COUNTS", "INDEXES"] {
+        let key = Key::new("LAYOUT", sk);
+        app.ports.items.delete(table, &key, None).await.unwrap();
+    }
+    let mut counted = 0;
+    for _ in 0..100 {
+        let report = paddock_core::leaderboards::backfill(&app.ports, Duration::from_secs(5))
+            .await
+            .unwrap();
+        counted += report.counted;
+        if report.done {
+            break;
+        }
+    }
+    assert_eq!(counted, 40, "each entry of the older board counted once");
+    let (older, current) = (older.id().to_string(), current.id().to_string());
+    let rows = rows_with_cars(&app, &current).await;
+    assert_eq!(rows.len(), 40);
+    assert_eq!(rows_with_cars(&app, &older).await, rows);
+    let read = |track: &str, car: Option<&str>| {
+        let query = match car {
+            Some(car) => format!("trackId={track}&vehicleName={car}"),
+            None => format!("trackId={track}"),
+        };
+        let app = &app;
+        async move { read_board(app, &query, 7).await }
+    };
+    assert_eq!(read(&older, None).await, read(&current, None).await);
+    for car in CARS {
+        let board = read(&current, Some(car)).await;
+        assert!(board.1 > 0, "{car}");
+        assert_eq!(read(&older, Some(car)).await, board, "{car}");
+    }
+    let cars = |track: String| {
+        let app = &app;
+        async move {
+            let path = format!("/v1/leaderboards/vehicles?trackId={track}");
+            get(app, &path, None).await.1["data"]["items"].clone()
+        }
+    };
+    assert_eq!(cars(older).await, cars(current).await);
+}
+
 paddock_tests::on_both_backends!(
     plain: [],
     clocked: [
         boards_of_the_older_layout_are_counted_by_the_backfill,
+        a_board_loaded_in_the_older_layout_reads_as_the_current_one_after_the_backfill,
         ranks_are_exact,
         a_fifty_way_race_leaves_the_fastest_and_exact_counts,
         the_callers_place_needs_a_token_and_an_entry,
