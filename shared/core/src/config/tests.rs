@@ -214,3 +214,79 @@ fn queues_and_retention_are_configured_by_name() {
     let err = settings(&[("Retention__IntervalMinutes", "0")]).unwrap_err();
     assert_eq!(err.key, "Retention__IntervalMinutes");
 }
+
+#[test]
+fn values_of_their_own_kind_keep_their_rules() {
+    let s = settings(&[("Ai__Provider", "OpenAI")]).unwrap();
+    assert_eq!(s.ai.provider, AiProvider::OpenAi);
+    assert_eq!(
+        (s.ai.model.as_str(), s.ai.base_url.as_str()),
+        ("gpt-4o-mini", "https://api.openai.com/v1")
+    );
+    assert!(!s.ai.base_url_configured);
+    let s = settings(&[
+        ("Ai__Provider", "openai"),
+        ("Ai__Model", " local-model "),
+        ("Ai__BaseUrl", "http://127.0.0.1:8081/v1/"),
+        ("Auth__PublicUrl", "https://paddock.example/"),
+        ("Auth__HashingThreads", "3"),
+        ("Auth__HashingWaitMillis", "250"),
+        ("Store__Backend", "AWS"),
+        ("Blobs__Bucket", "packs"),
+        ("Log__Format", "JSON"),
+        ("Leaderboards__CacheMegabytes", "2"),
+        ("Webhooks__AllowLoopbackHttp", "true"),
+        ("Secrets__Id", "   "),
+    ])
+    .unwrap();
+    assert_eq!(
+        (s.ai.model.as_str(), s.ai.base_url.as_str()),
+        ("local-model", "http://127.0.0.1:8081/v1")
+    );
+    assert!(s.ai.base_url_configured);
+    assert_eq!(
+        s.auth.public_url.as_deref(),
+        Some("https://paddock.example")
+    );
+    assert_eq!(s.auth.hashing_threads, 3);
+    assert_eq!(s.auth.hashing_wait, Duration::from_millis(250));
+    assert_eq!(
+        (s.backend, s.bucket.as_deref()),
+        (Backend::Aws, Some("packs"))
+    );
+    assert_eq!(s.log_format, LogFormat::Json);
+    assert_eq!(s.leaderboard_cache_bytes, 2 << 20);
+    assert!(s.webhooks_allow_loopback_http);
+    assert_eq!(s.secret_id, None, "a value of spaces is unset");
+    for (key, value, reason) in [
+        (
+            "Ai__Provider",
+            "gemini",
+            r#""gemini" is not anthropic or openai"#,
+        ),
+        (
+            "Ai__BaseUrl",
+            "ftp://models",
+            r#""ftp://models" is not an http(s) URL"#,
+        ),
+        (
+            "Store__CreateResources",
+            "yes",
+            r#""yes" is not true or false"#,
+        ),
+        ("Log__Format", "xml", "must be `json` or `pretty`"),
+        (
+            "Server__Address",
+            "localhost",
+            r#""localhost" is not a socket address such as 127.0.0.1:8080"#,
+        ),
+        (
+            "Metrics__Namespace",
+            ":Paddock",
+            "must be at most 255 letters, digits, spaces and .-_/#: (not starting with :)",
+        ),
+    ] {
+        let err = settings(&[(key, value)]).unwrap_err();
+        assert_eq!((err.key, err.reason.as_str()), (key, reason));
+    }
+}
