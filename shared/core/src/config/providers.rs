@@ -142,11 +142,10 @@ type ProviderFields = BTreeMap<&'static str, String>;
 fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigError> {
     use serde_json::Value;
     let key = keys::AUTH_PROVIDERS_JSON.name;
+    let refuse = |reason: String| bad(key, &reason);
     let doc: Value = serde_json::from_str(text).map_err(|e| {
-        bad(
-            key,
-            &format!("is not JSON ({e}); expected {{\"<name>\": {{\"clientId\": ...}}}}"),
-        )
+        let expected = r#"{"<name>": {"clientId": ...}}"#;
+        refuse(format!("is not JSON ({e}); expected {expected}"))
     })?;
     let Value::Object(providers) = doc else {
         return Err(bad(key, "must be a JSON object of providers by name"));
@@ -154,7 +153,7 @@ fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigErr
     let mut out = Vec::new();
     for (name, settings) in providers {
         let Value::Object(settings) = settings else {
-            return Err(bad(key, &format!("provider {name:?} must be an object")));
+            return Err(refuse(format!("provider {name:?} must be an object")));
         };
         let mut fields = BTreeMap::new();
         for (member, value) in settings {
@@ -165,22 +164,16 @@ fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigErr
                 "scopes" => "Scopes",
                 "trustEmailVerified" => "TrustEmailVerified",
                 "clientSecret" => {
-                    return Err(bad(
-                        key,
-                        &format!(
-                            "provider {name}: clientSecret does not belong here (the value is \
-                             visible in the stack); put it in the app secret as {name}ClientSecret"
-                        ),
-                    ));
+                    return Err(refuse(format!(
+                        "provider {name}: clientSecret does not belong here (the value is \
+                         visible in the stack); put it in the app secret as {name}ClientSecret"
+                    )));
                 }
                 other => {
-                    return Err(bad(
-                        key,
-                        &format!(
-                            "provider {name}: unknown member {other:?} (kind, clientId, issuer, \
-                             scopes, trustEmailVerified)"
-                        ),
-                    ));
+                    return Err(refuse(format!(
+                        "provider {name}: unknown member {other:?} (kind, clientId, issuer, \
+                         scopes, trustEmailVerified)"
+                    )));
                 }
             };
             let text = match (field, value) {
@@ -189,16 +182,13 @@ fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigErr
                 ("Scopes", Value::Array(items)) => {
                     let words: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
                     words
-                        .ok_or_else(|| {
-                            bad(key, &format!("provider {name}: scopes must be strings"))
-                        })?
+                        .ok_or_else(|| refuse(format!("provider {name}: scopes must be strings")))?
                         .join(" ")
                 }
                 (_, _) => {
-                    return Err(bad(
-                        key,
-                        &format!("provider {name}: {member} must be a string"),
-                    ));
+                    return Err(refuse(format!(
+                        "provider {name}: {member} must be a string"
+                    )));
                 }
             };
             let text = text.trim().to_owned();
@@ -218,49 +208,28 @@ fn provider(
     source: ProviderSource,
     field: impl Fn(&str) -> Option<String>,
 ) -> Result<ProviderConfig, ConfigError> {
+    // An error names the field's key, and the JSON member when that key holds every provider.
+    let refuse = |f: &str, reason: String| bad(source.key(f), &(source.field(f) + &reason));
     let slot = name.to_ascii_lowercase();
     if slot.is_empty() || !slot.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-        return Err(bad(
-            source.key("Name"),
-            &format!("provider name {name:?} must be letters, digits and '-'"),
-        ));
+        let reason = format!("provider name {name:?} must be letters, digits and '-'");
+        return Err(bad(source.key("Name"), &reason));
     }
     let kind_text = field("Kind").unwrap_or_else(|| slot.clone());
     let kind = ProviderKind::parse(&kind_text).ok_or_else(|| {
-        bad(
-            source.key("Kind"),
-            &format!(
-                "{}{kind_text:?} is not oidc, google, microsoft or discord",
-                source.field("Kind")
-            ),
-        )
+        let reason = format!("{kind_text:?} is not oidc, google, microsoft or discord");
+        refuse("Kind", reason)
     })?;
-    let client_id = field("ClientId").ok_or_else(|| {
-        bad(
-            source.key("ClientId"),
-            &format!("{}missing for provider {slot}", source.field("ClientId")),
-        )
-    })?;
+    let client_id = field("ClientId")
+        .ok_or_else(|| refuse("ClientId", format!("missing for provider {slot}")))?;
     let issuer = field("Issuer");
     if kind == ProviderKind::Oidc && issuer.is_none() {
-        return Err(bad(
-            source.key("Issuer"),
-            &format!(
-                "{}required for the oidc provider {slot}",
-                source.field("Issuer")
-            ),
-        ));
+        let reason = format!("required for the oidc provider {slot}");
+        return Err(refuse("Issuer", reason));
     }
     if let Some(issuer) = &issuer {
-        secure_provider_url(issuer).map_err(|reason| {
-            bad(
-                source.key("Issuer"),
-                &format!(
-                    "{}{issuer:?} of provider {slot} {reason}",
-                    source.field("Issuer")
-                ),
-            )
-        })?;
+        secure_provider_url(issuer)
+            .map_err(|rule| refuse("Issuer", format!("{issuer:?} of provider {slot} {rule}")))?;
     }
     let default_scopes = match kind {
         ProviderKind::Discord => "identify email",
@@ -274,13 +243,8 @@ fn provider(
     let trust_email_verified = match field("TrustEmailVerified") {
         None => kind.trusts_email_verified_by_default(),
         Some(v) => v.parse().map_err(|_| {
-            bad(
-                source.key("TrustEmailVerified"),
-                &format!(
-                    "{}{v:?} of provider {slot} is not true or false",
-                    source.field("TrustEmailVerified")
-                ),
-            )
+            let reason = format!("{v:?} of provider {slot} is not true or false");
+            refuse("TrustEmailVerified", reason)
         })?,
     };
     Ok(ProviderConfig {
