@@ -16,11 +16,9 @@ fn settings(pairs: &[(&str, &str)]) -> Settings {
 #[test]
 fn every_stated_default_is_what_an_unset_key_gives() {
     let unset = format!("{:?}", settings(&[]));
-    for key in ALL {
-        let value = match key.default {
-            DefaultValue::Number(n) => n.to_string(),
-            DefaultValue::Text(t) => t.to_owned(),
-            DefaultValue::Derived(_) | DefaultValue::Unset => continue,
+    for key in all() {
+        let Some(value) = key.default_text() else {
+            continue;
         };
         let set = format!("{:?}", settings(&[(key.name, &value)]));
         assert_eq!(set, unset, "{} = {value} is not its default", key.name);
@@ -31,7 +29,7 @@ fn every_stated_default_is_what_an_unset_key_gives() {
 /// default or a derived one.
 #[test]
 fn numeric_defaults_lie_within_their_bounds() {
-    for key in ALL {
+    for key in all() {
         match (key.default, key.bounds) {
             (DefaultValue::Number(n), Some((min, max))) => {
                 assert!((min..=max).contains(&n), "{}", key.name);
@@ -46,9 +44,13 @@ fn numeric_defaults_lie_within_their_bounds() {
 /// The defaults worked out at start are the ones the list describes.
 #[test]
 fn derived_defaults_are_described_as_the_code_works_them_out() {
-    use crate::config::{AiProvider, AiSettings, DEFAULT_AVATAR_HOSTS};
-    for provider in [AiProvider::Anthropic, AiProvider::OpenAi] {
-        let ai = AiSettings::defaults(provider);
+    use crate::config::{AiProvider, DEFAULT_AVATAR_HOSTS};
+    for (provider, name) in [
+        (AiProvider::Anthropic, "anthropic"),
+        (AiProvider::OpenAi, "openai"),
+    ] {
+        let ai = settings(&[(AI_PROVIDER.name, name)]).ai;
+        assert_eq!(ai.provider, provider);
         for (key, value) in [(AI_MODEL, &ai.model), (AI_BASE_URL, &ai.base_url)] {
             let DefaultValue::Derived(text) = key.default else {
                 panic!("{} is derived", key.name)
@@ -58,7 +60,7 @@ fn derived_defaults_are_described_as_the_code_works_them_out() {
     }
     assert_eq!(
         PAGES_AVATAR_HOSTS.default_text(),
-        DEFAULT_AVATAR_HOSTS.join(",")
+        Some(DEFAULT_AVATAR_HOSTS.join(","))
     );
     assert_eq!(
         settings(&[]).auth.hashing_threads,
@@ -82,9 +84,45 @@ fn bad_numbers_name_the_key_and_the_rule() {
     );
 }
 
+/// Every bounded key, read into its settings field, takes both bounds and refuses a value
+/// past either, naming itself and the rule; a word where a number is due is refused alike.
+#[test]
+fn every_bound_is_enforced_where_the_key_is_read() {
+    let read = |name: &str, value: &str| {
+        let vars = HashMap::from([(name.to_owned(), value.to_owned())]);
+        Settings::from_vars(&vars)
+    };
+    let mut bounded = 0;
+    for key in all() {
+        let Some((min, max)) = key.bounds else {
+            continue;
+        };
+        bounded += 1;
+        for within in [min, max] {
+            if let Err(e) = read(key.name, &within.to_string()) {
+                panic!("{} = {within}: {e}", key.name);
+            }
+        }
+        for outside in [min.checked_sub(1), max.checked_add(1)]
+            .into_iter()
+            .flatten()
+        {
+            let err = read(key.name, &outside.to_string()).unwrap_err();
+            assert_eq!(err.key, key.name);
+            assert_eq!(err.reason, format!("{outside} is outside {min}..={max}"));
+        }
+        let err = read(key.name, "many").unwrap_err();
+        assert_eq!(
+            (err.key, err.reason.as_str()),
+            (key.name, "\"many\" is not a whole number")
+        );
+    }
+    assert!(bounded > 30, "{bounded} bounded keys");
+}
+
 #[test]
 fn every_key_is_listed_once() {
-    let mut names: Vec<&str> = ALL.iter().map(|k| k.name).collect();
+    let mut names: Vec<&str> = all().map(|k| k.name).collect();
     names.sort_unstable();
     let before = names.len();
     names.dedup();

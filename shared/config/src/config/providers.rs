@@ -1,0 +1,277 @@
+//! Sign-in providers: `Auth__Providers__<name>__<Field>` variables, or one JSON object in
+//! `Auth__ProvidersJson`, checked alike.
+
+use secrecy::SecretString;
+use std::collections::BTreeMap;
+
+use super::{ConfigError, Source, bad, keys};
+
+/// How a provider is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// Any OpenID Connect provider, found by issuer discovery.
+    Oidc,
+    /// Google (OpenID Connect).
+    Google,
+    /// Microsoft personal and work accounts (OAuth2 + OIDC user-info).
+    Microsoft,
+    /// Discord (OAuth2 + user-info).
+    Discord,
+}
+
+impl ProviderKind {
+    /// Parses a configured kind.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "oidc" | "openid" => Some(Self::Oidc),
+            "google" => Some(Self::Google),
+            "microsoft" => Some(Self::Microsoft),
+            "discord" => Some(Self::Discord),
+            _ => None,
+        }
+    }
+}
+
+/// A configured provider (`Auth__Providers__<name>__*`).
+#[derive(Debug, Clone)]
+pub struct ProviderConfig {
+    /// The path segment, e.g. `google` in `/v1/auth/login/google`.
+    pub name: String,
+    /// How the provider is spoken to.
+    pub kind: ProviderKind,
+    /// The OAuth client id registered with the provider.
+    pub client_id: String,
+    /// From `...__ClientSecret`, or the secret named `<name>ClientSecret`; never printed.
+    pub client_secret: Option<SecretString>,
+    /// The issuer (required for `oidc`).
+    pub issuer: Option<String>,
+    /// The scopes asked for at sign-in.
+    pub scopes: Vec<String>,
+    /// `...__TrustEmailVerified`: whether the provider's word that an email is verified is
+    /// believed, which lets its sign-in claim an account by that email. On by default for
+    /// Google and Discord (its `verified` flag) and for Microsoft, where it also needs the
+    /// token's `xms_edov: true` (Entra's `email` is set by the tenant); off by default for
+    /// generic OIDC, whose tenants may assert any email.
+    pub trust_email_verified: bool,
+}
+
+impl ProviderKind {
+    /// Whether this kind's `email_verified` is trusted unless configured otherwise.
+    pub fn trusts_email_verified_by_default(self) -> bool {
+        !matches!(self, Self::Oidc)
+    }
+}
+
+/// Where a provider's settings were read: its own `Auth__Providers__<name>__*` variables, or
+/// its entry in the `Auth__ProvidersJson` object (one template parameter in AWS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProviderSource {
+    Variables,
+    Json,
+}
+
+impl ProviderSource {
+    /// The configuration key an error about `field` names.
+    fn key(self, field: &str) -> &'static str {
+        match (self, field) {
+            (Self::Json, _) => keys::AUTH_PROVIDERS_JSON.name,
+            (Self::Variables, "Kind") => keys::AUTH_PROVIDER_KIND.name,
+            (Self::Variables, "ClientId") => keys::AUTH_PROVIDER_CLIENT_ID.name,
+            (Self::Variables, "Issuer") => keys::AUTH_PROVIDER_ISSUER.name,
+            (Self::Variables, "TrustEmailVerified") => {
+                keys::AUTH_PROVIDER_TRUST_EMAIL_VERIFIED.name
+            }
+            (Self::Variables, _) => "Auth__Providers",
+        }
+    }
+
+    /// How an error names the field: the JSON member, since that key holds every provider.
+    fn field(self, field: &str) -> String {
+        match self {
+            Self::Variables => String::new(),
+            Self::Json => {
+                let mut member = field.to_owned();
+                member[..1].make_ascii_lowercase();
+                format!("{member}: ")
+            }
+        }
+    }
+}
+
+/// Reads every provider: `Auth__Providers__<name>__<Field>` for every name present, and the
+/// members of `Auth__ProvidersJson`. A name may be set one way only.
+pub(super) fn read(source: &Source) -> Result<Vec<ProviderConfig>, ConfigError> {
+    let mut names: Vec<String> = source
+        .vars
+        .keys()
+        .filter_map(|k| k.strip_prefix("Auth__Providers__"))
+        .filter_map(|rest| rest.split_once("__").map(|(name, _)| name.to_owned()))
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for name in names {
+        let field = |f: &str| source.var(&format!("Auth__Providers__{name}__{f}"));
+        out.push(provider(&name, ProviderSource::Variables, field)?);
+    }
+    if let Some(json) = source.var(keys::AUTH_PROVIDERS_JSON.name) {
+        for (name, fields) in providers_json(&json)? {
+            let set = provider(&name, ProviderSource::Json, |f| fields.get(f).cloned())?;
+            if out.iter().any(|p| p.name == set.name) {
+                return Err(bad(
+                    keys::AUTH_PROVIDERS_JSON.name,
+                    &format!(
+                        "provider {} is also set by Auth__Providers__{name}__* (set it one way)",
+                        set.name
+                    ),
+                ));
+            }
+            out.push(set);
+        }
+    }
+    Ok(out)
+}
+
+/// One provider's settings by field name (`Kind`, `ClientId`, ...).
+type ProviderFields = BTreeMap<&'static str, String>;
+
+/// The members of `Auth__ProvidersJson` as each provider's fields, spelled as the variables'
+/// (`Kind`, `ClientId`, `Issuer`, `Scopes`, `TrustEmailVerified`): an object of objects, e.g.
+/// `{"google":{"clientId":"..."},"corp":{"kind":"oidc","clientId":"...","issuer":"https://..."}}`.
+/// Client secrets are refused here: this value is a template parameter, shown in the stack.
+fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigError> {
+    use serde_json::Value;
+    let key = keys::AUTH_PROVIDERS_JSON.name;
+    let refuse = |reason: String| bad(key, &reason);
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
+        let expected = r#"{"<name>": {"clientId": ...}}"#;
+        refuse(format!("is not JSON ({e}); expected {expected}"))
+    })?;
+    let Value::Object(providers) = doc else {
+        return Err(bad(key, "must be a JSON object of providers by name"));
+    };
+    let mut out = Vec::new();
+    for (name, settings) in providers {
+        let Value::Object(settings) = settings else {
+            return Err(refuse(format!("provider {name:?} must be an object")));
+        };
+        let mut fields = BTreeMap::new();
+        for (member, value) in settings {
+            let field = match member.as_str() {
+                "kind" => "Kind",
+                "clientId" => "ClientId",
+                "issuer" => "Issuer",
+                "scopes" => "Scopes",
+                "trustEmailVerified" => "TrustEmailVerified",
+                "clientSecret" => {
+                    return Err(refuse(format!(
+                        "provider {name}: clientSecret does not belong here (the value is \
+                         visible in the stack); put it in the app secret as {name}ClientSecret"
+                    )));
+                }
+                other => {
+                    return Err(refuse(format!(
+                        "provider {name}: unknown member {other:?} (kind, clientId, issuer, \
+                         scopes, trustEmailVerified)"
+                    )));
+                }
+            };
+            let text = match (field, value) {
+                (_, Value::String(s)) => s,
+                ("TrustEmailVerified", Value::Bool(b)) => b.to_string(),
+                ("Scopes", Value::Array(items)) => {
+                    let words: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+                    words
+                        .ok_or_else(|| refuse(format!("provider {name}: scopes must be strings")))?
+                        .join(" ")
+                }
+                (_, _) => {
+                    return Err(refuse(format!(
+                        "provider {name}: {member} must be a string"
+                    )));
+                }
+            };
+            let text = text.trim().to_owned();
+            if !text.is_empty() {
+                fields.insert(field, text);
+            }
+        }
+        out.push((name, fields));
+    }
+    Ok(out)
+}
+
+/// Checks one provider's fields, read by `field` (`Kind`, `ClientId`, ...), and applies the
+/// defaults of its kind.
+fn provider(
+    name: &str,
+    source: ProviderSource,
+    field: impl Fn(&str) -> Option<String>,
+) -> Result<ProviderConfig, ConfigError> {
+    // An error names the field's key, and the JSON member when that key holds every provider.
+    let refuse = |f: &str, reason: String| bad(source.key(f), &(source.field(f) + &reason));
+    let slot = name.to_ascii_lowercase();
+    if slot.is_empty() || !slot.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        let reason = format!("provider name {name:?} must be letters, digits and '-'");
+        return Err(bad(source.key("Name"), &reason));
+    }
+    let kind_text = field("Kind").unwrap_or_else(|| slot.clone());
+    let kind = ProviderKind::parse(&kind_text).ok_or_else(|| {
+        let reason = format!("{kind_text:?} is not oidc, google, microsoft or discord");
+        refuse("Kind", reason)
+    })?;
+    let client_id = field("ClientId")
+        .ok_or_else(|| refuse("ClientId", format!("missing for provider {slot}")))?;
+    let issuer = field("Issuer");
+    if kind == ProviderKind::Oidc && issuer.is_none() {
+        let reason = format!("required for the oidc provider {slot}");
+        return Err(refuse("Issuer", reason));
+    }
+    if let Some(issuer) = &issuer {
+        secure_provider_url(issuer)
+            .map_err(|rule| refuse("Issuer", format!("{issuer:?} of provider {slot} {rule}")))?;
+    }
+    let default_scopes = match kind {
+        ProviderKind::Discord => "identify email",
+        _ => "openid email profile",
+    };
+    let scopes = field("Scopes")
+        .unwrap_or_else(|| default_scopes.to_owned())
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    let trust_email_verified = match field("TrustEmailVerified") {
+        None => kind.trusts_email_verified_by_default(),
+        Some(v) => v.parse().map_err(|_| {
+            let reason = format!("{v:?} of provider {slot} is not true or false");
+            refuse("TrustEmailVerified", reason)
+        })?,
+    };
+    Ok(ProviderConfig {
+        name: slot,
+        kind,
+        client_id,
+        client_secret: field("ClientSecret").map(Into::into),
+        issuer,
+        scopes,
+        trust_email_verified,
+    })
+}
+
+/// Refuses a provider URL (an issuer, or an endpoint its discovery names) the client secret,
+/// codes and tokens would travel to or from in clear: `https` only, except a loopback host (a
+/// provider on the same machine, as in tests).
+pub fn secure_provider_url(url: &str) -> Result<(), &'static str> {
+    let url = url::Url::parse(url).map_err(|_| "is not a URL")?;
+    let host = url.host_str().ok_or("has no host")?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err("must be an https URL (plain http only on a loopback host)"),
+    }
+}
