@@ -94,7 +94,7 @@ keys! {
         name: "Server__HeaderReadTimeoutSeconds",
         default: DefaultValue::Number(10),
         bounds: Some((1, 300)),
-        meaning: "local server: a connection whose request headers have not all arrived this long after it started waiting for them is closed (deadlines are checked every 100 ms)",
+        meaning: "local server: a connection whose request headers have not all arrived this long after it started waiting for them is closed",
     }
     DATA_DIR {
         name: "Data__Dir",
