@@ -148,7 +148,7 @@ pub async fn start() -> Result<AwsWiring, Error> {
 /// its own group only.
 #[inline(always)]
 pub fn serve(group: Group) -> impl Future<Output = Result<(), Error>> {
-    let (needs, routes) = (group.needs(), Router::from(group.routes()));
+    let (needs, routes) = (group.needs(), group.routes::<Router<AppState>>());
     async move {
         let mut wiring = start().await?;
         if needs.blobs {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::timeout::TimeoutLayer;
 
-use super::deadline::DeadlineLayer;
 use super::envelope::Envelope;
 use super::error::ApiError;
 use super::error_cause::ErrorCause;
@@ -29,7 +29,10 @@ pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Durat
             ServiceBuilder::new()
                 .layer(ObserveLayer)
                 .layer(CatchPanicLayer::custom(on_panic))
-                .layer(DeadlineLayer::new(timeout))
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    timeout,
+                ))
                 .layer(DefaultBodyLimit::max(max_body_bytes))
                 .layer(RateLimitHeadersLayer),
         )

@@ -3,13 +3,11 @@
 pub mod auth_user;
 pub(crate) mod case_insensitive;
 pub(crate) mod conditional;
-pub(crate) mod deadline;
 mod domain_errors;
 pub mod envelope;
 pub mod error;
 pub mod error_cause;
 pub mod extract;
-pub(crate) mod header_deadline;
 pub mod idempotency_key;
 pub(crate) mod middleware;
 pub(crate) mod observe;

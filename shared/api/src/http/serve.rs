@@ -1,6 +1,7 @@
 //! The local server's connection loop: HTTP/1.1 over hyper with a deadline for a request's
-//! headers, so a client that trickles header bytes cannot hold a connection (and its task
-//! and buffers) open for as long as it likes. `axum::serve` sets no such deadline.
+//! headers (hyper's own, on `hyper_util`'s tokio timer), so a client that trickles header
+//! bytes cannot hold a connection (and its task and buffers) open for as long as it likes.
+//! `axum::serve` sets no such deadline.
 //!
 //! The peer's address is the connection's, not each request's: it is held for the
 //! connection's task ([`peer_address`]) instead of being put in every request's extensions
@@ -8,7 +9,7 @@
 
 use axum::Router;
 use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -17,14 +18,12 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use super::header_deadline::HeaderDeadlines;
-
 /// Serves `router` on `listener` until `stop` completes, then lets every open connection
 /// finish its request in flight and returns once all are closed.
 ///
 /// A connection whose request headers have not all arrived `header_read_timeout` after it
 /// started waiting for them (on a new connection, or after the previous answer on a kept-alive
-/// one) is closed, within [`super::header_deadline::SWEEP_EVERY`] after the deadline. Handlers see the peer's address through [`peer_address`].
+/// one) is closed. Handlers see the peer's address through [`peer_address`].
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -32,12 +31,9 @@ pub async fn serve(
     stop: impl Future<Output = ()>,
 ) {
     let mut http = http1::Builder::new();
-    http.header_read_timeout(header_read_timeout)
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout)
         .keep_alive(true);
-    let deadlines = HeaderDeadlines::new();
-    // In a set of its own: dropped with this future, it stops with it.
-    let mut sweeper = JoinSet::new();
-    sweeper.spawn(deadlines.clone().run_sweeper());
     let (closing_tx, closing_rx) = watch::channel(false);
     let mut connections = JoinSet::new();
     tokio::pin!(stop);
@@ -58,8 +54,7 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
-        let mut http = http.clone();
-        http.timer(deadlines.connection());
+        let http = http.clone();
         let mut closing = closing_rx.clone();
         connections.spawn(PEER.scope(peer, async move {
             let connection = http.serve_connection(TokioIo::new(stream), service);
@@ -81,7 +76,6 @@ pub async fn serve(
     drop(listener);
     let _ = closing_tx.send(true);
     while connections.join_next().await.is_some() {}
-    sweeper.abort_all();
 }
 
 tokio::task_local! {

@@ -1,12 +1,11 @@
 //! `/v1/feed` and `/v1/achievements`: the caller's feed and achievements.
 
+use crate::routes::registry::{Routes, operations};
 use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Caller, Deferred, scope};
@@ -18,11 +17,11 @@ use paddock_core::activity::achievements::{self, CatalogEntry, DriverAchievement
 use paddock_core::activity::feed;
 
 /// The feed and achievements routes.
-pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(list_feed, post_feed))
-        .routes(routes!(mine))
-        .routes(routes!(catalog))
+pub(crate) fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(list_feed, post_feed))
+        .operations(operations!(mine))
+        .operations(operations!(catalog))
 }
 
 /// The caller's feed, newest first; entries older than 90 days are not returned.

@@ -1,13 +1,12 @@
 //! `/v1/ai`: one-shot insights and multi-turn chat about a lap, answered by the configured
 //! language model.
 
+use crate::routes::registry::{Routes, operations};
 use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::auth_user::{Caller, scope};
@@ -20,10 +19,10 @@ use paddock_core::coaching::context::{
 use paddock_core::problems::{FieldProblems, Problems};
 
 /// The AI routes.
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(insights))
-        .routes(routes!(chat))
+pub fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(insights))
+        .operations(operations!(chat))
 }
 
 /// `AiInsightRequestDto`: the session context the desktop analyser sends.

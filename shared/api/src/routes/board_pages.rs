@@ -1,12 +1,11 @@
 //! The public leaderboard pages (HTML): `/boards`, `/boards/{trackId}`, `/drivers/{userId}`.
 //! Served by the leaderboards function; see the `paddock-board-pages` crate.
 
+use crate::routes::registry::{Routes, operations};
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use utoipa::IntoParams;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::http::{ApiError, conditional};
 use crate::state::AppState;
@@ -30,13 +29,13 @@ const MAX_CAR: usize = 128;
 const MAX_CURSOR: usize = 512;
 
 /// The pages' routes.
-pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(boards))
-        .routes(routes!(board))
-        .routes(routes!(board_preview))
-        .routes(routes!(driver))
-        .routes(routes!(driver_preview))
+pub(crate) fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(boards))
+        .operations(operations!(board))
+        .operations(operations!(board_preview))
+        .operations(operations!(driver))
+        .operations(operations!(driver_preview))
 }
 
 /// `/boards` query (read by [`parameters`], which answers a page naming a bad one rather

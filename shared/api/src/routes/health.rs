@@ -1,13 +1,12 @@
 //! Liveness, readiness and metrics (no version prefix; in AWS the metrics take the metrics
 //! token).
 
+use crate::routes::registry::{Routes, operations};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, header};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::auth_user::bearer;
@@ -20,12 +19,12 @@ use paddock_core::metrics;
 pub(crate) const METRICS_PATH: &str = "/metrics";
 
 /// The health routes.
-pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(health))
-        .routes(routes!(live))
-        .routes(routes!(ready))
-        .routes(routes!(prometheus_metrics))
+pub(crate) fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(health))
+        .operations(operations!(live))
+        .operations(operations!(ready))
+        .operations(operations!(prometheus_metrics))
 }
 
 /// Liveness answer.

@@ -1,14 +1,13 @@
 //! `/v1/leaderboards`: ranked best laps (public, cached) and submissions; the group also
 //! serves the public board pages ([`super::board_pages`]).
 
+use crate::routes::registry::{Routes, operations};
 use axum::extract::{FromRequestParts, State};
 use axum::response::{IntoResponse, Response};
 use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::auth_user::{Caller, Deferred, RateLimitSlot, scope};
@@ -24,12 +23,12 @@ use paddock_core::leaderboards::vehicles::VehicleBoard;
 use paddock_core::tracks::{self, Track, TrackKey};
 
 /// The leaderboards routes.
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(leaderboard))
-        .routes(routes!(my_standing))
-        .routes(routes!(vehicles))
-        .routes(routes!(submit_lap))
+pub fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(leaderboard))
+        .operations(operations!(my_standing))
+        .operations(operations!(vehicles))
+        .operations(operations!(submit_lap))
         .merge(super::board_pages::routes())
 }
 

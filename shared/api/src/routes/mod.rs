@@ -13,6 +13,7 @@ pub mod leaderboard_answers;
 pub mod leaderboards;
 pub(crate) mod openapi;
 pub(crate) mod profile;
+pub mod registry;
 pub mod sessions;
 pub mod sharepacks;
 pub(crate) mod tracks;
@@ -20,10 +21,10 @@ pub(crate) mod webhooks;
 
 use axum::Router;
 use axum::routing::get;
-use utoipa_axum::router::OpenApiRouter;
 
 use crate::http::with_service_layers;
 use crate::state::AppState;
+use registry::Routes;
 
 /// An endpoint group: one Lambda function in AWS (`functions/<name>`); the local server serves
 /// them all. Its routes are registered with their OpenAPI operations, so the document is the
@@ -143,23 +144,30 @@ impl Group {
         }
     }
 
-    /// The group's routes with their OpenAPI operations. Inlined, so that a caller naming one
-    /// group links that group's handlers only.
+    /// The group's routes: served on an axum `Router`, described on an `OpenApiRouter`
+    /// ([`registry`]). Inlined, so that a caller naming one group links that group's
+    /// handlers only.
     #[inline(always)]
-    pub fn routes(self) -> OpenApiRouter<AppState> {
+    pub fn routes<R: Routes>(self) -> R {
         match self {
-            Group::Health => {
-                health::routes().route(openapi::OPENAPI_PATH, get(openapi::openapi_json))
-            }
+            Group::Health => health::routes::<R>()
+                .undocumented(openapi::OPENAPI_PATH, || get(openapi::openapi_json)),
             Group::Auth => auth::routes(),
             Group::Sessions => sessions::routes(),
             Group::Leaderboards => leaderboards::routes(),
-            Group::Activity => tracks::routes().merge(activity::routes()),
+            Group::Activity => tracks::routes::<R>().merge(activity::routes()),
             Group::Ai => ai::routes(),
             Group::Sharepacks => sharepacks::routes(),
             Group::Profile => profile::routes(),
             Group::Webhooks => webhooks::routes(),
         }
+    }
+
+    /// The group's part of the API description: its operations and the schemas they name
+    /// (built on each call, from the same registration as [`Group::routes`]).
+    pub fn description(self) -> utoipa::openapi::OpenApi {
+        self.routes::<utoipa_axum::router::OpenApiRouter<AppState>>()
+            .into_openapi()
     }
 
     /// The routes served but not described as operations: the document itself, and older
@@ -174,7 +182,7 @@ impl Group {
 
     /// The group's router with the service layers, over `state` (a Lambda function).
     pub fn router(self, state: AppState) -> Router {
-        group_router(Router::from(self.routes()), state)
+        group_router(self.routes(), state)
     }
 }
 
@@ -190,7 +198,7 @@ pub fn group_router(routes: Router<AppState>, state: AppState) -> Router {
 /// Every group merged (the local server).
 pub fn app_router(state: AppState) -> Router {
     let routes = Group::ALL.into_iter().fold(Router::new(), |all, group| {
-        all.merge(Router::from(group.routes()))
+        all.merge(group.routes::<Router<AppState>>())
     });
     group_router(routes, state)
 }

@@ -1,5 +1,6 @@
 //! `/v1/profile`: the driver's profile, the export of all their data and account deletion.
 
+use crate::routes::registry::{Routes, operations};
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -7,8 +8,6 @@ use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::auth_user::{Caller, Deferred, scope};
@@ -24,11 +23,11 @@ use paddock_core::identity::users::{self, User};
 use paddock_core::rate_limits::{self, Limit};
 
 /// The profile routes.
-pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(read, change))
-        .routes(routes!(read_me, change_me, delete_me))
-        .routes(routes!(export_me))
+pub(crate) fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(read, change))
+        .operations(operations!(read_me, change_me, delete_me))
+        .operations(operations!(export_me))
 }
 
 /// The profile as `/v1/profile` shows it (the spec's UserProfileDto).

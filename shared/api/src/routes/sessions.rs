@@ -1,10 +1,9 @@
 //! `/v1/sessions`: idempotent uploads of session summaries and the caller's reads.
 
+use crate::routes::registry::{Routes, operations};
 use axum::extract::{Path, State};
 use axum::response::Response;
 use http::StatusCode;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Caller, Deferred, scope};
@@ -18,10 +17,10 @@ use paddock_core::sessions::upload::SessionUploadDto;
 use paddock_core::sessions::{self, records, upload};
 
 /// The sessions routes.
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(list, create))
-        .routes(routes!(detail))
+pub fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(list, create))
+        .operations(operations!(detail))
 }
 
 /// Uploads a session summary (idempotent on the caller and `ClientSessionId`).

@@ -1,8 +1,9 @@
 //! `/v1/sharepacks`: upload (direct, or through an upload URL), read and download by id,
 //! the owner's list and delete.
 
+use crate::routes::registry::{Routes, operations};
 use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, FromRequest, Multipart, Path, Request, State};
+use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use http::{HeaderValue, StatusCode, header};
@@ -11,8 +12,6 @@ use tokio::io::AsyncWriteExt;
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
 use utoipa::{IntoParams, PartialSchema, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Caller, scope};
@@ -26,17 +25,17 @@ use paddock_core::sharepacks::packs::{self, Declared, Labels, SharePack};
 use paddock_core::sharepacks::{blob_key, upload_key, upload_urls};
 
 /// The share-pack routes.
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(list, upload))
-        .routes(routes!(start_upload))
-        .routes(routes!(upload_content))
-        .routes(routes!(metadata, delete))
-        .routes(routes!(complete))
-        .routes(routes!(download))
+pub fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(list, upload))
+        .operations(operations!(start_upload))
+        .operations(operations!(upload_content))
+        .operations(operations!(metadata, delete))
+        .operations(operations!(complete))
+        .operations(operations!(download))
         // Bodies are read here as streams with the pack limits; multipart forms are bounded by
         // the direct-upload limit below.
-        .layer(DefaultBodyLimit::max(8 * 1024 * 1024))
+        .body_limit(8 * 1024 * 1024)
 }
 
 /// `?name=&description=` of a direct `application/zip` upload.

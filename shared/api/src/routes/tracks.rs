@@ -1,12 +1,11 @@
 //! `/v1/tracks`: canonical tracks with uploaded sessions, and their centreline maps.
 
+use crate::routes::registry::{Routes, operations};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, header};
 use serde::Deserialize;
 use utoipa::IntoParams;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Caller, scope};
@@ -18,10 +17,10 @@ use paddock_core::tracks;
 use paddock_core::tracks::maps;
 
 /// The tracks routes.
-pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(list))
-        .routes(routes!(map))
+pub(crate) fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(list))
+        .operations(operations!(map))
 }
 
 /// Tracks that have uploaded sessions, with session counts and whether a map exists.

@@ -1,14 +1,13 @@
 //! `/v1/webhooks`: a driver's webhook subscriptions (see docs/webhooks.md). Open to a
 //! personal access token with the `webhooks` scope.
 
+use crate::routes::registry::{Routes, operations};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use super::envelopes::envelope;
 use crate::http::auth_user::{Caller, scope};
@@ -25,13 +24,13 @@ use paddock_core::webhooks::subscriptions::{
 use paddock_core::webhooks::verification::ReceiverChecks;
 
 /// The webhook routes.
-pub(crate) fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(list, create))
-        .routes(routes!(read, change, delete))
-        .routes(routes!(send_test))
-        .routes(routes!(rotate_secret))
-        .routes(routes!(deliveries))
+pub(crate) fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(list, create))
+        .operations(operations!(read, change, delete))
+        .operations(operations!(send_test))
+        .operations(operations!(rotate_secret))
+        .operations(operations!(deliveries))
 }
 
 /// The answer of a refused request.

@@ -161,7 +161,7 @@ settings! {
         address: SocketAddr as SERVER_ADDRESS = "Server__Address" Text("127.0.0.1:8080") => super::socket_address;
             "where the local server listens"
         header_read_timeout: Duration as SERVER_HEADER_READ_TIMEOUT_SECONDS = "Server__HeaderReadTimeoutSeconds" Number(10) in 1..=300 => super::seconds;
-            "local server: a connection whose request headers have not all arrived this long after it started waiting for them is closed (deadlines are checked every 100 ms)"
+            "local server: a connection whose request headers have not all arrived this long after it started waiting for them is closed"
         data_dir: PathBuf as DATA_DIR = "Data__Dir" Text("./data");
             "embedded backend: SQLite file `paddock.db`, `blobs/`, `secrets.json` (directories created 0700, files 0600; narrowed at start where an earlier version left them readable); used by one server process at a time (it caches point reads of what it wrote): `paddock.lock` is locked at start, and a second process over the same directory refuses to start, naming it"
         backend: Backend as STORE_BACKEND = "Store__Backend" Text("embedded") => super::backend;

@@ -6,13 +6,12 @@ pub mod personal_tokens;
 pub mod providers;
 pub mod tokens;
 
+use crate::routes::registry::{Routes, operations};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::http::{ApiError, Envelope};
 use crate::routes::envelopes::envelope;
@@ -21,20 +20,20 @@ use paddock_core::identity::refresh_tokens;
 use paddock_core::identity::users::User;
 
 /// The auth routes.
-pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::default()
-        .routes(routes!(email::register))
-        .routes(routes!(email::login_email))
-        .routes(routes!(email::set_password))
-        .routes(routes!(tokens::refresh))
-        .routes(routes!(tokens::logout))
-        .routes(routes!(tokens::validate))
-        .routes(routes!(tokens::exchange))
-        .routes(routes!(providers::login_provider))
-        .routes(routes!(providers::callback))
-        .route(LEGACY_PROVIDER_LOGIN, get(providers::login_provider))
-        .routes(routes!(personal_tokens::list, personal_tokens::create))
-        .routes(routes!(personal_tokens::revoke))
+pub fn routes<R: Routes>() -> R {
+    R::empty()
+        .operations(operations!(email::register))
+        .operations(operations!(email::login_email))
+        .operations(operations!(email::set_password))
+        .operations(operations!(tokens::refresh))
+        .operations(operations!(tokens::logout))
+        .operations(operations!(tokens::validate))
+        .operations(operations!(tokens::exchange))
+        .operations(operations!(providers::login_provider))
+        .operations(operations!(providers::callback))
+        .undocumented(LEGACY_PROVIDER_LOGIN, || get(providers::login_provider))
+        .operations(operations!(personal_tokens::list, personal_tokens::create))
+        .operations(operations!(personal_tokens::revoke))
 }
 
 /// The provider sign-in at its older path (`/v1/auth/login/{provider}` is the documented
