@@ -20,6 +20,9 @@ mod providers;
 
 pub use keys::{AiSettings, AuthSettings, JwtSettings, PageSettings, Settings, SharepackSettings};
 pub use providers::{ProviderConfig, ProviderKind, secure_provider_url};
+// The key list's rules live here, the providers' among them: the providers module reads the
+// list's key names, so the list names its rule through this module, not the sibling's path.
+use providers::read as read_providers;
 
 /// Which adapter set backs the ports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,7 +30,7 @@ const NOT_IN_CORE: [&str; 14] = [
 /// nothing of Paddock: the hidden characters, the ZIP check and the webhook address rules.
 /// Above them the domain's crates follow the domain's own graph, from the platform and the
 /// kernel up to a driver's data, and `paddock-core` gathers them for the layers above.
-const LAYERS: [(&str, &[&str]); 19] = [
+const LAYERS: [(&str, &[&str]); 20] = [
     ("paddock-hidden-characters", &[]),
     ("paddock-zip-check", &["paddock-hidden-characters"]),
     ("paddock-webhook-address", &[]),
@@ -124,9 +124,15 @@ const LAYERS: [(&str, &[&str]); 19] = [
             "paddock-boards",
         ],
     ),
+    ("paddock-http", &["paddock-core", "paddock-clients"]),
     (
         "paddock-api",
-        &["paddock-core", "paddock-clients", "paddock-board-pages"],
+        &[
+            "paddock-core",
+            "paddock-clients",
+            "paddock-board-pages",
+            "paddock-http",
+        ],
     ),
     (
         "paddock-runtime",

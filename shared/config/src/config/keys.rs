@@ -306,7 +306,7 @@ settings! {
     }
     also {
         /// `Auth__Providers__<name>__*` and `Auth__ProvidersJson`.
-        providers: Vec<ProviderConfig> = super::providers::read,
+        providers: Vec<ProviderConfig> = super::read_providers,
     }
     /// Public board page settings (`Pages__*`).
     #[derive(Debug, Clone)]

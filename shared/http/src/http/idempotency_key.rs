@@ -35,7 +35,7 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyKey {
 #[derive(utoipa::IntoParams)]
 #[into_params(parameter_in = Header)]
 #[allow(dead_code)]
-pub(crate) struct IdempotencyKeyHeader {
+pub struct IdempotencyKeyHeader {
     /// Optional. Names this request so that sending it again (its answer lost, or a 503 or
     /// 504) makes one resource: within 24 hours the same key with the same request answers
     /// what the first made; with another request it is a 422. A UUID will do.

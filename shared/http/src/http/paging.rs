@@ -35,7 +35,7 @@ impl PageParams {
 }
 
 /// Parses a `limit` parameter.
-pub(crate) fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
+pub fn parse_limit(raw: Option<&str>) -> Result<usize, ApiError> {
     // An absent limit is the default; a present one must be a number (`limit=` is not).
     match raw.map(str::trim) {
         None => Ok(DEFAULT_LIMIT),

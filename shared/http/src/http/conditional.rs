@@ -7,7 +7,7 @@ use http::HeaderValue;
 /// Whether `if_none_match` names `etag` (or is `*`), compared weakly as RFC 9110 (13.1.2)
 /// says `If-None-Match` is: `W/"x"` and `"x"` match each other, so a client or cache that
 /// weakened the tag (a compressing proxy does) still gets its 304.
-pub(crate) fn holds(if_none_match: Option<&HeaderValue>, etag: &str) -> bool {
+pub fn holds(if_none_match: Option<&HeaderValue>, etag: &str) -> bool {
     let Some(tags) = if_none_match.and_then(|v| v.to_str().ok()) else {
         return false;
     };

@@ -2,7 +2,7 @@
 
 pub mod auth_user;
 pub(crate) mod case_insensitive;
-pub(crate) mod conditional;
+pub mod conditional;
 mod domain_errors;
 pub mod envelope;
 pub mod error;
@@ -11,7 +11,7 @@ pub mod extract;
 pub mod idempotency_key;
 pub(crate) mod middleware;
 pub(crate) mod observe;
-pub(crate) mod paging;
+pub mod paging;
 pub mod public_url;
 pub(crate) mod rate_limit_headers;
 pub mod security_headers;
