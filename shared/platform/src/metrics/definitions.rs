@@ -67,14 +67,12 @@ const fn local_counter(
     }
 }
 
-/// HTTP requests answered.
-pub static HTTP_REQUESTS: Definition = local_counter(
+pub(crate) static HTTP_REQUESTS: Definition = local_counter(
     "http_requests_total",
     "HTTP requests answered, by method, matched route and status.",
     &["method", "route", "status"],
 );
-/// HTTP request latency.
-pub static HTTP_REQUEST_DURATION: Definition = Definition {
+pub(crate) static HTTP_REQUEST_DURATION: Definition = Definition {
     name: "http_request_duration_seconds",
     help: "HTTP request latency in seconds, by method, matched route and status.",
     labels: &["method", "route", "status"],
@@ -85,32 +83,27 @@ pub static HTTP_REQUEST_DURATION: Definition = Definition {
         0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
     ]),
 };
-/// Outbox events relayed.
-pub static OUTBOX_RELAYED: Definition = counter(
+pub(crate) static OUTBOX_RELAYED: Definition = counter(
     "paddock_outbox_relayed_total",
     "Outbox events delivered to the event queues.",
     &[],
 );
-/// Queued events handled.
-pub static EVENTS_PROCESSED: Definition = counter(
+pub(crate) static EVENTS_PROCESSED: Definition = counter(
     "paddock_events_processed_total",
     "Queued events handled by consumers, by consumer (queue), kind and outcome.",
     &["consumer", "kind", "outcome"],
 );
-/// Achievements unlocked.
-pub static ACHIEVEMENTS_UNLOCKED: Definition = counter(
+pub(crate) static ACHIEVEMENTS_UNLOCKED: Definition = counter(
     "paddock_achievements_unlocked_total",
     "Achievements unlocked, by achievement id.",
     &["achievement"],
 );
-/// Items removed by the retention sweep.
-pub static RETENTION_DELETED: Definition = counter(
+pub(crate) static RETENTION_DELETED: Definition = counter(
     "paddock_retention_deleted_total",
     "Expired items removed by the retention sweep, by kind.",
     &["kind"],
 );
-/// Messages per local queue.
-pub static QUEUE_DEPTH: Definition = Definition {
+pub(crate) static QUEUE_DEPTH: Definition = Definition {
     name: "paddock_queue_depth",
     help: "Messages waiting or in flight per queue (local server; SQS reports its own).",
     labels: &["queue"],
@@ -119,38 +112,32 @@ pub static QUEUE_DEPTH: Definition = Definition {
     cloudwatch: false,
     buckets: None,
 };
-/// Items the item store read.
-pub static STORE_ITEMS_READ: Definition = local_counter(
+pub(crate) static STORE_ITEMS_READ: Definition = local_counter(
     "paddock_store_items_read_total",
     "Items the item store read: returned by gets, examined by queries (by backend).",
     &["backend"],
 );
-/// DynamoDB's consumed read capacity.
-pub static STORE_READ_MILLIUNITS: Definition = local_counter(
+pub(crate) static STORE_READ_MILLIUNITS: Definition = local_counter(
     "paddock_store_read_capacity_milliunits_total",
     "Read capacity DynamoDB reported consumed, in thousandths of a unit.",
     &[],
 );
-/// Sign-ins.
-pub static SIGN_INS: Definition = counter(
+pub(crate) static SIGN_INS: Definition = counter(
     "paddock_sign_ins_total",
     "Sign-ins, by method (email or provider) and result (ok, failed, limited or error).",
     &["method", "result"],
 );
-/// Language-model calls.
-pub static AI_CALLS: Definition = counter(
+pub(crate) static AI_CALLS: Definition = counter(
     "paddock_ai_upstream_calls_total",
     "Language-model calls, by outcome (ok, rejected, busy, upstream_error, timeout).",
     &["outcome"],
 );
-/// Language-model tokens.
-pub static AI_TOKENS: Definition = counter(
+pub(crate) static AI_TOKENS: Definition = counter(
     "paddock_ai_tokens_total",
     "Language-model tokens counted by the provider, by direction (input or output).",
     &["direction"],
 );
-/// Language-model call latency.
-pub static AI_LATENCY: Definition = Definition {
+pub(crate) static AI_LATENCY: Definition = Definition {
     name: "paddock_ai_upstream_duration_seconds",
     help: "Language-model call latency in seconds.",
     labels: &[],
@@ -159,20 +146,17 @@ pub static AI_LATENCY: Definition = Definition {
     cloudwatch: true,
     buckets: Some(&[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0]),
 };
-/// Stored coaching answers looked up.
-pub static AI_CACHE: Definition = counter(
+pub(crate) static AI_CACHE: Definition = counter(
     "paddock_ai_cache_total",
     "Stored coaching answers looked up, by result (hit or miss).",
     &["result"],
 );
-/// Share-pack uploads.
-pub static SHAREPACK_UPLOADS: Definition = counter(
+pub(crate) static SHAREPACK_UPLOADS: Definition = counter(
     "paddock_sharepack_uploads_total",
     "Share-pack uploads, by result (ok or refused) and reason.",
     &["result", "reason"],
 );
-/// Bytes of share packs stored.
-pub static SHAREPACK_BYTES: Definition = Definition {
+pub(crate) static SHAREPACK_BYTES: Definition = Definition {
     unit: Unit::Bytes,
     ..counter(
         "paddock_sharepack_bytes_stored_total",
@@ -180,74 +164,63 @@ pub static SHAREPACK_BYTES: Definition = Definition {
         &[],
     )
 };
-/// Share-pack downloads.
-pub static SHAREPACK_DOWNLOADS: Definition = counter(
+pub(crate) static SHAREPACK_DOWNLOADS: Definition = counter(
     "paddock_sharepack_downloads_total",
     "Share-pack downloads (streamed or redirected).",
     &[],
 );
-/// Session uploads.
-pub static SESSIONS_UPLOADED: Definition = counter(
+pub(crate) static SESSIONS_UPLOADED: Definition = counter(
     "paddock_sessions_uploaded_total",
     "Session uploads, by result (created or duplicate).",
     &["result"],
 );
-/// Leaderboard submissions.
-pub static LEADERBOARD_SUBMISSIONS: Definition = counter(
+pub(crate) static LEADERBOARD_SUBMISSIONS: Definition = counter(
     "paddock_leaderboard_submissions_total",
     "Leaderboard submissions, by result (improved, unchanged or rejected).",
     &["result"],
 );
-/// Leaderboard page cache lookups.
-pub static LEADERBOARD_CACHE: Definition = counter(
+pub(crate) static LEADERBOARD_CACHE: Definition = counter(
     "paddock_leaderboard_cache_total",
     "Leaderboard page lookups, by in-process cache result (hit or miss).",
     &["result"],
 );
-/// Link previews drawn.
-pub static PREVIEWS_RENDERED: Definition = counter(
+pub(crate) static PREVIEWS_RENDERED: Definition = counter(
     "paddock_previews_rendered_total",
     "Link previews (PNG) drawn, by preview (board or driver); a cached one is not drawn again.",
     &["preview"],
 );
-/// Track-processing jobs.
-pub static TRACK_JOBS: Definition = counter(
+pub(crate) static TRACK_JOBS: Definition = counter(
     "paddock_track_jobs_total",
     "Track-processing job outcomes (done, failed or retry).",
     &["outcome"],
 );
-/// Laps refused as implausible.
-pub static IMPLAUSIBLE_LAPS: Definition = counter(
+pub(crate) static IMPLAUSIBLE_LAPS: Definition = counter(
     "paddock_implausible_laps_total",
     "Leaderboard submissions refused as implausible laps, by reason.",
     &["reason"],
 );
-/// Webhook delivery attempts.
-pub static WEBHOOK_DELIVERIES: Definition = counter(
+pub(crate) static WEBHOOK_DELIVERIES: Definition = counter(
     "paddock_webhook_deliveries_total",
     "Webhook delivery attempts, by outcome (ok or failed).",
     &["outcome"],
 );
-/// Data exports.
-pub static EXPORTS: Definition = counter(
+pub(crate) static EXPORTS: Definition = counter(
     "paddock_exports_total",
     "Data exports, by result (complete or failed).",
     &["result"],
 );
-/// Account deletions.
-pub static ACCOUNT_DELETIONS: Definition = counter(
+pub(crate) static ACCOUNT_DELETIONS: Definition = counter(
     "paddock_account_deletions_total",
     "Account deletions, by stage (started: the account is gone and the job queued; finished: every record removed).",
     &["stage"],
 );
-/// Items removed by account deletion jobs.
-pub static ACCOUNT_DELETION_ITEMS: Definition = counter(
+pub(crate) static ACCOUNT_DELETION_ITEMS: Definition = counter(
     "paddock_account_deletion_items_total",
     "Items and objects removed by account deletion jobs, by kind of driver data.",
     &["kind"],
 );
 
-/// Every definition, once.
+/// Every definition, once (each is named by a field of [`super::Metrics`] too, which records it).
 pub static ALL: [&Definition; 27] = [
     &HTTP_REQUESTS,
     &HTTP_REQUEST_DURATION,
