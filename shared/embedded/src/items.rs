@@ -116,7 +116,7 @@ impl SqliteItemStore {
 /// Counts items read from the database (Prometheus only).
 fn items_read(n: usize) {
     // Resolved once: the label lookup would otherwise run on every read.
-    static ITEMS_READ: std::sync::LazyLock<prometheus::IntCounter> =
+    static ITEMS_READ: std::sync::LazyLock<paddock_core::metrics::LabelledCounter> =
         std::sync::LazyLock::new(|| {
             paddock_core::metrics::global()
                 .store_items_read

@@ -1,42 +1,103 @@
-//! The service's metric definitions, and their two outlets: the Prometheus registry of
-//! `GET /metrics` (always), and in AWS the CloudWatch embedded metric format
-//! ([`crate::metrics_cloudwatch`], once installed). A metric is defined once, here, with its
-//! name, help and labels; an update reaches both outlets with the same name and label values.
+//! The service's metrics, over one facade: the `metrics` crate. Each metric is defined once,
+//! in [`definitions`], with its name, help, labels, unit and kind; an update is recorded once,
+//! through a `metrics` handle, and reaches the process's one outlet:
 //!
-//! The HTTP request metrics and the queue-depth gauge go to Prometheus only: in AWS, API
-//! Gateway and Lambda measure requests per route and SQS measures its queues, and a series
-//! per (method, route, status) would be hundreds of CloudWatch metrics for what is already
-//! there.
+//! - locally, the Prometheus recorder of `metrics-exporter-prometheus`, rendered by
+//!   `GET /metrics`;
+//! - in Lambda, once [`crate::metrics_cloudwatch::install`] has run, the embedded metric
+//!   format recorder (`metrics_cloudwatch_embedded`), the process's global `metrics`
+//!   recorder.
+//!
+//! The HTTP request metrics, the queue-depth gauge and the store's read counts are not sent
+//! to CloudWatch: in AWS, API Gateway and Lambda measure requests per route, SQS measures its
+//! queues and DynamoDB its consumed capacity, and a series per (method, route, status) would
+//! be hundreds of CloudWatch metrics for what is already there.
 
-use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
-    TextEncoder,
-};
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::{LazyLock, RwLock};
+pub mod definitions;
+
+use ::metrics::{Key, KeyName, Label, Metadata, Recorder, SharedString};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use crate::metrics_cloudwatch as cloudwatch;
+pub use definitions::{Definition, IMPLAUSIBLE_LAP_REASONS, Kind};
 
-/// The reasons a lap is refused as implausible: the label values of
-/// `paddock_implausible_laps_total`, exported at 0 from the start.
-pub const IMPLAUSIBLE_LAP_REASONS: [&str; 2] = ["too_fast", "sectors_mismatch"];
+/// Where the updates of this crate come from, for the recorders' metadata.
+static METADATA: Metadata<'static> =
+    Metadata::new(module_path!(), ::metrics::Level::INFO, Some(module_path!()));
 
-/// A counter without labels, in both outlets.
-pub struct Counter {
-    name: &'static str,
-    prometheus: IntCounter,
+/// How often the Prometheus recorder folds the histograms' recorded values into their
+/// buckets: without it, the values of a server nobody scrapes would be kept one by one.
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// The outlet a [`Metrics`] records into: its own Prometheus recorder, unless the CloudWatch
+/// outlet is installed (then the global `metrics` recorder, for the metrics that go there).
+struct Outlet {
+    prometheus: PrometheusRecorder,
 }
 
-impl Counter {
-    fn new(name: &'static str, help: &str) -> Self {
-        Self {
-            name,
-            prometheus: IntCounter::new(name, help).expect("valid metric"),
+impl Outlet {
+    /// The key of `definition` with label `values`, in the order of its labels.
+    fn key(definition: &Definition, values: &[&str]) -> Key {
+        debug_assert_eq!(definition.labels.len(), values.len(), "{}", definition.name);
+        let labels: Vec<Label> = definition
+            .labels
+            .iter()
+            .zip(values)
+            .map(|(name, value)| Label::new(*name, (*value).to_owned()))
+            .collect();
+        Key::from_parts(definition.name, labels)
+    }
+
+    /// Runs `register` on the recorder that takes `definition`'s updates, or answers
+    /// `none` when no outlet takes them (a Prometheus-only metric in Lambda).
+    fn with_recorder<T>(
+        &self,
+        definition: &Definition,
+        none: impl FnOnce() -> T,
+        register: impl FnOnce(&dyn Recorder) -> T,
+    ) -> T {
+        if cloudwatch::installed() {
+            if definition.cloudwatch {
+                ::metrics::with_recorder(register)
+            } else {
+                none()
+            }
+        } else {
+            register(&self.prometheus)
         }
     }
 
+    fn counter(&self, definition: &Definition, values: &[&str]) -> ::metrics::Counter {
+        let key = Self::key(definition, values);
+        self.with_recorder(definition, ::metrics::Counter::noop, |r| {
+            r.register_counter(&key, &METADATA)
+        })
+    }
+
+    fn gauge(&self, definition: &Definition, values: &[&str]) -> ::metrics::Gauge {
+        let key = Self::key(definition, values);
+        self.with_recorder(definition, ::metrics::Gauge::noop, |r| {
+            r.register_gauge(&key, &METADATA)
+        })
+    }
+
+    fn histogram(&self, definition: &Definition, values: &[&str]) -> ::metrics::Histogram {
+        let key = Self::key(definition, values);
+        self.with_recorder(definition, ::metrics::Histogram::noop, |r| {
+            r.register_histogram(&key, &METADATA)
+        })
+    }
+}
+
+/// A counter without labels.
+pub struct Counter {
+    definition: &'static Definition,
+    outlet: Arc<Outlet>,
+}
+
+impl Counter {
     /// Adds one.
     pub fn inc(&self) {
         self.inc_by(1);
@@ -44,41 +105,23 @@ impl Counter {
 
     /// Adds `n`.
     pub fn inc_by(&self, n: u64) {
-        self.prometheus.inc_by(n);
-        if let Some(c) = cloudwatch::counter(self.name, &[], &[]) {
-            c.increment(n);
-        }
+        self.outlet.counter(self.definition, &[]).increment(n);
     }
 }
 
-/// A counter with labels, in both outlets; the label values are bounded sets (never an id).
+/// A counter with labels; the label values are bounded sets (never an id).
 pub struct CounterFamily {
-    name: &'static str,
-    labels: &'static [&'static str],
-    prometheus: IntCounterVec,
+    definition: &'static Definition,
+    outlet: Arc<Outlet>,
 }
 
 /// One label set's counter of a [`CounterFamily`].
-pub struct LabelledCounter {
-    prometheus: IntCounter,
-    cloudwatch: Option<::metrics::Counter>,
-}
+pub struct LabelledCounter(::metrics::Counter);
 
 impl CounterFamily {
-    fn new(name: &'static str, help: &str, labels: &'static [&'static str]) -> Self {
-        Self {
-            name,
-            labels,
-            prometheus: IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"),
-        }
-    }
-
     /// The counter of one label set, values in the order of the labels.
     pub fn with_label_values(&self, values: &[&str]) -> LabelledCounter {
-        LabelledCounter {
-            prometheus: self.prometheus.with_label_values(values),
-            cloudwatch: cloudwatch::counter(self.name, self.labels, values),
-        }
+        LabelledCounter(self.outlet.counter(self.definition, values))
     }
 }
 
@@ -90,52 +133,58 @@ impl LabelledCounter {
 
     /// Adds `n`.
     pub fn inc_by(&self, n: u64) {
-        self.prometheus.inc_by(n);
-        if let Some(c) = &self.cloudwatch {
-            c.increment(n);
-        }
+        self.0.increment(n);
     }
 }
 
-/// A histogram without labels, in both outlets (CloudWatch keeps the observed values).
+/// A gauge with labels.
+pub struct GaugeFamily {
+    definition: &'static Definition,
+    outlet: Arc<Outlet>,
+}
+
+/// One label set's gauge of a [`GaugeFamily`].
+pub struct LabelledGauge(::metrics::Gauge);
+
+impl GaugeFamily {
+    /// The gauge of one label set, values in the order of the labels.
+    pub fn with_label_values(&self, values: &[&str]) -> LabelledGauge {
+        LabelledGauge(self.outlet.gauge(self.definition, values))
+    }
+}
+
+impl LabelledGauge {
+    /// Sets the value.
+    pub fn set(&self, value: i64) {
+        // Gauges are floats in both outlets; the values set here (queue depths) are far
+        // below 2^53, so none is rounded.
+        self.0.set(value as f64);
+    }
+}
+
+/// A histogram without labels.
 pub struct Histogram {
-    name: &'static str,
-    prometheus: prometheus::Histogram,
+    definition: &'static Definition,
+    outlet: Arc<Outlet>,
 }
 
 impl Histogram {
     /// Records one value.
     pub fn observe(&self, value: f64) {
-        self.prometheus.observe(value);
-        if let Some(h) = cloudwatch::histogram(self.name, &[], &[]) {
-            h.record(value);
-        }
+        self.outlet.histogram(self.definition, &[]).record(value);
     }
 }
 
-/// One metric of both outlets.
-enum Outlet<'a> {
-    Counter(&'a Counter),
-    Family(&'a CounterFamily),
-    Histogram(&'a Histogram),
+/// A histogram with labels.
+pub struct HistogramFamily {
+    definition: &'static Definition,
+    outlet: Arc<Outlet>,
 }
 
-impl Outlet<'_> {
-    fn name(&self) -> &'static str {
-        match self {
-            Outlet::Counter(c) => c.name,
-            Outlet::Family(f) => f.name,
-            Outlet::Histogram(h) => h.name,
-        }
-    }
-
-    /// The Prometheus collector (a handle on the same values).
-    fn collector(&self) -> Box<dyn prometheus::core::Collector> {
-        match self {
-            Outlet::Counter(c) => Box::new(c.prometheus.clone()),
-            Outlet::Family(f) => Box::new(f.prometheus.clone()),
-            Outlet::Histogram(h) => Box::new(h.prometheus.clone()),
-        }
+impl HistogramFamily {
+    /// Records one value in the histogram of one label set.
+    pub fn observe(&self, values: &[&str], value: f64) {
+        self.outlet.histogram(self.definition, values).record(value);
     }
 }
 
@@ -161,25 +210,13 @@ pub struct CloudWatchMetric {
     pub kind: CloudWatchKind,
 }
 
-/// The request count and latency of one (method, route, status), resolved once.
-#[derive(Clone)]
-struct RequestSeries {
-    method: &'static str,
-    status: u16,
-    count: IntCounter,
-    latency: prometheus::Histogram,
-}
-
 /// Every metric the service exports.
 pub struct Metrics {
-    registry: Registry,
-    requests: IntCounterVec,
-    latency: HistogramVec,
-    /// The series of each route seen so far, by route: a request then costs one map read
-    /// instead of a label lookup per metric, the status formatted as text and the labels
-    /// hashed twice. Bounded like the labels: routes are templates, methods a fixed set,
-    /// statuses three digits.
-    request_series: RwLock<HashMap<String, Vec<RequestSeries>>>,
+    outlet: Arc<Outlet>,
+    /// HTTP requests answered, by method, route and status (Prometheus only).
+    requests: CounterFamily,
+    /// HTTP request latency, by method, route and status (Prometheus only).
+    latency: HistogramFamily,
     /// Events relayed from the outbox to the queues.
     pub outbox_relayed: Counter,
     /// Events handled by the consumers, by consumer, kind and outcome (`ok`, `retry`,
@@ -191,12 +228,12 @@ pub struct Metrics {
     pub retention_deleted: CounterFamily,
     /// Messages waiting or in flight per queue, where the adapter can read it (Prometheus
     /// only: SQS reports its own).
-    pub queue_depth: IntGaugeVec,
+    pub queue_depth: GaugeFamily,
     /// Items the item store read (returned by gets, examined by queries), by backend
     /// (Prometheus only: in AWS, DynamoDB reports its consumed capacity per table).
-    pub store_items_read: IntCounterVec,
+    pub store_items_read: CounterFamily,
     /// Read capacity DynamoDB reported consumed, in thousandths of a unit (Prometheus only).
-    pub store_read_milliunits: IntCounter,
+    pub store_read_milliunits: Counter,
     /// Sign-ins, by method (`email`, `provider`) and result (`ok`, `failed`, `limited`,
     /// `error`).
     pub sign_ins: CounterFamily,
@@ -237,17 +274,6 @@ pub struct Metrics {
     pub account_deletion_items: CounterFamily,
 }
 
-/// The series of `method` and `status` among one route's.
-fn find_series<'a>(
-    series: &'a [RequestSeries],
-    method: &str,
-    status: u16,
-) -> Option<&'a RequestSeries> {
-    series
-        .iter()
-        .find(|s| s.status == status && s.method == method)
-}
-
 /// The request methods that are labels of their own.
 const STANDARD_METHODS: [&str; 9] = [
     "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE",
@@ -263,7 +289,24 @@ fn method_label(method: &str) -> &'static str {
         .unwrap_or("other")
 }
 
-static GLOBAL: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+static GLOBAL: LazyLock<Metrics> = LazyLock::new(|| {
+    let metrics = Metrics::new();
+    let outlet = Arc::downgrade(&metrics.outlet);
+    let upkeep = std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || {
+            while let Some(outlet) = outlet.upgrade() {
+                outlet.prometheus.handle().run_upkeep();
+                drop(outlet);
+                std::thread::sleep(UPKEEP_EVERY);
+            }
+        });
+    if let Err(e) = upkeep {
+        // `render` folds the values too; only an unscraped server keeps them longer.
+        tracing::warn!(error = %e, "could not start the metrics upkeep thread");
+    }
+    metrics
+});
 
 /// The process-wide metrics.
 pub fn global() -> &'static Metrics {
@@ -272,261 +315,105 @@ pub fn global() -> &'static Metrics {
 
 impl Metrics {
     fn new() -> Self {
-        let registry = Registry::new();
-        let requests = IntCounterVec::new(
-            Opts::new(
-                "http_requests_total",
-                "HTTP requests answered, by method, matched route and status.",
-            ),
-            &["method", "route", "status"],
-        )
-        .expect("valid metric");
-        let latency = HistogramVec::new(
-            HistogramOpts::new(
-                "http_request_duration_seconds",
-                "HTTP request latency in seconds, by method, matched route and status.",
-            )
-            .buckets(vec![
-                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-                10.0,
-            ]),
-            &["method", "route", "status"],
-        )
-        .expect("valid metric");
-        let outbox_relayed = Counter::new(
-            "paddock_outbox_relayed_total",
-            "Outbox events delivered to the event queues.",
-        );
-        let events = CounterFamily::new(
-            "paddock_events_processed_total",
-            "Queued events handled by consumers, by consumer (queue), kind and outcome.",
-            &["consumer", "kind", "outcome"],
-        );
-        let achievements_unlocked = CounterFamily::new(
-            "paddock_achievements_unlocked_total",
-            "Achievements unlocked, by achievement id.",
-            &["achievement"],
-        );
-        let retention_deleted = CounterFamily::new(
-            "paddock_retention_deleted_total",
-            "Expired items removed by the retention sweep, by kind.",
-            &["kind"],
-        );
-        let queue_depth = IntGaugeVec::new(
-            Opts::new(
-                "paddock_queue_depth",
-                "Messages waiting or in flight per queue (local server; SQS reports its own).",
-            ),
-            &["queue"],
-        )
-        .expect("valid metric");
-        let store_items_read = IntCounterVec::new(
-            Opts::new(
-                "paddock_store_items_read_total",
-                "Items the item store read: returned by gets, examined by queries (by backend).",
-            ),
-            &["backend"],
-        )
-        .expect("valid metric");
-        let store_read_milliunits = IntCounter::new(
-            "paddock_store_read_capacity_milliunits_total",
-            "Read capacity DynamoDB reported consumed, in thousandths of a unit.",
-        )
-        .expect("valid metric");
-        let sign_ins = CounterFamily::new(
-            "paddock_sign_ins_total",
-            "Sign-ins, by method (email or provider) and result (ok, failed, limited or error).",
-            &["method", "result"],
-        );
-        let ai_calls = CounterFamily::new(
-            "paddock_ai_upstream_calls_total",
-            "Language-model calls, by outcome (ok, rejected, busy, upstream_error, timeout).",
-            &["outcome"],
-        );
-        let ai_tokens = CounterFamily::new(
-            "paddock_ai_tokens_total",
-            "Language-model tokens counted by the provider, by direction (input or output).",
-            &["direction"],
-        );
-        let ai_latency = Histogram {
-            name: "paddock_ai_upstream_duration_seconds",
-            prometheus: prometheus::Histogram::with_opts(
-                HistogramOpts::new(
-                    "paddock_ai_upstream_duration_seconds",
-                    "Language-model call latency in seconds.",
-                )
-                .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0]),
-            )
-            .expect("valid metric"),
-        };
-        let ai_cache = CounterFamily::new(
-            "paddock_ai_cache_total",
-            "Stored coaching answers looked up, by result (hit or miss).",
-            &["result"],
-        );
-        let sharepack_uploads = CounterFamily::new(
-            "paddock_sharepack_uploads_total",
-            "Share-pack uploads, by result (ok or refused) and reason.",
-            &["result", "reason"],
-        );
-        let sharepack_bytes = Counter::new(
-            "paddock_sharepack_bytes_stored_total",
-            "Bytes of share packs stored.",
-        );
-        let sharepack_downloads = Counter::new(
-            "paddock_sharepack_downloads_total",
-            "Share-pack downloads (streamed or redirected).",
-        );
-        let sessions_uploaded = CounterFamily::new(
-            "paddock_sessions_uploaded_total",
-            "Session uploads, by result (created or duplicate).",
-            &["result"],
-        );
-        let leaderboard_submissions = CounterFamily::new(
-            "paddock_leaderboard_submissions_total",
-            "Leaderboard submissions, by result (improved, unchanged or rejected).",
-            &["result"],
-        );
-        let leaderboard_cache = CounterFamily::new(
-            "paddock_leaderboard_cache_total",
-            "Leaderboard page lookups, by in-process cache result (hit or miss).",
-            &["result"],
-        );
-        let previews_rendered = CounterFamily::new(
-            "paddock_previews_rendered_total",
-            "Link previews (PNG) drawn, by preview (board or driver); a cached one is not drawn again.",
-            &["preview"],
-        );
-        let track_jobs = CounterFamily::new(
-            "paddock_track_jobs_total",
-            "Track-processing job outcomes (done, failed or retry).",
-            &["outcome"],
-        );
-        let implausible_laps = CounterFamily::new(
-            "paddock_implausible_laps_total",
-            "Leaderboard submissions refused as implausible laps, by reason.",
-            &["reason"],
-        );
-        // The reasons are a fixed set: export each from the start, at 0, so a rate over the
-        // series works before the first refusal.
+        use definitions as d;
+        let mut builder = PrometheusBuilder::new();
+        for definition in d::ALL {
+            if let Some(buckets) = definition.buckets {
+                builder = builder
+                    .set_buckets_for_metric(Matcher::Full(definition.name.to_owned()), buckets)
+                    .expect("buckets are not empty");
+            }
+        }
+        let prometheus = builder.build_recorder();
+        for definition in d::ALL {
+            let name = KeyName::from_const_str(definition.name);
+            let help = SharedString::const_str(definition.help);
+            let unit = Some(definition.unit);
+            match definition.kind {
+                Kind::Counter => prometheus.describe_counter(name, unit, help),
+                Kind::Gauge => prometheus.describe_gauge(name, unit, help),
+                Kind::Histogram => prometheus.describe_histogram(name, unit, help),
+            }
+        }
+        let outlet = Arc::new(Outlet { prometheus });
+        // What is exported from the start, at 0, as the Prometheus text always had it: the
+        // metrics without labels, and the implausible-lap reasons (a fixed set, so a rate
+        // over the series works before the first refusal).
+        for definition in d::ALL.iter().filter(|d| d.labels.is_empty()) {
+            let key = Key::from_static_name(definition.name);
+            match definition.kind {
+                Kind::Counter => drop(outlet.prometheus.register_counter(&key, &METADATA)),
+                Kind::Gauge => drop(outlet.prometheus.register_gauge(&key, &METADATA)),
+                Kind::Histogram => drop(outlet.prometheus.register_histogram(&key, &METADATA)),
+            }
+        }
         for reason in IMPLAUSIBLE_LAP_REASONS {
-            implausible_laps.prometheus.with_label_values(&[reason]);
+            let key = Outlet::key(&d::IMPLAUSIBLE_LAPS, &[reason]);
+            drop(outlet.prometheus.register_counter(&key, &METADATA));
         }
-        let webhook_deliveries = CounterFamily::new(
-            "paddock_webhook_deliveries_total",
-            "Webhook delivery attempts, by outcome (ok or failed).",
-            &["outcome"],
-        );
-        let exports = CounterFamily::new(
-            "paddock_exports_total",
-            "Data exports, by result (complete or failed).",
-            &["result"],
-        );
-        let account_deletions = CounterFamily::new(
-            "paddock_account_deletions_total",
-            "Account deletions, by stage (started: the account is gone and the job queued; finished: every record removed).",
-            &["stage"],
-        );
-        let account_deletion_items = CounterFamily::new(
-            "paddock_account_deletion_items_total",
-            "Items and objects removed by account deletion jobs, by kind of driver data.",
-            &["kind"],
-        );
-        for collector in [
-            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(latency.clone()),
-            Box::new(queue_depth.clone()),
-            Box::new(store_items_read.clone()),
-            Box::new(store_read_milliunits.clone()),
-        ] {
-            registry.register(collector).expect("unique metric");
-        }
-        let metrics = Self {
-            registry,
-            requests,
-            latency,
-            request_series: RwLock::default(),
-            outbox_relayed,
-            events,
-            achievements_unlocked,
-            retention_deleted,
-            queue_depth,
-            store_items_read,
-            store_read_milliunits,
-            sign_ins,
-            ai_calls,
-            ai_tokens,
-            ai_latency,
-            ai_cache,
-            sharepack_uploads,
-            sharepack_bytes,
-            sharepack_downloads,
-            sessions_uploaded,
-            leaderboard_submissions,
-            leaderboard_cache,
-            previews_rendered,
-            track_jobs,
-            implausible_laps,
-            webhook_deliveries,
-            exports,
-            account_deletions,
-            account_deletion_items,
+        let counter = |definition| Counter {
+            definition,
+            outlet: outlet.clone(),
         };
-        for outlet in metrics.cloudwatch_outlets() {
-            metrics
-                .registry
-                .register(outlet.collector())
-                .expect("unique metric");
+        let family = |definition| CounterFamily {
+            definition,
+            outlet: outlet.clone(),
+        };
+        Self {
+            requests: family(&d::HTTP_REQUESTS),
+            latency: HistogramFamily {
+                definition: &d::HTTP_REQUEST_DURATION,
+                outlet: outlet.clone(),
+            },
+            outbox_relayed: counter(&d::OUTBOX_RELAYED),
+            events: family(&d::EVENTS_PROCESSED),
+            achievements_unlocked: family(&d::ACHIEVEMENTS_UNLOCKED),
+            retention_deleted: family(&d::RETENTION_DELETED),
+            queue_depth: GaugeFamily {
+                definition: &d::QUEUE_DEPTH,
+                outlet: outlet.clone(),
+            },
+            store_items_read: family(&d::STORE_ITEMS_READ),
+            store_read_milliunits: counter(&d::STORE_READ_MILLIUNITS),
+            sign_ins: family(&d::SIGN_INS),
+            ai_calls: family(&d::AI_CALLS),
+            ai_tokens: family(&d::AI_TOKENS),
+            ai_latency: Histogram {
+                definition: &d::AI_LATENCY,
+                outlet: outlet.clone(),
+            },
+            ai_cache: family(&d::AI_CACHE),
+            sharepack_uploads: family(&d::SHAREPACK_UPLOADS),
+            sharepack_bytes: counter(&d::SHAREPACK_BYTES),
+            sharepack_downloads: counter(&d::SHAREPACK_DOWNLOADS),
+            sessions_uploaded: family(&d::SESSIONS_UPLOADED),
+            leaderboard_submissions: family(&d::LEADERBOARD_SUBMISSIONS),
+            leaderboard_cache: family(&d::LEADERBOARD_CACHE),
+            previews_rendered: family(&d::PREVIEWS_RENDERED),
+            track_jobs: family(&d::TRACK_JOBS),
+            implausible_laps: family(&d::IMPLAUSIBLE_LAPS),
+            webhook_deliveries: family(&d::WEBHOOK_DELIVERIES),
+            exports: family(&d::EXPORTS),
+            account_deletions: family(&d::ACCOUNT_DELETIONS),
+            account_deletion_items: family(&d::ACCOUNT_DELETION_ITEMS),
+            outlet,
         }
-        metrics
-    }
-
-    /// The metrics with both outlets: the one list that registers them with Prometheus and
-    /// that `GET /metrics` of a Lambda function reads back from CloudWatch.
-    fn cloudwatch_outlets(&self) -> [Outlet<'_>; 22] {
-        [
-            Outlet::Counter(&self.outbox_relayed),
-            Outlet::Counter(&self.sharepack_bytes),
-            Outlet::Counter(&self.sharepack_downloads),
-            Outlet::Family(&self.events),
-            Outlet::Family(&self.achievements_unlocked),
-            Outlet::Family(&self.retention_deleted),
-            Outlet::Family(&self.sign_ins),
-            Outlet::Family(&self.ai_calls),
-            Outlet::Family(&self.ai_tokens),
-            Outlet::Family(&self.ai_cache),
-            Outlet::Family(&self.sharepack_uploads),
-            Outlet::Family(&self.sessions_uploaded),
-            Outlet::Family(&self.leaderboard_submissions),
-            Outlet::Family(&self.leaderboard_cache),
-            Outlet::Family(&self.previews_rendered),
-            Outlet::Family(&self.track_jobs),
-            Outlet::Family(&self.implausible_laps),
-            Outlet::Family(&self.webhook_deliveries),
-            Outlet::Family(&self.exports),
-            Outlet::Family(&self.account_deletions),
-            Outlet::Family(&self.account_deletion_items),
-            Outlet::Histogram(&self.ai_latency),
-        ]
     }
 
     /// The metrics that reach CloudWatch, with the help and labels the Prometheus text gives
-    /// them.
+    /// them: the list that `GET /metrics` of a Lambda function reads back from CloudWatch.
     pub fn cloudwatch_metrics(&self) -> Vec<CloudWatchMetric> {
-        self.cloudwatch_outlets()
+        definitions::ALL
             .iter()
-            .map(|outlet| {
-                let collector = outlet.collector();
-                let desc = collector.desc()[0];
-                CloudWatchMetric {
-                    name: outlet.name(),
-                    help: desc.help.clone(),
-                    labels: desc.variable_labels.clone(),
-                    kind: match outlet {
-                        Outlet::Histogram(_) => CloudWatchKind::Histogram,
-                        Outlet::Counter(_) | Outlet::Family(_) => CloudWatchKind::Counter,
-                    },
-                }
+            .filter(|d| d.cloudwatch)
+            .map(|d| CloudWatchMetric {
+                name: d.name,
+                help: d.help.to_owned(),
+                labels: d.labels.iter().map(|l| (*l).to_owned()).collect(),
+                kind: match d.kind {
+                    Kind::Histogram => CloudWatchKind::Histogram,
+                    Kind::Counter | Kind::Gauge => CloudWatchKind::Counter,
+                },
             })
             .collect()
     }
@@ -535,75 +422,15 @@ impl Metrics {
     pub fn observe_request(&self, method: &str, route: &str, status: u16, elapsed: Duration) {
         // `route` is the matched route template or `unmatched`, never the path; the method
         // is bounded by `method_label`.
-        let method = method_label(method);
-        let seconds = elapsed.as_secs_f64();
-        let count = |s: &RequestSeries| {
-            s.count.inc();
-            s.latency.observe(seconds);
-        };
-        if !std::ptr::eq(self, global()) {
-            count(&self.series(method, route, status));
-            return;
-        }
-        // The process's metrics: each thread keeps the handles it has used, so a request
-        // takes no lock (a read lock's count is a write the cores take turns at).
-        thread_local! {
-            static SEEN: RefCell<HashMap<String, Vec<RequestSeries>>> =
-                RefCell::new(HashMap::new());
-        }
-        let counted = SEEN.with_borrow(|seen| {
-            seen.get(route)
-                .and_then(|series| find_series(series, method, status))
-                .map(count)
-        });
-        if counted.is_none() {
-            let series = self.series(method, route, status);
-            count(&series);
-            SEEN.with_borrow_mut(|seen| seen.entry(route.to_owned()).or_default().push(series));
-        }
+        let status = status.to_string();
+        let labels = [method_label(method), route, status.as_str()];
+        self.requests.with_label_values(&labels).inc();
+        self.latency.observe(&labels, elapsed.as_secs_f64());
     }
 
-    /// The request series of (method, route, status), made on its first request.
-    fn series(&self, method: &'static str, route: &str, status: u16) -> RequestSeries {
-        // A poisoned lock only means another request panicked while adding a series; the
-        // map itself is whole (an insert either happened or not).
-        let known = self
-            .request_series
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(route)
-            .and_then(|series| find_series(series, method, status).cloned());
-        if let Some(known) = known {
-            return known;
-        }
-        let status_text = status.to_string();
-        let labels = [method, route, status_text.as_str()];
-        let added = RequestSeries {
-            method,
-            status,
-            count: self.requests.with_label_values(&labels),
-            latency: self.latency.with_label_values(&labels),
-        };
-        let mut map = self
-            .request_series
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let series = map.entry(route.to_owned()).or_default();
-        // Another request may have added it meanwhile: both handles are the same series.
-        if let Some(known) = find_series(series, method, status) {
-            return known.clone();
-        }
-        series.push(added.clone());
-        added
-    }
-
-    /// The exposition text.
+    /// The exposition text of the Prometheus outlet.
     pub fn render(&self) -> String {
-        let mut out = Vec::new();
-        TextEncoder::new()
-            .encode(&self.registry.gather(), &mut out)
-            .expect("text encoding");
-        String::from_utf8(out).expect("utf-8 exposition")
+        self.outlet.prometheus.handle().render()
     }
 }
 

@@ -2,14 +2,17 @@
 //! JSON line per label set written to standard output at the end of each invocation, which
 //! CloudWatch Logs turns into metrics (no API call on the request path).
 //!
-//! The metric definitions are those of [`crate::metrics`]; each update there also reaches
-//! this outlet once [`install`] has run (a Lambda function's start). The local server never
-//! installs it and keeps only the Prometheus registry of `GET /metrics`.
+//! The metric definitions are those of [`crate::metrics::definitions`]; once [`install`] has
+//! run (a Lambda function's start), the updates of [`crate::metrics`] that reach CloudWatch
+//! go to this outlet instead of the Prometheus recorder. The local server never installs it
+//! and keeps the Prometheus text of `GET /metrics`.
 
-use ::metrics::{Key, Label, Metadata};
+use ::metrics::{KeyName, SharedString};
 use metrics_cloudwatch_embedded::{Builder, Collector};
 use std::io::Write;
 use std::sync::OnceLock;
+
+use crate::metrics::{Kind, definitions};
 
 /// The collector, once installed.
 static OUTLET: OnceLock<&'static Collector> = OnceLock::new();
@@ -17,13 +20,10 @@ static OUTLET: OnceLock<&'static Collector> = OnceLock::new();
 /// The namespace of the installed outlet.
 static NAMESPACE: OnceLock<String> = OnceLock::new();
 
-/// Where the metric updates of this crate come from, for the recorder's metadata.
-static METADATA: Metadata<'static> =
-    Metadata::new(module_path!(), ::metrics::Level::INFO, Some(module_path!()));
-
-/// Installs the outlet with CloudWatch namespace `namespace`; later calls keep the first.
-/// Each metric's labels are its dimensions; there are no dimensions beyond them, so a
-/// metric's series is the same whichever function counted it.
+/// Installs the outlet with CloudWatch namespace `namespace` as the process's `metrics`
+/// recorder, with each metric's unit; later calls keep the first. Each metric's labels are
+/// its dimensions; there are no dimensions beyond them, so a metric's series is the same
+/// whichever function counted it.
 pub fn install(namespace: &str) -> Result<(), String> {
     if OUTLET.get().is_some() {
         return Ok(());
@@ -32,50 +32,32 @@ pub fn install(namespace: &str) -> Result<(), String> {
         .cloudwatch_namespace(namespace.to_owned())
         .init()
         .map_err(|e| e.to_string())?;
+    ::metrics::with_recorder(|recorder| {
+        for definition in definitions::ALL.iter().filter(|d| d.cloudwatch) {
+            let name = KeyName::from_const_str(definition.name);
+            let help = SharedString::const_str(definition.help);
+            let unit = Some(definition.unit);
+            match definition.kind {
+                Kind::Counter => recorder.describe_counter(name, unit, help),
+                Kind::Gauge => recorder.describe_gauge(name, unit, help),
+                Kind::Histogram => recorder.describe_histogram(name, unit, help),
+            }
+        }
+    });
     let _ = NAMESPACE.set(namespace.to_owned());
     let _ = OUTLET.set(collector);
     Ok(())
 }
 
+/// Whether the outlet is installed: then the metrics that reach CloudWatch are recorded
+/// through the global `metrics` recorder, and the others nowhere.
+pub(crate) fn installed() -> bool {
+    OUTLET.get().is_some()
+}
+
 /// The CloudWatch namespace the metrics go to, once the outlet is installed.
 pub fn namespace() -> Option<&'static str> {
     NAMESPACE.get().map(String::as_str)
-}
-
-/// The key of metric `name` with `labels` named and `values` given (pairwise).
-fn key(name: &'static str, labels: &[&'static str], values: &[&str]) -> Key {
-    let labels: Vec<Label> = labels
-        .iter()
-        .zip(values)
-        .map(|(k, v)| Label::new(*k, (*v).to_owned()))
-        .collect();
-    Key::from_parts(name, labels)
-}
-
-/// The outlet's counter `name` for one label set; `None` when the outlet is not installed.
-pub(crate) fn counter(
-    name: &'static str,
-    labels: &[&'static str],
-    values: &[&str],
-) -> Option<::metrics::Counter> {
-    OUTLET.get()?;
-    let key = key(name, labels, values);
-    Some(::metrics::with_recorder(|r| {
-        r.register_counter(&key, &METADATA)
-    }))
-}
-
-/// The outlet's histogram `name` for one label set; `None` when not installed.
-pub(crate) fn histogram(
-    name: &'static str,
-    labels: &[&'static str],
-    values: &[&str],
-) -> Option<::metrics::Histogram> {
-    OUTLET.get()?;
-    let key = key(name, labels, values);
-    Some(::metrics::with_recorder(|r| {
-        r.register_histogram(&key, &METADATA)
-    }))
 }
 
 /// What one invocation's metric lines name besides the metrics: the Lambda request id and
