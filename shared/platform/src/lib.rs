@@ -5,6 +5,7 @@
 // Everything the other crates use is documented; CI turns warnings into errors.
 #![warn(missing_docs)]
 
+pub mod metric_definitions;
 pub mod metrics;
 pub mod metrics_cloudwatch;
 pub mod trace_context;

@@ -13,15 +13,15 @@
 //! queues and DynamoDB its consumed capacity, and a series per (method, route, status) would
 //! be hundreds of CloudWatch metrics for what is already there.
 
-pub mod definitions;
-
 use ::metrics::{Key, KeyName, Label, Metadata, Recorder, SharedString};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
+pub use crate::metric_definitions::{
+    self as definitions, Definition, IMPLAUSIBLE_LAP_REASONS, Kind,
+};
 use crate::metrics_cloudwatch as cloudwatch;
-pub use definitions::{Definition, IMPLAUSIBLE_LAP_REASONS, Kind};
 
 /// Where the updates of this crate come from, for the recorders' metadata.
 static METADATA: Metadata<'static> =

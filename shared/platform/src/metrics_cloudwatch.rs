@@ -2,7 +2,7 @@
 //! JSON line per label set written to standard output at the end of each invocation, which
 //! CloudWatch Logs turns into metrics (no API call on the request path).
 //!
-//! The metric definitions are those of [`crate::metrics::definitions`]; once [`install`] has
+//! The metric definitions are those of [`crate::metric_definitions`]; once [`install`] has
 //! run (a Lambda function's start), the updates of [`crate::metrics`] that reach CloudWatch
 //! go to this outlet instead of the Prometheus recorder. The local server never installs it
 //! and keeps the Prometheus text of `GET /metrics`.
@@ -12,7 +12,7 @@ use metrics_cloudwatch_embedded::{Builder, Collector};
 use std::io::Write;
 use std::sync::OnceLock;
 
-use crate::metrics::{Kind, definitions};
+use crate::metric_definitions::{self as definitions, Kind};
 
 /// The collector, once installed.
 static OUTLET: OnceLock<&'static Collector> = OnceLock::new();

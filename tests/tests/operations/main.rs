@@ -9,6 +9,7 @@ mod cloud_faults;
 mod crate_layers;
 mod deployed_secret;
 mod lambda_functions;
+mod library_sizes;
 mod local_api;
 mod module_cycles;
 mod operator_tools;

@@ -1,5 +1,5 @@
 //! Every metric of the service, defined once: name, help, labels, unit, kind, and whether it
-//! reaches CloudWatch. [`super::Metrics`] records them; the Prometheus text and the embedded
+//! reaches CloudWatch. [`crate::metrics::Metrics`] records them; the Prometheus text and the embedded
 //! metric format both take their names, help and units from here.
 
 use ::metrics::Unit;
@@ -220,7 +220,7 @@ pub(crate) static ACCOUNT_DELETION_ITEMS: Definition = counter(
     &["kind"],
 );
 
-/// Every definition, once (each is named by a field of [`super::Metrics`] too, which records it).
+/// Every definition, once (each is named by a field of [`crate::metrics::Metrics`] too, which records it).
 pub static ALL: [&Definition; 27] = [
     &HTTP_REQUESTS,
     &HTTP_REQUEST_DURATION,
