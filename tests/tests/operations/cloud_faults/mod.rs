@@ -626,7 +626,7 @@ async fn settled(
 ) -> BTreeMap<String, Value> {
     let sqs = aws_sdk_sqs::Client::new(&paddock_aws::sdk_config().await);
     let mut last = end_state(client, app, drivers, track).await;
-    for _ in 0..60 {
+    for _ in 0..SETTLE_SECS {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let now = end_state(client, app, drivers, track).await;
         let outbox_empty = !now.keys().any(|k| k.starts_with("items Outbox"));
@@ -637,9 +637,16 @@ async fn settled(
         }
         last = now;
     }
+    // Still moving: said as such, rather than as whatever the work had not reached yet.
+    last.insert("not settled".into(), json!(SETTLE_SECS));
     last.extend(dead_letters(&sqs, app).await);
     last
 }
+
+/// How long, at most, the background work is given to settle. An event whose calls hung past
+/// its retries comes back after its retry delay (up to a minute), then the visibility of the
+/// wire runs (30 s) if its handling hangs again.
+const SETTLE_SECS: u64 = 180;
 
 /// Messages in each dead-letter queue of `app`, by queue (an event given up on is lost to
 /// the end state until an operator redrives it).
