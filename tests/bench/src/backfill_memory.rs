@@ -13,7 +13,6 @@
 use anyhow::{Context, bail};
 use paddock_core::config::Settings;
 use paddock_core::leaderboards::bulk::BulkBoard;
-use paddock_tests::binaries;
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -59,18 +58,7 @@ fn mb(bytes: u64) -> f64 {
 
 /// Runs the comparison and prints one row per board size.
 pub(crate) async fn run() -> anyhow::Result<()> {
-    let bins = binaries::build(
-        if cfg!(debug_assertions) {
-            "dev"
-        } else {
-            "perf"
-        },
-        &["paddock-local"],
-    )?;
-    let server = bins
-        .get("paddock-local")
-        .context("cargo built no paddock-local")?
-        .clone();
+    let server = crate::boards::local_server()?;
     let mut totals = Vec::new();
     for n in SIZES {
         let (took, resident) = one_board(&server, n).await?;

@@ -92,21 +92,24 @@ impl Measured {
     }
 }
 
+/// The local server's binary, built in this build's profile (`perf` for a release bench).
+pub(crate) fn local_server() -> anyhow::Result<std::path::PathBuf> {
+    let profile = if cfg!(debug_assertions) {
+        "dev"
+    } else {
+        "perf"
+    };
+    let bins = binaries::build(profile, &["paddock-local"])?;
+    Ok(bins
+        .get("paddock-local")
+        .context("cargo built no paddock-local")?
+        .clone())
+}
+
 /// Runs the scenario for every size.
 pub(crate) async fn run(embedded: &[usize], dynamodb: &[usize]) -> anyhow::Result<()> {
     paddock_tests::tls_provider();
-    let bins = binaries::build(
-        if cfg!(debug_assertions) {
-            "dev"
-        } else {
-            "perf"
-        },
-        &["paddock-local"],
-    )?;
-    let server = bins
-        .get("paddock-local")
-        .context("cargo built no paddock-local")?
-        .clone();
+    let server = local_server()?;
     println!(
         "{:<10} {:>9}  {:<28} {:>9} {:>9} {:>10} {:>10} {:>9}",
         "backend", "drivers", "request", "items/req", "RU/req", "p50 ms", "p99 ms", "RSS MB"

@@ -1,5 +1,8 @@
 //! A deserializer adapter that reads PascalCase field names as camelCase, while deserializing.
 //!
+//! Hand-written because no crate does it at every depth while refusing a field sent in both
+//! spellings (serde has no such option; `serde-aux` reads one level and keeps one silently).
+//!
 //! The desktop client is a .NET program whose serializer writes `GameId`; our request types
 //! are declared with camelCase names (`gameId`), as the API answers. Rewriting the parsed
 //! JSON tree with camelCase keys before deserializing made a second copy of every body; this

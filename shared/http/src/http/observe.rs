@@ -3,6 +3,9 @@
 //! security headers, the envelope when a framework layer answered in plain text, its metrics
 //! and one access line.
 //!
+//! Not `tower-http`'s request-id and trace layers: the first adopts a client's `x-request-id`
+//! as the request's own, the second's answer hook never sees the request (`docs/perf.md`).
+//!
 //! A tower service rather than `axum::middleware::from_fn`: `from_fn` clones the inner service
 //! (a boxed route) and boxes two futures for every request; this layer calls the route
 //! directly and its future is a plain struct inside the route's own.
