@@ -1,5 +1,6 @@
 //! What the export and the deletion of a driver with a long history cost: a driver with
-//! `PADDOCK_COST_SESSIONS` sessions (default 300) of 30 laps, plus a feed post each. The
+//! `PADDOCK_COST_SESSIONS` sessions (default 100; 300 for the figures in `docs/perf.md`) of 30
+//! laps, plus a feed post each. The
 //! export is written into a sink (time, bytes and the process's peak resident memory above
 //! its size before); the deletion job's time, and on DynamoDB Local its write units against
 //! the items it removed. Printed (`RUST_TEST_NOCAPTURE=1 ./tests/run.sh --test
@@ -20,7 +21,7 @@ fn sessions() -> usize {
     std::env::var("PADDOCK_COST_SESSIONS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(300)
+        .unwrap_or(100)
 }
 
 /// Resident memory of this process, from `/proc/self/status` (`VmRSS`, `VmHWM`), in bytes.
