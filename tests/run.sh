@@ -12,7 +12,7 @@
 #   sets, the black-box scenarios again through the Lambda functions behind the local API, the
 #   browser sign-in and the board pages in the browser), and stops everything it started (by process id).
 #   Once everything is built, the description checks and the test executables run in two lanes
-#   side by side (the black-box scenarios in one, the rest in the other).
+#   side by side.
 # Extra arguments go to `cargo test` instead (e.g. `./tests/run.sh --test api auth::`).
 set -euo pipefail
 
@@ -256,11 +256,11 @@ run_tests() {
 
 step "the API description checks and the Rust tests, in two lanes"
 # The tests wait on emulators, servers and timers far more than they compute, so two lanes
-# side by side finish in about the time of the longer one on two cores: the black-box scenarios
-# in one; the API description checks, operations, costs, browser, store and the crates' own
-# tests in the other. Each executable's output is printed whole once both lanes are done.
+# side by side finish in about the time of the longer one on two cores: the black-box scenarios,
+# the browser and the store's conformance in one; the API description checks, operations, costs
+# and the crates' own tests in the other. Each executable's output is printed whole once both lanes are done.
 export CARGO=${CARGO:-$(command -v cargo)}
-run_tests 'api-*' &
+run_tests 'api-*' 'browser-*' 'store-*' &
 lane_a=$!
 (
   if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
@@ -275,7 +275,7 @@ lane_a=$!
       echo "description" >>"$lanes/failed"
     fi
   fi
-  except='api-*' run_tests 'operations-*' 'costs-*' 'browser-*' 'store-*' '*'
+  except='@(api|browser|store)-*' run_tests 'operations-*' 'costs-*' '*'
 ) &
 lane_b=$!
 wait "$lane_a" "$lane_b" || true
