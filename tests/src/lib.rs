@@ -603,6 +603,18 @@ pub fn session_body(
     body
 }
 
+/// An upload body (in either spelling) read as `POST /v1/sessions` reads it, and checked.
+pub fn checked_upload(
+    body: &serde_json::Value,
+    now: time::OffsetDateTime,
+) -> paddock_core::sessions::upload::SessionUpload {
+    use paddock_core::sessions::upload::{self, Sent, SessionUploadDto};
+    let bytes = serde_json::to_vec(body).expect("JSON");
+    let sent: Sent<SessionUploadDto> =
+        paddock_api::http::extract::from_json_slice(&bytes).expect("readable JSON");
+    upload::check(sent, now).expect("a valid upload")
+}
+
 /// Runs each scenario on both adapter sets, as modules `embedded` and `dynamodb_local`:
 /// `plain` scenarios take a fresh server, `clocked` ones the server and its manual clock,
 /// `ports` ones the backend (they build their own ports). The `plain` scenarios run a third

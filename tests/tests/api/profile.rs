@@ -888,9 +888,7 @@ async fn an_interrupted_deletion_resumes(backend: Backend) {
         .unwrap();
     let sessions = 70;
     for i in 0..sessions {
-        let upload =
-            paddock_core::sessions::upload::parse(session(&format!("eve-{i}"), 0), t.clock.now())
-                .unwrap();
+        let upload = paddock_tests::checked_upload(&session(&format!("eve-{i}"), 0), t.clock.now());
         paddock_core::sessions::create(&t.ports, &user, upload)
             .await
             .unwrap();

@@ -73,7 +73,7 @@ async fn seed(t: &TestPorts, user: &UserId, count: usize) {
     let laps: Vec<(i64, bool, f64)> = (0..30).map(|i| (92_000 + i * 37, true, 0.9)).collect();
     let uploads = futures::stream::iter(0..count).map(|i| {
         let body = session_body(&format!("c-{i}"), "2026-11-01T10:00:00Z", &laps, 0);
-        let upload = paddock_core::sessions::upload::parse(body, t.clock.now()).unwrap();
+        let upload = paddock_tests::checked_upload(&body, t.clock.now());
         let (ports, user) = (t.ports.clone(), user.clone());
         async move {
             paddock_core::sessions::create(&ports, &user, upload)

@@ -20,9 +20,9 @@ fn thirty_laps() -> Vec<(i64, bool, f64)> {
 }
 
 fn parsed(t: &TestPorts, csid: &str, points: usize) -> upload::SessionUpload {
-    // The parser reads the client's PascalCase names as they are.
+    // Read as the route reads it: the client's PascalCase names as camelCase.
     let body = session_body(csid, "2026-11-01T10:00:00Z", &thirty_laps(), points);
-    upload::parse(body, t.clock.now()).expect("a valid upload")
+    paddock_tests::checked_upload(&body, t.clock.now())
 }
 
 async fn outbox_events(t: &TestPorts) -> Vec<outbox::Event> {

@@ -47,8 +47,8 @@ pub fn routes<R: Routes>() -> R {
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller<scope::SessionsWrite, Deferred>,
-    // A tree, so the upload parser can list every problem of every field at once.
-    ApiJson(body): ApiJson<serde_json::Value>,
+    // Every field read as sent, so the check lists every problem of every field at once.
+    ApiJson(body): ApiJson<upload::Sent<SessionUploadDto>>,
 ) -> Result<Response, ApiError> {
     // Counted once per client session id, so a client's retry of an upload whose answer it
     // never got does not take a second place in the minute.
@@ -56,7 +56,7 @@ pub async fn create(
     let user_id = caller.user_id().clone();
     let subject = user_id.as_str();
     let client_session_id = upload::client_session_id(&body).map(str::to_owned);
-    let parsed = upload::parse(body, state.ports.clock.now());
+    let parsed = upload::check(body, state.ports.clock.now());
     // The rate limit's log, the upload's idempotency record and its track, read at once and
     // beside the sign-in's check; nothing is written before it holds.
     let mut keys = vec![rate_limits::main_log("upload", subject)];
