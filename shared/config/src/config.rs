@@ -61,11 +61,6 @@ impl AiProvider {
     }
 }
 
-/// Where Google (`lh3.googleusercontent.com`) and Discord (`cdn.discordapp.com`) serve the
-/// pictures sign-in gives. Microsoft's picture (`graph.microsoft.com/.../photo/$value`) needs
-/// the driver's access token, so no visitor's browser could load it.
-pub const DEFAULT_AVATAR_HOSTS: [&str; 2] = ["lh3.googleusercontent.com", "cdn.discordapp.com"];
-
 /// The SQS URLs of one queue.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueUrls {

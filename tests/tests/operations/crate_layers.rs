@@ -27,13 +27,15 @@ const NOT_IN_CORE: [&str; 14] = [
 ];
 
 /// Each layer and the workspace crates it may depend on. The leaves at the bottom know
-/// nothing of Paddock: the hidden characters, the ZIP check and the webhook address rules.
+/// nothing of Paddock: the hidden characters, the ZIP check, the webhook address rules and the
+/// camelCase key adapter.
 /// Above them the domain's crates follow the domain's own graph, from the platform and the
 /// kernel up to a driver's data, and `paddock-core` gathers them for the layers above.
-const LAYERS: [(&str, &[&str]); 20] = [
+const LAYERS: [(&str, &[&str]); 21] = [
     ("paddock-hidden-characters", &[]),
     ("paddock-zip-check", &["paddock-hidden-characters"]),
     ("paddock-webhook-address", &[]),
+    ("paddock-camel-keys", &[]),
     ("paddock-platform", &[]),
     ("paddock-kernel", &["paddock-platform"]),
     ("paddock-config", &["paddock-kernel"]),
@@ -124,7 +126,10 @@ const LAYERS: [(&str, &[&str]); 20] = [
             "paddock-boards",
         ],
     ),
-    ("paddock-http", &["paddock-core", "paddock-clients"]),
+    (
+        "paddock-http",
+        &["paddock-core", "paddock-clients", "paddock-camel-keys"],
+    ),
     (
         "paddock-api",
         &[

@@ -117,7 +117,7 @@ macro_rules! settings {
                 pub const $id: Key = Key {
                     name: $name,
                     default: DefaultValue::$dk$(($dv))?,
-                    bounds: bounds!($($min, $max)?),
+                    bounds: <[(u64, u64)]>::first(&[$(($min, $max))?]).copied(),
                     meaning: $meaning,
                 };
             )*
@@ -125,15 +125,6 @@ macro_rules! settings {
 
         /// The keys of the settings structs, in the order the documentation lists them.
         const FIELD_KEYS: &[Key] = &[$($($id,)*)*];
-    };
-}
-
-macro_rules! bounds {
-    () => {
-        None
-    };
-    ($min:literal, $max:literal) => {
-        Some(($min, $max))
     };
 }
 

@@ -62,6 +62,20 @@ impl ProviderKind {
     }
 }
 
+/// A provider's fields: the suffix of its variable, its member in `Auth__ProvidersJson`, and
+/// the key an error about it names when it was read from its variable.
+const FIELDS: [(&str, &str, keys::Key); 5] = [
+    ("Kind", "kind", keys::AUTH_PROVIDER_KIND),
+    ("ClientId", "clientId", keys::AUTH_PROVIDER_CLIENT_ID),
+    ("Issuer", "issuer", keys::AUTH_PROVIDER_ISSUER),
+    ("Scopes", "scopes", keys::AUTH_PROVIDER_SCOPES),
+    (
+        "TrustEmailVerified",
+        "trustEmailVerified",
+        keys::AUTH_PROVIDER_TRUST_EMAIL_VERIFIED,
+    ),
+];
+
 /// Where a provider's settings were read: its own `Auth__Providers__<name>__*` variables, or
 /// its entry in the `Auth__ProvidersJson` object (one template parameter in AWS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,29 +85,15 @@ enum ProviderSource {
 }
 
 impl ProviderSource {
-    /// The configuration key an error about `field` names.
-    fn key(self, field: &str) -> &'static str {
-        match (self, field) {
-            (Self::Json, _) => keys::AUTH_PROVIDERS_JSON.name,
-            (Self::Variables, "Kind") => keys::AUTH_PROVIDER_KIND.name,
-            (Self::Variables, "ClientId") => keys::AUTH_PROVIDER_CLIENT_ID.name,
-            (Self::Variables, "Issuer") => keys::AUTH_PROVIDER_ISSUER.name,
-            (Self::Variables, "TrustEmailVerified") => {
-                keys::AUTH_PROVIDER_TRUST_EMAIL_VERIFIED.name
-            }
-            (Self::Variables, _) => "Auth__Providers",
-        }
-    }
-
-    /// How an error names the field: the JSON member, since that key holds every provider.
-    fn field(self, field: &str) -> String {
-        match self {
-            Self::Variables => String::new(),
-            Self::Json => {
-                let mut member = field.to_owned();
-                member[..1].make_ascii_lowercase();
-                format!("{member}: ")
-            }
+    /// An error about `field` (its name, or one of [`FIELDS`]): naming the field's key, and
+    /// the JSON member when that key holds every provider.
+    fn refuse(self, field: &str, reason: &str) -> ConfigError {
+        let json = keys::AUTH_PROVIDERS_JSON.name;
+        match (self, FIELDS.iter().find(|(name, ..)| *name == field)) {
+            (Self::Json, Some((_, member, _))) => bad(json, &format!("{member}: {reason}")),
+            (Self::Json, None) => bad(json, reason),
+            (Self::Variables, Some((.., key))) => bad(key.name, reason),
+            (Self::Variables, None) => bad("Auth__Providers", reason),
         }
     }
 }
@@ -157,21 +157,17 @@ fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigErr
         };
         let mut fields = BTreeMap::new();
         for (member, value) in settings {
-            let field = match member.as_str() {
-                "kind" => "Kind",
-                "clientId" => "ClientId",
-                "issuer" => "Issuer",
-                "scopes" => "Scopes",
-                "trustEmailVerified" => "TrustEmailVerified",
-                "clientSecret" => {
+            let field = match FIELDS.iter().find(|(_, m, _)| *m == member) {
+                Some((field, ..)) => *field,
+                None if member == "clientSecret" => {
                     return Err(refuse(format!(
                         "provider {name}: clientSecret does not belong here (the value is \
                          visible in the stack); put it in the app secret as {name}ClientSecret"
                     )));
                 }
-                other => {
+                None => {
                     return Err(refuse(format!(
-                        "provider {name}: unknown member {other:?} (kind, clientId, issuer, \
+                        "provider {name}: unknown member {member:?} (kind, clientId, issuer, \
                          scopes, trustEmailVerified)"
                     )));
                 }
@@ -208,12 +204,11 @@ fn provider(
     source: ProviderSource,
     field: impl Fn(&str) -> Option<String>,
 ) -> Result<ProviderConfig, ConfigError> {
-    // An error names the field's key, and the JSON member when that key holds every provider.
-    let refuse = |f: &str, reason: String| bad(source.key(f), &(source.field(f) + &reason));
+    let refuse = |f: &str, reason: String| source.refuse(f, &reason);
     let slot = name.to_ascii_lowercase();
     if slot.is_empty() || !slot.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
         let reason = format!("provider name {name:?} must be letters, digits and '-'");
-        return Err(bad(source.key("Name"), &reason));
+        return Err(refuse("Name", reason));
     }
     let kind_text = field("Kind").unwrap_or_else(|| slot.clone());
     let kind = ProviderKind::parse(&kind_text).ok_or_else(|| {

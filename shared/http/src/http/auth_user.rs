@@ -58,25 +58,22 @@ pub trait Requirement: Send + Sync + 'static {
 pub mod scope {
     use super::{Required, Requirement, Scope};
 
-    /// A sign-in: personal access tokens are refused.
-    #[derive(Debug, Clone, Copy)]
-    pub struct SignIn;
-    impl Requirement for SignIn {
-        const REQUIRED: Required = Required::SignIn;
-    }
-
     macro_rules! scopes {
-        ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        ($($(#[$doc:meta])* $name:ident $(= $required:expr)?;)*) => {$(
             $(#[$doc])*
             #[derive(Debug, Clone, Copy)]
             pub struct $name;
             impl Requirement for $name {
-                const REQUIRED: Required = Required::Scope(Scope::$name);
+                const REQUIRED: Required = scopes!(@required $name $($required)?);
             }
         )*};
+        (@required $name:ident) => { Required::Scope(Scope::$name) };
+        (@required $name:ident $required:expr) => { $required };
     }
 
     scopes! {
+        /// A sign-in: personal access tokens are refused.
+        SignIn = Required::SignIn;
         /// `sessions:read`.
         SessionsRead;
         /// `sessions:write`.
@@ -101,6 +98,12 @@ pub mod scope {
 pub trait Confirmation: Send + Sync + 'static {
     /// What the extractor holds until the route uses it.
     type Held: Clone + std::fmt::Debug + Send + Sync;
+
+    /// What the extractor holds of an admitted credential.
+    fn hold(
+        admitted: Unconfirmed,
+        state: &AppState,
+    ) -> impl Future<Output = Result<Self::Held, ApiError>> + Send;
 }
 
 /// The caller is admitted whole before the handler runs.
@@ -108,6 +111,10 @@ pub trait Confirmation: Send + Sync + 'static {
 pub struct Confirmed;
 impl Confirmation for Confirmed {
     type Held = authentication::Caller;
+
+    async fn hold(admitted: Unconfirmed, state: &AppState) -> Result<Self::Held, ApiError> {
+        Ok(admitted.confirmed(&state.ports).await?)
+    }
 }
 
 /// A sign-in's family is read beside the route's first reads ([`Caller::confirmed_with`]).
@@ -115,20 +122,16 @@ impl Confirmation for Confirmed {
 pub struct Deferred;
 impl Confirmation for Deferred {
     type Held = Unconfirmed;
+
+    async fn hold(admitted: Unconfirmed, _: &AppState) -> Result<Self::Held, ApiError> {
+        Ok(admitted)
+    }
 }
 
 /// Where a request made with a personal access token leaves the usage of its rate limit, for
 /// the `RateLimit-*` headers of its answer (see `super::rate_limit_headers`).
 #[derive(Debug, Clone, Default)]
 pub struct RateLimitSlot(pub(crate) Arc<OnceLock<Usage>>);
-
-impl RateLimitSlot {
-    fn keep(slot: Option<&Self>, usage: Option<Usage>) {
-        if let (Some(slot), Some(usage)) = (slot, usage) {
-            let _ = slot.0.set(usage);
-        }
-    }
-}
 
 /// The caller of a route that requires `R`, admitted by the domain's door.
 #[derive(Debug, Clone)]
@@ -137,25 +140,28 @@ pub struct Caller<R: Requirement, C: Confirmation = Confirmed> {
     required: PhantomData<R>,
 }
 
-/// Authenticates an `Authorization` header's value against `R`; `slot` takes a token's
-/// rate-limit usage for the answer's headers.
-async fn admit<R: Requirement>(
-    authorization: Option<&HeaderValue>,
-    slot: Option<&RateLimitSlot>,
-    state: &AppState,
-) -> Result<Unconfirmed, ApiError> {
-    let credential = Credential::from_bearer(required_bearer(authorization)?);
-    match state.door().authenticate(credential, R::REQUIRED).await {
-        Ok(unconfirmed) => {
-            RateLimitSlot::keep(slot, unconfirmed.usage());
-            Ok(unconfirmed)
+impl<R: Requirement, C: Confirmation> Caller<R, C> {
+    /// Authenticates an `Authorization` header's value against `R` (a sign-in's family
+    /// confirmed as `C` says); `slot` takes a token's rate-limit usage for the answer's headers.
+    pub async fn from_authorization(
+        authorization: Option<&HeaderValue>,
+        slot: Option<&RateLimitSlot>,
+        state: &AppState,
+    ) -> Result<Self, ApiError> {
+        let credential = Credential::from_bearer(required_bearer(authorization)?);
+        let admitted = state.door().authenticate(credential, R::REQUIRED).await;
+        let usage = match &admitted {
+            Ok(unconfirmed) => unconfirmed.usage(),
+            Err(AuthenticationError::Limited { usage, .. }) => Some(*usage),
+            Err(_) => None,
+        };
+        if let (Some(slot), Some(usage)) = (slot, usage) {
+            let _ = slot.0.set(usage);
         }
-        Err(e) => {
-            if let AuthenticationError::Limited { usage, .. } = &e {
-                RateLimitSlot::keep(slot, Some(*usage));
-            }
-            Err(e.into())
-        }
+        Ok(Self {
+            held: C::hold(admitted?, state).await?,
+            required: PhantomData,
+        })
     }
 }
 
@@ -168,19 +174,6 @@ impl<R: Requirement> Caller<R, Confirmed> {
     /// The token the request was made with, if not a sign-in.
     pub fn token(&self) -> Option<&TokenGrant> {
         self.held.token()
-    }
-
-    /// Authenticates an `Authorization` header's value, the sign-in's family included.
-    pub async fn from_authorization(
-        authorization: Option<&HeaderValue>,
-        slot: Option<&RateLimitSlot>,
-        state: &AppState,
-    ) -> Result<Self, ApiError> {
-        let unconfirmed = admit::<R>(authorization, slot, state).await?;
-        Ok(Self {
-            held: unconfirmed.confirmed(&state.ports).await?,
-            required: PhantomData,
-        })
     }
 }
 
@@ -234,31 +227,9 @@ impl<R: Requirement> Caller<R, Deferred> {
     pub fn into_unconfirmed(self) -> Unconfirmed {
         self.held
     }
-
-    /// Authenticates an `Authorization` header's value, leaving a sign-in's family to
-    /// [`Caller::confirmed_with`].
-    pub async fn from_authorization(
-        authorization: Option<&HeaderValue>,
-        slot: Option<&RateLimitSlot>,
-        state: &AppState,
-    ) -> Result<Self, ApiError> {
-        Ok(Self {
-            held: admit::<R>(authorization, slot, state).await?,
-            required: PhantomData,
-        })
-    }
 }
 
-impl<R: Requirement> FromRequestParts<AppState> for Caller<R, Confirmed> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let slot = parts.extensions.get::<RateLimitSlot>();
-        Self::from_authorization(parts.headers.get(header::AUTHORIZATION), slot, state).await
-    }
-}
-
-impl<R: Requirement> FromRequestParts<AppState> for Caller<R, Deferred> {
+impl<R: Requirement, C: Confirmation> FromRequestParts<AppState> for Caller<R, C> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {

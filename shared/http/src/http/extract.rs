@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
-use super::case_insensitive::CamelCase;
+use camel_keys::CamelCase;
 
 use super::error::ApiError;
 
@@ -19,37 +19,18 @@ use super::error::ApiError;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiJson<T>(pub T);
 
+/// `application/json` or `application/<anything>+json`, with any parameters (as axum's `Json`
+/// reads the media type).
 fn is_json(headers: &HeaderMap) -> bool {
-    headers
+    let media_type = headers
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<mime_type::Essence>().ok())
-        .is_some_and(|m| m.is_json())
-}
-
-/// Just enough media-type parsing to accept `application/json; charset=utf-8` and `+json`.
-mod mime_type {
-    pub(super) struct Essence(String);
-
-    impl std::str::FromStr for Essence {
-        type Err = ();
-        fn from_str(s: &str) -> Result<Self, ()> {
-            let essence = s
-                .split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase();
-            Ok(Self(essence))
-        }
-    }
-
-    impl Essence {
-        pub(super) fn is_json(&self) -> bool {
-            self.0 == "application/json"
-                || (self.0.starts_with("application/") && self.0.ends_with("+json"))
-        }
-    }
+        .and_then(|v| v.to_str().ok());
+    media_type
+        .and_then(|v| v.parse::<mime::Mime>().ok())
+        .is_some_and(|m| {
+            m.type_() == "application"
+                && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
+        })
 }
 
 /// Reads a request's body bytes after checking its content type.
@@ -198,5 +179,30 @@ mod tests {
             err.to_string().contains("duplicate field `gameId`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn json_and_json_suffixed_media_types_are_read_with_any_parameters() {
+        let json = |value: &'static str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, http::HeaderValue::from_static(value));
+            is_json(&headers)
+        };
+        for accepted in [
+            "application/json",
+            "Application/JSON; charset=utf-8",
+            "application/problem+json",
+        ] {
+            assert!(json(accepted), "{accepted}");
+        }
+        for refused in [
+            "text/json",
+            "application/jsonx",
+            "text/plain",
+            "application/json x",
+        ] {
+            assert!(!json(refused), "{refused}");
+        }
+        assert!(!is_json(&HeaderMap::new()));
     }
 }

@@ -11,14 +11,15 @@ use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 use tower::ServiceBuilder;
+use tower::layer::layer_fn;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::timeout::TimeoutLayer;
 
 use super::envelope::Envelope;
 use super::error::ApiError;
 use super::error_cause::ErrorCause;
-use super::observe::ObserveLayer;
-use super::rate_limit_headers::RateLimitHeadersLayer;
+use super::observe::Observe;
+use super::rate_limit_headers::rate_limit_headers;
 
 /// Wraps `router` with the service layers, 404/405 envelopes and the body limit.
 pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Duration) -> Router {
@@ -27,14 +28,14 @@ pub fn with_service_layers(router: Router, max_body_bytes: usize, timeout: Durat
         .method_not_allowed_fallback(method_not_allowed)
         .layer(
             ServiceBuilder::new()
-                .layer(ObserveLayer)
+                .layer(layer_fn(Observe))
                 .layer(CatchPanicLayer::custom(on_panic))
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::GATEWAY_TIMEOUT,
                     timeout,
                 ))
                 .layer(DefaultBodyLimit::max(max_body_bytes))
-                .layer(RateLimitHeadersLayer),
+                .layer(axum::middleware::from_fn(rate_limit_headers)),
         )
 }
 

@@ -1,7 +1,6 @@
 //! HTTP core shared by every endpoint group: envelope, errors, extractors, middleware.
 
 pub mod auth_user;
-pub(crate) mod case_insensitive;
 pub mod conditional;
 mod domain_errors;
 pub mod envelope;

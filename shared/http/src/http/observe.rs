@@ -20,7 +20,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Instant;
-use tower::{Layer, Service};
+use tower::Service;
 use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
@@ -32,24 +32,10 @@ use paddock_core::metrics;
 /// Parsed once: a header named by a string is parsed again at every use.
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
-/// Adds [`Observe`] around a service.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ObserveLayer;
-
-impl<S> Layer<S> for ObserveLayer {
-    type Service = Observe<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Observe { inner }
-    }
-}
-
 /// Request id, request span, access log line, metrics, security headers, and the envelope
-/// on non-JSON error answers, around `inner`.
+/// on non-JSON error answers, around the service it wraps.
 #[derive(Debug, Clone)]
-pub(crate) struct Observe<S> {
-    inner: S,
-}
+pub(crate) struct Observe<S>(pub(crate) S);
 
 impl<S, B> Service<Request> for Observe<S>
 where
@@ -62,20 +48,17 @@ where
     type Future = ObserveFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
+        self.0.poll_ready(cx)
     }
 
     fn call(&mut self, mut req: Request) -> Self::Future {
         let started = Instant::now();
         let client_request_id = client_request_id(&req);
         let context = RequestContext {
-            request_id: new_request_id(),
+            request_id: uuid::Uuid::new_v4().to_string(),
             method: req.method().clone(),
             // The matched route shares its text with the router (no copy per request).
-            route: req
-                .extensions_mut()
-                .remove::<MatchedPath>()
-                .map_or(RouteLabel::Unmatched, RouteLabel::Matched),
+            route: req.extensions_mut().remove::<MatchedPath>(),
         };
         let authenticated = req.headers().contains_key(header::AUTHORIZATION);
         // Display values (`%`), so the text format writes them unquoted, as the request's name.
@@ -83,10 +66,10 @@ where
             "request",
             request_id = %context.request_id,
             method = %context.method,
-            route = %context.route.as_str(),
+            route = %context.route(),
         );
         ObserveFuture {
-            inner: self.inner.call(req).instrument(span),
+            inner: self.0.call(req).instrument(span),
             context,
             started,
             authenticated,
@@ -134,25 +117,15 @@ struct RequestContext {
     /// The service's own id for the request (also sent back as `x-request-id`).
     request_id: String,
     method: http::Method,
-    /// The matched route template (`/v1/sessions/{id}`), or `unmatched`; never the path,
-    /// which may hold ids.
-    route: RouteLabel,
+    /// The matched route template (`/v1/sessions/{id}`), shared with the router.
+    route: Option<MatchedPath>,
 }
 
-/// A route template as the router holds it (shared, not copied per request).
-#[derive(Debug)]
-enum RouteLabel {
-    Matched(MatchedPath),
-    Unmatched,
-}
-
-impl RouteLabel {
-    /// The label as logged and counted.
-    fn as_str(&self) -> &str {
-        match self {
-            Self::Matched(path) => path.as_str(),
-            Self::Unmatched => "unmatched",
-        }
+impl RequestContext {
+    /// The route as logged and counted: its template, or `unmatched`; never the path, which
+    /// may hold ids.
+    fn route(&self) -> &str {
+        self.route.as_ref().map_or("unmatched", MatchedPath::as_str)
     }
 }
 
@@ -174,15 +147,6 @@ fn client_request_id(req: &Request) -> Option<String> {
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
         })
         .map(str::to_owned)
-}
-
-/// A new request id: a random UUID, written straight into its text (no `Display` round).
-fn new_request_id() -> String {
-    let mut text = uuid::Uuid::encode_buffer();
-    uuid::Uuid::new_v4()
-        .hyphenated()
-        .encode_lower(&mut text)
-        .to_owned()
 }
 
 /// The answer's headers, its metrics and the request's one log line.
@@ -213,7 +177,7 @@ fn finish(
     let (request_id, method, route) = (
         context.request_id.as_str(),
         context.method.as_str(),
-        context.route.as_str(),
+        context.route(),
     );
     metrics::global().observe_request(method, route, status, elapsed);
     // The one line of this request; a server-side cause is in it, logged nowhere else. It is
@@ -224,13 +188,24 @@ fn finish(
     // `message` as a field with a `str` value, not a format string: the same member of the
     // line (first, "request"), recorded as a string instead of formatted through `Debug`.
     let message = "request";
-    // Absent (not written at all) when the client sent none, or one that was dropped.
-    match (&cause, status >= 500) {
-        (Some(cause), _) => tracing::error!(
-            message, request_id, method, route, status, latency_ms, client_request_id,
-            error = %cause.chain()
-        ),
-        (None, true) => tracing::error!(
+    // Absent (not written at all) when the client sent none, or one that was dropped; so is
+    // `error` without a cause.
+    let error = cause
+        .as_ref()
+        .map(|cause| tracing::field::display(cause.chain()));
+    if error.is_some() || status >= 500 {
+        tracing::error!(
+            message,
+            request_id,
+            method,
+            route,
+            status,
+            latency_ms,
+            client_request_id,
+            error
+        );
+    } else {
+        tracing::info!(
             message,
             request_id,
             method,
@@ -238,16 +213,7 @@ fn finish(
             status,
             latency_ms,
             client_request_id
-        ),
-        (None, false) => tracing::info!(
-            message,
-            request_id,
-            method,
-            route,
-            status,
-            latency_ms,
-            client_request_id
-        ),
+        );
     }
     response
 }

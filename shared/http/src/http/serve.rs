@@ -10,12 +10,12 @@
 use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 /// Serves `router` on `listener` until `stop` completes, then lets every open connection
@@ -34,7 +34,8 @@ pub async fn serve(
     http.timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout)
         .keep_alive(true);
-    let (closing_tx, closing_rx) = watch::channel(false);
+    // On stop, each connection finishes its request in flight and takes no further one.
+    let closing = GracefulShutdown::new();
     let mut connections = JoinSet::new();
     tokio::pin!(stop);
     loop {
@@ -54,27 +55,16 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
-        let http = http.clone();
-        let mut closing = closing_rx.clone();
+        let connection = closing.watch(http.serve_connection(TokioIo::new(stream), service));
         connections.spawn(PEER.scope(peer, async move {
-            let connection = http.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(connection);
-            let result = tokio::select! {
-                result = connection.as_mut() => result,
-                _ = async { closing.wait_for(|closing| *closing).await.is_ok() } => {
-                    // Finish the request in flight, take no further one.
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
-                }
-            };
-            if let Err(e) = result {
+            if let Err(e) = connection.await {
                 // Slow or broken clients: theirs to fix, worth a trace only.
                 tracing::debug!(%peer, error = %e, "connection closed with an error");
             }
         }));
     }
     drop(listener);
-    let _ = closing_tx.send(true);
+    closing.shutdown().await;
     while connections.join_next().await.is_some() {}
 }
 

@@ -1,28 +1,41 @@
-//! A deserializer adapter that reads PascalCase field names as camelCase, while deserializing.
+//! A deserializer adapter that reads PascalCase map keys as camelCase, while deserializing.
 //!
 //! Hand-written because no crate does it at every depth while refusing a field sent in both
 //! spellings (serde has no such option; `serde-aux` reads one level and keeps one silently).
 //!
-//! The desktop client is a .NET program whose serializer writes `GameId`; our request types
-//! are declared with camelCase names (`gameId`), as the API answers. Rewriting the parsed
-//! JSON tree with camelCase keys before deserializing made a second copy of every body; this
-//! adapter instead wraps the JSON deserializer and, wherever a map key is read at any depth
-//! (objects inside arrays inside objects), lowers its first letter when that letter is an
-//! ASCII capital. Everything else passes through untouched, so `serde_path_to_error` still
+//! A .NET client's serializer writes `GameId` where a type declared with camelCase names reads
+//! `gameId`. Rewriting a parsed JSON tree's keys first makes a second copy of every body; this
+//! adapter instead wraps the deserializer and, wherever a map key is read at any depth (objects
+//! inside arrays inside objects), lowers its first letter when that letter is an ASCII capital
+//! ([`camel_case`]). Everything else passes through untouched, so `serde_path_to_error` still
 //! names the field of a bad value.
 //!
-//! The names follow the one rule of `paddock_core::field_names`: an object that carries both
-//! `GameId` and `gameId` is refused, naming the field, whatever it is read into (a request
-//! type or a JSON tree). Enum variants are not rewritten (no request type reads an enum from
-//! an object key).
+//! An object that carries one field twice in the same spelling is refused (`duplicate field`).
+//! Of a field sent as both `GameId` and `gameId`, the camelCase value is kept when the object
+//! is read into a tree; a type with fixed fields reports the second as a duplicate, and the
+//! caller may read a tree first. Enum variants are not rewritten (no map key names one).
 
-use paddock_core::field_names::camel_case;
+#![warn(missing_docs)]
+
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
 
 /// A deserializer whose map keys are read as camelCase at every depth.
-pub(crate) struct CamelCase<D>(pub(crate) D);
+pub struct CamelCase<D>(pub D);
+
+/// `name` with its first letter lowered when that letter is an ASCII capital (`GameId` →
+/// `gameId`); borrowed when it is camelCase already.
+pub fn camel_case(name: &str) -> Cow<'_, str> {
+    match name.as_bytes().first() {
+        Some(b) if b.is_ascii_uppercase() => {
+            let mut owned = name.to_owned();
+            owned[..1].make_ascii_lowercase();
+            Cow::Owned(owned)
+        }
+        _ => Cow::Borrowed(name),
+    }
+}
 
 /// Forwards every `deserialize_*` of a wrapper to the inner deserializer with the visitor
 /// wrapped in `$wrap`.
@@ -231,7 +244,7 @@ impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Elements<A> {
 }
 
 /// The entries of an object: keys camelCased, values case-mapped, and of a field sent in both
-/// spellings the camelCase one (see [`paddock_core::field_names`]).
+/// spellings the camelCase one.
 struct Entries<A> {
     map: A,
     /// The object's keys so far, camelCased, each with whether it was sent in camelCase.
@@ -262,7 +275,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<A> {
                     continue;
                 }
                 // Its PascalCase spelling came first: this one replaces it in a tree, and a
-                // request type's duplicate-field error makes `from_json_slice` read a tree.
+                // type's duplicate-field error lets the caller read a tree instead.
                 _ => {}
             }
             self.seen.push((key.clone(), as_camel));
