@@ -294,7 +294,16 @@ mod tests {
 
     fn point(at: &str, ms: i64) -> LapPoint {
         LapPoint {
-            session_id: paddock_kernel::ids::SessionId::from(at),
+            // Each point its own session, recorded at the point's time.
+            session_id: {
+                let recorded =
+                    time::OffsetDateTime::parse(at, &time::format_description::well_known::Rfc3339)
+                        .unwrap();
+                paddock_kernel::ids::SessionId::recorded_at(
+                    recorded.unix_timestamp().unsigned_abs(),
+                    0,
+                )
+            },
             session_at: at.to_owned(),
             lap_time_ms: ms,
             vehicle_name: "Car".into(),

@@ -323,7 +323,13 @@ mod tests {
         }
         let drawn = (cpu_time() - cpu) / n;
         let cache = BoardCache::new(std::time::Duration::from_secs(60), 64 << 20);
-        let key = || PreviewKey::Board(BoardId::track(&TrackId::from("t")));
+        let key = || {
+            PreviewKey::Board(BoardId::track(
+                &"7a2c0000-0000-8000-8000-000000000001"
+                    .parse::<TrackId>()
+                    .unwrap(),
+            ))
+        };
         cache
             .preview(key(), |_| async { Ok::<_, ()>(draw()) })
             .await

@@ -270,7 +270,7 @@ pub async fn driver_bests(
     };
     let tracks = page.items.iter().filter_map(|item| {
         let sk = item.get(SK)?.as_str()?;
-        Some(TrackId::from(sk.strip_prefix(TRACK_INDEX_PREFIX)?))
+        sk.strip_prefix(TRACK_INDEX_PREFIX)?.parse::<TrackId>().ok()
     });
     let bests = futures::future::try_join_all(tracks.map(|track_id| async move {
         let board = BoardId::track(&track_id);

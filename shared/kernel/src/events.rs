@@ -343,18 +343,23 @@ mod tests {
     #[test]
     fn events_keep_their_wire_shape() {
         let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
+        let (j, t, u) = (
+            "0190a0b2-3c4d-7e5f-9a0b-1c2d3e4f5a01",
+            "0190a0b2-3c4d-8e5f-9a0b-1c2d3e4f5a02",
+            "0190a0b2-3c4d-4e5f-9a0b-1c2d3e4f5a03",
+        );
         let event = Event::new(
             EventKind::TrackProcessRequested(TrackProcessRequested {
-                job_id: "j".into(),
-                track_id: "t".into(),
+                job_id: j.parse().unwrap(),
+                track_id: t.parse().unwrap(),
             }),
-            Some("u".into()),
+            Some(u.parse().unwrap()),
             now,
         );
         let wire = serde_json::to_value(&event).unwrap();
         assert_eq!(wire["kind"], "track.process");
-        assert_eq!(wire["payload"], json!({"jobId": "j", "trackId": "t"}));
-        assert_eq!(wire["userId"], "u");
+        assert_eq!(wire["payload"], json!({"jobId": j, "trackId": t}));
+        assert_eq!(wire["userId"], u);
         assert_eq!(wire["occurredAt"], "2023-11-14T22:13:20Z");
         assert_eq!(serde_json::from_value::<Event>(wire).unwrap(), event);
         assert_eq!(event.kind.name(), "track.process");

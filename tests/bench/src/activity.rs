@@ -5,6 +5,7 @@
 use anyhow::Context;
 use paddock_core::config::Settings;
 use paddock_core::events::{Event, EventKind, LeaderboardSubmitted, SessionUploaded};
+use paddock_core::ids::UserId;
 use paddock_core::ports::{Ports, SystemClock};
 use paddock_core::queues::QueueName;
 use paddock_core::workers::{self, Processor, RetryPolicy};
@@ -26,11 +27,13 @@ fn backlog() -> Vec<String> {
     let now = time::OffsetDateTime::now_utc();
     (0..BACKLOG)
         .map(|i| {
-            let user = format!("driver-{}", i % DRIVERS);
+            // Fixed ids with the numbers the backlog's drivers, tracks and sessions had.
+            let id = |kind: usize, n: usize| format!("0000000{kind}-0000-4000-8000-{n:012}");
+            let user: UserId = id(1, i % DRIVERS).parse().expect("a user id");
             let kind = if i % 4 == 3 {
                 EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
-                    track_id: format!("track-{}", i % 7).into(),
-                    session_id: format!("s{i}").into(),
+                    track_id: id(2, i % 7).parse().expect("a track id"),
+                    session_id: id(3, i).parse().expect("a session id"),
                     lap_time_ms: 90_000 + (i % 1000) as i64,
                     previous_best_ms: Some(91_000),
                     improved: i % 8 == 3,
@@ -43,8 +46,8 @@ fn backlog() -> Vec<String> {
                 })
             } else {
                 EventKind::SessionUploaded(SessionUploaded {
-                    session_id: format!("s{i}").into(),
-                    track_id: format!("track-{}", i % 7).into(),
+                    session_id: id(3, i).parse().expect("a session id"),
+                    track_id: id(2, i % 7).parse().expect("a track id"),
                     game_id: "acc".into(),
                     track_name: format!("Track {}", i % 7),
                     track_layout: String::new(),
@@ -59,7 +62,7 @@ fn backlog() -> Vec<String> {
                     valid_lap_spread_ms: Some(700),
                 })
             };
-            serde_json::to_string(&Event::new(kind, Some(user.into()), now)).expect("event")
+            serde_json::to_string(&Event::new(kind, Some(user), now)).expect("event")
         })
         .collect()
 }

@@ -18,7 +18,7 @@
 
 use anyhow::{Context, bail};
 use paddock_core::config::{Backend, Settings};
-use paddock_core::ids::{SessionId, TrackId, UserId};
+use paddock_core::ids::TrackId;
 use paddock_core::leaderboards::bulk::{BulkBoard, BulkEntry};
 use paddock_tests::binaries;
 use serde_json::{Value, json};
@@ -214,11 +214,11 @@ pub(crate) async fn write_board(
         #[allow(clippy::cast_possible_truncation)]
         keys.push((ms, micros, i as u32));
         chunk.push(BulkEntry {
-            user_id: UserId::from(driver_id(i)),
+            user_id: driver_id(i).parse()?,
             display_name: format!("Driver {i}"),
             lap_time_ms: ms,
             vehicle_name: CARS[i % CARS.len()].to_owned(),
-            session_id: SessionId::from(format!("00000000-0000-4000-9000-{i:012}")),
+            session_id: format!("00000000-0000-4000-9000-{i:012}").parse()?,
             submitted_at: at,
         });
         if chunk.len() == CHUNK {

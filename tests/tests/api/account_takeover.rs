@@ -30,7 +30,11 @@ async fn a_takeover_ends_every_credential_the_other_party_made(app: TestApp) {
     let email = format!("{}@example.com", unique("owner"));
     let intruder = app.register(&email, "the intruder's own password").await;
     let jwt = intruder["accessToken"].as_str().unwrap().to_owned();
-    let user = UserId::from(intruder["user"]["id"].as_str().unwrap().to_owned());
+    let user = intruder["user"]["id"]
+        .as_str()
+        .unwrap()
+        .parse::<UserId>()
+        .unwrap();
 
     // Everything the intruder can make: a token with every scope, a subscription to their
     // own receiver, a sign-in code not yet exchanged.

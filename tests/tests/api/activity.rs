@@ -323,11 +323,28 @@ async fn posts_paging_and_the_ninety_day_rule(app: TestApp, clock: Arc<ManualClo
     assert_eq!(gone["data"]["items"], json!([]));
 }
 
+/// Drivers of the events these tests make up: one, one whose events go through, one
+/// whose statistics item does not read.
+const U1: &str = "5e1f0000-0000-4000-8000-000000000001";
+const FINE: &str = "5e1f0000-0000-4000-8000-000000000002";
+const BROKEN: &str = "5e1f0000-0000-4000-8000-000000000003";
+const U2: &str = "5e1f0000-0000-4000-8000-000000000012";
+const U3: &str = "5e1f0000-0000-4000-8000-000000000013";
+const U4: &str = "5e1f0000-0000-4000-8000-000000000014";
+const U5: &str = "5e1f0000-0000-4000-8000-000000000015";
+/// The session and track of those events.
+const S1: &str = "0190a0b2-0000-7000-8000-000000000001";
+const T1: &str = "7a2c0000-0000-8000-8000-000000000001";
+
+fn driver(user: &str) -> UserId {
+    user.parse().expect("a user id")
+}
+
 fn session_event(t: &TestPorts, user: &str) -> Event {
     Event::new(
         EventKind::SessionUploaded(SessionUploaded {
-            session_id: "s1".into(),
-            track_id: "t1".into(),
+            session_id: S1.parse().unwrap(),
+            track_id: T1.parse().unwrap(),
             game_id: "acc".into(),
             track_name: "Monza".into(),
             track_layout: String::new(),
@@ -341,7 +358,7 @@ fn session_event(t: &TestPorts, user: &str) -> Event {
             driving_ms: 1_300_000,
             valid_lap_spread_ms: Some(400),
         }),
-        Some(UserId::from(user)),
+        Some(driver(user)),
         t.clock.now(),
     )
 }
@@ -381,7 +398,7 @@ async fn unlock_records(t: &TestPorts, user: &str) -> (usize, usize) {
 }
 
 async fn sessions_counted(t: &TestPorts, user: &str) -> Value {
-    let mine = achievements::for_driver(&t.ports, &UserId::from(user))
+    let mine = achievements::for_driver(&t.ports, &driver(user))
         .await
         .unwrap();
     let mine = serde_json::to_value(mine).unwrap();
@@ -391,7 +408,7 @@ async fn sessions_counted(t: &TestPorts, user: &str) -> Value {
 
 async fn redelivered_and_concurrent_events_count_once(backend: Backend) {
     let t = ports(backend).await;
-    let event = session_event(&t, "u1");
+    let event = session_event(&t, U1);
     // Twice at once, then once more: one count, each unlock once, one feed entry.
     let (a, b) = tokio::join!(
         achievements::process(&t.ports, &event),
@@ -408,17 +425,15 @@ async fn redelivered_and_concurrent_events_count_once(backend: Backend) {
     for result in [f1, f2, f3] {
         result.unwrap();
     }
-    assert_eq!(sessions_counted(&t, "u1").await, 1);
+    assert_eq!(sessions_counted(&t, U1).await, 1);
     // First session, quali mode, spotless and metronome.
-    assert_eq!(unlock_records(&t, "u1").await, (4, 4));
-    let (entries, _) = feed::list(&t.ports, &UserId::from("u1"), 100, None)
-        .await
-        .unwrap();
+    assert_eq!(unlock_records(&t, U1).await, (4, 4));
+    let (entries, _) = feed::list(&t.ports, &driver(U1), 100, None).await.unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].id, event.id.to_string());
 
     // The same event delivered twice through the queue to two consumer tasks at once.
-    let second = session_event(&t, "u2");
+    let second = session_event(&t, U2);
     let body = serde_json::to_string(&second).unwrap();
     let queue = t.ports.queues.get(QueueName::Achievements).clone();
     queue
@@ -448,29 +463,29 @@ async fn redelivered_and_concurrent_events_count_once(backend: Backend) {
         r.await.unwrap();
     }
     assert_eq!(queue.depth().await.unwrap(), Some(0));
-    assert_eq!(sessions_counted(&t, "u2").await, 1);
-    assert_eq!(unlock_records(&t, "u2").await, (4, 4));
+    assert_eq!(sessions_counted(&t, U2).await, 1);
+    assert_eq!(unlock_records(&t, U2).await, (4, 4));
 }
 
 /// Many distinct events of one driver at once: every one counted, no unlock twice.
 async fn racing_events_of_one_driver_all_count(backend: Backend) {
     let t = ports(backend).await;
-    let events: Vec<Event> = (0..10).map(|_| session_event(&t, "u3")).collect();
+    let events: Vec<Event> = (0..10).map(|_| session_event(&t, U3)).collect();
     let results =
         futures::future::join_all(events.iter().map(|e| achievements::process(&t.ports, e))).await;
     for r in results {
         r.unwrap();
     }
-    assert_eq!(sessions_counted(&t, "u3").await, 10);
+    assert_eq!(sessions_counted(&t, U3).await, 10);
     // The four of the first session, "Hundred laps" at the ninth (12 laps each), "Regular"
     // at the tenth.
-    assert_eq!(unlock_records(&t, "u3").await, (6, 6));
+    assert_eq!(unlock_records(&t, U3).await, (6, 6));
 }
 
 async fn poison_and_failing_events_are_dead_lettered(backend: Backend) {
     let t = ports(backend).await;
     // Poison: unreadable, or an event without a driver.
-    let mut orphan = session_event(&t, "u4");
+    let mut orphan = session_event(&t, U4);
     orphan.user_id = None;
     let feed_queue = t.ports.queues.get(QueueName::Feed).clone();
     feed_queue
@@ -481,13 +496,13 @@ async fn poison_and_failing_events_are_dead_lettered(backend: Backend) {
         .await
         .unwrap();
     // A failure: the driver's statistics item does not read, so every attempt fails.
-    let broken = session_event(&t, "u5");
+    let broken = session_event(&t, U5);
     t.ports
         .items
         .put(
             Table::Activity,
             item(
-                &Key::new("ACH#u5", "STATS"),
+                &Key::new(format!("ACH#{U5}"), "STATS"),
                 json!({"sessions": "many", "version": 1}),
             ),
             None,
@@ -539,7 +554,7 @@ async fn poison_and_failing_events_are_dead_lettered(backend: Backend) {
     );
     assert_eq!(dead.1, vec![serde_json::to_string(&broken).unwrap()]);
     // Nothing half-applied: no unlock for the failing driver.
-    assert_eq!(unlock_records(&t, "u5").await, (0, 0));
+    assert_eq!(unlock_records(&t, U5).await, (0, 0));
 }
 
 paddock_tests::on_both_backends!(
@@ -566,19 +581,19 @@ async fn consumer_lambda_handlers_report_only_failed_records() {
         .put(
             Table::Activity,
             item(
-                &Key::new("ACH#broken", "STATS"),
+                &Key::new(format!("ACH#{BROKEN}"), "STATS"),
                 json!({"sessions": "many"}),
             ),
             None,
         )
         .await
         .unwrap();
-    let good = session_event(&t, "fine");
-    let failing = session_event(&t, "broken");
+    let good = session_event(&t, FINE);
+    let failing = session_event(&t, BROKEN);
     // A submission whose feed entry is larger than an item may be fails to write.
     let mut huge = LeaderboardSubmitted {
-        track_id: "t1".into(),
-        session_id: "s1".into(),
+        track_id: T1.parse().unwrap(),
+        session_id: S1.parse().unwrap(),
         lap_time_ms: 90_000,
         previous_best_ms: None,
         improved: true,
@@ -592,7 +607,7 @@ async fn consumer_lambda_handlers_report_only_failed_records() {
     huge.vehicle_name = "V".repeat(500 * 1024);
     let too_big = Event::new(
         EventKind::LeaderboardSubmitted(huge),
-        Some("fine".into()),
+        Some(driver(FINE)),
         t.clock.now(),
     );
     let batch = |records: &[(&str, &Event)]| {
@@ -621,9 +636,7 @@ async fn consumer_lambda_handlers_report_only_failed_records() {
             "{queue}"
         );
     }
-    assert_eq!(sessions_counted(&t, "fine").await, 1);
-    let (entries, _) = feed::list(&t.ports, &UserId::from("fine"), 10, None)
-        .await
-        .unwrap();
+    assert_eq!(sessions_counted(&t, FINE).await, 1);
+    let (entries, _) = feed::list(&t.ports, &driver(FINE), 10, None).await.unwrap();
     assert_eq!(entries.len(), 1);
 }

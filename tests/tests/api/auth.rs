@@ -415,7 +415,11 @@ async fn exchange_codes_are_single_use(
     let data = app
         .register("code@example.com", "correct horse battery")
         .await;
-    let user_id = &paddock_core::ids::UserId::from(data["user"]["id"].as_str().unwrap());
+    let user_id = &data["user"]["id"]
+        .as_str()
+        .unwrap()
+        .parse::<paddock_core::ids::UserId>()
+        .unwrap();
     let verifier = "v".repeat(43) + "-._~abc";
     let code = exchange_codes::issue(&app.ports, user_id, &s256(&verifier))
         .await
@@ -495,7 +499,11 @@ async fn no_raw_secret_is_readable_from_storage(app: TestApp, dump: impl AsyncFn
     let data = app
         .register("secret@example.com", "correct horse battery")
         .await;
-    let user_id = &paddock_core::ids::UserId::from(data["user"]["id"].as_str().unwrap());
+    let user_id = &data["user"]["id"]
+        .as_str()
+        .unwrap()
+        .parse::<paddock_core::ids::UserId>()
+        .unwrap();
     let (_, rotated) = refresh(&app, data["refreshToken"].as_str().unwrap()).await;
     let code = exchange_codes::issue(&app.ports, user_id, &s256(&"q".repeat(43)))
         .await

@@ -51,11 +51,11 @@ async fn a_refusal_of_the_service_gives_the_drivers_hold_back() {
     let mut ai = Settings::embedded(dir.path(), ([127, 0, 0, 1], 0).into()).ai;
     ai.tokens_per_day = 1_000;
     ai.service_tokens_per_day = 1_500;
-    let (one, two) = (UserId::from("u1".to_owned()), UserId::from("u2".to_owned()));
+    let (one, two) = (UserId::new(), UserId::new());
     let first = reserve(&ports, &one, &ai, 900).await.unwrap();
     let refused = reserve(&ports, &two, &ai, 900).await.unwrap_err();
     assert!(matches!(refused, BudgetError::Service(_)), "{refused:?}");
-    let driver = Counter::today(&ports, "u2", 1_000);
+    let driver = Counter::today(&ports, two.as_str(), 1_000);
     let service = Counter::today(&ports, SERVICE, 1_500);
     assert_eq!(counted(&ports, &driver).await, 0, "given back");
     assert_eq!(counted(&ports, &service).await, 900);

@@ -296,7 +296,7 @@ async fn a_refused_pack_is_not_checked_again(backend: Backend) {
     use paddock_core::request_keys::RequestKey;
     use paddock_core::sharepacks::packs::{self, Labels, PackError};
     let t = paddock_tests::ports(backend).await;
-    let user = paddock_core::ids::UserId::from("u-repeat");
+    let user = paddock_core::ids::UserId::new();
     let loose = t.settings.sharepacks.clone();
     let mut strict = loose.clone();
     strict.max_entries = 2;

@@ -683,7 +683,6 @@ async fn a_board_loaded_in_the_older_layout_reads_as_the_current_one_after_the_b
     app: TestApp,
     _clock: Arc<ManualClock>,
 ) {
-    use paddock_core::ids::{SessionId, UserId};
     use paddock_core::leaderboards::bulk::{BulkBoard, BulkEntry};
     use paddock_core::ports::items::Key;
     use paddock_core::tracks::{TrackKey, count_session_op};
@@ -707,12 +706,12 @@ async fn a_board_loaded_in_the_older_layout_reads_as_the_current_one_after_the_b
     let at = time::OffsetDateTime::from_unix_timestamp(1_790_000_000).unwrap();
     let entries: Vec<BulkEntry> = (0..40_usize)
         .map(|i| BulkEntry {
-            user_id: UserId::from(format!("00000000-0000-4000-8000-{i:012}")),
+            user_id: format!("00000000-0000-4000-8000-{i:012}").parse().unwrap(),
             display_name: format!("Bulk {i}"),
             // Equal times among them, ranked by submission.
             lap_time_ms: 100_000 + (i as i64 * 37 % 11) * 100,
             vehicle_name: CARS[i % 3].to_owned(),
-            session_id: SessionId::from(format!("00000000-0000-4000-9000-{i:012}")),
+            session_id: format!("00000000-0000-4000-9000-{i:012}").parse().unwrap(),
             submitted_at: at + time::Duration::minutes(i as i64 % 7),
         })
         .collect();

@@ -405,7 +405,7 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     assert_eq!(status, 200, "{body}");
     paddock_core::identity::exchange_codes::issue(
         &app.ports,
-        &UserId::from(user_id.as_str()),
+        &user_id.parse::<UserId>().unwrap(),
         "challenge",
     )
     .await
@@ -543,7 +543,7 @@ async fn export_covers_every_kind_and_deletion_leaves_nothing(backend: Backend) 
 async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     let cleo = seed(&app, fake).await;
     let driver = paddock_core::driver_data::Driver {
-        id: UserId::from(cleo.user_id.as_str()),
+        id: cleo.user_id.parse::<UserId>().unwrap(),
         email: Some(cleo.email.to_lowercase()),
         account: Some(
             paddock_core::hashing::sha256_hex(&cleo.email.to_lowercase())[..32].to_owned(),
@@ -769,7 +769,7 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     assert_eq!(status, 401);
 
     // The job runs through the outbox and the accounts consumer; then nothing is left.
-    let user = UserId::from(cleo.user_id.as_str());
+    let user = cleo.user_id.parse::<UserId>().unwrap();
     wait_until_gone(&app.ports, &user).await;
     assert!(board_names(&app, &cleo.track_id).await.is_empty());
     let (items, blobs) = left_behind(&app, &needles).await;
@@ -866,7 +866,7 @@ async fn racing_deletes_run_one_job(app: TestApp) {
         accepted.windows(2).all(|w| w[0] == w[1]),
         "one job: {accepted:?}"
     );
-    wait_until_gone(&app.ports, &UserId::from(id.as_str())).await;
+    wait_until_gone(&app.ports, &id.parse::<UserId>().unwrap()).await;
     let (items, _) = left_behind(&app, &[id.as_str()]).await;
     assert!(items.is_empty(), "{items:?}");
 }
@@ -875,7 +875,7 @@ async fn racing_deletes_run_one_job(app: TestApp) {
 /// everything exactly once.
 async fn an_interrupted_deletion_resumes(backend: Backend) {
     let t = ports(backend).await;
-    let user = UserId::from(uuid::Uuid::new_v4().to_string().as_str());
+    let user = UserId::new();
     let profile = users::User::new(None, "Eve".into(), None, t.clock.now());
     let profile = users::User {
         id: user.clone(),

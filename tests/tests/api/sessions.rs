@@ -512,13 +512,22 @@ async fn track_job_transitions(backend: Backend) {
     let t = paddock_tests::ports(backend).await;
     let ports = &t.ports;
     let now = t.clock.now();
-    let (job_a, job_b) = (JobId::from("job-a"), JobId::from("job-b"));
+    let (job_a, job_b) = (JobId::new(), JobId::new());
+    let (track, session, user) = (
+        "7a2c0000-0000-8000-8000-000000000001"
+            .parse::<TrackId>()
+            .unwrap(),
+        "0190a0b2-0000-7000-8000-000000000001"
+            .parse::<SessionId>()
+            .unwrap(),
+        UserId::new(),
+    );
     let create = |id: &JobId| {
         jobs::create_op(
             id,
-            &TrackId::from("track-1"),
-            &SessionId::from("session-1"),
-            &UserId::from("user-1"),
+            &track,
+            &session,
+            &user,
             "tracks/track-1/points/none.json",
             now,
         )
@@ -612,7 +621,12 @@ async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
         })
         .collect();
     let track = paddock_core::tracks::TrackKey::new("acc", "Imola", "");
-    let (job_s, session) = (JobId::from("job-s"), SessionId::from("s1"));
+    let (job_s, session) = (
+        JobId::new(),
+        "0190a0b2-0000-7000-8000-000000000001"
+            .parse::<SessionId>()
+            .unwrap(),
+    );
     let key = paddock_core::tracks::maps::points_key(&track.id(), &session);
     t.ports
         .blobs
@@ -628,14 +642,7 @@ async fn stuck_jobs_resume_when_the_server_starts(backend: Backend) {
         .items
         .transact(vec![
             paddock_core::tracks::count_session_op(&track),
-            jobs::create_op(
-                &job_s,
-                &track.id(),
-                &session,
-                &UserId::from("u1"),
-                &key,
-                now,
-            ),
+            jobs::create_op(&job_s, &track.id(), &session, &UserId::new(), &key, now),
         ])
         .await
         .unwrap();

@@ -213,10 +213,11 @@ async fn a_provider_account_is_exported_and_deleted_with_its_link(app: &TestApp)
     assert_eq!(links[0]["provider"], "oidc");
     assert!(links[0]["subject"].is_string());
 
-    let profile = paddock_core::identity::users::get_stored(&app.ports, &id.as_str().into())
-        .await
-        .unwrap()
-        .unwrap();
+    let profile =
+        paddock_core::identity::users::get_stored(&app.ports, &id.as_str().parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
     let driver = Driver::of(&profile.user);
     let mine = |items: Vec<(
         paddock_core::tables::Table,

@@ -106,7 +106,7 @@ async fn export_and_delete(backend: Backend) {
         }
         Backend::Embedded => None,
     };
-    let user = UserId::from(uuid::Uuid::new_v4().to_string().as_str());
+    let user = UserId::new();
     let count = sessions();
     let seeding = Instant::now();
     seed(&t, &user, count).await;

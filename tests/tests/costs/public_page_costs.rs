@@ -308,11 +308,11 @@ async fn a_board_pages_pictures_cost_the_same_at_any_size(backend: Backend) {
     let mut bulk = BulkBoard::new(&track);
     let entries: Vec<BulkEntry> = (0..1_000_u64)
         .map(|i| BulkEntry {
-            user_id: format!("00000000-0000-4000-8000-{i:012}").into(),
+            user_id: format!("00000000-0000-4000-8000-{i:012}").parse().unwrap(),
             display_name: format!("Driver {i}"),
             lap_time_ms: 80_000 + i64::try_from(i * 40).unwrap() + 7,
             vehicle_name: "BMW M4 GT3".into(),
-            session_id: format!("00000000-0000-4000-9000-{i:012}").into(),
+            session_id: format!("00000000-0000-4000-9000-{i:012}").parse().unwrap(),
             submitted_at: time::OffsetDateTime::now_utc(),
         })
         .collect();

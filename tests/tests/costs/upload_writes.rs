@@ -25,6 +25,9 @@ fn parsed(t: &TestPorts, csid: &str, points: usize) -> upload::SessionUpload {
     paddock_tests::checked_upload(&body, t.clock.now())
 }
 
+/// The driver who uploads.
+const U1: &str = "5e1f0000-0000-4000-8000-000000000001";
+
 async fn outbox_events(t: &TestPorts) -> Vec<outbox::Event> {
     let mut events = Vec::new();
     for shard in 0..outbox::SHARDS {
@@ -41,7 +44,7 @@ async fn outbox_events(t: &TestPorts) -> Vec<outbox::Event> {
 
 async fn one_upload_writes_session_record_track_job_and_event_together(backend: Backend) {
     let t = ports(backend).await;
-    let user = UserId::from("u1");
+    let user = U1.parse::<UserId>().unwrap();
     let receipt = sessions::create(&t.ports, &user, parsed(&t, "c1", 300))
         .await
         .unwrap();
@@ -58,7 +61,11 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
         .await
         .unwrap()
         .unwrap();
-    let job_id = JobId::from(stored["trackJobId"].as_str().expect("a job for the points"));
+    let job_id: JobId = stored["trackJobId"]
+        .as_str()
+        .expect("a job for the points")
+        .parse()
+        .expect("a job id");
     let job = paddock_core::tracks::jobs::status(&t.ports, &job_id)
         .await
         .unwrap()
@@ -80,7 +87,7 @@ async fn one_upload_writes_session_record_track_job_and_event_together(backend: 
     let events = outbox_events(&t).await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind.name(), "session.uploaded");
-    assert_eq!(events[0].user_id.as_ref().map(UserId::as_str), Some("u1"));
+    assert_eq!(events[0].user_id.as_ref().map(UserId::as_str), Some(U1));
     let paddock_core::events::EventKind::SessionUploaded(uploaded) = &events[0].kind else {
         panic!("a session.uploaded event");
     };
@@ -196,10 +203,10 @@ mod dynamodb_local {
         let upload = parsed(&t, "wcu-1", 5_000);
         let before = store.consumed().write_units;
         // What `POST /v1/sessions` writes: the rate-limit counter, then the upload.
-        rate_limits::hit(&t.ports, "upload", "u1", 60, &[Limit::new("n", 30)])
+        rate_limits::hit(&t.ports, "upload", U1, 60, &[Limit::new("n", 30)])
             .await
             .unwrap();
-        let receipt = sessions::create(&t.ports, &UserId::from("u1"), upload)
+        let receipt = sessions::create(&t.ports, &U1.parse::<UserId>().unwrap(), upload)
             .await
             .unwrap();
         let consumed = store.consumed().write_units - before;
@@ -223,7 +230,7 @@ mod dynamodb_local {
         };
         let session = get(
             Table::Sessions,
-            "USER#u1".into(),
+            format!("USER#{U1}"),
             format!("SESSION#{}", receipt.session_id),
         )
         .await;
@@ -231,7 +238,7 @@ mod dynamodb_local {
             Some(AttributeValue::S(s)) => s.clone(),
             _ => panic!("no job"),
         };
-        let record = get(Table::Sessions, "USER#u1".into(), "CLIENT#wcu-1".into()).await;
+        let record = get(Table::Sessions, format!("USER#{U1}"), "CLIENT#wcu-1".into()).await;
         let track = get(Table::Tracks, "TRACKS".into(), receipt.track_id.to_string()).await;
         let job = get(Table::Tracks, "JOBS".into(), job_id).await;
         let event_id = outbox_events(&t).await[0].id;

@@ -16,12 +16,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// A typed event told apart by `label` (carried as its job id).
+/// The track of the events made by [`labelled`].
+const T1: &str = "7a2c0000-0000-8000-8000-000000000001";
+/// The driver of the sessions written by [`session_tx`].
+const U1: &str = "5e1f0000-0000-4000-8000-000000000001";
+
+/// A typed event told apart by `label` (at most 16 bytes, carried as the bytes of its job id).
 fn labelled(label: &str, user_id: Option<UserId>, t: &TestPorts) -> Event {
+    let mut bytes = [0u8; 16];
+    bytes[..label.len()].copy_from_slice(label.as_bytes());
     Event::new(
         EventKind::TrackProcessRequested(TrackProcessRequested {
-            job_id: label.into(),
-            track_id: "t1".into(),
+            job_id: uuid::Uuid::from_bytes(bytes).into(),
+            track_id: T1.parse().unwrap(),
         }),
         user_id,
         t.clock.now(),
@@ -31,18 +38,22 @@ fn labelled(label: &str, user_id: Option<UserId>, t: &TestPorts) -> Event {
 /// The label of an event made by [`labelled`].
 fn label(event: &Event) -> String {
     match &event.kind {
-        EventKind::TrackProcessRequested(r) => r.job_id.to_string(),
+        EventKind::TrackProcessRequested(r) => {
+            let bytes = r.job_id.as_uuid().into_bytes();
+            let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+            String::from_utf8_lossy(&bytes[..end]).into_owned()
+        }
         other => other.name().to_owned(),
     }
 }
 
 fn session_tx(t: &TestPorts, n: u32) -> (Vec<TxOp>, Event) {
-    let event = labelled(&format!("session {n}"), Some("u1".into()), t);
+    let event = labelled(&format!("session {n}"), U1.parse().ok(), t);
     let ops = vec![
         TxOp::Put {
             table: Table::Sessions,
             item: item(
-                &Key::new("USER#u1", format!("SESSION#{n}")),
+                &Key::new(format!("USER#{U1}"), format!("SESSION#{n}")),
                 json!({"n": n}),
             ),
             condition: Some(Condition::NotExists),
@@ -275,8 +286,8 @@ async fn stream_lambda_handler_relays_inserts() {
     let t = ports(Backend::Embedded).await;
     let event = Event::new(
         EventKind::LeaderboardSubmitted(paddock_core::events::LeaderboardSubmitted {
-            track_id: "t1".into(),
-            session_id: "s1".into(),
+            track_id: T1.parse().unwrap(),
+            session_id: "0190a0b2-0000-7000-8000-000000000001".parse().unwrap(),
             lap_time_ms: 90_000,
             previous_best_ms: None,
             improved: true,
@@ -287,7 +298,7 @@ async fn stream_lambda_handler_relays_inserts() {
             vehicle_name: "Ferrari 296 GT3".into(),
             passing: None,
         }),
-        Some("u9".into()),
+        Some(UserId::new()),
         t.clock.now(),
     );
     let event_json = serde_json::to_value(&event).unwrap();

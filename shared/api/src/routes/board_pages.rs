@@ -2,12 +2,13 @@
 //! Served by the leaderboards function; see the `paddock-board-pages` crate.
 
 use crate::routes::registry::{Routes, operations};
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
+use http::request::Parts;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use utoipa::IntoParams;
 
-use crate::http::{ApiError, conditional};
+use crate::http::{ApiError, MalformedId, PathId, conditional};
 use crate::state::AppState;
 use board_pages::{avatars, charts, preview, reads, render};
 use paddock_core::ids::{TrackId, UserId};
@@ -95,8 +96,7 @@ fn parameters<const N: usize>(
 }
 
 /// The board a page shows: the track's, or the car's when `?car=` names one.
-fn board_of(track_id: String, car: Option<&str>) -> BoardId {
-    let track_id = TrackId::from(track_id);
+fn board_of(track_id: TrackId, car: Option<&str>) -> BoardId {
     match car {
         Some(car) => BoardId::car(&track_id, car),
         None => BoardId::track(&track_id),
@@ -152,13 +152,10 @@ pub(crate) async fn boards(
 pub(crate) async fn board(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(track_id): Path<String>,
+    PathId { id: track_id, .. }: PathId<TrackId, NoBoard>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let page = Page::new(&state, &headers);
-    if uuid::Uuid::parse_str(&track_id).is_err() {
-        return Ok(page.no_board());
-    }
     let BoardQuery {
         car,
         cursor,
@@ -174,13 +171,11 @@ pub(crate) async fn board(
         },
         Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
     };
-    if driver
-        .as_deref()
-        .is_some_and(|d| uuid::Uuid::parse_str(d).is_err())
-    {
-        return Ok(page.bad_request("driver: must be a driver's user id"));
-    }
-    let driver = driver.map(UserId::from);
+    let driver = match driver.as_deref().map(str::parse::<UserId>) {
+        None => None,
+        Some(Ok(driver)) => Some(driver),
+        Some(Err(_)) => return Ok(page.bad_request("driver: must be a driver's user id")),
+    };
     let after = match cursor.as_deref() {
         None => None,
         Some(c) => match board_reads::decode_cursor(c) {
@@ -254,13 +249,10 @@ impl utoipa::ToSchema for PngBytes {}
 pub(crate) async fn board_preview(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(track_id): Path<String>,
+    PathId { id: track_id, .. }: PathId<TrackId, NoBoard>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let page = Page::new(&state, &headers);
-    if uuid::Uuid::parse_str(&track_id).is_err() {
-        return Ok(page.no_board());
-    }
     let PreviewQuery { car } = match parameters(raw.as_deref(), [("car", MAX_CAR)]) {
         Ok([car]) => PreviewQuery { car },
         Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
@@ -315,14 +307,10 @@ pub(crate) struct DriverQuery {
 pub(crate) async fn driver(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(user_id): Path<String>,
+    PathId { id: user_id, .. }: PathId<UserId, NoDriver>,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let user_id = UserId::from(user_id);
     let page = Page::new(&state, &headers);
-    if uuid::Uuid::parse_str(user_id.as_str()).is_err() {
-        return Ok(page.no_driver());
-    }
     let DriverQuery { cursor } = match parameters(raw.as_deref(), [("cursor", MAX_CURSOR)]) {
         Ok([cursor]) => DriverQuery { cursor },
         Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
@@ -375,13 +363,10 @@ pub(crate) async fn driver(
 pub(crate) async fn driver_preview(
     State(state): State<AppState>,
     headers: HeaderMap,
-    Path(user_id): Path<String>,
+    PathId { id: user_id, .. }: PathId<UserId, NoDriver>,
 ) -> Result<Response, ApiError> {
     let page = Page::new(&state, &headers);
-    if uuid::Uuid::parse_str(&user_id).is_err() {
-        return Ok(page.no_driver());
-    }
-    let (ports, user_id) = (&state.ports, UserId::from(user_id));
+    let ports = &state.ports;
     let cached = state
         .leaderboards
         .preview(PreviewKey::Driver(user_id.clone()), |_| async move {
@@ -410,6 +395,24 @@ pub(crate) async fn driver_preview(
         return Ok(page.no_driver());
     }
     Ok(page.png(cached))
+}
+
+/// A malformed track id in a board's address names no board: its HTML 404.
+pub(crate) struct NoBoard;
+
+impl MalformedId<AppState> for NoBoard {
+    fn answer(parts: &Parts, state: &AppState) -> Response {
+        Page::new(state, &parts.headers).no_board()
+    }
+}
+
+/// A malformed user id in a driver's address names no driver: its HTML 404.
+pub(crate) struct NoDriver;
+
+impl MalformedId<AppState> for NoDriver {
+    fn answer(parts: &Parts, state: &AppState) -> Response {
+        Page::new(state, &parts.headers).no_driver()
+    }
 }
 
 /// The answer of one page request: its headers, conditional answers, error pages and the

@@ -88,10 +88,9 @@ fn track_of(q: &LeaderboardQuery) -> Result<(TrackId, Named), ApiError> {
 }
 
 fn track_id_param(id: &str) -> Result<TrackId, ApiError> {
-    match uuid::Uuid::parse_str(id.trim()) {
-        Ok(_) => Ok(TrackId::from(id.trim())),
-        Err(_) => Err(ApiError::invalid("trackId", "must be a track id (UUID)")),
-    }
+    id.trim()
+        .parse()
+        .map_err(|_| ApiError::invalid("trackId", "must be a track id (UUID)"))
 }
 
 fn board_of(track_id: &TrackId, vehicle_name: &Option<String>) -> Result<BoardId, ApiError> {

@@ -1,14 +1,15 @@
 //! `/v1/sessions`: idempotent uploads of session summaries and the caller's reads.
 
 use crate::routes::registry::{Routes, operations};
-use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use http::StatusCode;
+use http::request::Parts;
 
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Caller, Deferred, scope};
 use crate::http::envelope::with_status;
-use crate::http::{ApiError, ApiJson, ApiQuery, PageParams, Paged, ok};
+use crate::http::{ApiError, ApiJson, ApiQuery, MalformedId, PageParams, Paged, PathId, ok};
 use crate::state::AppState;
 use paddock_core::ids::SessionId;
 use paddock_core::rate_limits::{self, Limit};
@@ -127,14 +128,25 @@ pub async fn list(
 pub async fn detail(
     State(state): State<AppState>,
     user: Caller<scope::SessionsRead>,
-    Path(id): Path<SessionId>,
+    PathId { id, .. }: PathId<SessionId, NoSuchSession>,
 ) -> Result<Response, ApiError> {
-    let session = match uuid::Uuid::parse_str(id.as_str()) {
-        Ok(_) => records::get(&state.ports, user.user_id(), &id).await?,
-        Err(_) => None,
-    };
-    let session = session.ok_or_else(|| ApiError::NotFound("session not found".into()))?;
+    let session = records::get(&state.ports, user.user_id(), &id)
+        .await?
+        .ok_or_else(session_not_found)?;
     Ok(ok(session.detail()))
+}
+
+fn session_not_found() -> ApiError {
+    ApiError::NotFound("session not found".into())
+}
+
+/// A malformed session id names no session: answered as an unknown one.
+pub struct NoSuchSession;
+
+impl<S> MalformedId<S> for NoSuchSession {
+    fn answer(_: &Parts, _: &S) -> Response {
+        session_not_found().into_response()
+    }
 }
 
 envelope!(

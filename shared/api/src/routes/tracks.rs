@@ -1,8 +1,9 @@
 //! `/v1/tracks`: canonical tracks with uploaded sessions, and their centreline maps.
 
 use crate::routes::registry::{Routes, operations};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use http::request::Parts;
 use http::{HeaderValue, header};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -10,7 +11,7 @@ use utoipa::IntoParams;
 use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Caller, scope};
 use crate::http::security_headers::SVG_CONTENT_SECURITY_POLICY;
-use crate::http::{ApiError, ApiQuery, PageParams, Paged, ok};
+use crate::http::{ApiError, ApiQuery, MalformedId, PageParams, Paged, PathId, ok};
 use crate::state::AppState;
 use paddock_core::ids::TrackId;
 use paddock_core::tracks;
@@ -55,8 +56,8 @@ pub(crate) struct MapQuery {
 pub(crate) async fn map(
     State(state): State<AppState>,
     _user: Caller<scope::SessionsRead>,
-    Path(id): Path<TrackId>,
     ApiQuery(query): ApiQuery<MapQuery>,
+    PathId { id, .. }: PathId<TrackId, NoMap>,
 ) -> Result<Response, ApiError> {
     let svg = match query
         .format
@@ -68,13 +69,7 @@ pub(crate) async fn map(
         Some("svg") => true,
         Some(_) => return Err(ApiError::invalid("format", "must be json or svg")),
     };
-    let found = match uuid::Uuid::parse_str(id.as_str()) {
-        Ok(_) => maps::current(&state.ports, &id).await?,
-        Err(_) => None,
-    };
-    let map = found.ok_or_else(|| {
-        ApiError::NotFound("no map for this track yet (unknown track, or no track points)".into())
-    })?;
+    let map = maps::current(&state.ports, &id).await?.ok_or_else(no_map)?;
     if !svg {
         return Ok(ok(map));
     }
@@ -89,6 +84,19 @@ pub(crate) async fn map(
         HeaderValue::from_static(SVG_CONTENT_SECURITY_POLICY),
     );
     Ok(response)
+}
+
+fn no_map() -> ApiError {
+    ApiError::NotFound("no map for this track yet (unknown track, or no track points)".into())
+}
+
+/// A malformed track id names no track: answered as an unknown one.
+pub(crate) struct NoMap;
+
+impl<S> MalformedId<S> for NoMap {
+    fn answer(_: &Parts, _: &S) -> Response {
+        no_map().into_response()
+    }
 }
 
 page_envelope!(

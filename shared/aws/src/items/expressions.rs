@@ -273,3 +273,44 @@ pub(super) fn transact_item(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use paddock_core::ids::SessionId;
+    use paddock_core::ports::items::decode;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Record {
+        session_id: SessionId,
+    }
+
+    fn attributes(session_id: &str) -> Attributes {
+        HashMap::from([
+            ("pk".to_owned(), AttributeValue::S("USER#x".into())),
+            ("sk".to_owned(), AttributeValue::S("CLIENT#c-1".into())),
+            ("sessionId".to_owned(), AttributeValue::S(session_id.into())),
+        ])
+    }
+
+    #[test]
+    fn an_item_with_a_malformed_id_does_not_read() {
+        let malformed = attributes("s1");
+        assert!(serde_dynamo::from_item::<_, Record>(malformed.clone()).is_err());
+        let item = from_attributes(malformed).unwrap();
+        let Err(StoreError::Unavailable(refused)) = decode::<Record>(item, "upload") else {
+            panic!("a malformed id is refused");
+        };
+        assert!(
+            refused.starts_with("corrupt upload: sessionId: invalid value"),
+            "{refused}"
+        );
+
+        let id = "0190a0b2-3c4d-7e5f-9a0b-1c2d3e4f5a6b";
+        let read: Record = serde_dynamo::from_item(attributes(id)).unwrap();
+        assert_eq!(read.session_id.as_str(), id);
+        let written = to_attributes(&from_attributes(attributes(id)).unwrap()).unwrap();
+        assert_eq!(written["sessionId"], AttributeValue::S(id.into()));
+    }
+}

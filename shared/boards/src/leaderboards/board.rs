@@ -123,10 +123,10 @@ impl BoardId {
         let rest = sk.strip_prefix(BOARD_INDEX_PREFIX)?;
         Some(match rest.split_once(CAR_SEPARATOR) {
             Some((track, vehicle)) => Self {
-                track: TrackId::from(track),
+                track: track.parse().ok()?,
                 scope: BoardScope::Car(vehicle.to_owned()),
             },
-            None => Self::track(&TrackId::from(rest)),
+            None => Self::track(&rest.parse().ok()?),
         })
     }
 }
@@ -259,18 +259,22 @@ mod tests {
     use super::*;
     use serde_json::{Value, json};
 
+    const U1: &str = "5e1f0000-0000-4000-8000-000000000001";
+    const S1: &str = "0190a0b2-0000-7000-8000-000000000001";
+    const T1: &str = "7a2c0000-0000-8000-8000-000000000001";
+
     fn stored(avatar_url: Option<&str>) -> StoredRow {
         StoredRow {
             row: Row {
-                user_id: UserId::from("u1"),
+                user_id: U1.parse().unwrap(),
                 display_name: "Driver".into(),
                 avatar_url: avatar_url.map(str::to_owned),
                 lap_time_ms: 91_500,
                 vehicle_name: "Ferrari 296 GT3".into(),
-                session_id: SessionId::from("s1"),
+                session_id: S1.parse().unwrap(),
                 submitted_at: "2023-11-14T22:13:20.000001Z".into(),
             },
-            rank_key: "RANK#0000091500#1700000000000001#u1".into(),
+            rank_key: format!("RANK#0000091500#1700000000000001#{U1}"),
             profile_version: 2,
             counted: true,
         }
@@ -279,16 +283,16 @@ mod tests {
     #[test]
     fn rows_keep_their_attributes_and_read_back() {
         let row = stored(None);
-        let board = BoardId::track(&TrackId::from("t1"));
+        let board = BoardId::track(&T1.parse().unwrap());
         let written = row.rank_item(&board);
         assert_eq!(
             Value::Object(written.clone()),
             json!({
-                "pk": "BOARD#t1", "sk": "RANK#0000091500#1700000000000001#u1",
-                "userId": "u1", "displayName": "Driver", "avatarUrl": null,
-                "lapTimeMs": 91_500, "vehicleName": "Ferrari 296 GT3", "sessionId": "s1",
+                "pk": format!("BOARD#{T1}"), "sk": format!("RANK#0000091500#1700000000000001#{U1}"),
+                "userId": U1, "displayName": "Driver", "avatarUrl": null,
+                "lapTimeMs": 91_500, "vehicleName": "Ferrari 296 GT3", "sessionId": S1,
                 "submittedAt": "2023-11-14T22:13:20.000001Z",
-                "rankKey": "RANK#0000091500#1700000000000001#u1", "profileVersion": 2,
+                "rankKey": format!("RANK#0000091500#1700000000000001#{U1}"), "profileVersion": 2,
                 "counted": true,
             })
         );
@@ -297,34 +301,38 @@ mod tests {
 
         let entry = stored(Some("https://example.com/a.png"));
         let key = board.entry_key(&entry.row.user_id);
-        assert_eq!(key.sk, "ENTRY#u1");
+        assert_eq!(key.sk, format!("ENTRY#{U1}"));
         assert_eq!(StoredRow::from_item(entry.to_item(&key)).unwrap(), entry);
     }
 
     #[test]
     fn rows_written_before_the_counts_read_as_uncounted() {
-        let mut item = stored(None).to_item(&Key::new("BOARD#t1", "ENTRY#u1"));
+        let mut item =
+            stored(None).to_item(&Key::new(format!("BOARD#{T1}"), format!("ENTRY#{U1}")));
         item.remove("counted");
         assert!(!StoredRow::from_item(item).unwrap().counted);
     }
 
     #[test]
     fn car_boards_have_their_own_partition_and_index_row() {
-        let track = TrackId::from("5f0c7d4e-0000-4000-8000-000000000001");
+        let track: TrackId = "5f0c7d4e-0000-4000-8000-000000000001".parse().unwrap();
         let car = BoardId::car(&track, "  Ferrari 296 GT3 ");
         assert_eq!(
             car.partition(),
             "BOARD#5f0c7d4e-0000-4000-8000-000000000001#CAR#ferrari 296 gt3"
         );
-        let index = car.index_key(&UserId::from("u1"));
-        assert_eq!(index.pk, "USER#u1");
+        let user: UserId = U1.parse().unwrap();
+        let index = car.index_key(&user);
+        assert_eq!(index.pk, format!("USER#{U1}"));
         assert_eq!(BoardId::from_index_sk(&index.sk), Some(car));
         let board = BoardId::track(&track);
         assert_eq!(
-            BoardId::from_index_sk(&board.index_key(&UserId::from("u1")).sk),
+            BoardId::from_index_sk(&board.index_key(&user).sk),
             Some(board)
         );
         assert_eq!(BoardId::from_index_sk("SESSION#x"), None);
+        let malformed = format!("{BOARD_INDEX_PREFIX}t1");
+        assert_eq!(BoardId::from_index_sk(&malformed), None);
     }
 
     #[test]

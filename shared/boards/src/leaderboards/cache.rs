@@ -385,9 +385,14 @@ mod tests {
         }
     }
 
-    fn key(board: &str, after: Option<&str>) -> PageKey {
+    /// Track or driver number `n`'s id.
+    fn id<T: From<uuid::Uuid>>(n: u128) -> T {
+        T::from(uuid::Uuid::from_u128(n))
+    }
+
+    fn key(board: u128, after: Option<&str>) -> PageKey {
         PageKey {
-            board: BoardId::track(&TrackId::from(board)),
+            board: BoardId::track(&id(board)),
             after: after.map(str::to_owned),
             limit: 20,
         }
@@ -401,7 +406,7 @@ mod tests {
             let (cache, loads) = (cache.clone(), loads.clone());
             tokio::spawn(async move {
                 cache
-                    .page(key("t", None), |_| async {
+                    .page(key(1, None), |_| async {
                         loads.fetch_add(1, Ordering::SeqCst);
                         tokio::time::sleep(Duration::from_millis(30)).await;
                         Ok(page(n, 10))
@@ -420,23 +425,23 @@ mod tests {
     async fn previews_are_kept_and_dropped_with_their_track_or_driver() {
         let cache = BoardCache::new(Duration::from_secs(60), 1 << 20);
         let load = |n: usize| move |_| async move { Ok::<_, PageError>(page(n, 1_000)) };
-        let board = |t: &str| PreviewKey::Board(BoardId::track(&TrackId::from(t)));
-        let driver = |u: &str| PreviewKey::Driver(UserId::from(u));
-        cache.preview(board("t"), load(1)).await.unwrap();
-        cache.preview(board("u"), load(2)).await.unwrap();
-        cache.preview(driver("d"), load(3)).await.unwrap();
+        let board = |t: u128| PreviewKey::Board(BoardId::track(&id(t)));
+        let driver = |u: u128| PreviewKey::Driver(id(u));
+        cache.preview(board(1), load(1)).await.unwrap();
+        cache.preview(board(2), load(2)).await.unwrap();
+        cache.preview(driver(3), load(3)).await.unwrap();
         let hit = |key, n| {
             let cache = &cache;
             async move { cache.preview(key, load(n)).await.unwrap().etag }
         };
-        assert_eq!(hit(board("t"), 9).await, "\"1\"");
-        cache.invalidate(&TrackId::from("t"));
-        assert_eq!(hit(board("t"), 4).await, "\"4\"");
-        assert_eq!(hit(board("u"), 9).await, "\"2\"");
-        assert_eq!(hit(driver("d"), 9).await, "\"3\"");
-        cache.forget_driver(&UserId::from("d"));
-        assert_eq!(hit(driver("d"), 5).await, "\"5\"");
-        assert_eq!(hit(board("u"), 9).await, "\"2\"");
+        assert_eq!(hit(board(1), 9).await, "\"1\"");
+        cache.invalidate(&id(1));
+        assert_eq!(hit(board(1), 4).await, "\"4\"");
+        assert_eq!(hit(board(2), 9).await, "\"2\"");
+        assert_eq!(hit(driver(3), 9).await, "\"3\"");
+        cache.forget_driver(&id(3));
+        assert_eq!(hit(driver(3), 5).await, "\"5\"");
+        assert_eq!(hit(board(2), 9).await, "\"2\"");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -449,32 +454,32 @@ mod tests {
     async fn pages_expire_are_dropped_by_track_and_stay_within_the_byte_budget() {
         let cache = BoardCache::new(Duration::from_millis(200), 64 * 1024);
         let load = |n: usize| move |_| async move { Ok::<_, PageError>(page(n, 1_000)) };
-        cache.page(key("t", None), load(1)).await.unwrap();
+        cache.page(key(1, None), load(1)).await.unwrap();
         // Cached: a different loader is not called.
-        let hit = cache.page(key("t", None), load(2)).await.unwrap();
+        let hit = cache.page(key(1, None), load(2)).await.unwrap();
         assert_eq!(hit.etag, "\"1\"");
         // A submission on the track drops its pages.
-        cache.invalidate(&TrackId::from("t"));
-        let fresh = cache.page(key("t", None), load(3)).await.unwrap();
+        cache.invalidate(&id(1));
+        let fresh = cache.page(key(1, None), load(3)).await.unwrap();
         assert_eq!(fresh.etag, "\"3\"");
         // Past the lifetime the page is loaded again.
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let again = cache.page(key("t", None), load(4)).await.unwrap();
+        let again = cache.page(key(1, None), load(4)).await.unwrap();
         assert_eq!(again.etag, "\"4\"");
         // Many pages of 1 KB: the cache keeps about its budget, not all of them.
         let pages = cache.pages.as_ref().unwrap();
         for n in 0..500 {
             let after = format!("RANK#{n:010}");
-            cache.page(key("u", Some(&after)), load(n)).await.unwrap();
+            cache.page(key(2, Some(&after)), load(n)).await.unwrap();
         }
         assert!(pages.weight() <= 64 * 1024, "{}", pages.weight());
         assert!(pages.len() < 100, "{}", pages.len());
         // A failed load is answered as its error and not cached.
         let failed = cache
-            .page(key("v", None), |_| async { Err(PageError::TrackNotFound) })
+            .page(key(3, None), |_| async { Err(PageError::TrackNotFound) })
             .await;
         assert!(matches!(failed, Err(PageError::TrackNotFound)));
-        let later = cache.page(key("v", None), load(9)).await.unwrap();
+        let later = cache.page(key(3, None), load(9)).await.unwrap();
         assert_eq!(later.etag, "\"9\"");
     }
 
@@ -485,12 +490,12 @@ mod tests {
         for n in 0..10 {
             let after = format!("RANK#{n:010}");
             cache
-                .page(key("old", Some(&after)), |_| async { Ok(page(0, 100)) })
+                .page(key(4, Some(&after)), |_| async { Ok(page(0, 100)) })
                 .await
                 .unwrap();
         }
         cache
-            .page(key("t", None), |_| async { Ok(page(1, 10)) })
+            .page(key(1, None), |_| async { Ok(page(1, 10)) })
             .await
             .unwrap();
         tokio::time::sleep(Duration::from_millis(150)).await;

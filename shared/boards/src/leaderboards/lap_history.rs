@@ -136,14 +136,19 @@ mod tests {
         }
     }
 
+    /// Session (or user, or track) number `n`'s id.
+    fn id<T: From<uuid::Uuid>>(n: u128) -> T {
+        T::from(uuid::Uuid::from_u128(n))
+    }
+
     #[test]
     fn rows_sort_by_the_sessions_time_and_never_after_now() {
-        let (user, track) = (UserId::from("u"), TrackId::from("t"));
+        let (user, track): (UserId, TrackId) = (id(0xa), id(0xb));
         let now = datetime!(2026-03-01 12:00 UTC);
         let early = put(record_op(
             &user,
             &track,
-            &SessionId::from("s1"),
+            &id(1),
             "2026-02-01T10:00:00+01:00",
             "Car",
             91_000,
@@ -152,7 +157,7 @@ mod tests {
         let ahead = put(record_op(
             &user,
             &track,
-            &SessionId::from("s2"),
+            &id(2),
             "2030-01-01T00:00:00Z",
             "Car",
             90_000,
@@ -162,31 +167,35 @@ mod tests {
         assert!(sk(&early) < sk(&ahead));
         assert_eq!(
             sk(&early),
-            format!("LAP#t#{:011}#s1#0000091000", 1_769_936_400)
+            format!(
+                "LAP#{track}#{:011}#{}#0000091000",
+                1_769_936_400,
+                id::<SessionId>(1)
+            )
         );
         assert_eq!(ahead["sessionAt"], "2026-03-01T12:00:00Z");
     }
 
     #[test]
     fn a_session_counts_once_with_its_fastest_lap() {
-        let point = |session: &str, ms: i64| LapPoint {
-            session_id: SessionId::from(session),
+        let point = |session: u128, ms: i64| LapPoint {
+            session_id: id(session),
             session_at: "2026-02-01T10:00:00Z".into(),
             lap_time_ms: ms,
             vehicle_name: "Car".into(),
         };
         let rows = vec![
-            point("s1", 92_000),
-            point("s2", 91_500),
-            point("s2", 91_000),
-            point("s2", 91_200),
-            point("s3", 91_800),
+            point(1, 92_000),
+            point(2, 91_500),
+            point(2, 91_000),
+            point(2, 91_200),
+            point(3, 91_800),
         ];
         let laps: Vec<_> = fastest_per_session(rows)
             .iter()
-            .map(|p| (p.session_id.as_str().to_owned(), p.lap_time_ms))
+            .map(|p| (p.session_id.clone(), p.lap_time_ms))
             .collect();
-        let want = [("s1", 92_000), ("s2", 91_000), ("s3", 91_800)];
-        assert_eq!(laps, want.map(|(s, ms)| (s.to_owned(), ms)));
+        let want = [(1, 92_000), (2, 91_000), (3, 91_800)];
+        assert_eq!(laps, want.map(|(s, ms)| (id::<SessionId>(s), ms)));
     }
 }

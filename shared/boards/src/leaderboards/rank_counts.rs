@@ -378,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_new_entry_adds_one_on_each_level_and_to_the_total() {
-        let board = BoardId::track(&TrackId::from("t"));
+        let board = BoardId::track(&TrackId::from(uuid::Uuid::from_u128(1)));
         // Day 35 of the epoch: period 1.
         let ops = Change {
             removed: None,
@@ -403,7 +403,7 @@ mod tests {
 
     #[test]
     fn a_replacement_moves_the_count_and_touches_each_item_once() {
-        let board = BoardId::track(&TrackId::from("t"));
+        let board = BoardId::track(&TrackId::from(uuid::Uuid::from_u128(1)));
         let ops = Change {
             removed: Some(at(91_234, 0)),
             added: Some(at(91_200, 0)),
@@ -458,7 +458,7 @@ mod tests {
     fn every_count_item_stays_small_however_full_the_board() {
         // Positions at every lap time from 60 s to 200 s, over a year of days: no item gets
         // more than a hundred attributes.
-        let board = BoardId::track(&TrackId::from("t"));
+        let board = BoardId::track(&TrackId::from(uuid::Uuid::from_u128(1)));
         let mut attrs: std::collections::HashMap<String, std::collections::HashSet<String>> =
             std::collections::HashMap::new();
         for i in 0..150_000_i64 {

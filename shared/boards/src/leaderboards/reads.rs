@@ -61,9 +61,9 @@ fn is_rank_key(key: &str) -> bool {
     };
     digits(parts.next(), 10)
         && digits(parts.next(), 16)
-        && parts.next().is_some_and(|user| {
-            uuid::Uuid::parse_str(user).is_ok_and(|id| id.hyphenated().to_string() == user)
-        })
+        && parts
+            .next()
+            .is_some_and(|user| user.parse::<UserId>().is_ok())
 }
 
 fn rows_of(items: Vec<Item>) -> Result<Vec<(String, Row)>, StoreError> {
@@ -299,7 +299,9 @@ mod tests {
 
     #[test]
     fn cursors_name_positions_and_refuse_anything_else() {
-        let user = UserId::from("0b6f9c1e-4a8d-4e57-9a51-3c0f6a2b7d10");
+        let user = "0b6f9c1e-4a8d-4e57-9a51-3c0f6a2b7d10"
+            .parse::<UserId>()
+            .unwrap();
         let at = time::OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
         let key = super::super::board::rank_sk(91_500, at, &user);
         assert_eq!(

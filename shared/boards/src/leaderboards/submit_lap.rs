@@ -58,10 +58,8 @@ impl QualityScore {
 /// A session id as a request names it: a UUID.
 fn session_id(raw: &str) -> Result<SessionId, String> {
     let id = raw.trim();
-    match uuid::Uuid::parse_str(id) {
-        Ok(_) => Ok(SessionId::from(id)),
-        Err(_) => Err("must be a session id (UUID)".to_owned()),
-    }
+    id.parse()
+        .map_err(|_| "must be a session id (UUID)".to_owned())
 }
 
 /// A lap to submit, parsed from the request.

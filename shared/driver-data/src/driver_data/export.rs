@@ -244,7 +244,7 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
                     let job = item
                         .get("trackJobId")
                         .and_then(Value::as_str)
-                        .map(JobId::from);
+                        .and_then(|id| id.parse::<JobId>().ok());
                     let session = StoredSession::from_item(item)?;
                     sessions.push(SessionRef {
                         id: session.summary.id.clone(),

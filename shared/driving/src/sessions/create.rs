@@ -173,7 +173,7 @@ pub async fn create_read(
                 .blobs
                 .put(&key, maps::encode_points(points), "application/json")
                 .await?;
-            Some((JobId::from(uuid::Uuid::now_v7().to_string()), key))
+            Some((JobId::new(), key))
         }
         None => None,
     };

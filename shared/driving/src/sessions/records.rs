@@ -43,8 +43,7 @@ pub fn new_session_id(recorded_at: OffsetDateTime) -> SessionId {
     let nanos = recorded_at.unix_timestamp_nanos();
     let secs = u64::try_from(nanos.div_euclid(1_000_000_000)).unwrap_or(0);
     let subsec = u32::try_from(nanos.rem_euclid(1_000_000_000)).unwrap_or(0);
-    let id = uuid::Uuid::new_v7(uuid::Timestamp::from_unix(uuid::NoContext, secs, subsec));
-    SessionId::from(id.to_string())
+    SessionId::recorded_at(secs, subsec)
 }
 
 /// A lap as stored: `[lapIndex, lapTimeMs, flags, combined, coherence, stability,
@@ -301,9 +300,9 @@ impl StoredSession {
             .get(SK)
             .and_then(Value::as_str)
             .and_then(|sk| sk.strip_prefix(SESSION_PREFIX))
-            .map(SessionId::from)
+            .and_then(|id| id.parse::<SessionId>().ok())
             .ok_or_else(|| {
-                StoreError::Unavailable("corrupt session: no session sort key".into())
+                StoreError::Unavailable("corrupt session: no session id in its sort key".into())
             })?;
         let record: SessionRecord = decode(item, "session")?;
         let laps: Vec<Lap> = record.laps.into_iter().map(|row| row.0).collect();
@@ -459,21 +458,26 @@ mod tests {
         }
     }
 
+    const U1: &str = "5e1f0000-0000-4000-8000-000000000001";
+    const S1: &str = "0190a0b2-0000-7000-8000-000000000001";
+    const T1: &str = "7a2c0000-0000-8000-8000-000000000001";
+    const J1: &str = "0190a0b2-0000-7000-8000-0000000000a1";
+
     /// The item as every earlier version wrote it: a typed record must not change it.
     #[test]
     fn session_items_keep_their_attributes_and_read_back() {
         let now = OffsetDateTime::from_unix_timestamp(1_700_000_100).unwrap();
-        let (user, session, track, job) = (
-            UserId::from("u1"),
-            SessionId::from("s1"),
-            TrackId::from("t1"),
-            JobId::from("j1"),
+        let (user, session, track, job): (UserId, SessionId, TrackId, JobId) = (
+            U1.parse().unwrap(),
+            S1.parse().unwrap(),
+            T1.parse().unwrap(),
+            J1.parse().unwrap(),
         );
         let written = session_item(&user, &session, &track, &upload(true), Some(&job), now);
         let expected = json!({
-            "pk": "USER#u1",
-            "sk": "SESSION#s1",
-            "trackId": "t1",
+            "pk": format!("USER#{U1}"),
+            "sk": format!("SESSION#{S1}"),
+            "trackId": T1,
             "gameId": "acc",
             "trackName": "Monza",
             "trackLayout": "",
@@ -485,7 +489,7 @@ mod tests {
             "sessionPhase": "Race",
             "clientSessionId": "c-1",
             "laps": [[3, 91_500, 5, 0.95, 0.9, 0.85, 1.0, 1, 2]],
-            "trackJobId": "j1",
+            "trackJobId": J1,
             "trackPointCount": 1,
         });
         assert_eq!(Value::Object(written.clone()), expected);
@@ -510,8 +514,8 @@ mod tests {
     #[test]
     fn a_session_item_that_does_not_read_is_reported_as_corrupt() {
         let item = paddock_kernel::ports::items::item(
-            &session_key(&UserId::from("u1"), &SessionId::from("s1")),
-            json!({"trackId": "t1"}),
+            &session_key(&U1.parse().unwrap(), &S1.parse().unwrap()),
+            json!({"trackId": T1}),
         );
         let error = StoredSession::from_item(item).unwrap_err();
         assert!(
@@ -523,14 +527,14 @@ mod tests {
     #[test]
     fn upload_records_keep_their_attributes() {
         let record = UploadRecord {
-            session_id: SessionId::from("s1"),
-            track_id: TrackId::from("t1"),
+            session_id: S1.parse().unwrap(),
+            track_id: T1.parse().unwrap(),
             lap_count: 30,
         };
-        let written = record.to_item(&UserId::from("u1"), "c-1");
+        let written = record.to_item(&U1.parse().unwrap(), "c-1");
         assert_eq!(
             Value::Object(written.clone()),
-            json!({"pk": "USER#u1", "sk": "CLIENT#c-1", "sessionId": "s1", "trackId": "t1", "lapCount": 30})
+            json!({"pk": format!("USER#{U1}"), "sk": "CLIENT#c-1", "sessionId": S1, "trackId": T1, "lapCount": 30})
         );
         assert_eq!(UploadRecord::from_item(written).unwrap(), record);
     }

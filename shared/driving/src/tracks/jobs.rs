@@ -323,7 +323,11 @@ pub async fn reset_stuck(ports: &Ports, which: Stuck) -> Result<usize, StoreErro
             )
             .await?;
         for lease in page.items {
-            let Some(id) = lease.get(SK).and_then(Value::as_str).map(JobId::from) else {
+            let Some(id) = lease
+                .get(SK)
+                .and_then(Value::as_str)
+                .and_then(|id| id.parse::<JobId>().ok())
+            else {
                 continue;
             };
             // A lease only points at its job, which `reset_one` checks under a condition: one
@@ -407,12 +411,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    const U1: &str = "5e1f0000-0000-4000-8000-000000000001";
+    const S1: &str = "0190a0b2-0000-7000-8000-000000000001";
+    const T1: &str = "7a2c0000-0000-8000-8000-000000000001";
+    const J1: &str = "0190a0b2-0000-7000-8000-0000000000a1";
+
     fn record() -> JobRecord {
         JobRecord {
             status: "pending".into(),
-            track_id: TrackId::from("t1"),
-            session_id: SessionId::from("s1"),
-            user_id: UserId::from("u1"),
+            track_id: T1.parse().unwrap(),
+            session_id: S1.parse().unwrap(),
+            user_id: U1.parse().unwrap(),
             points_key: "tracks/t1/points/s1.json".into(),
             attempts: 0,
             created_at: "2023-11-14T22:13:20Z".into(),
@@ -428,7 +437,7 @@ mod tests {
         let now = OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap();
         let r = record();
         let TxOp::Put { item, .. } = create_op(
-            &JobId::from("j1"),
+            &J1.parse().unwrap(),
             &r.track_id,
             &r.session_id,
             &r.user_id,
@@ -440,8 +449,8 @@ mod tests {
         assert_eq!(
             Value::Object(item.clone()),
             json!({
-                "pk": "JOBS", "sk": "j1", "status": "pending", "trackId": "t1",
-                "sessionId": "s1", "userId": "u1", "pointsKey": "tracks/t1/points/s1.json",
+                "pk": "JOBS", "sk": J1, "status": "pending", "trackId": T1,
+                "sessionId": S1, "userId": U1, "pointsKey": "tracks/t1/points/s1.json",
                 "attempts": 0, "createdAt": "2023-11-14T22:13:20Z",
             })
         );

@@ -102,7 +102,7 @@ pub async fn redeem(ports: &Ports, code: &str, verifier: &str) -> Result<UserId,
     consumed
         .get("userId")
         .and_then(Value::as_str)
-        .map(UserId::from)
+        .and_then(|id| id.parse::<UserId>().ok())
         .ok_or(ExchangeError::Invalid)
 }
 

@@ -208,7 +208,10 @@ where
                 .unwrap_or_default()
                 .to_owned()
         };
-        let (user_id, family_id) = (UserId::from(text("userId")), text("familyId"));
+        let user_id = text("userId")
+            .parse::<UserId>()
+            .map_err(|e| StoreError::Unavailable(format!("corrupt refresh token: userId: {e}")))?;
+        let family_id = text("familyId");
         if current.get("used").and_then(Value::as_bool) != Some(false) {
             revoke_family(ports, &family_id).await?;
             return Err(RefreshError::Replayed);

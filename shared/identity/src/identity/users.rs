@@ -132,7 +132,7 @@ impl User {
         now: OffsetDateTime,
     ) -> Self {
         Self {
-            id: UserId::from(uuid::Uuid::new_v4().to_string()),
+            id: UserId::new(),
             email,
             display_name,
             avatar_url,

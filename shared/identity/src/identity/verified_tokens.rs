@@ -141,7 +141,7 @@ mod tests {
 
     fn claims(exp: i64) -> Arc<Claims> {
         Arc::new(Claims {
-            sub: "u".into(),
+            sub: paddock_kernel::ids::UserId::new(),
             email: None,
             display_name: "D".into(),
             avatar_url: None,

@@ -68,10 +68,13 @@ pub fn item(key: &Key, attributes: Value) -> Item {
 /// Reads a stored record (a `Deserialize` struct of the item's attributes) from its item.
 ///
 /// An item that does not read as its record was written by no version of this code, so it
-/// is reported as the store failing (`corrupt <what>: ...`) rather than as a missing item.
+/// is reported as the store failing (`corrupt <what>: <attribute>: ...`, naming the attribute
+/// that did not read, such as a malformed id) rather than as a missing item.
 pub fn decode<T: DeserializeOwned>(item: Item, what: &str) -> Result<T, StoreError> {
-    serde_json::from_value(Value::Object(item))
-        .map_err(|e| StoreError::Unavailable(format!("corrupt {what}: {e}")))
+    serde_path_to_error::deserialize(Value::Object(item)).map_err(|e| {
+        let path = e.path().to_string();
+        StoreError::Unavailable(format!("corrupt {what}: {path}: {}", e.into_inner()))
+    })
 }
 
 /// True when `item` is expired at Unix time `now`.
@@ -590,4 +593,34 @@ pub struct KeyPage {
     pub keys: Vec<Key>,
     /// Cursor of the next page; `None` on the last page.
     pub next_cursor: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::UserId;
+
+    #[test]
+    fn a_record_with_a_malformed_id_is_refused_naming_the_attribute() {
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        #[allow(dead_code)]
+        struct Record {
+            owner_id: UserId,
+        }
+        let item = |id: &str| match serde_json::json!({"pk": "P", "sk": "S", "ownerId": id}) {
+            Value::Object(item) => item,
+            _ => unreachable!(),
+        };
+        let Err(StoreError::Unavailable(refused)) = decode::<Record>(item("u1"), "pack") else {
+            panic!("a malformed id is refused");
+        };
+        assert!(
+            refused.starts_with("corrupt pack: ownerId: invalid value"),
+            "{refused}"
+        );
+        let id = UserId::new();
+        let read: Record = decode(item(id.as_str()), "pack").unwrap();
+        assert_eq!(read.owner_id, id);
+    }
 }

@@ -165,8 +165,8 @@ mod tests {
         rank: Option<usize>,
     ) -> LeaderboardSubmitted {
         LeaderboardSubmitted {
-            track_id: "t".into(),
-            session_id: "s".into(),
+            track_id: uuid::Uuid::from_u128(1).into(),
+            session_id: uuid::Uuid::from_u128(2).into(),
             lap_time_ms: 138_456,
             previous_best_ms: previous,
             improved,
@@ -206,8 +206,8 @@ mod tests {
     #[test]
     fn sessions_are_dated_by_their_recorded_time() {
         let s = SessionUploaded {
-            session_id: "s".into(),
-            track_id: "t".into(),
+            session_id: uuid::Uuid::from_u128(2).into(),
+            track_id: uuid::Uuid::from_u128(1).into(),
             game_id: "acc".into(),
             track_name: "Monza".into(),
             track_layout: String::new(),

@@ -527,14 +527,15 @@ pub(super) async fn a_consumer_reports_only_the_record_that_failed_and_finishes_
         proxy.sdk_config_through(&paddock_aws::sdk_config().await),
     )
     .await;
-    let users = [unique("fine"), unique("failing"), unique("also-fine")];
+    // Three drivers: one fine, one failing, one fine again.
+    let users = [UserId::new(), UserId::new(), UserId::new()];
     let events: Vec<Event> = users
         .iter()
         .map(|user| {
             Event::new(
                 EventKind::SessionUploaded(SessionUploaded {
-                    session_id: "s1".into(),
-                    track_id: "t1".into(),
+                    session_id: "0190a0b2-0000-7000-8000-000000000001".parse().unwrap(),
+                    track_id: "7a2c0000-0000-8000-8000-000000000001".parse().unwrap(),
                     game_id: "acc".into(),
                     track_name: "Monza".into(),
                     track_layout: String::new(),
@@ -548,7 +549,7 @@ pub(super) async fn a_consumer_reports_only_the_record_that_failed_and_finishes_
                     driving_ms: 1_300_000,
                     valid_lap_spread_ms: Some(400),
                 }),
-                Some(UserId::from(user.as_str())),
+                Some(user.clone()),
                 t.clock.now(),
             )
         })
@@ -602,7 +603,7 @@ pub(super) async fn a_consumer_reports_only_the_record_that_failed_and_finishes_
         json!({"batchItemFailures": []})
     );
     for user in &users {
-        let mine = achievements::for_driver(&t.ports, &UserId::from(user.as_str()))
+        let mine = achievements::for_driver(&t.ports, user)
             .await
             .expect("achievements");
         let mine = serde_json::to_value(mine).expect("JSON");

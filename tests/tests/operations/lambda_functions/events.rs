@@ -294,7 +294,7 @@ pub(super) async fn relay_and_consumers_carry_an_upload_through_the_queues() {
     futures::future::join_all(runs).await;
 
     // The good event took effect in each consumer.
-    let driver = UserId::from(user_id.as_str());
+    let driver: UserId = user_id.parse().expect("a user id");
     let (entries, _) = feed::list(&t.ports, &driver, 10, None)
         .await
         .expect("the feed");
@@ -311,7 +311,7 @@ pub(super) async fn relay_and_consumers_carry_an_upload_through_the_queues() {
         "{mine}"
     );
     let job_id = event["payload"]["jobId"].as_str().expect("a track job");
-    let status = jobs::status(&t.ports, &job_id.into())
+    let status = jobs::status(&t.ports, &job_id.parse().expect("a job id"))
         .await
         .expect("a status")
         .expect("the job");
@@ -336,12 +336,12 @@ pub(super) async fn schedules_run_maintenance_and_retention() {
         clock: an_hour_ago.clone(),
         ..t.ports.clone()
     };
-    let job_id = paddock_core::ids::JobId::from(unique("stuck-job-").as_str());
+    let job_id = paddock_core::ids::JobId::new();
     let create: TxOp = jobs::create_op(
         &job_id,
-        &"track-1".into(),
-        &"session-1".into(),
-        &"driver-1".into(),
+        &"7a2c0000-0000-8000-8000-000000000001".parse().unwrap(),
+        &"0190a0b2-0000-7000-8000-000000000001".parse().unwrap(),
+        &UserId::new(),
         "points/none.bin",
         an_hour_ago.now(),
     );
@@ -406,7 +406,7 @@ pub(super) async fn the_accounts_function_runs_deletion_jobs() {
     let t = &deployment.t;
     let accounts = start("accounts", &env).await;
 
-    let user = UserId::from(uuid::Uuid::new_v4().to_string().as_str());
+    let user = UserId::new();
     let profile = paddock_core::identity::users::User {
         id: user.clone(),
         ..paddock_core::identity::users::User::new(None, "Ada".into(), None, t.clock.now())

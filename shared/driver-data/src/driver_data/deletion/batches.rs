@@ -268,11 +268,12 @@ pub(super) async fn sessions_batch(ports: &Ports, user: &UserId) -> Result<u64, 
         let Some(key) = Key::of(row) else { continue };
         if let (Some(job), Some(track), Some(session)) = (
             text(row, "trackJobId"),
-            text(row, "trackId"),
-            key.sk.strip_prefix(SESSION_PREFIX),
+            text(row, "trackId").and_then(|t| t.parse::<TrackId>().ok()),
+            key.sk
+                .strip_prefix(SESSION_PREFIX)
+                .and_then(|s| s.parse::<SessionId>().ok()),
         ) {
-            let points =
-                paddock_driving::tracks::maps::points_key(&TrackId::from(track), &session.into());
+            let points = paddock_driving::tracks::maps::points_key(&track, &session);
             if ports
                 .blobs
                 .get_stream(&points)

@@ -27,7 +27,9 @@ pub async fn authenticate(ports: &Ports, token: &str) -> Result<TokenGrant, Auth
     }
     Ok(TokenGrant {
         token_id: text(&row, "tokenId").to_owned(),
-        user_id: UserId::from(text(&row, "userId").to_owned()),
+        user_id: text(&row, "userId")
+            .parse::<UserId>()
+            .map_err(|e| StoreError::Unavailable(format!("corrupt personal token: userId: {e}")))?,
         scopes: scopes_of(&row),
         last_used_at: number(&row, "lastUsedAt"),
         hash,

@@ -28,7 +28,7 @@ fn only_subscribable_kinds_make_messages() {
             description: "D".into(),
             cause_event_id: Uuid::now_v7(),
         }),
-        Some("u".into()),
+        Some(Uuid::from_u128(1).into()),
         now,
     );
     let message = message_of(&unlocked).unwrap();
@@ -41,8 +41,8 @@ fn only_subscribable_kinds_make_messages() {
     assert_eq!(body["timestamp"], "2023-11-14T22:13:20Z");
     let job = Event::new(
         EventKind::TrackProcessRequested(TrackProcessRequested {
-            job_id: "j".into(),
-            track_id: "t".into(),
+            job_id: Uuid::from_u128(2).into(),
+            track_id: Uuid::from_u128(3).into(),
         }),
         None,
         now,
