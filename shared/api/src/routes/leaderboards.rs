@@ -11,8 +11,9 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::envelopes::envelope;
 use crate::http::auth_user::{Caller, Deferred, RateLimitSlot, scope};
-use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok, paging};
+use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok};
 use crate::routes::leaderboard_answers::{LeaderboardEntry, LeaderboardPage, rendered};
+use crate::routes::paging;
 use crate::state::AppState;
 use paddock_core::ids::TrackId;
 use paddock_core::leaderboards::board::BoardId;

@@ -12,6 +12,7 @@ pub(crate) mod health;
 pub mod leaderboard_answers;
 pub mod leaderboards;
 pub(crate) mod openapi;
+pub mod paging;
 pub(crate) mod profile;
 pub mod registry;
 pub mod sessions;

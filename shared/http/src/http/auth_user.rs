@@ -59,37 +59,27 @@ pub mod scope {
     use super::{Required, Requirement, Scope};
 
     macro_rules! scopes {
-        ($($(#[$doc:meta])* $name:ident $(= $required:expr)?;)*) => {$(
-            $(#[$doc])*
+        ($($name:ident $text:literal),* $(,)?) => {$(
+            #[doc = concat!("Scope `", $text, "`: a sign-in, or a personal access token granted it.")]
             #[derive(Debug, Clone, Copy)]
             pub struct $name;
             impl Requirement for $name {
-                const REQUIRED: Required = scopes!(@required $name $($required)?);
+                const REQUIRED: Required = Required::Scope(Scope::$name);
             }
         )*};
-        (@required $name:ident) => { Required::Scope(Scope::$name) };
-        (@required $name:ident $required:expr) => { $required };
+    }
+
+    /// A sign-in: personal access tokens are refused.
+    #[derive(Debug, Clone, Copy)]
+    pub struct SignIn;
+    impl Requirement for SignIn {
+        const REQUIRED: Required = Required::SignIn;
     }
 
     scopes! {
-        /// A sign-in: personal access tokens are refused.
-        SignIn = Required::SignIn;
-        /// `sessions:read`.
-        SessionsRead;
-        /// `sessions:write`.
-        SessionsWrite;
-        /// `boards:read`.
-        BoardsRead;
-        /// `boards:submit`.
-        BoardsSubmit;
-        /// `profile:read`.
-        ProfileRead;
-        /// `activity:read`.
-        ActivityRead;
-        /// `sharepacks`.
-        Sharepacks;
-        /// `webhooks`.
-        Webhooks;
+        SessionsRead "sessions:read", SessionsWrite "sessions:write", BoardsRead "boards:read",
+        BoardsSubmit "boards:submit", ProfileRead "profile:read", ActivityRead "activity:read",
+        Sharepacks "sharepacks", Webhooks "webhooks",
     }
 }
 

@@ -1,10 +1,10 @@
-//! List paging: `limit` (default 20, at most 100) and an opaque `cursor`, answered as
+//! List paging, as every list endpoint takes and answers it: `limit` (default 20, at most 100) and an opaque `cursor`, answered as
 //! `{"items": [...], "nextCursor": string|null}`.
 
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::ApiError;
+use crate::http::ApiError;
 
 /// Default page size.
 pub(crate) const DEFAULT_LIMIT: usize = 20;
