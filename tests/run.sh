@@ -11,9 +11,7 @@
 #   from it (tests/clients/), runs the Rust test suites (both adapter
 #   sets, the black-box scenarios again through the Lambda functions behind the local API, the
 #   browser sign-in and the board pages in the browser), and stops everything it started (by process id).
-#   Once everything is built, the description checks and the test executables run in two lanes
-#   side by side.
-# Extra arguments go to `cargo test` instead (e.g. `./tests/run.sh --test api auth::`).
+# Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test api auth::`).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -140,14 +138,8 @@ export PADDOCK_IAM_SEEN="${PADDOCK_IAM_SEEN:-$log_dir/iam-seen.jsonl}"
 "$tools/venv/bin/python" "$root/tests/template/function_policies.py" --out "$PADDOCK_FUNCTION_POLICIES"
 "$tools/venv/bin/python" "$root/tests/template/check_policies.py" --policies "$PADDOCK_FUNCTION_POLICIES"
 
-# The API description against real tools: schemathesis with every check against /openapi.json of
-# a local server, Redocly's recommended rules, and a flow through generated Python and TypeScript
-# clients.
-description_checks() {
-# Run in a subshell of its own: the servers it starts are stopped when it ends, however it ends.
-description_pids=()
-trap 'kill "${description_pids[@]}" 2>/dev/null || true' EXIT
-echo "== schemathesis: every check against /openapi.json of the local server"
+step "schemathesis: every check against /openapi.json of the local server"
+if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
 # Where cargo put the binary (CARGO_TARGET_DIR and build.target-dir move it), from its build
 # messages.
 local_server=$(cargo build -q -p paddock-local --bin paddock-local --message-format=json \
@@ -160,7 +152,7 @@ fuzz_dir=$(mktemp -d)
 # The coaching endpoints talk to a stand-in chat-completions server on loopback.
 llm_port=$(free_port)
 python3 "$root/tests/fuzz/fake_llm.py" "$llm_port" >"$log_dir/fake-llm.log" 2>&1 &
-description_pids+=($!)
+pids+=($!)
 Data__Dir="$fuzz_dir" Server__Address="127.0.0.1:$fuzz_port" Auth__AttemptsPerAddress=1000000 \
   Limits__UploadsPerMinute=1000000 Limits__FeedPostsPerMinute=1000000 Limits__ExportsPerHour=1000000 \
   Limits__NewBoardsPerDay=1000000 \
@@ -169,7 +161,7 @@ Data__Dir="$fuzz_dir" Server__Address="127.0.0.1:$fuzz_port" Auth__AttemptsPerAd
   Ai__TokensPerDay=1000000000 Ai__ServiceTokensPerDay=1000000000000 \
   Sharepacks__UploadsPerMinute=1000000 Sharepacks__MaxPerUser=1000000 \
   "$local_server" >"$log_dir/fuzz-server.log" 2>&1 &
-description_pids+=($!)
+pids+=($!)
 fuzz_pid=$!
 wait_for "http://127.0.0.1:$fuzz_port/health" fuzz-server "$fuzz_pid"
 fuzz_token() { # a registered driver's access token
@@ -184,7 +176,7 @@ fuzz_token() { # a registered driver's access token
   --max-examples "${PADDOCK_FUZZ_EXAMPLES:-30}" --seed "${PADDOCK_FUZZ_SEED:-1}" \
   --report-dir "$log_dir/schemathesis" --warnings off)
 
-echo "== the API description: Redocly's recommended rules, then a flow through generated Python and TypeScript clients"
+step "the API description: Redocly's recommended rules, then a flow through generated Python and TypeScript clients"
 api="http://127.0.0.1:$fuzz_port"
 # No usage reports or update checks from the linter.
 REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
@@ -201,97 +193,13 @@ if grep -qi 'warn' "$log_dir/openapi-typescript.log"; then echo "openapi-typescr
 "$tools/clients/node_modules/.bin/tsc" -p "$tools/clients"
 node "$tools/clients/flow.mjs" "$api"
 kill "$fuzz_pid" 2>/dev/null || true
-}
-
-if [ $# -gt 0 ]; then
-  # One area: the description checks (unless skipped), then cargo test with the arguments.
-  if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
-    step "the API description checks"
-    (description_checks)
-  fi
-  step "cargo test $*"
-  cargo test --workspace --no-fail-fast "$@" -- --test-threads "${PADDOCK_TEST_THREADS:-4}"
-  exit 0
 fi
 
-step "building every test executable and binary"
-cargo test --workspace --all-targets --no-run --message-format=json-render-diagnostics >"$log_dir/build.json"
-cargo build -q -p paddock-local --bin paddock-local
-# Each test executable as "name<TAB>path<TAB>package directory" (cargo runs a test from its
-# package's directory; so does run_tests).
-python3 - "$log_dir/build.json" >"$log_dir/tests.tsv" <<'PY'
-import json, os, sys
-for line in open(sys.argv[1]):
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["profile"]["test"] and m.get("executable"):
-        exe = m["executable"]
-        print(os.path.basename(exe), exe, os.path.dirname(m["manifest_path"]), sep="\t")
-PY
+step "cargo test (embedded adapters, AWS adapters against the emulators, HTTP black-box)"
+cargo test --workspace --no-fail-fast "${@:---all-targets}" -- --test-threads "${PADDOCK_TEST_THREADS:-4}"
 
-lanes="$log_dir/lanes"
-mkdir -p "$lanes"
-threads=${PADDOCK_TEST_THREADS:-4}
-# Runs test executables by name pattern, one after the other, each into its own log; names
-# matching $except are left to the other lane.
-run_tests() {
-  local pattern name exe dir started
-  for pattern in "$@"; do
-    while IFS=$'\t' read -r name exe dir; do
-      # shellcheck disable=SC2053 # patterns, not strings
-      [[ $name == $pattern ]] || continue
-      # shellcheck disable=SC2053
-      [[ -n ${except:-} && $name == $except ]] && continue
-      [ -e "$lanes/$name.log" ] && continue
-      started=$SECONDS
-      if (cd "$dir" && "$exe" --test-threads "$threads") >"$lanes/$name.log" 2>&1; then
-        echo "ok      $name ($((SECONDS - started)) s)"
-      else
-        echo "FAILED  $name ($((SECONDS - started)) s)"
-        echo "$name" >>"$lanes/failed"
-      fi
-      echo "$name" >>"$lanes/order"
-    done <"$log_dir/tests.tsv"
-  done
-}
-
-step "the API description checks and the Rust tests, in two lanes"
-# The tests wait on emulators, servers and timers far more than they compute, so two lanes
-# side by side finish in about the time of the longer one on two cores: the black-box scenarios,
-# the browser and the store's conformance in one; the API description checks, operations, costs
-# and the crates' own tests in the other. Each executable's output is printed whole once both lanes are done.
-export CARGO=${CARGO:-$(command -v cargo)}
-run_tests 'api-*' 'browser-*' 'store-*' &
-lane_a=$!
-(
-  if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
-    started=$SECONDS
-    # In the background and waited for, so that `set -e` holds inside it (it would not in an
-    # `if` condition).
-    (description_checks) >"$lanes/description.log" 2>&1 &
-    if wait $!; then
-      echo "ok      the API description checks ($((SECONDS - started)) s)"
-    else
-      echo "FAILED  the API description checks ($((SECONDS - started)) s)"
-      echo "description" >>"$lanes/failed"
-    fi
-  fi
-  except='@(api|browser|store)-*' run_tests 'operations-*' 'costs-*' '*'
-) &
-lane_b=$!
-wait "$lane_a" "$lane_b" || true
-
-[ -f "$lanes/description.log" ] && { step "the API description checks"; cat "$lanes/description.log"; }
-while read -r name; do
-  step "$name"
-  cat "$lanes/$name.log"
-done <"$lanes/order"
-
-step "the functions' policies against their calls: nothing refused, nothing granted that no call used (docs/permissions.md)"
-"$tools/venv/bin/python" "$root/tests/template/check_policies.py" \
-  --policies "$PADDOCK_FUNCTION_POLICIES" --seen "$PADDOCK_IAM_SEEN"
-
-if [ -f "$lanes/failed" ]; then
-  step "failed"
-  cat "$lanes/failed"
-  exit 1
+if [ $# -eq 0 ]; then
+  step "the functions' policies against their calls: nothing refused, nothing granted that no call used (docs/permissions.md)"
+  "$tools/venv/bin/python" "$root/tests/template/check_policies.py" \
+    --policies "$PADDOCK_FUNCTION_POLICIES" --seen "$PADDOCK_IAM_SEEN"
 fi

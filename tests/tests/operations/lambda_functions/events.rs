@@ -43,16 +43,19 @@ pub(super) async fn drain(t: &TestPorts, queue: QueueName) -> Vec<String> {
 
 /// A record of `consumer` that fails on every delivery, so it must be reported for
 /// redelivery: an unreadable job (track maps) or statistics item (achievements) of the
-/// driver, or a feed entry whose key DynamoDB refuses (feed).
+/// driver. The feed has none: its one write is keyed by the event's driver, and an event
+/// whose driver id is not a well-formed id (the way a feed write once failed, with a key
+/// DynamoDB refuses) is now unreadable, so poison; the feed's record of that kind is in the
+/// poison records instead.
 pub(super) async fn failing_record(
     t: &TestPorts,
     consumer: QueueName,
     upload_event: &Value,
-) -> String {
+) -> Option<String> {
     let mut event = upload_event.clone();
     match consumer {
         QueueName::TrackMaps => {
-            let job = unique("broken-job-");
+            let job = uuid::Uuid::now_v7().to_string();
             t.ports
                 .items
                 .put(
@@ -69,12 +72,13 @@ pub(super) async fn failing_record(
             event["payload"]["jobId"] = json!(job);
         }
         QueueName::Achievements => {
+            let driver = uuid::Uuid::new_v4().to_string();
             t.ports
                 .items
                 .put(
                     Table::Activity,
                     item(
-                        &Key::new("ACH#broken-driver", "STATS"),
+                        &Key::new(format!("ACH#{driver}"), "STATS"),
                         json!({"sessions": "many"}),
                     ),
                     None,
@@ -82,13 +86,9 @@ pub(super) async fn failing_record(
                 .await
                 .expect("a broken statistics item");
             event["id"] = json!(uuid::Uuid::now_v7().to_string());
-            event["userId"] = json!("broken-driver");
+            event["userId"] = json!(driver);
         }
-        QueueName::Feed => {
-            // The entry's partition key would pass DynamoDB's 2,048 bytes: every write fails.
-            event["id"] = json!(uuid::Uuid::now_v7().to_string());
-            event["userId"] = json!("d".repeat(3000));
-        }
+        QueueName::Feed => return None,
         QueueName::Accounts => {
             panic!("the accounts consumer does not take uploads; it has a test of its own")
         }
@@ -96,7 +96,7 @@ pub(super) async fn failing_record(
             panic!("the webhook deliveries consumer has its scenarios in webhooks.rs")
         }
     }
-    event.to_string()
+    Some(event.to_string())
 }
 
 /// An upload through the sessions function writes its event to the outbox; the relay,
@@ -204,19 +204,30 @@ pub(super) async fn relay_and_consumers_carry_an_upload_through_the_queues() {
                 } else {
                     orphan.to_string()
                 };
+                // The feed's second poison record: a driver id that is no id (its key would
+                // pass DynamoDB's 2,048 bytes).
+                let mut overlong = event.clone();
+                overlong["id"] = json!(uuid::Uuid::now_v7().to_string());
+                overlong["userId"] = json!("d".repeat(3000));
+                let overlong = overlong.to_string();
+                let mut sent = vec![good.clone(), poison.clone()];
+                sent.extend(failing.clone());
+                let mut poisons = vec![poison.clone()];
+                if failing.is_none() {
+                    sent.push(overlong.clone());
+                    poisons.push(overlong);
+                }
                 // Through the queue itself, as Lambda's event source receives them: the records
                 // carry real message ids and receipt handles, which settling them needs.
                 let sqs = t.ports.queues.get(*queue);
-                sqs.send(vec![good.clone(), failing.clone(), poison.clone()])
-                    .await
-                    .expect("sent");
+                sqs.send(sent.clone()).await.expect("sent");
                 let mut received = Vec::new();
-                while received.len() < 3 {
+                while received.len() < sent.len() {
                     let batch = sqs
                         .receive(10, Duration::from_secs(2))
                         .await
                         .expect("received");
-                    assert!(!batch.is_empty(), "{queue}: the three messages arrive");
+                    assert!(!batch.is_empty(), "{queue}: the messages arrive");
                     received.extend(batch);
                 }
                 let id_of = |body: &str| {
@@ -232,9 +243,13 @@ pub(super) async fn relay_and_consumers_carry_an_upload_through_the_queues() {
                     .collect();
                 let batch = sqs_batch(&format!("paddock-{queue}"), &records);
                 let answer = consumer.answer(&batch).await;
+                let reported: Vec<Value> = failing
+                    .iter()
+                    .map(|failing| json!({"itemIdentifier": id_of(failing)}))
+                    .collect();
                 assert_eq!(
                     answer,
-                    json!({"batchItemFailures": [{"itemIdentifier": id_of(&failing)}]}),
+                    json!({ "batchItemFailures": reported }),
                     "{queue}: {}",
                     consumer.process.output()
                 );
@@ -245,7 +260,33 @@ pub(super) async fn relay_and_consumers_carry_an_upload_through_the_queues() {
                     .dead_letters(10)
                     .await
                     .expect("dead letters");
-                assert_eq!(dead, vec![poison], "{queue}");
+                let (mut dead, mut poisons) = (dead, poisons);
+                dead.sort();
+                poisons.sort();
+                assert_eq!(dead, poisons, "{queue}");
+                let Some(failing) = failing else {
+                    // The feed: the good record applied, both poison records dead-lettered.
+                    for (outcome, kind, count) in [
+                        ("ok", "session.uploaded", 1),
+                        ("dead_letter", "session.uploaded", 1),
+                        ("dead_letter", "unreadable", 1),
+                    ] {
+                        let dims = [
+                            ("consumer", queue.name()),
+                            ("kind", kind),
+                            ("outcome", outcome),
+                        ];
+                        assert_eq!(
+                            consumer
+                                .counted("paddock_events_processed_total", &dims)
+                                .await,
+                            count,
+                            "{queue} {outcome} {kind}: {}",
+                            consumer.process.output()
+                        );
+                    }
+                    return;
+                };
                 // The failing event's log line names its event id and the upload's trace.
                 let failing_id = serde_json::from_str::<Value>(&failing).expect("JSON")["id"]
                     .as_str()
