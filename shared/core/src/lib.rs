@@ -26,8 +26,8 @@ pub use paddock_driver_data::{credentials, driver_data};
 pub use paddock_driving::{sessions, tracks};
 pub use paddock_identity::identity;
 pub use paddock_kernel::{
-    events, field_names, hashing, ids, outbox, ports, problems, processed_events, queues,
-    rate_limits, request_keys, retry, tables,
+    events, hashing, ids, outbox, ports, problems, processed_events, queues, rate_limits,
+    request_keys, retry, tables,
 };
 pub use paddock_packs::sharepacks;
 pub use paddock_platform::{metrics, metrics_cloudwatch, trace_context};

@@ -7,7 +7,6 @@
 #![warn(missing_docs)]
 
 pub mod events;
-pub mod field_names;
 pub mod hashing;
 pub mod ids;
 pub mod outbox;

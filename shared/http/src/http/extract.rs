@@ -14,7 +14,7 @@ use super::error::ApiError;
 
 /// A JSON body: the one reader of request bodies. Accepts camelCase and PascalCase field names
 /// (the desktop client is a .NET program whose serializer writes PascalCase) by the rule of
-/// `paddock_core::field_names`, so `T` is declared with camelCase names; a `serde_json::Value`
+/// `paddock_camel_keys`, so `T` is declared with camelCase names; a `serde_json::Value`
 /// arrives with camelCase keys at every depth.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiJson<T>(pub T);
@@ -59,7 +59,7 @@ pub fn from_json_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError>
         Err(e) if e.to_string().contains("duplicate field") => {
             // A field sent in PascalCase before its camelCase spelling: a request type takes a
             // field once, so the body is read as a tree first, where the camelCase value
-            // replaces the other (the one rule of `paddock_core::field_names`).
+            // replaces the other (the one rule of `paddock_camel_keys`).
             let mut de = serde_json::Deserializer::from_slice(bytes);
             let tree = serde_json::Value::deserialize(CamelCase(&mut de)).map_err(|_| e)?;
             de.end()

@@ -5,7 +5,7 @@
 //! one 400 names every problem of an upload (`laps[3].lapTimeMs: ...`), wrong types and
 //! broken rules alike. Field names arrive in camelCase; the HTTP side reads the client's
 //! PascalCase names as camelCase on the way in, by the one rule of
-//! [`paddock_kernel::field_names`].
+//! `paddock_camel_keys` (the body reader's rule).
 
 mod check;
 pub mod sent;

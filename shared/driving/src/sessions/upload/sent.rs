@@ -5,6 +5,10 @@
 //! upload (`gameId: must be a string; laps[2].isValid: must be true or false`). A field read
 //! as [`Sent`] takes any JSON value, so the upload deserializes whatever its fields hold and
 //! the check that follows names each wrong one. Only malformed JSON still stops the reading.
+//!
+//! Hand-written because the validation crates (`garde`, `validator`) check a value serde has
+//! already read, so a wrong type never reaches them: the desktop client's developers see every
+//! problem of an upload in one answer instead of one per attempt.
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::fmt;
