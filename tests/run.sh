@@ -141,12 +141,13 @@ export PADDOCK_IAM_SEEN="${PADDOCK_IAM_SEEN:-$log_dir/iam-seen.jsonl}"
 step "schemathesis: every check against /openapi.json of the local server"
 if [ -z "${PADDOCK_SKIP_FUZZ:-}" ]; then
 # Where cargo put the binary (CARGO_TARGET_DIR and build.target-dir move it), from its build
-# messages.
-local_server=$(cargo build -q -p paddock-local --bin paddock-local --message-format=json \
+# messages. Every binary of the workspace, as the tests build them: one package alone would
+# resolve its dependencies' features apart and build them a second time.
+local_server=$(cargo build -q --workspace --bins --message-format=json \
   | python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable"): print(m["executable"])')
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "paddock-local": print(m["executable"])')
 fuzz_port=$(free_port)
 fuzz_dir=$(mktemp -d)
 # The coaching endpoints talk to a stand-in chat-completions server on loopback.

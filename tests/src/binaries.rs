@@ -33,6 +33,23 @@ pub fn build(profile: &str, packages: &[&str]) -> anyhow::Result<HashMap<String,
         .args(["--profile", profile])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    // What cargo sets for a test process (the package's name, version and directories): a
+    // build script that asks to be run again when one of these changes (ring's, through the
+    // C compiler crate) would see this package's values instead of none, and cargo would
+    // build it, and every crate above it, again, here and again in the next outer build.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || name.starts_with("CARGO_BIN_")
+            || name.starts_with("CARGO_MANIFEST_")
+            || matches!(
+                name.as_ref(),
+                "CARGO_CRATE_NAME" | "CARGO_PRIMARY_PACKAGE" | "CARGO_TARGET_TMPDIR" | "OUT_DIR"
+            )
+        {
+            command.env_remove(name.as_ref());
+        }
+    }
     if packages.is_empty() {
         command.arg("--workspace");
     }
