@@ -34,7 +34,7 @@ use paddock_identity::identity::users::{
     tombstone_key,
 };
 use paddock_kernel::events::{AccountDeleted, Event, EventKind, ProcessError};
-use paddock_kernel::ids::{SessionId, TrackId, UserId};
+use paddock_kernel::ids::{SessionId, SharePackId, TrackId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::clock::rfc3339;
 use paddock_kernel::ports::items::{
