@@ -88,7 +88,11 @@ const LAYERS: [(&str, &[&str]); 22] = [
     ),
     (
         "paddock-competitions",
-        &["paddock-hidden-characters", "paddock-kernel"],
+        &[
+            "paddock-hidden-characters",
+            "paddock-kernel",
+            "paddock-identity",
+        ],
     ),
     (
         "paddock-driver-data",

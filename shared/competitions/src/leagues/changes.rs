@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::*;
+use paddock_identity::identity::users::not_deleted_op;
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::clock::rfc3339;
 use paddock_kernel::ports::items::{Condition, Item, TxOp, Update, decode, item};
@@ -105,6 +106,9 @@ pub async fn create(ports: &Ports, owner: &UserId, labels: Labels) -> Result<Lea
         },
         in_league,
         in_list,
+        // Nothing is written for an account being deleted (its deletion removes only what
+        // exists when it runs).
+        not_deleted_op(owner),
     ];
     match ports.items.transact(ops).await {
         Ok(()) => Ok(record.seen_by(owner)),
@@ -188,6 +192,7 @@ async fn join_once(ports: &Ports, user: &UserId, code: &str) -> Result<Joined, L
             update: Update::default().and_add(JOINED, 1),
             condition: Some(below(JOINED, MAX_JOINED)),
         },
+        not_deleted_op(user),
     ];
     match ports.items.transact(ops).await {
         Ok(()) => {
