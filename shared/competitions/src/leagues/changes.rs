@@ -320,15 +320,15 @@ pub async fn remove_member(
     id: &LeagueId,
     member: &UserId,
 ) -> Result<(), LeagueError> {
-    if member == owner {
-        return Err(LeagueError::OwnerThemselves(
-            "the owner leaves the league instead of removing themselves",
-        ));
-    }
     retry_on_conflict(ATTEMPTS, lost_race, || async {
         let league = visible(ports, owner, id).await?;
         if league.owner_id != *owner {
             return Err(LeagueError::NotOwner("remove members"));
+        }
+        if member == owner {
+            return Err(LeagueError::OwnerThemselves(
+                "the owner leaves the league instead of removing themselves",
+            ));
         }
         let mut ops = vec![TxOp::Update {
             table: TABLE,
@@ -352,13 +352,13 @@ pub async fn transfer(
     id: &LeagueId,
     heir: &UserId,
 ) -> Result<League, LeagueError> {
-    if heir == owner {
-        return Err(LeagueError::OwnerThemselves("is the owner already"));
-    }
     retry_on_conflict(ATTEMPTS, lost_race, || async {
         let mut league = visible(ports, owner, id).await?;
         if league.owner_id != *owner {
             return Err(LeagueError::NotOwner("hand it on"));
+        }
+        if heir == owner {
+            return Err(LeagueError::OwnerThemselves("is the owner already"));
         }
         let ops = vec![
             TxOp::Update {
