@@ -104,6 +104,7 @@ const LAYERS: [(&str, &[&str]); 22] = [
             "paddock-boards",
             "paddock-social",
             "paddock-packs",
+            "paddock-competitions",
         ],
     ),
     (

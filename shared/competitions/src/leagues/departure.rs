@@ -103,9 +103,13 @@ async fn longest_standing(
 }
 
 /// Takes `user` out of every league they are in, as if they left each (account deletion):
-/// their list and counts go too. Reads their list: at most [`MAX_JOINED`] leagues.
-pub async fn leave_all(ports: &Ports, user: &UserId) -> Result<(), LeagueError> {
-    for id in league_ids(ports, user).await? {
+/// their list and counts go too. Answers how many leagues were left and items removed
+/// beside them, 0 once nothing of the driver's is left. Reads their list: at most
+/// [`MAX_JOINED`] leagues.
+pub async fn leave_all(ports: &Ports, user: &UserId) -> Result<u64, LeagueError> {
+    let ids = league_ids(ports, user).await?;
+    let mut changed = ids.len() as u64;
+    for id in ids {
         match leave(ports, user, &id).await {
             // Gone already, or left by a deletion cut short: only the list entry remains.
             Ok(_) | Err(LeagueError::NotFound) => {}
@@ -114,8 +118,15 @@ pub async fn leave_all(ports: &Ports, user: &UserId) -> Result<(), LeagueError> 
         let entry = driver_league_key(user, &id);
         ports.items.delete(TABLE, &entry, None).await?;
     }
-    ports.items.delete(TABLE, &counts_key(user), None).await?;
-    Ok(())
+    if ports
+        .items
+        .delete(TABLE, &counts_key(user), None)
+        .await?
+        .is_some()
+    {
+        changed += 1;
+    }
+    Ok(changed)
 }
 
 /// The ids of the leagues in `user`'s list.
