@@ -69,6 +69,7 @@ pub fn kind_of(table: Table, key: &Key) -> &'static str {
         (Table::Sharepacks, _) => "sharepacks_other",
         (Table::Tokens, _) => "tokens_other",
         (Table::Coaching, _) => "coaching_answers",
+        (Table::Competitions, _) => "competitions_other",
     }
 }
 

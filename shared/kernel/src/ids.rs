@@ -265,6 +265,20 @@ impl SharePackId {
     }
 }
 
+uuid_id!(
+    /// A league's id: random (v4), so it says nothing about when or by whom it was made.
+    LeagueId,
+    "league id"
+);
+
+impl LeagueId {
+    /// A new league's id.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self::from(Uuid::new_v4())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -64,6 +64,9 @@ pub(super) async fn delete_batch(
         DriverData::CoachingAnswers => {
             partition_batch(ports, Table::Coaching, format!("AI#{user}"), None).await
         }
+        DriverData::Leagues => paddock_competitions::leagues::leave_all(ports, user)
+            .await
+            .map_err(crate::driver_data::league_store_error),
         DriverData::Webhooks => {
             partition_batch(
                 ports,
