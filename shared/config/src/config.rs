@@ -161,16 +161,9 @@ impl Source {
 
 // The rules of keys whose values are more than a number or a text, named in the list.
 
-fn seconds(n: u64) -> Result<Duration, String> {
-    Ok(Duration::from_secs(n))
-}
-
-fn minutes(n: u64) -> Result<Duration, String> {
-    Ok(Duration::from_secs(60 * n))
-}
-
-fn millis(n: u64) -> Result<Duration, String> {
-    Ok(Duration::from_millis(n))
+/// A whole number of `MS` milliseconds (1000 for seconds, 60,000 for minutes).
+fn per<const MS: u64>(n: u64) -> Result<Duration, String> {
+    Ok(Duration::from_millis(n * MS))
 }
 
 fn megabytes(n: u64) -> Result<u64, String> {
