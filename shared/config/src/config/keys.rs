@@ -3,9 +3,8 @@
 //!
 //! A new key is one entry here: the field of its settings struct (documented by the key's
 //! meaning), read through the layers of [`super::Source`] with the default and bounds stated
-//! beside it. `docs/configuration.md` renders this list, so neither can drift from the other: a
-//! test fails when a documented default is not what an unset key gives, or when the page
-//! differs from the list.
+//! beside it. `docs/configuration.md` shows this list, rendered by its tests: one fails when
+//! the page differs from the list, or when a stated default is not what an unset key gives.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -55,18 +54,12 @@ impl Key {
     /// `value` read as a whole number within the key's bounds; the error names the key and
     /// the rule.
     pub fn whole_number(&self, value: &str) -> Result<u64, ConfigError> {
-        let bad = |reason| ConfigError {
-            key: self.name,
-            reason,
-        };
-        let n: u64 = value
-            .parse()
-            .map_err(|_| bad(format!("{value:?} is not a whole number")))?;
         let (min, max) = self.bounds.unwrap_or((0, u64::MAX));
-        if !(min..=max).contains(&n) {
-            return Err(bad(format!("{n} is outside {min}..={max}")));
+        match value.parse() {
+            Ok(n) if (min..=max).contains(&n) => Ok(n),
+            Ok(n) => Err(bad(self.name, &format!("{n} is outside {min}..={max}"))),
+            Err(_) => Err(bad(self.name, &format!("{value:?} is not a whole number"))),
         }
-        Ok(n)
     }
 }
 
@@ -334,58 +327,6 @@ settings! {
 /// Every key, in the order the documentation lists them.
 pub fn all() -> impl Iterator<Item = &'static Key> {
     ALL.iter()
-}
-
-/// Where the table of keys begins in `docs/configuration.md` (the line goes on with how to
-/// regenerate it).
-const TABLE_BEGINS: &str = "<!-- keys: begin";
-
-/// Where the table of keys ends in `docs/configuration.md`.
-const TABLE_ENDS: &str = "<!-- keys: end -->";
-
-/// The command that rewrites the table in `docs/configuration.md` from [`ALL`].
-pub const REGENERATE: &str = "PADDOCK_WRITE_DOCS=1 cargo test -p paddock-config --lib config";
-
-/// The table of every key, as `docs/configuration.md` shows it (markers included).
-pub fn table() -> String {
-    let mut out = format!(
-        "{TABLE_BEGINS}: generated from the list in config/keys.rs; after a change there run \
-         {REGENERATE} -->\n\n| Key | Default | Bounds | Meaning |\n|---|---|---|---|\n"
-    );
-    for key in all() {
-        let names: Vec<String> = if key.name.contains("<Queue>") {
-            QueueName::ALL
-                .iter()
-                .map(|q| key.name.replace("<Queue>", q.config_section()))
-                .collect()
-        } else {
-            key.name.split(", ").map(str::to_owned).collect()
-        };
-        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-        let default = match key.default {
-            DefaultValue::Derived(t) => t.to_owned(),
-            DefaultValue::Unset => "—".to_owned(),
-            _ => format!("`{}`", key.default_text().unwrap_or_default()),
-        };
-        let bounds = key
-            .bounds
-            .map_or_else(|| "—".to_owned(), |(min, max)| format!("`{min}..={max}`"));
-        out.push_str(&format!(
-            "| {} | {default} | {bounds} | {} |\n",
-            names.join(", "),
-            key.meaning
-        ));
-    }
-    out.push('\n');
-    out.push_str(TABLE_ENDS);
-    out
-}
-
-/// `page` with its table of keys replaced by [`table`], or `None` when it has no markers.
-pub fn with_table(page: &str) -> Option<String> {
-    let begin = page.find(TABLE_BEGINS)?;
-    let end = page[begin..].find(TABLE_ENDS)? + begin + TABLE_ENDS.len();
-    Some(format!("{}{}{}", &page[..begin], table(), &page[end..]))
 }
 
 #[cfg(test)]
