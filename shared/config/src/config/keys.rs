@@ -104,7 +104,7 @@ macro_rules! settings {
             impl Default for $s {
                 /// What no variable set gives: the defaults of the list.
                 fn default() -> Self {
-                    Self::read(&Source::default()).expect("the list's defaults are valid")
+                    Self::read(&Source::new(&Default::default())).expect("the list's defaults are valid")
                 }
             }
 

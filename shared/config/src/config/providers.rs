@@ -61,33 +61,29 @@ pub struct ProviderConfig {
     pub trust_email_verified: bool,
 }
 
-/// A provider's fields: the suffix of its variable, its member in `Auth__ProvidersJson`, and
-/// the key an error about it names when it was read from its variable.
-const FIELDS: [(&str, &str, keys::Key); 5] = [
-    ("Kind", "kind", keys::AUTH_PROVIDER_KIND),
-    ("ClientId", "clientId", keys::AUTH_PROVIDER_CLIENT_ID),
-    ("Issuer", "issuer", keys::AUTH_PROVIDER_ISSUER),
-    ("Scopes", "scopes", keys::AUTH_PROVIDER_SCOPES),
-    (
-        "TrustEmailVerified",
-        "trustEmailVerified",
-        keys::AUTH_PROVIDER_TRUST_EMAIL_VERIFIED,
-    ),
-];
+/// A provider's field (`Kind`, `ClientId`, ...) as the list names it, after this prefix.
+const FIELD: &str = "Auth__Providers__<name>__";
 
-/// An error about a provider's `field` (one of [`FIELDS`], or `Name`): from its variables it
-/// names the field's key; from `Auth__ProvidersJson` that key and the member.
+/// The listed key of a provider's `field`.
+fn field_key(field: &str) -> Option<&'static keys::Key> {
+    keys::all().find(|key| key.name.strip_prefix(FIELD) == Some(field))
+}
+
+/// An error about a provider's `field` (or its `Name`): from its variables it names the
+/// field's key; from `Auth__ProvidersJson` that key and the member (the field in camelCase).
 fn refuse(json: bool, field: &str, reason: String) -> ConfigError {
-    let found = FIELDS.iter().find(|(name, ..)| *name == field);
-    match (json, found) {
-        (true, Some((_, member, _))) => bad(
-            keys::AUTH_PROVIDERS_JSON.name,
-            &format!("{member}: {reason}"),
-        ),
-        (true, None) => bad(keys::AUTH_PROVIDERS_JSON.name, &reason),
-        (false, Some((.., key))) => bad(key.name, &reason),
+    let json_key = keys::AUTH_PROVIDERS_JSON.name;
+    match (json, field_key(field)) {
+        (true, Some(_)) => bad(json_key, &format!("{}: {reason}", member_of(field))),
+        (true, None) => bad(json_key, &reason),
+        (false, Some(key)) => bad(key.name, &reason),
         (false, None) => bad("Auth__Providers", &reason),
     }
+}
+
+/// The member of `Auth__ProvidersJson` that sets a provider's `field`.
+fn member_of(field: &str) -> String {
+    field[..1].to_ascii_lowercase() + &field[1..]
 }
 
 /// Reads every provider: `Auth__Providers__<name>__<Field>` for every name present, and the
@@ -142,7 +138,9 @@ fn providers_json(text: &str) -> Result<BTreeMap<String, Fields>, ConfigError> {
         };
         let mut fields = BTreeMap::new();
         for (member, value) in settings {
-            let Some(&(field, ..)) = FIELDS.iter().find(|(_, m, _)| *m == member) else {
+            let field = (keys::all().filter_map(|key| key.name.strip_prefix(FIELD)))
+                .find(|f| member_of(f) == member && *f != "ClientSecret");
+            let Some(field) = field else {
                 return Err(refuse(match member.as_str() {
                     "clientSecret" => format!(
                         "provider {name}: clientSecret does not belong here (the value is visible in the stack); put it in the app secret as {name}ClientSecret"
