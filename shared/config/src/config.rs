@@ -116,14 +116,8 @@ pub(crate) struct Source {
     vars: HashMap<String, String>,
 }
 
-impl Default for Source {
-    fn default() -> Self {
-        Self::new(&HashMap::new())
-    }
-}
-
 impl Source {
-    fn new(vars: &HashMap<String, String>) -> Self {
+    pub(crate) fn new(vars: &HashMap<String, String>) -> Self {
         let defaults: BTreeMap<&str, String> = keys::all()
             .filter_map(|key| Some((key.name, key.default_text()?)))
             .collect();
@@ -161,16 +155,9 @@ impl Source {
 
 // The rules of keys whose values are more than a number or a text, named in the list.
 
-fn seconds(n: u64) -> Result<Duration, String> {
-    Ok(Duration::from_secs(n))
-}
-
-fn minutes(n: u64) -> Result<Duration, String> {
-    Ok(Duration::from_secs(60 * n))
-}
-
-fn millis(n: u64) -> Result<Duration, String> {
-    Ok(Duration::from_millis(n))
+/// A whole number of `MS` milliseconds (1000 for seconds, 60,000 for minutes).
+fn per<const MS: u64>(n: u64) -> Result<Duration, String> {
+    Ok(Duration::from_millis(n * MS))
 }
 
 fn megabytes(n: u64) -> Result<u64, String> {
@@ -266,24 +253,24 @@ fn avatar_hosts(v: String) -> Result<Vec<String>, String> {
     if v.eq_ignore_ascii_case("none") {
         return Ok(Vec::new());
     }
+    let label = |l: &str| {
+        let edges = !l.starts_with('-') && !l.ends_with('-');
+        (1..=63).contains(&l.len())
+            && edges
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    };
     let mut hosts = Vec::new();
-    for host in v.split(',').map(str::trim).filter(|h| !h.is_empty()) {
-        let host = host.to_ascii_lowercase();
-        let label_ok = |l: &str| {
-            !l.is_empty()
-                && l.len() <= 63
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        };
+    for host in v
+        .split(',')
+        .map(|h| h.trim().to_ascii_lowercase())
+        .filter(|h| !h.is_empty())
+    {
         let labels: Vec<&str> = host.split('.').collect();
         // A last label of digits only would make an IPv4 address of the name.
-        let named = labels.len() >= 2
-            && labels.iter().all(|l| label_ok(l))
-            && labels
-                .last()
-                .is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()));
-        if !named || host.len() > 253 {
+        let numeric = labels
+            .last()
+            .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()));
+        if labels.len() < 2 || !labels.iter().all(|l| label(l)) || numeric || host.len() > 253 {
             return Err(format!(
                 "{host:?} is not a host name (such as cdn.discordapp.com)"
             ));

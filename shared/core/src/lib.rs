@@ -7,7 +7,8 @@
 //! `paddock-platform` (metrics, trace context) and `paddock-kernel` (ids, events, queues,
 //! tables, ports, shared mechanisms) at the bottom; `paddock-config`; `paddock-identity`;
 //! `paddock-driving` (sessions and tracks); `paddock-boards` (leaderboards); `paddock-social`
-//! (activity, coaching, webhooks) and `paddock-packs` (share packs); `paddock-driver-data`
+//! (activity, coaching, webhooks), `paddock-packs` (share packs) and `paddock-competitions`
+//! (leagues); `paddock-driver-data`
 //! (the registry of a driver's data, and credentials) on top.
 //!
 //! Nothing here speaks HTTP, AWS, Lambda or SQLite: the adapters (`paddock-embedded`,
@@ -21,6 +22,7 @@
 /// crate, here under its old path).
 pub use ::hidden_characters;
 pub use paddock_boards::leaderboards;
+pub use paddock_competitions::leagues;
 pub use paddock_config::config;
 pub use paddock_driver_data::{credentials, driver_data};
 pub use paddock_driving::{sessions, tracks};

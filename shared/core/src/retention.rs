@@ -69,6 +69,7 @@ pub fn kind_of(table: Table, key: &Key) -> &'static str {
         (Table::Sharepacks, _) => "sharepacks_other",
         (Table::Tokens, _) => "tokens_other",
         (Table::Coaching, _) => "coaching_answers",
+        (Table::Competitions, _) => "competitions_other",
     }
 }
 
@@ -86,13 +87,17 @@ pub async fn release_outside(
     let (Table::Sharepacks, Some(id)) = (table, key.pk.strip_prefix("PACK#")) else {
         return Ok(());
     };
+    // Objects are only ever written under a pack's id: a key that names none has none.
+    let Ok(id) = id.parse::<crate::ids::SharePackId>() else {
+        return Ok(());
+    };
     let state = old.map(|item| item.get("state").and_then(serde_json::Value::as_str));
     if let Some(state) = state
         && !matches!(state, Some("pending" | "checking" | "deleting"))
     {
         return Ok(());
     }
-    for object in crate::sharepacks::object_keys(id) {
+    for object in crate::sharepacks::object_keys(&id) {
         ports.blobs.delete(&object).await.map_err(|e| {
             StoreError::Unavailable(format!("removing an expired pack's object: {e}"))
         })?;

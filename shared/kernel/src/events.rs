@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::ids::{JobId, SessionId, TrackId, UserId};
+use crate::ids::{JobId, SessionId, SubscriptionId, TrackId, UserId};
 
 /// A domain event with its identity and time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -272,7 +272,7 @@ pub struct PassedBy {
 #[serde(rename_all = "camelCase")]
 pub struct WebhookTest {
     /// The one subscription the test goes to.
-    pub subscription_id: String,
+    pub subscription_id: SubscriptionId,
 }
 
 /// `webhook.disabled`.
@@ -280,7 +280,7 @@ pub struct WebhookTest {
 #[serde(rename_all = "camelCase")]
 pub struct WebhookDisabled {
     /// The subscription turned off.
-    pub subscription_id: String,
+    pub subscription_id: SubscriptionId,
     /// Its URL.
     pub url: String,
     /// Since when every delivery had failed (RFC 3339).
@@ -294,7 +294,7 @@ pub struct WebhookDisabled {
 #[serde(rename_all = "camelCase")]
 pub struct WebhookRedelivery {
     /// The subscription this attempt goes to.
-    pub subscription_id: String,
+    pub subscription_id: SubscriptionId,
     /// The number of the attempt this message makes (the first one is 1).
     pub attempt: u32,
     /// Unix milliseconds, queue time: not to be attempted before (a message the queue brings

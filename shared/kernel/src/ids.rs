@@ -1,4 +1,5 @@
-//! Identifiers of users, sessions, tracks and track-map jobs, one type each.
+//! Identifiers of users, sessions, tracks, track-map jobs, webhook subscriptions and share
+//! packs, one type each.
 //!
 //! Each is a UUID, and a value of these types can only hold a well-formed one: text becomes
 //! an id once, where it enters (a path, a body, a stored item, a token), through `FromStr` or
@@ -234,6 +235,50 @@ impl JobId {
     }
 }
 
+uuid_id!(
+    /// A webhook subscription's id: a UUIDv7 of when it was made, so a driver's
+    /// subscriptions sort oldest first.
+    SubscriptionId,
+    "subscription id"
+);
+
+impl SubscriptionId {
+    /// A new subscription's id, ordered by when it was made (v7).
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self::from(Uuid::now_v7())
+    }
+}
+
+uuid_id!(
+    /// A share pack's id: a UUIDv7 of when it was made. Whoever holds it may read the pack,
+    /// and it names the pack's objects in the blob store.
+    SharePackId,
+    "share pack id"
+);
+
+impl SharePackId {
+    /// A new pack's id, ordered by when it was made (v7).
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self::from(Uuid::now_v7())
+    }
+}
+
+uuid_id!(
+    /// A league's id: random (v4), so it says nothing about when or by whom it was made.
+    LeagueId,
+    "league id"
+);
+
+impl LeagueId {
+    /// A new league's id.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self::from(Uuid::new_v4())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,6 +335,28 @@ mod tests {
     }
 
     #[test]
+    fn subscription_and_pack_ids_refuse_the_spellings_a_loose_uuid_parse_took() {
+        // These ids were text checked with `Uuid::parse_str`, which also takes these forms;
+        // none of them is the text an id is stored under.
+        let loose = [
+            TEXT.to_uppercase(),
+            format!("{{{TEXT}}}"),
+            TEXT.replace('-', ""),
+            format!("urn:uuid:{TEXT}"),
+        ];
+        for text in &loose {
+            assert!(uuid::Uuid::parse_str(text).is_ok(), "{text}");
+            let refused = text.parse::<SubscriptionId>().unwrap_err();
+            assert_eq!(refused.kind(), "subscription id");
+            let refused = text.parse::<SharePackId>().unwrap_err();
+            assert_eq!(refused.kind(), "share pack id");
+        }
+        assert_eq!(TEXT.parse::<SharePackId>().unwrap().as_str(), TEXT);
+        let fresh = SubscriptionId::new();
+        assert_eq!(fresh.as_str().parse::<SubscriptionId>().unwrap(), fresh);
+    }
+
+    #[test]
     fn serde_refuses_a_malformed_id() {
         #[derive(Debug, Deserialize)]
         #[allow(dead_code)]
@@ -314,6 +381,8 @@ mod tests {
     fn minted_ids_have_their_versions() {
         assert_eq!(UserId::new().as_uuid().get_version_num(), 4);
         assert_eq!(JobId::new().as_uuid().get_version_num(), 7);
+        assert_eq!(SubscriptionId::new().as_uuid().get_version_num(), 7);
+        assert_eq!(SharePackId::new().as_uuid().get_version_num(), 7);
         let session = SessionId::recorded_at(1_700_000_000, 5_000_000);
         assert_eq!(session.as_uuid().get_version_num(), 7);
         let (secs, nanos) = session.as_uuid().get_timestamp().unwrap().to_unix();

@@ -30,11 +30,13 @@ pub enum Table {
     Limits,
     /// Stored coaching answers (reused for a day).
     Coaching,
+    /// Competitions: leagues, their members and invite codes, and each driver's leagues.
+    Competitions,
 }
 
 impl Table {
     /// Every table, in a stable order.
-    pub const ALL: [Table; 10] = [
+    pub const ALL: [Table; 11] = [
         Table::Users,
         Table::Tokens,
         Table::Sessions,
@@ -45,6 +47,7 @@ impl Table {
         Table::Outbox,
         Table::Limits,
         Table::Coaching,
+        Table::Competitions,
     ];
 
     /// The logical name.
@@ -60,6 +63,7 @@ impl Table {
             Table::Outbox => "outbox",
             Table::Limits => "limits",
             Table::Coaching => "coaching",
+            Table::Competitions => "competitions",
         }
     }
 

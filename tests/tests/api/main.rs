@@ -18,6 +18,7 @@ mod http_core;
 mod idempotency_keys;
 mod leaderboard_ranks;
 mod leaderboards;
+mod leagues;
 mod local_server;
 mod log_lines;
 mod metrics_scrapes;

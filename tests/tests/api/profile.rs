@@ -468,6 +468,10 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     .await;
     assert_eq!(status, 201, "{hook}");
     let webhook_secret = hook["data"]["secret"].as_str().unwrap().to_owned();
+    // A league of the driver's own.
+    let body = Some(json!({"name": "Cleo's Cup"}));
+    let (status, league) = send(app, reqwest::Method::POST, "/v1/leagues", &token, body).await;
+    assert_eq!(status, 201, "{league}");
     Seeded {
         user_id,
         email,

@@ -104,7 +104,8 @@ async fn one_run(live: usize) -> (f64, f64, f64) {
     let mut expired: Vec<(Table, Item)> = Vec::new();
     for i in 0..EXPIRED {
         let (table, it) = if i < PACKS {
-            let id = format!("unfinished{i}");
+            let id: paddock_core::ids::SharePackId =
+                format!("00000000-0000-7000-8000-{i:012}").parse().unwrap();
             for object in [
                 paddock_core::sharepacks::blob_key(&id),
                 paddock_core::sharepacks::upload_key(&id),
@@ -206,7 +207,8 @@ async fn one_run(live: usize) -> (f64, f64, f64) {
         assert!(t.ports.items.get(*table, &key).await.unwrap().is_none());
     }
     for i in 0..PACKS {
-        let id = format!("unfinished{i}");
+        let id: paddock_core::ids::SharePackId =
+            format!("00000000-0000-7000-8000-{i:012}").parse().unwrap();
         for object in [
             paddock_core::sharepacks::blob_key(&id),
             paddock_core::sharepacks::upload_key(&id),

@@ -31,7 +31,7 @@ const NOT_IN_CORE: [&str; 14] = [
 /// camelCase key adapter.
 /// Above them the domain's crates follow the domain's own graph, from the platform and the
 /// kernel up to a driver's data, and `paddock-core` gathers them for the layers above.
-const LAYERS: [(&str, &[&str]); 21] = [
+const LAYERS: [(&str, &[&str]); 22] = [
     ("paddock-hidden-characters", &[]),
     ("paddock-zip-check", &["paddock-hidden-characters"]),
     ("paddock-webhook-address", &[]),
@@ -87,6 +87,14 @@ const LAYERS: [(&str, &[&str]); 21] = [
         ],
     ),
     (
+        "paddock-competitions",
+        &[
+            "paddock-hidden-characters",
+            "paddock-kernel",
+            "paddock-identity",
+        ],
+    ),
+    (
         "paddock-driver-data",
         &[
             "paddock-platform",
@@ -96,6 +104,7 @@ const LAYERS: [(&str, &[&str]); 21] = [
             "paddock-boards",
             "paddock-social",
             "paddock-packs",
+            "paddock-competitions",
         ],
     ),
     (
@@ -110,6 +119,7 @@ const LAYERS: [(&str, &[&str]); 21] = [
             "paddock-boards",
             "paddock-social",
             "paddock-packs",
+            "paddock-competitions",
             "paddock-driver-data",
         ],
     ),

@@ -8,5 +8,6 @@ mod blob_store;
 mod data_dir_lock;
 mod item_reads_together;
 mod item_store;
+mod leagues;
 mod outbox_and_workers;
 mod queue_and_secrets;

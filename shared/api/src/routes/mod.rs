@@ -11,6 +11,7 @@ pub(crate) mod envelopes;
 pub(crate) mod health;
 pub mod leaderboard_answers;
 pub mod leaderboards;
+pub(crate) mod leagues;
 pub(crate) mod openapi;
 pub mod paging;
 pub(crate) mod profile;
@@ -50,6 +51,8 @@ pub enum Group {
     Profile,
     /// Webhook subscriptions.
     Webhooks,
+    /// Leagues and their members.
+    Leagues,
 }
 
 /// What a group's handlers use beyond the item store, the outbox and the clock: a function
@@ -72,7 +75,7 @@ pub struct Needs {
 
 impl Group {
     /// Every group, in the order the local server merges them.
-    pub const ALL: [Group; 9] = [
+    pub const ALL: [Group; 10] = [
         Group::Health,
         Group::Auth,
         Group::Sessions,
@@ -82,6 +85,7 @@ impl Group {
         Group::Sharepacks,
         Group::Profile,
         Group::Webhooks,
+        Group::Leagues,
     ];
 
     /// The group's name: its function's directory under `functions/` and its binary
@@ -97,6 +101,7 @@ impl Group {
             Group::Sharepacks => "sharepacks",
             Group::Profile => "profile",
             Group::Webhooks => "webhooks",
+            Group::Leagues => "leagues",
         }
     }
 
@@ -138,6 +143,7 @@ impl Group {
                 ..secrets
             },
             // Secrets: the signing key of sign-in tokens.
+            Group::Leagues => secrets,
             Group::Webhooks => Needs {
                 webhook_receivers: true,
                 ..secrets
@@ -161,6 +167,7 @@ impl Group {
             Group::Sharepacks => sharepacks::routes(),
             Group::Profile => profile::routes(),
             Group::Webhooks => webhooks::routes(),
+            Group::Leagues => leagues::routes(),
         }
     }
 

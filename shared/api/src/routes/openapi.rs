@@ -78,7 +78,8 @@ pub(crate) enum MetricsShape {
          (name = "sharepacks", description = "ZIP share packs: upload, share by id, download, delete"),
          (name = "profile", description = "The driver's profile, the export of all their data, account deletion"),
          (name = "tokens", description = "Personal access tokens for a driver's own tools (see docs/tokens.md)"),
-         (name = "webhooks", description = "Signed event deliveries to a driver's own URLs (see docs/webhooks.md)"))
+         (name = "webhooks", description = "Signed event deliveries to a driver's own URLs (see docs/webhooks.md)"),
+         (name = "leagues", description = "Leagues of drivers, joined by invite code"))
 )]
 struct ApiDoc;
 

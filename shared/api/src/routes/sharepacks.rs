@@ -3,9 +3,10 @@
 
 use crate::routes::registry::{Routes, operations};
 use axum::body::{Body, Bytes};
-use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
+use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
@@ -17,10 +18,10 @@ use super::envelopes::{envelope, page_envelope};
 use crate::http::auth_user::{Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};
-use crate::http::{ApiError, ApiJson, ApiQuery, ok};
+use crate::http::{ApiError, ApiJson, ApiQuery, MalformedId, PathId, ok};
 use crate::routes::paging::{PageParams, Paged};
 use crate::state::AppState;
-use paddock_core::ids::UserId;
+use paddock_core::ids::{SharePackId, UserId};
 use paddock_core::problems::{FieldProblems, Problems};
 use paddock_core::sharepacks::packs::{self, Declared, Labels, SharePack};
 use paddock_core::sharepacks::{blob_key, upload_key, upload_urls};
@@ -306,14 +307,16 @@ pub(crate) struct SignedUpload {
               (status = 409, description = "The upload is closed: complete was called (the pack is being checked, or is published)")))]
 pub(crate) async fn upload_content(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    // The query first: a malformed one is refused before the id is looked at, as it was
+    // when the id was text.
     ApiQuery(signed): ApiQuery<SignedUpload>,
+    PathId { id, .. }: PathId<SharePackId, UnsignedPack>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let (Some(expires), Some(length), Some(signature)) =
         (signed.expires, signed.length, signed.signature)
     else {
-        return Err(ApiError::Forbidden("the upload URL is not signed".into()));
+        return Err(unsigned());
     };
     let key = url_signing_key(&state).await?;
     if !upload_urls::verify(
@@ -324,9 +327,7 @@ pub(crate) async fn upload_content(
         &signature,
         state.ports.clock.unix(),
     ) {
-        return Err(ApiError::Forbidden(
-            "the upload URL is invalid or expired".into(),
-        ));
+        return Err(badly_signed());
     }
     upload_open(&state, &id).await?;
     // Created exclusively, readable by this process only, at a name nobody can guess; removed
@@ -362,8 +363,31 @@ pub(crate) async fn upload_content(
     Ok(ok(serde_json::json!({"id": id, "receivedBytes": length})))
 }
 
+fn unsigned() -> ApiError {
+    ApiError::Forbidden("the upload URL is not signed".into())
+}
+
+fn badly_signed() -> ApiError {
+    ApiError::Forbidden("the upload URL is invalid or expired".into())
+}
+
+/// An upload URL whose pack id is malformed was signed by nobody (only minted ids are): it is
+/// refused as a URL without a signature, or with one that does not hold, is refused.
+pub(crate) struct UnsignedPack;
+
+impl<S> MalformedId<S> for UnsignedPack {
+    fn answer(parts: &Parts, _: &S) -> Response {
+        let signed = parts
+            .uri
+            .query()
+            .and_then(|q| serde_urlencoded::from_str::<SignedUpload>(q).ok())
+            .is_some_and(|s| s.expires.is_some() && s.length.is_some() && s.signature.is_some());
+        if signed { badly_signed() } else { unsigned() }.into_response()
+    }
+}
+
 /// Refuses a PUT to an upload URL whose pack is unknown, or whose upload `complete` closed.
-async fn upload_open(state: &AppState, id: &str) -> Result<(), ApiError> {
+async fn upload_open(state: &AppState, id: &SharePackId) -> Result<(), ApiError> {
     match packs::upload_state(&state.ports, id).await? {
         packs::Upload::Open => Ok(()),
         packs::Upload::Closed => Err(ApiError::Conflict(
@@ -391,7 +415,7 @@ fn io_error(e: std::io::Error) -> ApiError {
 pub(crate) async fn complete(
     State(state): State<AppState>,
     user: Caller<scope::Sharepacks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SharePackId, NoSuchPack>,
 ) -> Result<Response, ApiError> {
     let limits = &state.settings.sharepacks;
     let pack = packs::complete(
@@ -429,10 +453,23 @@ pub(crate) struct PackDetail {
     owner_display_name: String,
 }
 
-async fn visible(state: &AppState, id: &str) -> Result<(SharePack, UserId), ApiError> {
+async fn visible(state: &AppState, id: &SharePackId) -> Result<(SharePack, UserId), ApiError> {
     packs::get(&state.ports, id)
         .await?
-        .ok_or_else(|| ApiError::NotFound("share pack not found".into()))
+        .ok_or_else(pack_not_found)
+}
+
+fn pack_not_found() -> ApiError {
+    ApiError::NotFound("share pack not found".into())
+}
+
+/// A malformed pack id names no pack: answered as an unknown one.
+pub(crate) struct NoSuchPack;
+
+impl<S> MalformedId<S> for NoSuchPack {
+    fn answer(_: &Parts, _: &S) -> Response {
+        pack_not_found().into_response()
+    }
 }
 
 /// Any signed-in driver with the id may read a pack's metadata.
@@ -443,7 +480,7 @@ async fn visible(state: &AppState, id: &str) -> Result<(SharePack, UserId), ApiE
 pub(crate) async fn metadata(
     State(state): State<AppState>,
     _user: Caller<scope::Sharepacks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SharePackId, NoSuchPack>,
 ) -> Result<Response, ApiError> {
     let (pack, owner) = visible(&state, &id).await?;
     let owner_display_name = paddock_core::identity::users::get(&state.ports, &owner)
@@ -480,7 +517,7 @@ fn file_name(name: &str) -> String {
 pub(crate) async fn download(
     State(state): State<AppState>,
     _user: Caller<scope::Sharepacks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SharePackId, NoSuchPack>,
 ) -> Result<Response, ApiError> {
     let (pack, _) = visible(&state, &id).await?;
     let key = blob_key(&pack.id);
@@ -528,7 +565,7 @@ pub(crate) async fn download(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     user: Caller<scope::Sharepacks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SharePackId, NoSuchPack>,
 ) -> Result<Response, ApiError> {
     packs::delete(&state.ports, user.user_id(), &id).await?;
     Ok(ok(DeletedPack { id, deleted: true }))
@@ -538,7 +575,8 @@ pub(crate) async fn delete(
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct DeletedPack {
     /// The deleted pack's id.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: SharePackId,
     /// Always true: the pack is gone.
     pub deleted: bool,
 }

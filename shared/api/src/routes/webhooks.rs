@@ -2,8 +2,9 @@
 //! personal access token with the `webhooks` scope.
 
 use crate::routes::registry::{Routes, operations};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,8 +13,9 @@ use utoipa::ToSchema;
 use super::envelopes::envelope;
 use crate::http::auth_user::{Caller, scope};
 use crate::http::envelope::with_status;
-use crate::http::{ApiError, ApiJson, ok};
+use crate::http::{ApiError, ApiJson, MalformedId, PathId, ok};
 use crate::state::AppState;
+use paddock_core::ids::SubscriptionId;
 use paddock_core::rate_limits::LimitError;
 use paddock_core::webhooks::address::Policy;
 use paddock_core::webhooks::delivery::{self, Attempt};
@@ -46,6 +48,15 @@ fn refusal(e: SubscriptionError) -> ApiError {
         SubscriptionError::Unconfirmed(_) => ApiError::Unprocessable(e.to_string()),
         SubscriptionError::TooManyChecks(limited) => LimitError::Limited(limited).into(),
         SubscriptionError::Store(s) => s.into(),
+    }
+}
+
+/// A malformed subscription id names none of the caller's: answered as an unknown one.
+pub(crate) struct NoSuchSubscription;
+
+impl<S> MalformedId<S> for NoSuchSubscription {
+    fn answer(_: &Parts, _: &S) -> Response {
+        refusal(SubscriptionError::NotFound).into_response()
     }
 }
 
@@ -188,7 +199,7 @@ pub(crate) async fn list(
 pub(crate) async fn read(
     State(state): State<AppState>,
     user: Caller<scope::Webhooks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SubscriptionId, NoSuchSubscription>,
 ) -> Result<Response, ApiError> {
     let subscription = subscriptions::get(&state.ports, user.user_id(), &id)
         .await
@@ -229,7 +240,7 @@ pub(crate) struct ChangeWebhookRequest {
 pub(crate) async fn change(
     State(state): State<AppState>,
     user: Caller<scope::Webhooks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SubscriptionId, NoSuchSubscription>,
     ApiJson(body): ApiJson<ChangeWebhookRequest>,
 ) -> Result<Response, ApiError> {
     let changes = Changes {
@@ -267,7 +278,7 @@ pub(crate) async fn change(
 pub(crate) async fn delete(
     State(state): State<AppState>,
     user: Caller<scope::Webhooks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SubscriptionId, NoSuchSubscription>,
 ) -> Result<Response, ApiError> {
     subscriptions::delete(&state.ports, user.user_id(), &id)
         .await
@@ -296,7 +307,7 @@ pub(crate) struct TestQueued {
 pub(crate) async fn send_test(
     State(state): State<AppState>,
     user: Caller<scope::Webhooks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SubscriptionId, NoSuchSubscription>,
 ) -> Result<Response, ApiError> {
     let webhook_id = subscriptions::send_test(&state.ports, user.user_id(), &id, checks(&state))
         .await
@@ -327,7 +338,7 @@ pub(crate) struct RotateSecretRequest {
 pub(crate) async fn rotate_secret(
     State(state): State<AppState>,
     user: Caller<scope::Webhooks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SubscriptionId, NoSuchSubscription>,
     ApiJson(body): ApiJson<RotateSecretRequest>,
 ) -> Result<Response, ApiError> {
     let grace = subscriptions::parse_grace_hours(body.grace_hours.as_ref()).map_err(refusal)?;
@@ -355,7 +366,7 @@ pub(crate) struct AttemptList {
 pub(crate) async fn deliveries(
     State(state): State<AppState>,
     user: Caller<scope::Webhooks>,
-    Path(id): Path<String>,
+    PathId { id, .. }: PathId<SubscriptionId, NoSuchSubscription>,
 ) -> Result<Response, ApiError> {
     let items = delivery::history(&state.ports, user.user_id(), &id)
         .await

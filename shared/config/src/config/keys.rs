@@ -3,9 +3,8 @@
 //!
 //! A new key is one entry here: the field of its settings struct (documented by the key's
 //! meaning), read through the layers of [`super::Source`] with the default and bounds stated
-//! beside it. `docs/configuration.md` renders this list, so neither can drift from the other: a
-//! test fails when a documented default is not what an unset key gives, or when the page
-//! differs from the list.
+//! beside it. `docs/configuration.md` shows this list, rendered by its tests: one fails when
+//! the page differs from the list, or when a stated default is not what an unset key gives.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -55,22 +54,17 @@ impl Key {
     /// `value` read as a whole number within the key's bounds; the error names the key and
     /// the rule.
     pub fn whole_number(&self, value: &str) -> Result<u64, ConfigError> {
-        let bad = |reason| ConfigError {
-            key: self.name,
-            reason,
-        };
-        let n: u64 = value
-            .parse()
-            .map_err(|_| bad(format!("{value:?} is not a whole number")))?;
         let (min, max) = self.bounds.unwrap_or((0, u64::MAX));
-        if !(min..=max).contains(&n) {
-            return Err(bad(format!("{n} is outside {min}..={max}")));
+        match value.parse() {
+            Ok(n) if (min..=max).contains(&n) => Ok(n),
+            Ok(n) => Err(bad(self.name, &format!("{n} is outside {min}..={max}"))),
+            Err(_) => Err(bad(self.name, &format!("{value:?} is not a whole number"))),
         }
-        Ok(n)
     }
 }
 
-/// Declares the settings structs, each field with the key that fills it, and lists every key.
+/// Declares the settings structs, each field with the key that fills it, the keys read by code
+/// of their own, and the list of every key.
 macro_rules! settings {
     ($(
         #[doc = $doc:literal] #[derive($($derive:ident),*)]
@@ -79,8 +73,10 @@ macro_rules! settings {
                 $(in $min:literal..=$max:literal)? $(=> $conv:path)?; $meaning:literal)*
         }
         $(also { $($(#[doc = $adoc:literal])* $afield:ident: $aty:ty = $aread:path,)* }
-            $(then $finish:path)?)?
-    )*) => {
+            $(then $finish:path;)?)?
+    )*
+    others { $($oid:ident = $oname:literal $odk:ident $(($odv:expr))?; $omeaning:literal)* }
+    ) => {
         $(
             #[doc = $doc]
             #[derive($($derive),*)]
@@ -108,7 +104,7 @@ macro_rules! settings {
             impl Default for $s {
                 /// What no variable set gives: the defaults of the list.
                 fn default() -> Self {
-                    Self::read(&Source::default()).expect("the list's defaults are valid")
+                    Self::read(&Source::new(&Default::default())).expect("the list's defaults are valid")
                 }
             }
 
@@ -123,25 +119,18 @@ macro_rules! settings {
             )*
         )*
 
-        /// The keys of the settings structs, in the order the documentation lists them.
-        const FIELD_KEYS: &[Key] = &[$($($id,)*)*];
-    };
-}
-
-/// Declares keys read by code of their own (a name with a part the operator chooses, a
-/// provider's fields, secrets, the log filter), with their place in the list.
-macro_rules! other_keys {
-    ($($id:ident = $name:literal $dk:ident $(($dv:expr))?; $meaning:literal)*) => {
         $(
-            #[doc = concat!("`", $name, "`.")]
-            pub const $id: Key = Key {
-                name: $name,
-                default: DefaultValue::$dk$(($dv))?,
+            #[doc = concat!("`", $oname, "`.")]
+            pub const $oid: Key = Key {
+                name: $oname,
+                default: DefaultValue::$odk$(($odv))?,
                 bounds: None,
-                meaning: $meaning,
+                meaning: $omeaning,
             };
         )*
-        const OTHER_KEYS: &[Key] = &[$($id),*];
+
+        /// Every key, in the order the documentation lists them.
+        const ALL: &[Key] = &[$($($id,)*)* $($oid,)*];
     };
 }
 
@@ -151,7 +140,7 @@ settings! {
     pub struct Settings {
         address: SocketAddr as SERVER_ADDRESS = "Server__Address" Text("127.0.0.1:8080") => super::socket_address;
             "where the local server listens"
-        header_read_timeout: Duration as SERVER_HEADER_READ_TIMEOUT_SECONDS = "Server__HeaderReadTimeoutSeconds" Number(10) in 1..=300 => super::seconds;
+        header_read_timeout: Duration as SERVER_HEADER_READ_TIMEOUT_SECONDS = "Server__HeaderReadTimeoutSeconds" Number(10) in 1..=300 => super::per::<1000>;
             "local server: a connection whose request headers have not all arrived this long after it started waiting for them is closed"
         data_dir: PathBuf as DATA_DIR = "Data__Dir" Text("./data");
             "embedded backend: SQLite file `paddock.db`, `blobs/`, `secrets.json` (directories created 0700, files 0600; narrowed at start where an earlier version left them readable); used by one server process at a time (it caches point reads of what it wrote): `paddock.lock` is locked at start, and a second process over the same directory refuses to start, naming it"
@@ -163,23 +152,23 @@ settings! {
             "with `aws`: create tables, bucket and queues at start (for emulators)"
         bucket: Option<String> as BLOBS_BUCKET = "Blobs__Bucket" Unset;
             "S3 bucket (required with `aws` unless created)"
-        visibility: Duration as QUEUE_VISIBILITY_SECONDS = "Queue__VisibilitySeconds" Number(60) in 1..=43_200 => super::seconds;
+        visibility: Duration as QUEUE_VISIBILITY_SECONDS = "Queue__VisibilitySeconds" Number(60) in 1..=43_200 => super::per::<1000>;
             "how long a received event stays hidden before redelivery"
         max_receives: u32 as QUEUE_MAX_RECEIVES = "Queue__MaxReceives" Number(5) in 1..=1000;
             "deliveries before an event is dead-lettered (local consumers; the SQS redrive policy in AWS)"
         secret_id: Option<String> as SECRETS_ID = "Secrets__Id" Unset;
             "Secrets Manager secret (a JSON object of named values)"
-        secrets_refresh: Duration as SECRETS_REFRESH_SECONDS = "Secrets__RefreshSeconds" Number(300) in 0..=86_400 => super::seconds;
+        secrets_refresh: Duration as SECRETS_REFRESH_SECONDS = "Secrets__RefreshSeconds" Number(300) in 0..=86_400 => super::per::<1000>;
             "secrets (signing keys) are read again after this long, so a rotation reaches warm instances; `0`: read once"
         max_body_bytes: usize as HTTP_MAX_BODY_BYTES = "Http__MaxBodyBytes" Number(1024 * 1024) in 1024..=536_870_912;
             "largest request body; larger answers 413"
-        request_timeout: Duration as HTTP_TIMEOUT_SECONDS = "Http__TimeoutSeconds" Number(25) in 1..=900 => super::seconds;
+        request_timeout: Duration as HTTP_TIMEOUT_SECONDS = "Http__TimeoutSeconds" Number(25) in 1..=900 => super::per::<1000>;
             "request deadline; slower answers 504"
         log_format: LogFormat as LOG_FORMAT = "Log__Format" Text("pretty") => super::log_format;
             "log line format, `pretty` or `json` (a Lambda function's default); the local server writes its log from a writer thread (a request never waits for the terminal), a Lambda function each line before it answers"
         metrics_namespace: String as METRICS_NAMESPACE = "Metrics__Namespace" Text("Paddock") => super::metrics_namespace;
             "Lambda: the CloudWatch namespace of the metric lines (the template sets `Paddock/<stack>`; see [operating.md](operating.md#metrics))"
-        metrics_cache: Duration as METRICS_CACHE_SECONDS = "Metrics__CacheSeconds" Number(60) in 1..=3600 => super::seconds;
+        metrics_cache: Duration as METRICS_CACHE_SECONDS = "Metrics__CacheSeconds" Number(60) in 1..=3600 => super::per::<1000>;
             "Lambda: `GET /metrics` reads CloudWatch at most once per this many seconds (each read is billed per metric series; concurrent scrapes share one read; see [operating.md](operating.md#metrics))"
         uploads_per_minute: u32 as LIMITS_UPLOADS_PER_MINUTE = "Limits__UploadsPerMinute" Number(30) in 1..=1_000_000;
             "session uploads per user per minute; the next answers 429"
@@ -195,13 +184,13 @@ settings! {
             "local tests only, never in AWS: `true` lets webhook subscriptions use `http` and loopback addresses (127.0.0.0/8, ::1); every other address rule stays"
         new_boards_per_day: u32 as LIMITS_NEW_BOARDS_PER_DAY = "Limits__NewBoardsPerDay" Number(50) in 1..=1_000_000;
             "leaderboard submissions per driver per day that put the driver on a board they were not on (a new track, or a new car on a track); the next answers 429 with nothing written, while better laps on the driver's boards still count"
-        leaderboard_cache: Duration as LEADERBOARDS_CACHE_SECONDS = "Leaderboards__CacheSeconds" Number(5) in 0..=3600 => super::seconds;
+        leaderboard_cache: Duration as LEADERBOARDS_CACHE_SECONDS = "Leaderboards__CacheSeconds" Number(5) in 0..=3600 => super::per::<1000>;
             "how long a process serves a leaderboard page from memory (`0`: off); also the `Cache-Control` max-age"
         leaderboard_cache_bytes: u64 as LEADERBOARDS_CACHE_MEGABYTES = "Leaderboards__CacheMegabytes" Number(32) in 1..=4096 => super::megabytes;
             "most page bytes a process keeps in its leaderboard cache (least used go first)"
-        retention_first_run: Duration as RETENTION_FIRST_RUN_SECONDS = "Retention__FirstRunSeconds" Number(120) in 0..=86_400 => super::seconds;
+        retention_first_run: Duration as RETENTION_FIRST_RUN_SECONDS = "Retention__FirstRunSeconds" Number(120) in 0..=86_400 => super::per::<1000>;
             "local server, embedded backend: the first retention sweep, this long after start"
-        retention_interval: Duration as RETENTION_INTERVAL_MINUTES = "Retention__IntervalMinutes" Number(60) in 1..=10_080 => super::minutes;
+        retention_interval: Duration as RETENTION_INTERVAL_MINUTES = "Retention__IntervalMinutes" Number(60) in 1..=10_080 => super::per::<60_000>;
             "local server, embedded backend: time between retention sweeps (AWS: DynamoDB's TTL, see [events-and-retention.md](events-and-retention.md#retention))"
     }
     also {
@@ -218,7 +207,7 @@ settings! {
         sharepacks: SharepackSettings = SharepackSettings::read,
         /// Public board page settings.
         pages: PageSettings = PageSettings::read,
-    } then super::bucket_when_aws
+    } then super::bucket_when_aws;
     /// Token settings (`Jwt__*`).
     #[derive(Debug, Clone)]
     pub struct JwtSettings {
@@ -238,7 +227,7 @@ settings! {
             "the one model of this deployment"
         base_url: String as AI_BASE_URL = "Ai__BaseUrl" Derived("`https://api.anthropic.com` (`https://api.openai.com/v1` with `openai`)") => super::or_empty;
             "the API's base URL; with `openai`, setting it (e.g. `http://127.0.0.1:8081/v1`) makes the key optional"
-        timeout: Duration as AI_TIMEOUT_SECONDS = "Ai__TimeoutSeconds" Number(25) in 1..=28 => super::seconds;
+        timeout: Duration as AI_TIMEOUT_SECONDS = "Ai__TimeoutSeconds" Number(25) in 1..=28 => super::per::<1000>;
             "upstream deadline (under API Gateway's 29 s); slower answers 504"
         requests_per_hour: u32 as AI_REQUESTS_PER_HOUR = "Ai__RequestsPerHour" Number(30) in 1..=1_000_000;
             "coaching requests per driver per hour; the next answers 429"
@@ -250,7 +239,7 @@ settings! {
     also {
         /// Whether `Ai__BaseUrl` was given (an OpenAI-compatible server of one's own needs no key).
         base_url_configured: bool = super::not_yet,
-    } then super::ai_defaults
+    } then super::ai_defaults;
     /// Share-pack settings (`Sharepacks__*`).
     #[derive(Debug, Clone)]
     pub struct SharepackSettings {
@@ -292,7 +281,7 @@ settings! {
             "the window of that limit"
         hashing_threads: usize as AUTH_HASHING_THREADS = "Auth__HashingThreads" Derived("the cores") in 1..=256 => super::or_the_cores;
             "password hashes computed at once, each thread with one 19 MiB block, allocated at its first hash and kept"
-        hashing_wait: Duration as AUTH_HASHING_WAIT_MILLIS = "Auth__HashingWaitMillis" Number(2000) in 1..=60_000 => super::millis;
+        hashing_wait: Duration as AUTH_HASHING_WAIT_MILLIS = "Auth__HashingWaitMillis" Number(2000) in 1..=60_000 => super::per::<1>;
             "how long a sign-in waits for a free hashing thread before it is answered 503 with `Retry-After`"
     }
     also {
@@ -305,9 +294,9 @@ settings! {
         avatar_hosts: Vec<String> as PAGES_AVATAR_HOSTS = "Pages__AvatarHosts" Text("lh3.googleusercontent.com,cdn.discordapp.com") => super::avatar_hosts;
             "the hosts whose avatars the public board pages show, comma-separated host names (`none`: no avatars); any other avatar shows as the driver's initial, and the pages' `img-src` names these hosts only. The default is where Google and Discord serve sign-in pictures (Microsoft's needs the driver's token, so no visitor could load it)"
     }
-}
-
-other_keys! {
+    // Keys read by code of their own (a name with a part the operator chooses, a provider's
+    // fields, secrets, the log filter).
+    others {
     QUEUE_URL = "Queue__<Queue>__Url" Unset;
         "with `aws`: the SQS queue of each consumer (created as `paddock-<name>` with `Store__CreateResources`); a function needs only the queues it uses (the outbox relay all of them)"
     QUEUE_DEAD_LETTER_URL = "Queue__<Queue>__DeadLetterUrl" Unset;
@@ -332,63 +321,12 @@ other_keys! {
         "every provider as one JSON object, e.g. `{\"google\":{\"clientId\":\"...\"},\"corp\":{\"kind\":\"oidc\",\"clientId\":\"...\",\"issuer\":\"https://...\"}}`, members `kind`, `clientId`, `issuer`, `scopes` (a string or a list) and `trustEmailVerified` with the meanings and defaults of the `Auth__Providers__<name>__*` keys and the same checks (an error names `Auth__ProvidersJson` and the member); `clientSecret` is refused here (the secret `<name>ClientSecret`); a provider set both ways stops start-up. In AWS the template's `AuthProviders` parameter"
     RUST_LOG = "RUST_LOG" Text("info");
         "log filter"
+    }
 }
 
 /// Every key, in the order the documentation lists them.
 pub fn all() -> impl Iterator<Item = &'static Key> {
-    FIELD_KEYS.iter().chain(OTHER_KEYS)
-}
-
-/// Where the table of keys begins in `docs/configuration.md` (the line goes on with how to
-/// regenerate it).
-const TABLE_BEGINS: &str = "<!-- keys: begin";
-
-/// Where the table of keys ends in `docs/configuration.md`.
-const TABLE_ENDS: &str = "<!-- keys: end -->";
-
-/// The command that rewrites the table in `docs/configuration.md` from [`ALL`].
-pub const REGENERATE: &str = "PADDOCK_WRITE_DOCS=1 cargo test -p paddock-config --lib config";
-
-/// The table of every key, as `docs/configuration.md` shows it (markers included).
-pub fn table() -> String {
-    let mut out = format!(
-        "{TABLE_BEGINS}: generated from the list in config/keys.rs; after a change there run \
-         {REGENERATE} -->\n\n| Key | Default | Bounds | Meaning |\n|---|---|---|---|\n"
-    );
-    for key in all() {
-        let names: Vec<String> = if key.name.contains("<Queue>") {
-            QueueName::ALL
-                .iter()
-                .map(|q| key.name.replace("<Queue>", q.config_section()))
-                .collect()
-        } else {
-            key.name.split(", ").map(str::to_owned).collect()
-        };
-        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-        let default = match key.default {
-            DefaultValue::Derived(t) => t.to_owned(),
-            DefaultValue::Unset => "—".to_owned(),
-            _ => format!("`{}`", key.default_text().unwrap_or_default()),
-        };
-        let bounds = key
-            .bounds
-            .map_or_else(|| "—".to_owned(), |(min, max)| format!("`{min}..={max}`"));
-        out.push_str(&format!(
-            "| {} | {default} | {bounds} | {} |\n",
-            names.join(", "),
-            key.meaning
-        ));
-    }
-    out.push('\n');
-    out.push_str(TABLE_ENDS);
-    out
-}
-
-/// `page` with its table of keys replaced by [`table`], or `None` when it has no markers.
-pub fn with_table(page: &str) -> Option<String> {
-    let begin = page.find(TABLE_BEGINS)?;
-    let end = page[begin..].find(TABLE_ENDS)? + begin + TABLE_ENDS.len();
-    Some(format!("{}{}{}", &page[..begin], table(), &page[end..]))
+    ALL.iter()
 }
 
 #[cfg(test)]

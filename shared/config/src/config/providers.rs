@@ -2,7 +2,8 @@
 //! `Auth__ProvidersJson`, checked alike.
 
 use secrecy::SecretString;
-use std::collections::BTreeMap;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{ConfigError, Source, bad, keys};
 
@@ -30,6 +31,11 @@ impl ProviderKind {
             _ => None,
         }
     }
+
+    /// Whether this kind's `email_verified` is trusted unless configured otherwise.
+    pub fn trusts_email_verified_by_default(self) -> bool {
+        !matches!(self, Self::Oidc)
+    }
 }
 
 /// A configured provider (`Auth__Providers__<name>__*`).
@@ -55,144 +61,113 @@ pub struct ProviderConfig {
     pub trust_email_verified: bool,
 }
 
-impl ProviderKind {
-    /// Whether this kind's `email_verified` is trusted unless configured otherwise.
-    pub fn trusts_email_verified_by_default(self) -> bool {
-        !matches!(self, Self::Oidc)
+/// A provider's field (`Kind`, `ClientId`, ...) as the list names it, after this prefix.
+const FIELD: &str = "Auth__Providers__<name>__";
+
+/// The listed key of a provider's `field`.
+fn field_key(field: &str) -> Option<&'static keys::Key> {
+    keys::all().find(|key| key.name.strip_prefix(FIELD) == Some(field))
+}
+
+/// An error about a provider's `field` (or its `Name`): from its variables it names the
+/// field's key; from `Auth__ProvidersJson` that key and the member (the field in camelCase).
+fn refuse(json: bool, field: &str, reason: String) -> ConfigError {
+    let json_key = keys::AUTH_PROVIDERS_JSON.name;
+    match (json, field_key(field)) {
+        (true, Some(_)) => bad(json_key, &format!("{}: {reason}", member_of(field))),
+        (true, None) => bad(json_key, &reason),
+        (false, Some(key)) => bad(key.name, &reason),
+        (false, None) => bad("Auth__Providers", &reason),
     }
 }
 
-/// A provider's fields: the suffix of its variable, its member in `Auth__ProvidersJson`, and
-/// the key an error about it names when it was read from its variable.
-const FIELDS: [(&str, &str, keys::Key); 5] = [
-    ("Kind", "kind", keys::AUTH_PROVIDER_KIND),
-    ("ClientId", "clientId", keys::AUTH_PROVIDER_CLIENT_ID),
-    ("Issuer", "issuer", keys::AUTH_PROVIDER_ISSUER),
-    ("Scopes", "scopes", keys::AUTH_PROVIDER_SCOPES),
-    (
-        "TrustEmailVerified",
-        "trustEmailVerified",
-        keys::AUTH_PROVIDER_TRUST_EMAIL_VERIFIED,
-    ),
-];
-
-/// Where a provider's settings were read: its own `Auth__Providers__<name>__*` variables, or
-/// its entry in the `Auth__ProvidersJson` object (one template parameter in AWS).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ProviderSource {
-    Variables,
-    Json,
-}
-
-impl ProviderSource {
-    /// An error about `field` (its name, or one of [`FIELDS`]): naming the field's key, and
-    /// the JSON member when that key holds every provider.
-    fn refuse(self, field: &str, reason: &str) -> ConfigError {
-        let json = keys::AUTH_PROVIDERS_JSON.name;
-        match (self, FIELDS.iter().find(|(name, ..)| *name == field)) {
-            (Self::Json, Some((_, member, _))) => bad(json, &format!("{member}: {reason}")),
-            (Self::Json, None) => bad(json, reason),
-            (Self::Variables, Some((.., key))) => bad(key.name, reason),
-            (Self::Variables, None) => bad("Auth__Providers", reason),
-        }
-    }
+/// The member of `Auth__ProvidersJson` that sets a provider's `field`.
+fn member_of(field: &str) -> String {
+    field[..1].to_ascii_lowercase() + &field[1..]
 }
 
 /// Reads every provider: `Auth__Providers__<name>__<Field>` for every name present, and the
 /// members of `Auth__ProvidersJson`. A name may be set one way only.
 pub(super) fn read(source: &Source) -> Result<Vec<ProviderConfig>, ConfigError> {
-    let mut names: Vec<String> = source
-        .vars
-        .keys()
-        .filter_map(|k| k.strip_prefix("Auth__Providers__"))
-        .filter_map(|rest| rest.split_once("__").map(|(name, _)| name.to_owned()))
+    let names: BTreeSet<&str> = (source.vars.keys())
+        .filter_map(|k| k.strip_prefix("Auth__Providers__")?.split_once("__"))
+        .map(|(name, _)| name)
         .collect();
-    names.sort();
-    names.dedup();
     let mut out = Vec::new();
     for name in names {
         let field = |f: &str| source.var(&format!("Auth__Providers__{name}__{f}"));
-        out.push(provider(&name, ProviderSource::Variables, field)?);
+        out.push(provider(name, false, field)?);
     }
-    if let Some(json) = source.var(keys::AUTH_PROVIDERS_JSON.name) {
-        for (name, fields) in providers_json(&json)? {
-            let set = provider(&name, ProviderSource::Json, |f| fields.get(f).cloned())?;
-            if out.iter().any(|p| p.name == set.name) {
-                return Err(bad(
-                    keys::AUTH_PROVIDERS_JSON.name,
-                    &format!(
-                        "provider {} is also set by Auth__Providers__{name}__* (set it one way)",
-                        set.name
-                    ),
-                ));
-            }
-            out.push(set);
+    let Some(json) = source.var(keys::AUTH_PROVIDERS_JSON.name) else {
+        return Ok(out);
+    };
+    for (name, fields) in providers_json(&json)? {
+        let set = provider(&name, true, |f| fields.get(f).cloned())?;
+        if out.iter().any(|p| p.name == set.name) {
+            let reason = format!(
+                "provider {} is also set by Auth__Providers__{name}__* (set it one way)",
+                set.name
+            );
+            return Err(bad(keys::AUTH_PROVIDERS_JSON.name, &reason));
         }
+        out.push(set);
     }
     Ok(out)
 }
 
-/// One provider's settings by field name (`Kind`, `ClientId`, ...).
-type ProviderFields = BTreeMap<&'static str, String>;
+/// One provider's values by field (`Kind`, `ClientId`, ...).
+type Fields = BTreeMap<&'static str, String>;
 
-/// The members of `Auth__ProvidersJson` as each provider's fields, spelled as the variables'
-/// (`Kind`, `ClientId`, `Issuer`, `Scopes`, `TrustEmailVerified`): an object of objects, e.g.
-/// `{"google":{"clientId":"..."},"corp":{"kind":"oidc","clientId":"...","issuer":"https://..."}}`.
+/// The members of `Auth__ProvidersJson` (an object of objects, e.g.
+/// `{"google":{"clientId":"..."}}`) as each provider's fields, spelled as the variables'.
 /// Client secrets are refused here: this value is a template parameter, shown in the stack.
-fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigError> {
-    use serde_json::Value;
-    let key = keys::AUTH_PROVIDERS_JSON.name;
-    let refuse = |reason: String| bad(key, &reason);
+fn providers_json(text: &str) -> Result<BTreeMap<String, Fields>, ConfigError> {
+    let refuse = |reason: String| bad(keys::AUTH_PROVIDERS_JSON.name, &reason);
     let doc: Value = serde_json::from_str(text).map_err(|e| {
-        let expected = r#"{"<name>": {"clientId": ...}}"#;
-        refuse(format!("is not JSON ({e}); expected {expected}"))
+        refuse(format!(
+            r#"is not JSON ({e}); expected {{"<name>": {{"clientId": ...}}}}"#
+        ))
     })?;
     let Value::Object(providers) = doc else {
-        return Err(bad(key, "must be a JSON object of providers by name"));
+        return Err(refuse("must be a JSON object of providers by name".into()));
     };
-    let mut out = Vec::new();
+    let mut out = BTreeMap::new();
     for (name, settings) in providers {
         let Value::Object(settings) = settings else {
             return Err(refuse(format!("provider {name:?} must be an object")));
         };
         let mut fields = BTreeMap::new();
         for (member, value) in settings {
-            let field = match FIELDS.iter().find(|(_, m, _)| *m == member) {
-                Some((field, ..)) => *field,
-                None if member == "clientSecret" => {
-                    return Err(refuse(format!(
-                        "provider {name}: clientSecret does not belong here (the value is \
-                         visible in the stack); put it in the app secret as {name}ClientSecret"
-                    )));
-                }
-                None => {
-                    return Err(refuse(format!(
-                        "provider {name}: unknown member {member:?} (kind, clientId, issuer, \
-                         scopes, trustEmailVerified)"
-                    )));
-                }
+            let field = (keys::all().filter_map(|key| key.name.strip_prefix(FIELD)))
+                .find(|f| member_of(f) == member && *f != "ClientSecret");
+            let Some(field) = field else {
+                return Err(refuse(match member.as_str() {
+                    "clientSecret" => format!(
+                        "provider {name}: clientSecret does not belong here (the value is visible in the stack); put it in the app secret as {name}ClientSecret"
+                    ),
+                    _ => format!(
+                        "provider {name}: unknown member {member:?} (kind, clientId, issuer, scopes, trustEmailVerified)"
+                    ),
+                }));
             };
             let text = match (field, value) {
                 (_, Value::String(s)) => s,
                 ("TrustEmailVerified", Value::Bool(b)) => b.to_string(),
-                ("Scopes", Value::Array(items)) => {
-                    let words: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
-                    words
-                        .ok_or_else(|| refuse(format!("provider {name}: scopes must be strings")))?
-                        .join(" ")
-                }
-                (_, _) => {
+                ("Scopes", Value::Array(items)) => (items.iter().map(Value::as_str))
+                    .collect::<Option<Vec<&str>>>()
+                    .ok_or_else(|| refuse(format!("provider {name}: scopes must be strings")))?
+                    .join(" "),
+                _ => {
                     return Err(refuse(format!(
                         "provider {name}: {member} must be a string"
                     )));
                 }
             };
-            let text = text.trim().to_owned();
-            if !text.is_empty() {
-                fields.insert(field, text);
+            if !text.trim().is_empty() {
+                fields.insert(field, text.trim().to_owned());
             }
         }
-        out.push((name, fields));
+        out.insert(name, fields);
     }
     Ok(out)
 }
@@ -201,26 +176,32 @@ fn providers_json(text: &str) -> Result<Vec<(String, ProviderFields)>, ConfigErr
 /// defaults of its kind.
 fn provider(
     name: &str,
-    source: ProviderSource,
+    json: bool,
     field: impl Fn(&str) -> Option<String>,
 ) -> Result<ProviderConfig, ConfigError> {
-    let refuse = |f: &str, reason: String| source.refuse(f, &reason);
+    let refuse = |f: &str, reason: String| refuse(json, f, reason);
     let slot = name.to_ascii_lowercase();
     if slot.is_empty() || !slot.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-        let reason = format!("provider name {name:?} must be letters, digits and '-'");
-        return Err(refuse("Name", reason));
+        return Err(refuse(
+            "Name",
+            format!("provider name {name:?} must be letters, digits and '-'"),
+        ));
     }
     let kind_text = field("Kind").unwrap_or_else(|| slot.clone());
     let kind = ProviderKind::parse(&kind_text).ok_or_else(|| {
-        let reason = format!("{kind_text:?} is not oidc, google, microsoft or discord");
-        refuse("Kind", reason)
+        refuse(
+            "Kind",
+            format!("{kind_text:?} is not oidc, google, microsoft or discord"),
+        )
     })?;
     let client_id = field("ClientId")
         .ok_or_else(|| refuse("ClientId", format!("missing for provider {slot}")))?;
     let issuer = field("Issuer");
     if kind == ProviderKind::Oidc && issuer.is_none() {
-        let reason = format!("required for the oidc provider {slot}");
-        return Err(refuse("Issuer", reason));
+        return Err(refuse(
+            "Issuer",
+            format!("required for the oidc provider {slot}"),
+        ));
     }
     if let Some(issuer) = &issuer {
         secure_provider_url(issuer)
@@ -230,16 +211,14 @@ fn provider(
         ProviderKind::Discord => "identify email",
         _ => "openid email profile",
     };
-    let scopes = field("Scopes")
-        .unwrap_or_else(|| default_scopes.to_owned())
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect();
+    let scopes = field("Scopes").unwrap_or_else(|| default_scopes.to_owned());
     let trust_email_verified = match field("TrustEmailVerified") {
         None => kind.trusts_email_verified_by_default(),
         Some(v) => v.parse().map_err(|_| {
-            let reason = format!("{v:?} of provider {slot} is not true or false");
-            refuse("TrustEmailVerified", reason)
+            refuse(
+                "TrustEmailVerified",
+                format!("{v:?} of provider {slot} is not true or false"),
+            )
         })?,
     };
     Ok(ProviderConfig {
@@ -248,7 +227,7 @@ fn provider(
         client_id,
         client_secret: field("ClientSecret").map(Into::into),
         issuer,
-        scopes,
+        scopes: scopes.split_whitespace().map(str::to_owned).collect(),
         trust_email_verified,
     })
 }

@@ -117,6 +117,7 @@ pub fn exported(kind: DriverData) -> bool {
         | DriverData::Achievements
         | DriverData::SharePacks
         | DriverData::CoachingAnswers
+        | DriverData::Leagues
         | DriverData::UsageCounters
         | DriverData::SignInAddresses
         | DriverData::RequestKeys
@@ -335,6 +336,14 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
         }
         DriverData::CoachingAnswers => {
             push_partition(ports, array, Table::Coaching, format!("AI#{user}"), None).await?;
+        }
+        DriverData::Leagues => {
+            let mine = paddock_competitions::leagues::list(ports, user)
+                .await
+                .map_err(crate::driver_data::league_store_error)?;
+            for league in mine {
+                array.push(&league).await?;
+            }
         }
         DriverData::Webhooks => {
             for subscription in

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::credentials::Credential;
 use paddock_boards::leaderboards::lap_history::LAP_HISTORY_PREFIX;
+use paddock_competitions::leagues;
 use paddock_identity::identity::personal_tokens::TOKEN_INDEX_PREFIX;
 use paddock_identity::identity::users::User;
 use paddock_kernel::ids::UserId;
@@ -77,6 +78,11 @@ pub enum DriverData {
     SharePackObjects,
     /// Stored coaching answers (`coaching`: `AI#<id>`).
     CoachingAnswers,
+    /// Leagues the driver belongs to and owns (`competitions`: their list and counts
+    /// `DRIVER#<id>`, their membership `LEAGUE#<league>` / `MEMBER#<id>`, and each league they
+    /// own, `LEAGUE#<league>` / `META`). Deletion leaves each league as the driver would: one
+    /// they own passes to its longest-standing member, or closes when they are alone in it.
+    Leagues,
     /// Usage counters of the driver (`limits`:
     /// `RL#<upload|ai|ai-tokens|sharepack-upload|feed-post|export|webhook-check>#<id>`): the
     /// AI usage and the upload, feed-post, export and webhook receiver check rates.
@@ -102,7 +108,7 @@ pub enum DriverData {
 
 impl DriverData {
     /// Every kind, in export order.
-    pub const ALL: [DriverData; 24] = [
+    pub const ALL: [DriverData; 25] = [
         Self::Profile,
         Self::EmailSignIn,
         Self::ProviderLinks,
@@ -121,6 +127,7 @@ impl DriverData {
         Self::SharePacks,
         Self::SharePackObjects,
         Self::CoachingAnswers,
+        Self::Leagues,
         Self::UsageCounters,
         Self::SignInAddresses,
         Self::RequestKeys,
@@ -154,6 +161,7 @@ impl DriverData {
             | Self::SharePacks
             | Self::SharePackObjects
             | Self::CoachingAnswers
+            | Self::Leagues
             | Self::UsageCounters
             | Self::SignInAddresses
             | Self::RequestKeys
@@ -183,6 +191,7 @@ impl DriverData {
             Self::SharePacks => "sharePacks",
             Self::SharePackObjects => "sharePackObjects",
             Self::CoachingAnswers => "coachingAnswers",
+            Self::Leagues => "leagues",
             Self::UsageCounters => "usageCounters",
             Self::SignInAddresses => "signInAddresses",
             Self::RequestKeys => "requestKeys",
@@ -237,6 +246,13 @@ impl DriverData {
                 Self::SharePacks
             }
             Table::Coaching if pk == format!("AI#{user}") => Self::CoachingAnswers,
+            Table::Competitions if pk == leagues::driver_partition(&driver.id) => Self::Leagues,
+            Table::Competitions
+                if pk.starts_with("LEAGUE#")
+                    && (sk == format!("MEMBER#{user}") || (sk == "META" && mine("ownerId"))) =>
+            {
+                Self::Leagues
+            }
             Table::Activity if pk == paddock_social::webhooks::partition(&driver.id) => {
                 Self::Webhooks
             }
@@ -364,6 +380,16 @@ impl Pages {
         self.query.cursor = page.next_cursor;
         self.done = self.query.cursor.is_none();
         Ok(Some(page.items))
+    }
+}
+
+/// A league operation's failure as the store's: on deletion and export, anything but the
+/// store failing would be a league left inconsistent, so it is reported as the store failing
+/// (the job is retried).
+pub(crate) fn league_store_error(e: leagues::LeagueError) -> StoreError {
+    match e {
+        leagues::LeagueError::Store(s) => s,
+        other => StoreError::Unavailable(format!("leaving a league: {other}")),
     }
 }
 

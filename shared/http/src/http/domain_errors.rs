@@ -10,6 +10,7 @@ use paddock_core::identity::passwords::PasswordError;
 use paddock_core::identity::signing_keys::SigningKeyError;
 use paddock_core::leaderboards::cache::PageError;
 use paddock_core::leaderboards::submit_lap::SubmitLapError;
+use paddock_core::leagues::LeagueError;
 use paddock_core::ports::{BlobError, QueueError, SecretError, StoreError};
 use paddock_core::problems::FieldProblems;
 use paddock_core::rate_limits::{LimitError, RateLimited};
@@ -116,6 +117,18 @@ answers! {
         PackError::Store(s) => s.into(),
         PackError::Blob(b) => b.into(),
         PackError::Io(io) => Self::Internal(anyhow::Error::new(io).context("share pack staging")),
+    };
+    LeagueError => |e| match e {
+        LeagueError::Invalid(p) => p.into(),
+        LeagueError::OwnerThemselves(_) => Self::BadRequest(e.to_string()),
+        LeagueError::NotFound | LeagueError::UnknownCode | LeagueError::NotAMember => {
+            Self::NotFound(e.to_string())
+        }
+        LeagueError::NotOwner(_) => Self::Forbidden(e.to_string()),
+        LeagueError::Full | LeagueError::TooManyOwned(_) | LeagueError::TooManyJoined => {
+            Self::Conflict(e.to_string())
+        }
+        LeagueError::Store(s) => s.into(),
     };
     MapReadError => |e| match e {
         MapReadError::Store(e) => e.into(),

@@ -22,6 +22,7 @@ pub mod packs;
 pub mod upload_urls;
 
 use paddock_config::config::SharepackSettings;
+use paddock_kernel::ids::SharePackId;
 
 /// The caps of the ZIP check ([`zip_check::check`]) that `settings` configure.
 pub fn zip_limits(settings: &SharepackSettings) -> zip_check::Limits {
@@ -33,24 +34,24 @@ pub fn zip_limits(settings: &SharepackSettings) -> zip_check::Limits {
 }
 
 /// The blob key of pack `id`'s object.
-pub fn blob_key(id: &str) -> String {
+pub fn blob_key(id: &SharePackId) -> String {
     format!("packs/{id}.zip")
 }
 
 /// Where the bytes PUT to pack `id`'s upload URL wait until it is completed (a lifecycle rule
 /// in AWS expires what is left there).
-pub fn upload_key(id: &str) -> String {
+pub fn upload_key(id: &SharePackId) -> String {
     format!("uploads/{id}.zip")
 }
 
 /// Where S3 holds what arrived for pack `id` while `complete` checks it: a server-side copy
 /// under a key no upload URL is signed for, so a PUT during the check changes nothing.
-pub fn held_key(id: &str) -> String {
+pub fn held_key(id: &SharePackId) -> String {
     format!("uploads/{id}.checked.zip")
 }
 
 /// Every object pack `id` may have (for removals).
-pub fn object_keys(id: &str) -> [String; 3] {
+pub fn object_keys(id: &SharePackId) -> [String; 3] {
     [blob_key(id), upload_key(id), held_key(id)]
 }
 

@@ -3,25 +3,33 @@
 //! expiry. The client code is the same as for S3's presigned PUT.
 
 use hmac::{Hmac, Mac};
+use paddock_kernel::ids::SharePackId;
 use sha2::Sha256;
 
 /// The secret the signatures are made with (generated in the data directory).
 pub const KEY_SECRET: &str = "uploadUrlKey";
 
-fn mac(key: &[u8], id: &str, expires: i64, length: u64) -> Hmac<Sha256> {
+fn mac(key: &[u8], id: &SharePackId, expires: i64, length: u64) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key length");
     mac.update(format!("PUT\n{id}\n{expires}\n{length}").as_bytes());
     mac
 }
 
 /// The signature of an upload of `length` bytes to pack `id` until `expires` (Unix seconds).
-pub fn sign(key: &[u8], id: &str, expires: i64, length: u64) -> String {
+pub fn sign(key: &[u8], id: &SharePackId, expires: i64, length: u64) -> String {
     paddock_kernel::hashing::hex(&mac(key, id, expires, length).finalize().into_bytes())
 }
 
 /// Whether `signature` is ours for these values and has not expired at `now`; compared in
 /// constant time.
-pub fn verify(key: &[u8], id: &str, expires: i64, length: u64, signature: &str, now: i64) -> bool {
+pub fn verify(
+    key: &[u8],
+    id: &SharePackId,
+    expires: i64,
+    length: u64,
+    signature: &str,
+    now: i64,
+) -> bool {
     let Some(bytes) = decode_hex(signature) else {
         return false;
     };
@@ -45,13 +53,14 @@ mod tests {
     #[test]
     fn signatures_bind_pack_length_and_expiry() {
         let key = b"k";
-        let sig = sign(key, "p1", 1000, 42);
-        assert!(verify(key, "p1", 1000, 42, &sig, 999));
-        assert!(!verify(key, "p1", 1000, 42, &sig, 1000), "expired");
-        assert!(!verify(key, "p2", 1000, 42, &sig, 999));
-        assert!(!verify(key, "p1", 1001, 42, &sig, 999));
-        assert!(!verify(key, "p1", 1000, 43, &sig, 999));
-        assert!(!verify(b"other", "p1", 1000, 42, &sig, 999));
-        assert!(!verify(key, "p1", 1000, 42, "zz", 999));
+        let (p1, p2) = (&SharePackId::new(), &SharePackId::new());
+        let sig = sign(key, p1, 1000, 42);
+        assert!(verify(key, p1, 1000, 42, &sig, 999));
+        assert!(!verify(key, p1, 1000, 42, &sig, 1000), "expired");
+        assert!(!verify(key, p2, 1000, 42, &sig, 999));
+        assert!(!verify(key, p1, 1001, 42, &sig, 999));
+        assert!(!verify(key, p1, 1000, 43, &sig, 999));
+        assert!(!verify(b"other", p1, 1000, 42, &sig, 999));
+        assert!(!verify(key, p1, 1000, 42, "zz", 999));
     }
 }

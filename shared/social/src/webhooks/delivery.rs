@@ -33,7 +33,7 @@ use super::{TEST_EVENT_TYPE, partition};
 use paddock_kernel::events::{
     Event, EventKind, LeaderboardSubmitted, ProcessError, WebhookRedelivery,
 };
-use paddock_kernel::ids::UserId;
+use paddock_kernel::ids::{SubscriptionId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::clock::rfc3339;
 use paddock_kernel::ports::items::{Key, Query, StoreError, TTL, item};
@@ -119,7 +119,7 @@ pub struct Message {
     /// The `data` object.
     pub data: Value,
     /// The one subscription a test goes to.
-    pub only: Option<String>,
+    pub only: Option<SubscriptionId>,
 }
 
 /// The message `event` makes, if its kind is one a subscription can receive.
@@ -172,11 +172,11 @@ pub fn body_of(event: &Event, message: &Message) -> String {
     .to_string()
 }
 
-fn done_key(user: &UserId, subscription: &str, event: &Event) -> Key {
+fn done_key(user: &UserId, subscription: &SubscriptionId, event: &Event) -> Key {
     Key::new(partition(user), format!("DONE#{subscription}#{}", event.id))
 }
 
-fn log_prefix(subscription: &str) -> String {
+fn log_prefix(subscription: &SubscriptionId) -> String {
     format!("LOG#{subscription}#")
 }
 
@@ -251,10 +251,10 @@ pub async fn process(
                 budget_end,
             )
             .await;
-            (subscription.shown.id.as_str(), outcome)
+            (&subscription.shown.id, outcome)
         });
     }
-    let outcomes: Vec<(&str, Result<Outcome, StoreError>)> = stream::iter(attempts)
+    let outcomes: Vec<(&SubscriptionId, Result<Outcome, StoreError>)> = stream::iter(attempts)
         .buffer_unordered(MAX_PER_DRIVER)
         .collect()
         .await;
@@ -384,7 +384,7 @@ fn whole_seconds(millis: i64) -> Duration {
 async fn schedule(
     ports: &Ports,
     event: &Event,
-    subscription: &str,
+    subscription: &SubscriptionId,
     attempt: u32,
     at: i64,
 ) -> Result<(), QueueError> {
@@ -393,7 +393,7 @@ async fn schedule(
         user_id: event.user_id.clone(),
         occurred_at: event.occurred_at,
         kind: EventKind::WebhookRedelivery(WebhookRedelivery {
-            subscription_id: subscription.to_owned(),
+            subscription_id: subscription.clone(),
             attempt,
             not_before_ms: at,
             event: Box::new(event.clone()),
@@ -566,7 +566,7 @@ async fn record(
 pub async fn history(
     ports: &Ports,
     user: &UserId,
-    subscription: &str,
+    subscription: &SubscriptionId,
 ) -> Result<Vec<Attempt>, SubscriptionError> {
     subscriptions::get(ports, user, subscription).await?;
     let page = ports

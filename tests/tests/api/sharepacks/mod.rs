@@ -235,7 +235,7 @@ async fn a_pack_swapped_during_complete_is_never_published(app: TestApp) {
     };
     let started = std::time::Instant::now();
     loop {
-        let state = paddock_core::sharepacks::packs::upload_state(&app.ports, &id)
+        let state = paddock_core::sharepacks::packs::upload_state(&app.ports, &id.parse().unwrap())
             .await
             .unwrap();
         if state != paddock_core::sharepacks::packs::Upload::Open {

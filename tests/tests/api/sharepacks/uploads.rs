@@ -104,13 +104,13 @@ pub(super) async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<
     );
     // ... and so is its item: the store knows the pack no more.
     assert!(
-        paddock_core::sharepacks::packs::pending(&app.ports, &bad_id)
+        paddock_core::sharepacks::packs::pending(&app.ports, &bad_id.parse().unwrap())
             .await
             .unwrap()
             .is_none()
     );
     assert!(
-        paddock_core::sharepacks::packs::get(&app.ports, &bad_id)
+        paddock_core::sharepacks::packs::get(&app.ports, &bad_id.parse().unwrap())
             .await
             .unwrap()
             .is_none()
@@ -155,7 +155,7 @@ pub(super) async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<
         "{orphan} swept"
     );
     assert!(
-        paddock_core::sharepacks::packs::pending(&app.ports, &orphan)
+        paddock_core::sharepacks::packs::pending(&app.ports, &orphan.parse().unwrap())
             .await
             .unwrap()
             .is_none()
@@ -172,7 +172,7 @@ pub(super) async fn large_packs_go_through_upload_urls(app: TestApp, clock: Arc<
         .await
         .unwrap();
     assert!(
-        paddock_core::sharepacks::packs::get(&app.ports, &id)
+        paddock_core::sharepacks::packs::get(&app.ports, &id.parse().unwrap())
             .await
             .unwrap()
             .is_none(),

@@ -391,7 +391,7 @@ pub(super) async fn schedules_run_maintenance_and_retention() {
 
     // A share pack whose upload was never completed, removed by TTL: the retention function
     // on its stream record removes the pack's objects.
-    let id = unique("pack-");
+    let id = paddock_core::ids::SharePackId::new();
     let pending = item(
         &Key::new(format!("PACK#{id}"), "META"),
         json!({"state": "pending", "ttl": OffsetDateTime::now_utc().unix_timestamp() - 60}),

@@ -51,6 +51,7 @@ const HTTP_FUNCTIONS: &[(&str, &str, &str)] = &[
     ),
     ("profile", "/v1/profile", "/v1/profile"),
     ("webhooks", "/v1/webhooks", "/v1/webhooks"),
+    ("leagues", "/v1/leagues", "/v1/leagues/join"),
     ("health", "/health/ready?detail=1", "/health"),
 ];
 

@@ -284,6 +284,7 @@ fn the_documented_deploy_command_is_the_script() {
 fn the_documented_counts_are_the_code_s() {
     let words = [
         "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve",
     ];
     let queues = words[QueueName::ALL.len()];
     let functions = template_functions().len();

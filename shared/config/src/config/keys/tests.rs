@@ -1,7 +1,60 @@
 use super::*;
 use crate::config::Settings;
+use paddock_kernel::queues::QueueName;
 use std::collections::HashMap;
 use std::path::PathBuf;
+
+/// Where the table of keys begins in `docs/configuration.md` (the line goes on with how to
+/// regenerate it).
+const TABLE_BEGINS: &str = "<!-- keys: begin";
+
+/// Where the table of keys ends in `docs/configuration.md`.
+const TABLE_ENDS: &str = "<!-- keys: end -->";
+
+/// The command that rewrites the table in `docs/configuration.md` from the list.
+const REGENERATE: &str = "PADDOCK_WRITE_DOCS=1 cargo test -p paddock-config --lib config";
+
+/// The table of every key, as `docs/configuration.md` shows it (markers included).
+fn table() -> String {
+    let mut out = format!(
+        "{TABLE_BEGINS}: generated from the list in config/keys.rs; after a change there run \
+         {REGENERATE} -->\n\n| Key | Default | Bounds | Meaning |\n|---|---|---|---|\n"
+    );
+    for key in all() {
+        let names: Vec<String> = if key.name.contains("<Queue>") {
+            QueueName::ALL
+                .iter()
+                .map(|q| key.name.replace("<Queue>", q.config_section()))
+                .collect()
+        } else {
+            key.name.split(", ").map(str::to_owned).collect()
+        };
+        let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        let default = match key.default {
+            DefaultValue::Derived(t) => t.to_owned(),
+            DefaultValue::Unset => "—".to_owned(),
+            _ => format!("`{}`", key.default_text().unwrap_or_default()),
+        };
+        let bounds = key
+            .bounds
+            .map_or_else(|| "—".to_owned(), |(min, max)| format!("`{min}..={max}`"));
+        out.push_str(&format!(
+            "| {} | {default} | {bounds} | {} |\n",
+            names.join(", "),
+            key.meaning
+        ));
+    }
+    out.push('\n');
+    out.push_str(TABLE_ENDS);
+    out
+}
+
+/// `page` with its table of keys replaced by [`table`], or `None` when it has no markers.
+fn with_table(page: &str) -> Option<String> {
+    let begin = page.find(TABLE_BEGINS)?;
+    let end = page[begin..].find(TABLE_ENDS)? + begin + TABLE_ENDS.len();
+    Some(format!("{}{}{}", &page[..begin], table(), &page[end..]))
+}
 
 fn settings(pairs: &[(&str, &str)]) -> Settings {
     let vars: HashMap<String, String> = pairs

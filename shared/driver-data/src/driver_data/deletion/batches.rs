@@ -64,6 +64,9 @@ pub(super) async fn delete_batch(
         DriverData::CoachingAnswers => {
             partition_batch(ports, Table::Coaching, format!("AI#{user}"), None).await
         }
+        DriverData::Leagues => paddock_competitions::leagues::leave_all(ports, user)
+            .await
+            .map_err(crate::driver_data::league_store_error),
         DriverData::Webhooks => {
             partition_batch(
                 ports,
@@ -331,12 +334,14 @@ pub(super) async fn share_pack_batch(ports: &Ports, user: &UserId) -> Result<u64
     for row in &rows {
         let Some(key) = Key::of(row) else { continue };
         if let Some((_, id)) = key.sk.rsplit_once('#') {
-            for object in paddock_packs::sharepacks::object_keys(id) {
-                ports
-                    .blobs
-                    .delete(&object)
-                    .await
-                    .map_err(|e| StoreError::Unavailable(format!("deleting a share pack: {e}")))?;
+            // Objects are only ever written under a pack's id, so a text that is not one has
+            // none; its items go all the same.
+            if let Ok(pack) = id.parse::<SharePackId>() {
+                for object in paddock_packs::sharepacks::object_keys(&pack) {
+                    ports.blobs.delete(&object).await.map_err(|e| {
+                        StoreError::Unavailable(format!("deleting a share pack: {e}"))
+                    })?;
+                }
             }
             keys.push((Key::new(format!("PACK#{id}"), "META"), false));
         }

@@ -34,7 +34,7 @@ use paddock_identity::identity::users::{
     tombstone_key,
 };
 use paddock_kernel::events::{AccountDeleted, Event, EventKind, ProcessError};
-use paddock_kernel::ids::{SessionId, TrackId, UserId};
+use paddock_kernel::ids::{SessionId, SharePackId, TrackId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::clock::rfc3339;
 use paddock_kernel::ports::items::{
@@ -49,7 +49,7 @@ use batches::*;
 /// The order the job deletes in: what is found through another kind goes before it (entries
 /// through the board index, jobs and points through sessions, tokens through their family),
 /// and the profile, which the job resumes from, goes last.
-pub const ORDER: [DriverData; 24] = [
+pub const ORDER: [DriverData; 25] = [
     // First, so nothing more is delivered to the driver's receivers.
     DriverData::Webhooks,
     DriverData::LeaderboardEntries,
@@ -64,6 +64,7 @@ pub const ORDER: [DriverData; 24] = [
     DriverData::SharePacks,
     DriverData::Exports,
     DriverData::CoachingAnswers,
+    DriverData::Leagues,
     DriverData::UsageCounters,
     DriverData::SignInAddresses,
     DriverData::RequestKeys,

@@ -9,7 +9,8 @@ use super::*;
 #[serde(rename_all = "camelCase")]
 pub struct UploadTicket {
     /// The pack's id (pass it to `complete`).
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: SharePackId,
     /// PUT exactly the declared bytes here (`Content-Type: application/zip`).
     pub upload_url: String,
     /// When the URL stops working (RFC 3339).
@@ -61,14 +62,14 @@ pub async fn start_upload(
     owner: &UserId,
     labels: Labels,
     declared: Declared,
-    local_url: impl FnOnce(&str, i64, u64) -> Option<String>,
+    local_url: impl FnOnce(&SharePackId, i64, u64) -> Option<String>,
 ) -> Result<UploadTicket, PackError> {
     count_upload(ports, owner, limits).await?;
     check_quota(ports, owner, declared.size_bytes, limits).await?;
     let now = ports.clock.now();
     let expires = now.unix_timestamp() + UPLOAD_URL_SECS;
     let pack = SharePack {
-        id: uuid::Uuid::now_v7().to_string(),
+        id: SharePackId::new(),
         name: labels.name,
         description: labels.description,
         size_bytes: declared.size_bytes,
@@ -117,7 +118,7 @@ pub enum Upload {
 
 /// Whether pack `id`'s upload URL may still take bytes (the local upload URL asks before and
 /// after it receives them).
-pub async fn upload_state(ports: &Ports, id: &str) -> Result<Upload, StoreError> {
+pub async fn upload_state(ports: &Ports, id: &SharePackId) -> Result<Upload, StoreError> {
     Ok(match record(ports, id).await?.map(|r| r.state) {
         Some(State::Pending) => Upload::Open,
         Some(State::Checking | State::Ready) => Upload::Closed,
@@ -126,17 +127,20 @@ pub async fn upload_state(ports: &Ports, id: &str) -> Result<Upload, StoreError>
 }
 
 /// The pending pack `id`, with its owner.
-pub async fn pending(ports: &Ports, id: &str) -> Result<Option<(SharePack, UserId)>, StoreError> {
+pub async fn pending(
+    ports: &Ports,
+    id: &SharePackId,
+) -> Result<Option<(SharePack, UserId)>, StoreError> {
     Ok(record(ports, id)
         .await?
         .filter(|r| r.state == State::Pending)
         .map(|r| (r.pack, r.owner_id)))
 }
 
-pub(super) async fn record(ports: &Ports, id: &str) -> Result<Option<PackRecord>, StoreError> {
-    if uuid::Uuid::parse_str(id).is_err() {
-        return Ok(None);
-    }
+pub(super) async fn record(
+    ports: &Ports,
+    id: &SharePackId,
+) -> Result<Option<PackRecord>, StoreError> {
     match ports.items.get(Table::Sharepacks, &meta_key(id)).await? {
         Some(item) => decode(item, "share pack").map(Some),
         None => Ok(None),
@@ -151,7 +155,7 @@ pub async fn complete(
     ports: &Ports,
     limits: &SharepackSettings,
     owner: &UserId,
-    id: &str,
+    id: &SharePackId,
     staging: &Path,
 ) -> Result<SharePack, PackError> {
     let Some(found) = record(ports, id).await? else {

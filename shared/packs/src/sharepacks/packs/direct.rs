@@ -27,7 +27,7 @@ pub async fn create_direct(
                     labels.description.as_bytes(),
                     digest.as_bytes(),
                 ]);
-                let new_id = || uuid::Uuid::now_v7().to_string();
+                let new_id = || SharePackId::new().into_string();
                 let claim =
                     request_keys::claim(ports, owner, Operation::SharePack, key, &request, new_id)
                         .await
@@ -41,15 +41,16 @@ pub async fn create_direct(
                     count_upload(ports, owner, limits).await?;
                     return Err(PackError::Refused(refusal));
                 }
+                let id = claimed_id(&claim)?;
                 if claim.repeat
-                    && let Some(pack) = earlier_attempt(ports, owner, &claim).await?
+                    && let Some(pack) = earlier_attempt(ports, owner, &id, claim.at).await?
                 {
                     return Ok(pack);
                 }
                 claimed = Some((key, request));
-                (claim.id, claim.at)
+                (id, claim.at)
             }
-            None => (uuid::Uuid::now_v7().to_string(), ports.clock.now()),
+            None => (SharePackId::new(), ports.clock.now()),
         };
         count_upload(ports, owner, limits).await?;
         let size = body.len() as u64;
@@ -141,15 +142,25 @@ pub(super) async fn off_thread<T: Send + 'static>(
         .map_err(|e| PackError::Io(std::io::Error::other(e.to_string())))
 }
 
-/// What an earlier request under the same key left: its published pack, or nothing to build
-/// on (never begun, refused, or ended mid-way and now cleared, so this request starts over
-/// under the same id). An attempt that may still be at work is `Busy`.
+/// The pack id a key's claim names: minted by [`create_direct`] as a [`SharePackId`], so a
+/// key record holding anything else did not come from this code and reads as corrupt.
+fn claimed_id(claim: &Claim) -> Result<SharePackId, StoreError> {
+    claim.id.parse().map_err(|e: MalformedId| {
+        StoreError::Unavailable(format!("corrupt idempotency key: resourceId: {e}"))
+    })
+}
+
+/// What an earlier request under the same key, first received `at`, left for pack `id`: its
+/// published pack, or nothing to build on (never begun, refused, or ended mid-way and now
+/// cleared, so this request starts over under the same id). An attempt that may still be at
+/// work is `Busy`.
 pub(super) async fn earlier_attempt(
     ports: &Ports,
     owner: &UserId,
-    claim: &Claim,
+    id: &SharePackId,
+    at: time::OffsetDateTime,
 ) -> Result<Option<SharePack>, PackError> {
-    let Some(found) = record(ports, &claim.id).await? else {
+    let Some(found) = record(ports, id).await? else {
         return Ok(None);
     };
     if &found.owner_id != owner {
@@ -159,10 +170,10 @@ pub(super) async fn earlier_attempt(
         State::Ready => Ok(Some(found.pack)),
         State::Deleting => Err(PackError::NotFound),
         State::Pending | State::Checking => {
-            if ports.clock.unix() < claim.at.unix_timestamp() + ATTEMPT_SECS {
+            if ports.clock.unix() < at.unix_timestamp() + ATTEMPT_SECS {
                 return Err(PackError::Busy);
             }
-            abandon(ports, &claim.id).await;
+            abandon(ports, id).await;
             Ok(None)
         }
     }

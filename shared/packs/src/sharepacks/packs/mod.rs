@@ -13,7 +13,7 @@ use zip_check::ZipProblem;
 use super::{blob_key, held_key, object_keys, upload_key, zip_limits};
 use hidden_characters::{self, is_invisible_or_bidi};
 use paddock_config::config::SharepackSettings;
-use paddock_kernel::ids::UserId;
+use paddock_kernel::ids::{MalformedId, SharePackId, UserId};
 use paddock_kernel::ports::clock::rfc3339;
 use paddock_kernel::ports::items::{
     Condition, Key, Query, StoreError, TTL, TxOp, Update, decode, item,
@@ -41,7 +41,8 @@ const PENDING_GRACE_SECS: i64 = 3600;
 #[serde(rename_all = "camelCase")]
 pub struct SharePack {
     /// The pack's id (whoever has it may read and download the pack).
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: SharePackId,
     /// Its name (the download's file name).
     pub name: String,
     /// What it holds.
@@ -80,7 +81,7 @@ struct PackRecord {
     state: State,
 }
 
-fn meta_key(id: &str) -> Key {
+fn meta_key(id: &SharePackId) -> Key {
     Key::new(format!("PACK#{id}"), "META")
 }
 
@@ -355,10 +356,10 @@ async fn publish(
 }
 
 /// Removes a pack that will not be published: its objects and its unpublished item.
-async fn abandon(ports: &Ports, id: &str) {
+async fn abandon(ports: &Ports, id: &SharePackId) {
     for key in object_keys(id) {
         if let Err(e) = ports.blobs.delete(&key).await {
-            tracing::warn!(error = %e, pack = id, "could not remove a refused pack's object; the sweep will");
+            tracing::warn!(error = %e, pack = %id, "could not remove a refused pack's object; the sweep will");
         }
     }
     let pending = Some(Condition::Or(vec![
@@ -370,7 +371,7 @@ async fn abandon(ports: &Ports, id: &str) {
         .delete(Table::Sharepacks, &meta_key(id), pending)
         .await
     {
-        tracing::debug!(error = %e, pack = id, "the refused pack's item was already gone");
+        tracing::debug!(error = %e, pack = %id, "the refused pack's item was already gone");
     }
 }
 
@@ -414,7 +415,10 @@ fn reason_of(e: &PackError) -> &'static str {
 }
 
 /// A visible pack and its owner.
-pub async fn get(ports: &Ports, id: &str) -> Result<Option<(SharePack, UserId)>, StoreError> {
+pub async fn get(
+    ports: &Ports,
+    id: &SharePackId,
+) -> Result<Option<(SharePack, UserId)>, StoreError> {
     Ok(record(ports, id)
         .await?
         .filter(|r| r.state == State::Ready)
@@ -450,7 +454,7 @@ pub async fn list(
 /// an expiring `deleting` state, drops it from the owner's list and gives back its quota; then
 /// the object goes, then the item. A delete cut short in between leaves an expiring item that
 /// the retention sweep removes with the object.
-pub async fn delete(ports: &Ports, owner: &UserId, id: &str) -> Result<(), PackError> {
+pub async fn delete(ports: &Ports, owner: &UserId, id: &SharePackId) -> Result<(), PackError> {
     let Some((pack, pack_owner)) = get(ports, id).await? else {
         return Err(PackError::NotFound);
     };

@@ -6,7 +6,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use super::address::{self, Policy, Refused, WebhookUrl};
 use super::client::WebhookClient;
@@ -15,7 +14,7 @@ use super::verification::{self, ReceiverChecks, Unconfirmed};
 use super::{EVENT_TYPES, partition};
 use paddock_identity::identity::capped_lists::{CappedList, ListVersion};
 use paddock_kernel::events::{Event, EventKind, WebhookDisabled, WebhookTest};
-use paddock_kernel::ids::UserId;
+use paddock_kernel::ids::{SubscriptionId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::clock::rfc3339;
 use paddock_kernel::ports::items::{Condition, Item, Key, Query, StoreError, TxOp, Update, item};
@@ -83,7 +82,8 @@ pub enum SubscriptionError {
 #[serde(rename_all = "camelCase")]
 pub struct Subscription {
     /// The subscription's id.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: SubscriptionId,
     /// Where events are posted.
     pub url: String,
     /// The event types posted.
@@ -178,7 +178,7 @@ pub struct RotatedSecret {
 }
 
 /// The key of subscription `id` of `user`.
-pub(crate) fn key(user: &UserId, id: &str) -> Key {
+pub(crate) fn key(user: &UserId, id: &SubscriptionId) -> Key {
     Key::new(partition(user), format!("{SUB_PREFIX}{id}"))
 }
 
@@ -269,11 +269,8 @@ pub(crate) async fn stored_all(
 async fn stored_one(
     ports: &Ports,
     user: &UserId,
-    id: &str,
+    id: &SubscriptionId,
 ) -> Result<StoredSubscription, SubscriptionError> {
-    if Uuid::parse_str(id).is_err() {
-        return Err(SubscriptionError::NotFound);
-    }
     match ports.items.get(Table::Activity, &key(user, id)).await? {
         Some(row) => Ok(StoredSubscription::from_item(row)?),
         None => Err(SubscriptionError::NotFound),
@@ -320,7 +317,7 @@ pub async fn create(
     let now = rfc3339(ports.clock.now());
     let stored = StoredSubscription {
         shown: Subscription {
-            id: Uuid::now_v7().to_string(),
+            id: SubscriptionId::new(),
             url: url.as_str().to_owned(),
             event_types: new.event_types,
             description: new.description,
@@ -398,7 +395,7 @@ pub async fn list(ports: &Ports, user: &UserId) -> Result<Vec<Subscription>, Sub
 pub async fn get(
     ports: &Ports,
     user: &UserId,
-    id: &str,
+    id: &SubscriptionId,
 ) -> Result<Subscription, SubscriptionError> {
     Ok(stored_one(ports, user, id).await?.shown)
 }
@@ -421,7 +418,7 @@ pub struct Changes {
 pub async fn update(
     ports: &Ports,
     user: &UserId,
-    id: &str,
+    id: &SubscriptionId,
     changes: Changes,
     policy: Policy,
     receivers: Receivers<'_>,
@@ -485,7 +482,11 @@ async fn replace(
 }
 
 /// Deletes one of the driver's subscriptions; nothing is delivered to it afterwards.
-pub async fn delete(ports: &Ports, user: &UserId, id: &str) -> Result<(), SubscriptionError> {
+pub async fn delete(
+    ports: &Ports,
+    user: &UserId,
+    id: &SubscriptionId,
+) -> Result<(), SubscriptionError> {
     stored_one(ports, user, id).await?;
     ports
         .items
@@ -499,7 +500,7 @@ pub async fn delete(ports: &Ports, user: &UserId, id: &str) -> Result<(), Subscr
 pub async fn rotate_secret(
     ports: &Ports,
     user: &UserId,
-    id: &str,
+    id: &SubscriptionId,
     grace_hours: i64,
 ) -> Result<RotatedSecret, SubscriptionError> {
     let mut stored = stored_one(ports, user, id).await?;
@@ -529,14 +530,14 @@ pub async fn rotate_secret(
 pub async fn send_test(
     ports: &Ports,
     user: &UserId,
-    id: &str,
+    id: &SubscriptionId,
     checks: ReceiverChecks,
 ) -> Result<String, SubscriptionError> {
     stored_one(ports, user, id).await?;
     checks.admit(ports, user).await?;
     let event = Event::new(
         EventKind::WebhookTest(WebhookTest {
-            subscription_id: id.to_owned(),
+            subscription_id: id.clone(),
         }),
         Some(user.clone()),
         ports.clock.now(),

@@ -56,7 +56,7 @@ pub async fn delete_all(ports: &Ports, user: &UserId) -> Result<usize, StoreErro
 pub(crate) async fn disable(
     ports: &Ports,
     user: &UserId,
-    id: &str,
+    id: &SubscriptionId,
     since: OffsetDateTime,
     reason: String,
 ) -> Result<(), StoreError> {
@@ -73,7 +73,7 @@ pub(crate) async fn disable(
     stored.shown.updated_at = rfc3339(now);
     let event = Event::new(
         EventKind::WebhookDisabled(WebhookDisabled {
-            subscription_id: id.to_owned(),
+            subscription_id: id.clone(),
             url: stored.shown.url.clone(),
             failing_since: rfc3339(since),
         }),
@@ -101,7 +101,7 @@ pub(crate) async fn disable(
 pub(crate) async fn record_outcome(
     ports: &Ports,
     user: &UserId,
-    id: &str,
+    id: &SubscriptionId,
     succeeded: bool,
     now: OffsetDateTime,
 ) -> Result<Option<OffsetDateTime>, StoreError> {

@@ -30,7 +30,7 @@ fn grace_hours_are_bounded() {
 fn the_previous_secret_signs_during_its_grace_only() {
     let stored = StoredSubscription {
         shown: Subscription {
-            id: "i".into(),
+            id: SubscriptionId::new(),
             url: "https://example.com/".into(),
             event_types: vec![],
             description: String::new(),
