@@ -291,7 +291,7 @@ async fn an_expired_unfinished_pack_takes_its_objects(backend: Backend) {
         every_object,
         "a published pack is kept"
     );
-    let ready_key = Key::new("PACK#ready1", "META");
+    let ready_key = Key::new(format!("PACK#{}", pack_id("ready1")), "META");
     assert!(
         t.ports
             .items
@@ -510,7 +510,7 @@ async fn a_retention_run_cut_short_finishes_the_work_once(backend: Backend) {
     assert_eq!(second, 3);
     for n in 0..6 {
         assert_eq!(objects_of(&t, &format!("cut{n}")).await, 0, "cut{n}");
-        let key = Key::new(format!("PACK#cut{n}"), "META");
+        let key = Key::new(format!("PACK#{}", pack_id(&format!("cut{n}"))), "META");
         assert!(
             t.ports
                 .items

@@ -17,6 +17,7 @@ pub mod paging;
 pub(crate) mod profile;
 pub mod registry;
 pub mod sessions;
+mod sharepack_bodies;
 pub mod sharepacks;
 pub(crate) mod tracks;
 pub(crate) mod webhooks;

@@ -10,11 +10,10 @@ use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
-use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
-use utoipa::{IntoParams, PartialSchema, ToSchema};
+use utoipa::{IntoParams, ToSchema};
 
 use super::envelopes::{envelope, page_envelope};
+pub(crate) use super::sharepack_bodies::{PackForm, ZipBytes, binary};
 use crate::http::auth_user::{Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};
@@ -78,51 +77,6 @@ async fn read_capped(body: Body, max: u64) -> Result<Bytes, ApiError> {
     }
     Ok(Bytes::from(out))
 }
-
-/// A ZIP's bytes as a body of their own (not JSON).
-pub(crate) struct ZipBytes;
-
-/// `{"type": "string", "format": "binary"}`: what client generators read as a file.
-pub(crate) fn binary() -> ObjectBuilder {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
-}
-
-impl PartialSchema for ZipBytes {
-    fn schema() -> RefOr<Schema> {
-        binary().description(Some("The ZIP's bytes.")).into()
-    }
-}
-
-impl ToSchema for ZipBytes {}
-
-/// The `multipart/form-data` form of a direct upload: `file`, `name` and `description`.
-pub(crate) struct PackForm;
-
-impl PartialSchema for PackForm {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .property("file", binary().description(Some("The ZIP.")))
-            .property(
-                "name",
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .description(Some("1 to 100 characters; the download's file name.")),
-            )
-            .property(
-                "description",
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .description(Some("At most 1,000 characters.")),
-            )
-            .required("file")
-            .required("name")
-            .into()
-    }
-}
-
-impl ToSchema for PackForm {}
 
 /// Uploads a pack of at most 4 MiB: `application/zip` with `?name=&description=`, or
 /// `multipart/form-data` with `file`, `name` and `description`.
