@@ -1,9 +1,9 @@
 //! Characters that change how the text around them is shown without being seen themselves.
 //!
-//! One rule for every text another person reads: display names, feed posts, share-pack names
-//! and the game, track and car names of an upload refuse them at input, and the public pages
-//! neutralise any an older record still holds. A crate of its own, with no dependencies, so
-//! that the ZIP checker (entry names) and Paddock's core share the one list.
+//! One rule for every text another person reads: display names, feed posts, share-pack and
+//! league names and the game, track and car names of an upload refuse them at input, and the
+//! public pages neutralise any an older record still holds. A crate of its own, with no
+//! dependencies, so that the ZIP checker (entry names) and Paddock's domain share the one list.
 
 #![warn(missing_docs)]
 
@@ -37,6 +37,26 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
 pub const RULE: &str =
     "must not contain invisible or text-direction characters (such as U+200B or U+202E)";
 
+/// A text another person reads (a pack's or a league's name, a feed post): at most `max`
+/// characters as sent, at least `min` after trimming, no control, invisible or text-direction
+/// characters. Answers it trimmed, or the rule it breaks as a field's error names it.
+pub fn shown_text(raw: &str, min: usize, max: usize) -> Result<String, String> {
+    let text = raw.trim();
+    if text.chars().count() < min {
+        return Err("must not be empty".into());
+    }
+    if raw.chars().count() > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    if text.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
+    if text.chars().any(is_invisible_or_bidi) {
+        return Err(RULE.into());
+    }
+    Ok(text.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +71,17 @@ mod tests {
         for c in ['a', 'ë', '\u{FE0F}', '\u{E0067}', '🏁', ' '] {
             assert!(!is_invisible_or_bidi(c), "{:04X}", c as u32);
         }
+    }
+
+    #[test]
+    fn shown_text_is_trimmed_and_bounded_as_sent() {
+        assert_eq!(shown_text("  Monza  ", 1, 9).as_deref(), Ok("Monza"));
+        assert_eq!(shown_text("   ", 1, 9), Err("must not be empty".into()));
+        assert_eq!(shown_text("", 0, 9).as_deref(), Ok(""));
+        // Counted in characters, before trimming.
+        assert!(shown_text("ëëëë", 1, 4).is_ok());
+        assert!(shown_text(" ëëëë", 1, 4).unwrap_err().contains("at most 4"));
+        assert!(shown_text("a\u{7}b", 1, 9).unwrap_err().contains("control"));
+        assert_eq!(shown_text("a\u{202E}b", 1, 9), Err(RULE.into()));
     }
 }

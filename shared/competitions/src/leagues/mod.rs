@@ -29,7 +29,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use hidden_characters::is_invisible_or_bidi;
+use hidden_characters::shown_text;
 use paddock_kernel::ids::{LeagueId, UserId};
 use paddock_kernel::ports::items::{Key, StoreError};
 use paddock_kernel::problems::{FieldProblems, Problems};
@@ -223,35 +223,16 @@ pub struct Labels {
     description: String,
 }
 
-/// Driver text: trimmed, at most `max` characters, at least `min`, no control characters,
-/// and none of those that hide or reverse text (the display-name rule).
-fn text(raw: &str, min: usize, max: usize) -> Result<String, String> {
-    let t = raw.trim();
-    if t.chars().count() < min {
-        return Err("must not be empty".into());
-    }
-    if t.chars().count() > max {
-        return Err(format!("must be at most {max} characters"));
-    }
-    if t.chars().any(char::is_control) {
-        return Err("must not contain control characters".into());
-    }
-    if t.chars().any(is_invisible_or_bidi) {
-        return Err(hidden_characters::RULE.into());
-    }
-    Ok(t.to_owned())
-}
-
 impl Labels {
-    /// `name` 1 to [`MAX_NAME_CHARS`] characters, `description` at most
+    /// `name` 1 to [`MAX_NAME_CHARS`] characters as sent, `description` at most
     /// [`MAX_DESCRIPTION_CHARS`]; both trimmed, without control, invisible or text-direction
     /// characters.
     pub fn parse(name: Option<String>, description: Option<String>) -> Result<Self, LeagueError> {
         let mut p = Problems::default();
-        let name = p.required("name", name, |n| text(&n, 1, MAX_NAME_CHARS));
+        let name = p.required("name", name, |n| shown_text(&n, 1, MAX_NAME_CHARS));
         let description = p.check(
             "description",
-            text(
+            shown_text(
                 description.as_deref().unwrap_or_default(),
                 0,
                 MAX_DESCRIPTION_CHARS,

@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 pub use super::feed_text::FeedKind;
 use super::feed_text::{self, FeedText};
+use hidden_characters::shown_text;
 use paddock_identity::identity::users;
 use paddock_kernel::events::{Event, ProcessError};
 use paddock_kernel::ids::UserId;
@@ -134,25 +135,6 @@ pub struct FeedPost {
     subtitle: String,
 }
 
-/// Checks post text: at most `max` characters as sent, at least `min` after trimming, no
-/// control, invisible or bidi characters; answers it trimmed.
-fn post_text(raw: &str, min: usize, max: usize) -> Result<String, String> {
-    let text = raw.trim();
-    if text.chars().count() < min {
-        return Err("must not be empty".into());
-    }
-    if raw.chars().count() > max {
-        return Err(format!("must be at most {max} characters"));
-    }
-    if text
-        .chars()
-        .any(|c| c.is_control() || hidden_characters::is_invisible_or_bidi(c))
-    {
-        return Err("must not contain control, invisible or bidi characters".into());
-    }
-    Ok(text.to_owned())
-}
-
 impl FeedPost {
     /// The digest an `Idempotency-Key` keeps of the post.
     fn digest(&self) -> String {
@@ -163,10 +145,10 @@ impl FeedPost {
     /// optional (at most 280); both trimmed.
     pub fn parse(title: Option<String>, subtitle: Option<String>) -> Result<Self, FieldProblems> {
         let mut p = Problems::default();
-        let title = p.required("title", title, |t| post_text(&t, 1, TITLE_MAX));
+        let title = p.required("title", title, |t| shown_text(&t, 1, TITLE_MAX));
         let subtitle = p.check(
             "subtitle",
-            post_text(subtitle.as_deref().unwrap_or_default(), 0, SUBTITLE_MAX),
+            shown_text(subtitle.as_deref().unwrap_or_default(), 0, SUBTITLE_MAX),
         );
         let post = title
             .zip(subtitle)

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 use zip_check::ZipProblem;
 
 use super::{blob_key, held_key, object_keys, upload_key, zip_limits};
-use hidden_characters::{self, is_invisible_or_bidi};
+use hidden_characters::shown_text;
 use paddock_config::config::SharepackSettings;
 use paddock_kernel::ids::{MalformedId, SharePackId, UserId};
 use paddock_kernel::ports::clock::rfc3339;
@@ -144,25 +144,6 @@ pub struct Labels {
     description: String,
 }
 
-fn text(raw: &str, min: usize, max: usize) -> Result<String, String> {
-    let t = raw.trim();
-    if t.chars().count() < min {
-        return Err("must not be empty".into());
-    }
-    if raw.chars().count() > max {
-        return Err(format!("must be at most {max} characters"));
-    }
-    if t.chars().any(char::is_control) {
-        return Err("must not contain control characters".into());
-    }
-    // The display-name rule: a pack's name is shown to every driver it is shared with, so it
-    // may not hide or reverse text any more than a display name may.
-    if t.chars().any(is_invisible_or_bidi) {
-        return Err(hidden_characters::RULE.into());
-    }
-    Ok(t.to_owned())
-}
-
 impl Labels {
     /// `name` 1 to 100 characters, `description` at most 1,000; trimmed, no control, invisible
     /// or text-direction characters (the display-name rule).
@@ -171,10 +152,10 @@ impl Labels {
         name: Option<String>,
         description: Option<String>,
     ) -> Option<Self> {
-        let name = p.required("name", name, |n| text(&n, 1, 100));
+        let name = p.required("name", name, |n| shown_text(&n, 1, 100));
         let description = p.check(
             "description",
-            text(description.as_deref().unwrap_or_default(), 0, 1000),
+            shown_text(description.as_deref().unwrap_or_default(), 0, 1000),
         );
         Some(Self {
             name: name?,
