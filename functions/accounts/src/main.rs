@@ -2,6 +2,7 @@
 //! leaderboards, and account deletion jobs.
 
 use paddock_core::queues::QueueName;
+use paddock_core::workers;
 use paddock_runtime::lambda::{self, serve_consumer, start};
 use std::process::ExitCode;
 
@@ -14,6 +15,6 @@ fn main() -> ExitCode {
             .await?
             .queues(&[QueueName::Accounts])
             .await?;
-        serve_consumer(wiring, QueueName::Accounts).await
+        serve_consumer(wiring, QueueName::Accounts, workers::accounts()).await
     })
 }

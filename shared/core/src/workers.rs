@@ -22,25 +22,48 @@ use tracing::Instrument;
 pub type Processor =
     Arc<dyn Fn(Event, Ports) -> BoxFuture<'static, Result<(), ProcessError>> + Send + Sync>;
 
-/// The consumer of `queue`: the processor its events go to.
+/// The consumer of `queue`: the processor its events go to (the local server runs them all).
+///
+/// A Lambda function names its own consumer's processor instead ([`achievements`], ...), so
+/// its binary links that consumer's code and not every other's.
 pub fn processor(queue: QueueName) -> Processor {
     match queue {
-        QueueName::TrackMaps => Arc::new(|event: Event, ports: Ports| {
-            Box::pin(async move { build_track_map(event, ports).await })
-        }),
-        QueueName::Achievements => Arc::new(|event: Event, ports: Ports| {
-            Box::pin(async move { crate::activity::achievements::process(&ports, &event).await })
-        }),
-        QueueName::Feed => Arc::new(|event: Event, ports: Ports| {
-            Box::pin(async move { crate::activity::feed::process(&ports, &event).await })
-        }),
-        QueueName::Accounts => Arc::new(|event: Event, ports: Ports| {
-            Box::pin(async move { account_event(event, ports).await })
-        }),
+        QueueName::TrackMaps => track_maps(),
+        QueueName::Achievements => achievements(),
+        QueueName::Feed => feed(),
+        QueueName::Accounts => accounts(),
         // Deliveries need an HTTP client: the processes that run this consumer build it with
         // [`webhook_processor`]; without one, deliveries fail and are tried again.
         QueueName::Webhooks => webhook_processor(Arc::new(crate::webhooks::client::Unwired)),
     }
+}
+
+/// The track-maps consumer: a track's map drawn from its sessions.
+pub fn track_maps() -> Processor {
+    Arc::new(|event: Event, ports: Ports| {
+        Box::pin(async move { build_track_map(event, ports).await })
+    })
+}
+
+/// The achievements consumer: statistics and unlocks.
+pub fn achievements() -> Processor {
+    Arc::new(|event: Event, ports: Ports| {
+        Box::pin(async move { crate::activity::achievements::process(&ports, &event).await })
+    })
+}
+
+/// The feed consumer: entries in the followers' feeds.
+pub fn feed() -> Processor {
+    Arc::new(|event: Event, ports: Ports| {
+        Box::pin(async move { crate::activity::feed::process(&ports, &event).await })
+    })
+}
+
+/// The accounts consumer: renamed drivers on the boards, and account deletion jobs.
+pub fn accounts() -> Processor {
+    Arc::new(|event: Event, ports: Ports| {
+        Box::pin(async move { account_event(event, ports).await })
+    })
 }
 
 /// The webhooks consumer, delivering through `client`. A new best first tells the drivers it

@@ -214,11 +214,15 @@ pub enum WorkerInvocation {
     Schedule(EventBridgeEvent),
 }
 
-/// The SQS-triggered consumer of `queue` (the track-map consumer is also invoked by the
-/// maintenance schedule).
-pub async fn serve_consumer(wiring: AwsWiring, queue: QueueName) -> Result<(), Error> {
-    let (settings, ports) = wiring.finish();
-    let processor = crate::wiring::processor(queue, &settings);
+/// The SQS-triggered consumer of `queue`, its events handled by `processor` (the track-map
+/// consumer is also invoked by the maintenance schedule). The function's binary names the
+/// processor (`workers::achievements()`, ...), so it links no other consumer's code.
+pub async fn serve_consumer(
+    wiring: AwsWiring,
+    queue: QueueName,
+    processor: Processor,
+) -> Result<(), Error> {
+    let (_, ports) = wiring.finish();
     serving();
     lambda_runtime::run(service_fn(move |event: LambdaEvent<WorkerInvocation>| {
         let (ports, processor) = (ports.clone(), processor.clone());

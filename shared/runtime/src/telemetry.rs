@@ -10,7 +10,8 @@
 use std::io::Write;
 
 use tracing_appender::non_blocking::{NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -76,22 +77,51 @@ pub fn subscriber<W>(format: LogFormat, writer: W) -> tracing::Dispatch
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = log_filter(std::env::var("RUST_LOG").ok().as_deref());
     let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
         .with_target(false)
         .with_writer(writer);
     match format {
         LogFormat::Json => tracing::Dispatch::new(
-            builder
-                .json()
-                .flatten_event(true)
-                .with_current_span(true)
-                .with_span_list(false)
-                .finish(),
+            filter.with_subscriber(
+                builder
+                    .json()
+                    .flatten_event(true)
+                    .with_current_span(true)
+                    .with_span_list(false)
+                    .finish(),
+            ),
         ),
-        LogFormat::Pretty => {
-            tracing::Dispatch::new(builder.fmt_fields(crate::log_text::TextFields).finish())
+        LogFormat::Pretty => tracing::Dispatch::new(
+            filter.with_subscriber(builder.fmt_fields(crate::log_text::TextFields).finish()),
+        ),
+    }
+}
+
+/// `RUST_LOG` as levels by target (`warn`, `info,paddock_boards=debug`); `info` when it is
+/// unset or not of that form. Span and field filters are not read: the filter needs no
+/// regular expressions, whose engine would be a tenth of a Lambda function's code.
+fn log_filter(spec: Option<&str>) -> Targets {
+    spec.filter(|s| !s.trim().is_empty())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| Targets::new().with_default(tracing::Level::INFO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing::Level;
+    use tracing::level_filters::LevelFilter;
+
+    #[test]
+    fn the_log_filter_reads_levels_by_target_and_falls_back_to_info() {
+        let f = log_filter(Some("warn,paddock_boards=debug"));
+        assert!(f.would_enable("paddock_boards::board", &Level::DEBUG));
+        assert!(!f.would_enable("paddock_api", &Level::INFO));
+        assert!(f.would_enable("paddock_api", &Level::WARN));
+        for unusable in [None, Some("[span{x=1}]=nope"), Some("")] {
+            let f = log_filter(unusable);
+            assert_eq!(f.default_level(), Some(LevelFilter::INFO), "{unusable:?}");
         }
     }
 }

@@ -258,6 +258,11 @@ impl AwsWiring {
         anyhow::bail!(unlinked("cloudwatch", "the metrics source"))
     }
 
+    /// The settings (with names filled in by provisioning).
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
     /// The settings (with names filled in by provisioning) and the wired ports.
     pub fn finish(self) -> (Settings, Ports) {
         (self.settings, self.ports)
@@ -293,18 +298,24 @@ pub fn s3_client(sdk: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
 }
 
 /// The processor of `queue`'s consumer: the webhooks consumer with its HTTP client under the
-/// configured address rules, every other one as `workers::processor` makes it.
+/// configured address rules ([`webhook_deliveries`]), every other one as
+/// `workers::processor` makes it.
 pub fn processor(
     queue: QueueName,
     settings: &paddock_core::config::Settings,
 ) -> paddock_core::workers::Processor {
     match queue {
-        QueueName::Webhooks => {
-            let policy = paddock_core::webhooks::address_policy(settings);
-            paddock_core::workers::webhook_processor(std::sync::Arc::new(
-                paddock_clients::webhooks::HttpsWebhookClient::new(policy),
-            ))
-        }
+        QueueName::Webhooks => webhook_deliveries(settings),
         _ => paddock_core::workers::processor(queue),
     }
+}
+
+/// The webhooks consumer, delivering over HTTPS under the configured address rules.
+pub fn webhook_deliveries(
+    settings: &paddock_core::config::Settings,
+) -> paddock_core::workers::Processor {
+    let policy = paddock_core::webhooks::address_policy(settings);
+    paddock_core::workers::webhook_processor(std::sync::Arc::new(
+        paddock_clients::webhooks::HttpsWebhookClient::new(policy),
+    ))
 }

@@ -130,14 +130,21 @@ fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Measures every function of `functions/` (but the local server) built with cargo profile
-/// `profile`, `starts` starts each.
-pub(crate) async fn cold_starts(profile: &str, starts: usize) -> anyhow::Result<()> {
+/// Measures the functions of `functions/` named in `only` (every one but the local server
+/// when it is empty) built with cargo profile `profile`, `starts` starts each.
+pub(crate) async fn cold_starts(
+    profile: &str,
+    only: &[String],
+    starts: usize,
+) -> anyhow::Result<()> {
     let mut functions: Vec<String> =
         std::fs::read_dir(binaries::workspace_root().join("functions"))?
             .map(|entry| Ok(entry?.file_name().to_string_lossy().into_owned()))
             .collect::<anyhow::Result<Vec<_>>>()?;
-    functions.retain(|f| f != "local");
+    functions.retain(|f| f != "local" && (only.is_empty() || only.contains(f)));
+    if let Some(unknown) = only.iter().find(|f| !functions.contains(f)) {
+        anyhow::bail!("--lambda-functions: no function {unknown} in functions/");
+    }
     functions.sort();
     let packages: Vec<String> = functions
         .iter()

@@ -35,6 +35,8 @@ struct Options {
     /// The cargo profile the `lambda` scenario builds the functions with (`release`, as
     /// deployed).
     lambda_profile: String,
+    /// The functions the `lambda` scenario measures (all of `functions/` when empty).
+    lambda_functions: Vec<String>,
     /// The `boards` scenario's board sizes on the embedded store.
     board_sizes: Vec<usize>,
     /// The `boards` scenario's board sizes on DynamoDB Local.
@@ -63,6 +65,7 @@ fn options() -> anyhow::Result<Options> {
         rounds: 8,
         only: None,
         lambda_profile: "release".into(),
+        lambda_functions: Vec::new(),
         board_sizes: vec![1_000, 100_000, 1_000_000],
         dynamodb_sizes: vec![1_000, 100_000],
         log: "queued".into(),
@@ -85,6 +88,9 @@ fn options() -> anyhow::Result<Options> {
             "--rounds" => o.rounds = value.parse()?,
             "--only" => o.only = Some(value),
             "--lambda-profile" => o.lambda_profile = value,
+            "--lambda-functions" => {
+                o.lambda_functions = value.split(',').map(|f| f.trim().to_owned()).collect()
+            }
             "--board-sizes" => o.board_sizes = sizes(&value)?,
             "--dynamodb-sizes" => o.dynamodb_sizes = sizes(&value)?,
             "--log" if ["queued", "blocking", "off"].contains(&value.as_str()) => o.log = value,
@@ -160,7 +166,7 @@ async fn main() -> anyhow::Result<()> {
     }
     if o.only.as_deref() == Some("lambda") {
         // Five measured starts per function, whatever the rounds: one start is one sample.
-        return lambda::cold_starts(&o.lambda_profile, o.rounds.max(5)).await;
+        return lambda::cold_starts(&o.lambda_profile, &o.lambda_functions, o.rounds.max(5)).await;
     }
     let dir = tempfile::tempdir()?;
     // The service logs every request as it does when deployed (one JSON line at `info`),
