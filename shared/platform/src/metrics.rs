@@ -34,7 +34,10 @@ const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 /// The outlet a [`Metrics`] records into: its own Prometheus recorder, unless the CloudWatch
 /// outlet is installed (then the global `metrics` recorder, for the metrics that go there).
 struct Outlet {
-    prometheus: PrometheusRecorder,
+    /// None in a Lambda function, whose metrics were made after the CloudWatch outlet was
+    /// installed: nothing would read the recorder, and building it (every definition
+    /// described and registered, an upkeep thread) fell in the function's first request.
+    prometheus: Option<PrometheusRecorder>,
 }
 
 impl Outlet {
@@ -58,14 +61,12 @@ impl Outlet {
         none: impl FnOnce() -> T,
         register: impl FnOnce(&dyn Recorder) -> T,
     ) -> T {
-        if cloudwatch::installed() {
-            if definition.cloudwatch {
+        match &self.prometheus {
+            _ if cloudwatch::installed() && definition.cloudwatch => {
                 ::metrics::with_recorder(register)
-            } else {
-                none()
             }
-        } else {
-            register(&self.prometheus)
+            Some(prometheus) if !cloudwatch::installed() => register(prometheus),
+            _ => none(),
         }
     }
 
@@ -291,12 +292,17 @@ fn method_label(method: &str) -> &'static str {
 
 static GLOBAL: LazyLock<Metrics> = LazyLock::new(|| {
     let metrics = Metrics::new();
+    if metrics.outlet.prometheus.is_none() {
+        return metrics;
+    }
     let outlet = Arc::downgrade(&metrics.outlet);
     let upkeep = std::thread::Builder::new()
         .name("metrics-upkeep".into())
         .spawn(move || {
             while let Some(outlet) = outlet.upgrade() {
-                outlet.prometheus.handle().run_upkeep();
+                if let Some(prometheus) = &outlet.prometheus {
+                    prometheus.handle().run_upkeep();
+                }
                 drop(outlet);
                 std::thread::sleep(UPKEEP_EVERY);
             }
@@ -308,6 +314,47 @@ static GLOBAL: LazyLock<Metrics> = LazyLock::new(|| {
     metrics
 });
 
+/// The local server's outlet: every definition described, with its buckets, and what is
+/// exported from the start registered.
+fn prometheus_recorder() -> PrometheusRecorder {
+    use definitions as d;
+    let mut builder = PrometheusBuilder::new();
+    for definition in d::ALL {
+        if let Some(buckets) = definition.buckets {
+            builder = builder
+                .set_buckets_for_metric(Matcher::Full(definition.name.to_owned()), buckets)
+                .expect("buckets are not empty");
+        }
+    }
+    let prometheus = builder.build_recorder();
+    for definition in d::ALL {
+        let name = KeyName::from_const_str(definition.name);
+        let help = SharedString::const_str(definition.help);
+        let unit = Some(definition.unit);
+        match definition.kind {
+            Kind::Counter => prometheus.describe_counter(name, unit, help),
+            Kind::Gauge => prometheus.describe_gauge(name, unit, help),
+            Kind::Histogram => prometheus.describe_histogram(name, unit, help),
+        }
+    }
+    // What is exported from the start, at 0, as the Prometheus text always had it: the
+    // metrics without labels, and the implausible-lap reasons (a fixed set, so a rate
+    // over the series works before the first refusal).
+    for definition in d::ALL.iter().filter(|d| d.labels.is_empty()) {
+        let key = Key::from_static_name(definition.name);
+        match definition.kind {
+            Kind::Counter => drop(prometheus.register_counter(&key, &METADATA)),
+            Kind::Gauge => drop(prometheus.register_gauge(&key, &METADATA)),
+            Kind::Histogram => drop(prometheus.register_histogram(&key, &METADATA)),
+        }
+    }
+    for reason in IMPLAUSIBLE_LAP_REASONS {
+        let key = Outlet::key(&d::IMPLAUSIBLE_LAPS, &[reason]);
+        drop(prometheus.register_counter(&key, &METADATA));
+    }
+    prometheus
+}
+
 /// The process-wide metrics.
 pub fn global() -> &'static Metrics {
     &GLOBAL
@@ -316,41 +363,8 @@ pub fn global() -> &'static Metrics {
 impl Metrics {
     fn new() -> Self {
         use definitions as d;
-        let mut builder = PrometheusBuilder::new();
-        for definition in d::ALL {
-            if let Some(buckets) = definition.buckets {
-                builder = builder
-                    .set_buckets_for_metric(Matcher::Full(definition.name.to_owned()), buckets)
-                    .expect("buckets are not empty");
-            }
-        }
-        let prometheus = builder.build_recorder();
-        for definition in d::ALL {
-            let name = KeyName::from_const_str(definition.name);
-            let help = SharedString::const_str(definition.help);
-            let unit = Some(definition.unit);
-            match definition.kind {
-                Kind::Counter => prometheus.describe_counter(name, unit, help),
-                Kind::Gauge => prometheus.describe_gauge(name, unit, help),
-                Kind::Histogram => prometheus.describe_histogram(name, unit, help),
-            }
-        }
+        let prometheus = (!cloudwatch::installed()).then(prometheus_recorder);
         let outlet = Arc::new(Outlet { prometheus });
-        // What is exported from the start, at 0, as the Prometheus text always had it: the
-        // metrics without labels, and the implausible-lap reasons (a fixed set, so a rate
-        // over the series works before the first refusal).
-        for definition in d::ALL.iter().filter(|d| d.labels.is_empty()) {
-            let key = Key::from_static_name(definition.name);
-            match definition.kind {
-                Kind::Counter => drop(outlet.prometheus.register_counter(&key, &METADATA)),
-                Kind::Gauge => drop(outlet.prometheus.register_gauge(&key, &METADATA)),
-                Kind::Histogram => drop(outlet.prometheus.register_histogram(&key, &METADATA)),
-            }
-        }
-        for reason in IMPLAUSIBLE_LAP_REASONS {
-            let key = Outlet::key(&d::IMPLAUSIBLE_LAPS, &[reason]);
-            drop(outlet.prometheus.register_counter(&key, &METADATA));
-        }
         let counter = |definition| Counter {
             definition,
             outlet: outlet.clone(),
@@ -428,9 +442,10 @@ impl Metrics {
         self.latency.observe(&labels, elapsed.as_secs_f64());
     }
 
-    /// The exposition text of the Prometheus outlet.
+    /// The exposition text of the Prometheus outlet (empty where the CloudWatch outlet
+    /// takes the metrics).
     pub fn render(&self) -> String {
-        self.outlet.prometheus.handle().render()
+        (self.outlet.prometheus.as_ref()).map_or_else(String::new, |p| p.handle().render())
     }
 }
 

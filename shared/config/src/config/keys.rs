@@ -320,7 +320,7 @@ settings! {
     AUTH_PROVIDERS_JSON = "Auth__ProvidersJson" Unset;
         "every provider as one JSON object, e.g. `{\"google\":{\"clientId\":\"...\"},\"corp\":{\"kind\":\"oidc\",\"clientId\":\"...\",\"issuer\":\"https://...\"}}`, members `kind`, `clientId`, `issuer`, `scopes` (a string or a list) and `trustEmailVerified` with the meanings and defaults of the `Auth__Providers__<name>__*` keys and the same checks (an error names `Auth__ProvidersJson` and the member); `clientSecret` is refused here (the secret `<name>ClientSecret`); a provider set both ways stops start-up. In AWS the template's `AuthProviders` parameter"
     RUST_LOG = "RUST_LOG" Text("info");
-        "log filter"
+        "log levels by target, e.g. `warn` or `info,paddock_boards=debug` (span and field filters are not read; a value that is not of this form logs at `info`)"
     }
 }
 
