@@ -9,7 +9,7 @@
 
 use std::error::Error as _;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -42,12 +42,15 @@ impl Resolve for CheckedResolver {
 }
 
 /// The webhook client over reqwest.
+///
+/// Its HTTP clients are built at the first delivery: building one reads the system's root
+/// certificates, which in a Lambda function's init doubled its start (docs/perf.md).
 #[derive(Debug, Clone)]
 pub struct HttpsWebhookClient {
     policy: Policy,
-    https: reqwest::Client,
+    https: OnceLock<reqwest::Client>,
     /// Plain http to loopback, when the local-test setting allows it.
-    http: Option<reqwest::Client>,
+    http: Option<OnceLock<reqwest::Client>>,
 }
 
 fn client(policy: Policy, plain_http: bool) -> reqwest::Client {
@@ -69,8 +72,8 @@ impl HttpsWebhookClient {
         let _ = rustls::crypto::ring::default_provider().install_default();
         Self {
             policy,
-            https: client(policy, false),
-            http: policy.allow_loopback_http.then(|| client(policy, true)),
+            https: OnceLock::new(),
+            http: policy.allow_loopback_http.then(OnceLock::new),
         }
     }
 }
@@ -116,8 +119,8 @@ impl WebhookClient for HttpsWebhookClient {
                 .map_err(DeliveryFailure::Refused)?;
         }
         let http = match (plain_http, &self.http) {
-            (false, _) => &self.https,
-            (true, Some(http)) => http,
+            (false, _) => self.https.get_or_init(|| client(self.policy, false)),
+            (true, Some(http)) => http.get_or_init(|| client(self.policy, true)),
             (true, None) => {
                 return Err(DeliveryFailure::Refused(Refused {
                     rule: address::Rule::Scheme,
