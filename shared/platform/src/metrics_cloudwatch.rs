@@ -7,12 +7,11 @@
 //! go to this outlet instead of the Prometheus recorder. The local server never installs it
 //! and keeps the Prometheus text of `GET /metrics`.
 
-use ::metrics::{KeyName, SharedString};
 use metrics_cloudwatch_embedded::{Builder, Collector};
 use std::io::Write;
 use std::sync::OnceLock;
 
-use crate::metric_definitions::{self as definitions, Kind};
+use crate::metric_definitions as definitions;
 
 /// The collector, once installed.
 static OUTLET: OnceLock<&'static Collector> = OnceLock::new();
@@ -34,14 +33,7 @@ pub fn install(namespace: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     ::metrics::with_recorder(|recorder| {
         for definition in definitions::ALL.iter().filter(|d| d.cloudwatch) {
-            let name = KeyName::from_const_str(definition.name);
-            let help = SharedString::const_str(definition.help);
-            let unit = Some(definition.unit);
-            match definition.kind {
-                Kind::Counter => recorder.describe_counter(name, unit, help),
-                Kind::Gauge => recorder.describe_gauge(name, unit, help),
-                Kind::Histogram => recorder.describe_histogram(name, unit, help),
-            }
+            crate::metrics::describe(recorder, definition);
         }
     });
     let _ = NAMESPACE.set(namespace.to_owned());
