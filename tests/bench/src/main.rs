@@ -89,7 +89,7 @@ fn options() -> anyhow::Result<Options> {
             "--only" => o.only = Some(value),
             "--lambda-profile" => o.lambda_profile = value,
             "--lambda-functions" => {
-                o.lambda_functions = value.split(',').map(|f| f.trim().to_owned()).collect()
+                o.lambda_functions = value.split(',').map(|f| f.trim().to_owned()).collect();
             }
             "--board-sizes" => o.board_sizes = sizes(&value)?,
             "--dynamodb-sizes" => o.dynamodb_sizes = sizes(&value)?,
