@@ -2,7 +2,7 @@
 //! reaches CloudWatch. [`crate::metrics::Metrics`] records them; the Prometheus text and the embedded
 //! metric format both take their names, help and units from here.
 
-use ::metrics::Unit;
+use ::metrics::{KeyName, Recorder, SharedString, Unit};
 
 /// What a metric counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +32,20 @@ pub struct Definition {
     pub cloudwatch: bool,
     /// A histogram's bucket bounds in Prometheus.
     pub buckets: Option<&'static [f64]>,
+}
+
+impl Definition {
+    /// Gives `recorder` this metric's help text and unit.
+    pub(crate) fn describe_to(&self, recorder: &dyn Recorder) {
+        let name = KeyName::from_const_str(self.name);
+        let help = SharedString::const_str(self.help);
+        let unit = Some(self.unit);
+        match self.kind {
+            Kind::Counter => recorder.describe_counter(name, unit, help),
+            Kind::Gauge => recorder.describe_gauge(name, unit, help),
+            Kind::Histogram => recorder.describe_histogram(name, unit, help),
+        }
+    }
 }
 
 /// The reasons a lap is refused as implausible: the label values of

@@ -13,7 +13,7 @@
 //! queues and DynamoDB its consumed capacity, and a series per (method, route, status) would
 //! be hundreds of CloudWatch metrics for what is already there.
 
-use ::metrics::{Key, KeyName, Label, Metadata, Recorder, SharedString};
+use ::metrics::{Key, Label, Metadata, Recorder};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
@@ -314,18 +314,6 @@ static GLOBAL: LazyLock<Metrics> = LazyLock::new(|| {
     metrics
 });
 
-/// Gives `recorder` the help text and unit of `definition`.
-pub(crate) fn describe(recorder: &dyn Recorder, definition: &Definition) {
-    let name = KeyName::from_const_str(definition.name);
-    let help = SharedString::const_str(definition.help);
-    let unit = Some(definition.unit);
-    match definition.kind {
-        Kind::Counter => recorder.describe_counter(name, unit, help),
-        Kind::Gauge => recorder.describe_gauge(name, unit, help),
-        Kind::Histogram => recorder.describe_histogram(name, unit, help),
-    }
-}
-
 /// The local server's outlet: every definition described, with its buckets, and what is
 /// exported from the start registered.
 fn prometheus_recorder() -> PrometheusRecorder {
@@ -340,7 +328,7 @@ fn prometheus_recorder() -> PrometheusRecorder {
     }
     let prometheus = builder.build_recorder();
     for definition in d::ALL {
-        describe(&prometheus, definition);
+        definition.describe_to(&prometheus);
     }
     // What is exported from the start, at 0, as the Prometheus text always had it: the
     // metrics without labels, and the implausible-lap reasons (a fixed set, so a rate

@@ -33,7 +33,7 @@ pub fn install(namespace: &str) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     ::metrics::with_recorder(|recorder| {
         for definition in definitions::ALL.iter().filter(|d| d.cloudwatch) {
-            crate::metrics::describe(recorder, definition);
+            definition.describe_to(recorder);
         }
     });
     let _ = NAMESPACE.set(namespace.to_owned());
