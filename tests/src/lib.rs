@@ -381,6 +381,19 @@ impl TestApp {
         (status, body, headers)
     }
 
+    /// Sends `method` to `path` with a bearer token and an optional JSON body; answers the
+    /// status and the envelope ([`Self::send_auth`] without the headers).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<serde_json::Value>,
+    ) -> (u16, serde_json::Value) {
+        let (status, body, _) = self.send_auth(method, path, token, body).await;
+        (status, body)
+    }
+
     /// GET `path`.
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client

@@ -172,7 +172,7 @@ async fn board_rows(
                         BoardScope::Car(car) => vehicles::read_count(ports, &board.track, car)
                             .await
                             .map(|c| (c.drivers > 0).then_some(c.vehicle_name)),
-                        BoardScope::Track => Ok(None),
+                        BoardScope::Track | BoardScope::Event(_) => Ok(None),
                     }
                 }
             )

@@ -22,6 +22,7 @@
 /// crate, here under its old path).
 pub use ::hidden_characters;
 pub use paddock_boards::leaderboards;
+pub use paddock_competitions::events as competition_events;
 pub use paddock_competitions::leagues;
 pub use paddock_config::config;
 pub use paddock_driver_data::{credentials, driver_data};

@@ -279,6 +279,20 @@ impl LeagueId {
     }
 }
 
+uuid_id!(
+    /// A competition event's id: random (v4), like a league's.
+    EventId,
+    "event id"
+);
+
+impl EventId {
+    /// A new event's id.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self::from(Uuid::new_v4())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

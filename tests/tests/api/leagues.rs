@@ -9,17 +9,6 @@ use paddock_tests::TestApp;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-async fn send(
-    app: &TestApp,
-    method: Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let (status, body, _) = app.send_auth(method, path, token, body).await;
-    (status, body)
-}
-
 /// DELETE `path`; answers the status and the envelope, if any (a 204 has none).
 async fn delete(app: &TestApp, path: &str, token: &str) -> (u16, Value) {
     let response = app
@@ -38,14 +27,15 @@ async fn delete(app: &TestApp, path: &str, token: &str) -> (u16, Value) {
 /// Makes a league; answers its data.
 async fn create(app: &TestApp, token: &str, name: &str) -> Value {
     let body = json!({"name": name, "description": "One track a week"});
-    let (status, made) = send(app, Method::POST, "/v1/leagues", token, Some(body)).await;
+    let (status, made) = app
+        .call(Method::POST, "/v1/leagues", token, Some(body))
+        .await;
     assert_eq!(status, 201, "{made}");
     made["data"].clone()
 }
 
 async fn join(app: &TestApp, token: &str, code: &str) -> (u16, Value) {
-    send(
-        app,
+    app.call(
         Method::POST,
         "/v1/leagues/join",
         token,
@@ -90,12 +80,12 @@ async fn a_league_is_made_joined_handed_on_and_closed(app: TestApp, clock: Arc<M
     let (status, _) = join(&app, &cy, &format!(" {code} ")).await;
     assert_eq!(status, 201);
 
-    let (status, mine) = send(&app, Method::GET, "/v1/leagues", &bo, None).await;
+    let (status, mine) = app.call(Method::GET, "/v1/leagues", &bo, None).await;
     assert_eq!(status, 200, "{mine}");
     assert_eq!(mine["data"]["items"].as_array().unwrap().len(), 1);
     assert_eq!(mine["data"]["items"][0]["id"], id.as_str());
     let path = format!("/v1/leagues/{id}/members");
-    let (status, members) = send(&app, Method::GET, &path, &cy, None).await;
+    let (status, members) = app.call(Method::GET, &path, &cy, None).await;
     assert_eq!(status, 200, "{members}");
     let order: Vec<&str> = members["data"]["items"]
         .as_array()
@@ -109,14 +99,14 @@ async fn a_league_is_made_joined_handed_on_and_closed(app: TestApp, clock: Arc<M
     // Ana hands it to Cy, then leaves: Cy keeps it.
     let path = format!("/v1/leagues/{id}/owner");
     let body = json!({"UserId": cy_id});
-    let (status, handed) = send(&app, Method::POST, &path, &ana, Some(body)).await;
+    let (status, handed) = app.call(Method::POST, &path, &ana, Some(body)).await;
     assert_eq!(status, 200, "{handed}");
     assert_eq!(
         (&handed["data"]["role"], &handed["data"]["ownerId"]),
         (&json!("member"), &json!(cy_id))
     );
     let leave = format!("/v1/leagues/{id}/leave");
-    let (status, left) = send(&app, Method::POST, &leave, &ana, None).await;
+    let (status, left) = app.call(Method::POST, &leave, &ana, None).await;
     assert_eq!(
         (status, &left["data"]["outcome"]),
         (200, &json!("member")),
@@ -126,9 +116,11 @@ async fn a_league_is_made_joined_handed_on_and_closed(app: TestApp, clock: Arc<M
     let path = format!("/v1/leagues/{id}/members/{bo_id}");
     let (status, body) = delete(&app, &path, &cy).await;
     assert_eq!(status, 204, "{body}");
-    let (status, _) = send(&app, Method::GET, &format!("/v1/leagues/{id}"), &bo, None).await;
+    let (status, _) = app
+        .call(Method::GET, &format!("/v1/leagues/{id}"), &bo, None)
+        .await;
     assert_eq!(status, 404);
-    let (status, left) = send(&app, Method::POST, &leave, &cy, None).await;
+    let (status, left) = app.call(Method::POST, &leave, &cy, None).await;
     assert_eq!(
         (status, &left["data"]["outcome"]),
         (200, &json!("closed")),
@@ -153,11 +145,13 @@ async fn an_owner_leaving_hands_the_league_to_the_longest_standing_member(
     a_minute_later(&clock);
     assert_eq!(join(&app, &cy, code).await.0, 201);
     let leave = format!("/v1/leagues/{id}/leave");
-    let (status, left) = send(&app, Method::POST, &leave, &ana, None).await;
+    let (status, left) = app.call(Method::POST, &leave, &ana, None).await;
     assert_eq!(status, 200, "{left}");
     assert_eq!(left["data"]["outcome"], "handedOn");
     assert_eq!(left["data"]["newOwnerId"], bo_id.as_str());
-    let (status, seen) = send(&app, Method::GET, &format!("/v1/leagues/{id}"), &bo, None).await;
+    let (status, seen) = app
+        .call(Method::GET, &format!("/v1/leagues/{id}"), &bo, None)
+        .await;
     assert_eq!(status, 200, "{seen}");
     assert_eq!(
         (&seen["data"]["role"], &seen["data"]["memberCount"]),
@@ -178,7 +172,7 @@ async fn a_rotated_code_stops_working(app: TestApp) {
     let old = league["inviteCode"].as_str().unwrap();
     assert_eq!(join(&app, &bo, old).await.0, 201);
     let path = format!("/v1/leagues/{id}/invite-code");
-    let (status, rotated) = send(&app, Method::POST, &path, &ana, None).await;
+    let (status, rotated) = app.call(Method::POST, &path, &ana, None).await;
     assert_eq!(status, 200, "{rotated}");
     let new = rotated["data"]["inviteCode"].as_str().unwrap();
     assert_ne!(new, old);
@@ -190,7 +184,7 @@ async fn a_rotated_code_stops_working(app: TestApp) {
     );
     assert_eq!(join(&app, &cy, new).await.0, 201);
     // A member may not rotate it.
-    let (status, body) = send(&app, Method::POST, &path, &bo, None).await;
+    let (status, body) = app.call(Method::POST, &path, &bo, None).await;
     assert_eq!(status, 403, "{body}");
 }
 
@@ -213,11 +207,11 @@ async fn another_drivers_league_is_not_found(app: TestApp) {
         (Method::POST, format!("/v1/leagues/{id}/leave")),
         (Method::DELETE, format!("/v1/leagues/{id}/members/{bo_id}")),
     ] {
-        let (status, body) = send(&app, method.clone(), &path, &eve, None).await;
+        let (status, body) = app.call(method.clone(), &path, &eve, None).await;
         assert_eq!(status, 404, "{method} {path}: {body}");
         assert_eq!(body["error"], "league not found", "{body}");
     }
-    let (status, list) = send(&app, Method::GET, "/v1/leagues", &eve, None).await;
+    let (status, list) = app.call(Method::GET, "/v1/leagues", &eve, None).await;
     assert_eq!(
         (status, list["data"]["items"].as_array().unwrap().len()),
         (200, 0)
@@ -225,11 +219,11 @@ async fn another_drivers_league_is_not_found(app: TestApp) {
     // A member is told what only the owner may do.
     let path = format!("/v1/leagues/{id}/owner");
     let body = Some(json!({"userId": bo_id}));
-    let (status, refused) = send(&app, Method::POST, &path, &bo, body).await;
+    let (status, refused) = app.call(Method::POST, &path, &bo, body).await;
     assert_eq!(status, 403, "{refused}");
     // The owner cannot hand it to, or remove, someone outside it.
     let body = Some(json!({"userId": eve_id}));
-    let (status, refused) = send(&app, Method::POST, &path, &ana, body).await;
+    let (status, refused) = app.call(Method::POST, &path, &ana, body).await;
     assert_eq!(status, 404, "{refused}");
     assert!(
         refused["error"].as_str().unwrap().starts_with("userId: "),
@@ -262,8 +256,9 @@ async fn bad_input_is_refused_naming_the_field_and_the_rule(app: TestApp) {
         ),
     ];
     for (body, rule) in cases {
-        let (status, refused) =
-            send(&app, Method::POST, "/v1/leagues", &ana, Some(body.clone())).await;
+        let (status, refused) = app
+            .call(Method::POST, "/v1/leagues", &ana, Some(body.clone()))
+            .await;
         assert_eq!(status, 400, "{body}: {refused}");
         assert_eq!(refused["success"], false);
         assert!(
@@ -279,14 +274,9 @@ async fn bad_input_is_refused_naming_the_field_and_the_rule(app: TestApp) {
             "code: must be an invite code",
         ),
     ] {
-        let (status, refused) = send(
-            &app,
-            Method::POST,
-            "/v1/leagues/join",
-            &ana,
-            Some(body.clone()),
-        )
-        .await;
+        let (status, refused) = app
+            .call(Method::POST, "/v1/leagues/join", &ana, Some(body.clone()))
+            .await;
         assert_eq!(status, 400, "{body}: {refused}");
         assert!(
             refused["error"].as_str().unwrap().starts_with(rule),
@@ -295,7 +285,9 @@ async fn bad_input_is_refused_naming_the_field_and_the_rule(app: TestApp) {
     }
     let (status, refused) = join(&app, &ana, &"A".repeat(22)).await;
     assert_eq!(status, 404, "a well-formed code of no league: {refused}");
-    let (status, _) = send(&app, Method::GET, "/v1/leagues/not-an-id", &ana, None).await;
+    let (status, _) = app
+        .call(Method::GET, "/v1/leagues/not-an-id", &ana, None)
+        .await;
     assert_eq!(status, 404);
     let league = create(&app, &ana, "Mine").await;
     let id = league["id"].as_str().unwrap();
@@ -305,7 +297,9 @@ async fn bad_input_is_refused_naming_the_field_and_the_rule(app: TestApp) {
         (json!({"userId": "u1"}), "userId: must be a user id"),
         (json!({"userId": ana_id}), "userId: is the owner already"),
     ] {
-        let (status, refused) = send(&app, Method::POST, &path, &ana, Some(body.clone())).await;
+        let (status, refused) = app
+            .call(Method::POST, &path, &ana, Some(body.clone()))
+            .await;
         assert_eq!(status, 400, "{body}: {refused}");
         assert!(
             refused["error"].as_str().unwrap().starts_with(rule),
@@ -320,7 +314,7 @@ async fn bad_input_is_refused_naming_the_field_and_the_rule(app: TestApp) {
         create(&app, &ana, &format!("League {n}")).await;
     }
     let body = Some(json!({"name": "Sixth"}));
-    let (status, refused) = send(&app, Method::POST, "/v1/leagues", &ana, body).await;
+    let (status, refused) = app.call(Method::POST, "/v1/leagues", &ana, body).await;
     assert_eq!(status, 409, "{refused}");
 }
 

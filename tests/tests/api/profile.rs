@@ -27,19 +27,9 @@ use std::time::Duration;
 
 const PASSWORD: &str = "correct horse battery";
 
-async fn send(
-    app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let (status, body, _) = app.send_auth(method, path, token, body).await;
-    (status, body)
-}
-
 async fn patch(app: &TestApp, path: &str, token: &str, body: Value) -> (u16, Value) {
-    send(app, reqwest::Method::PATCH, path, token, Some(body)).await
+    app.call(reqwest::Method::PATCH, path, token, Some(body))
+        .await
 }
 
 async fn register(app: &TestApp, email: &str, name: &str) -> Value {
@@ -69,13 +59,17 @@ async fn profile_reads_changes_and_refusals(app: TestApp) {
     let token = signed_in["accessToken"].as_str().unwrap();
     let id = signed_in["user"]["id"].as_str().unwrap();
 
-    let (status, body) = send(&app, reqwest::Method::GET, "/v1/profile", token, None).await;
+    let (status, body) = app
+        .call(reqwest::Method::GET, "/v1/profile", token, None)
+        .await;
     assert_eq!(status, 200);
     assert_eq!(
         body["data"],
         json!({"id": id, "displayName": "Ana", "avatarUrl": null, "email": email})
     );
-    let (_, me) = send(&app, reqwest::Method::GET, "/v1/profile/me", token, None).await;
+    let (_, me) = app
+        .call(reqwest::Method::GET, "/v1/profile/me", token, None)
+        .await;
     assert!(me["data"]["createdAt"].as_str().is_some(), "{me}");
     assert_eq!(me["data"]["email"], email);
 
@@ -148,16 +142,13 @@ async fn profile_reads_changes_and_refusals(app: TestApp) {
         .await
         .unwrap();
     assert_eq!(envelope(malformed).await.0, 400);
-    let (_, body) = send(&app, reqwest::Method::GET, "/v1/profile", token, None).await;
+    let (_, body) = app
+        .call(reqwest::Method::GET, "/v1/profile", token, None)
+        .await;
     assert_eq!(body["data"]["displayName"], "Ana Speed");
-    let (status, _) = send(
-        &app,
-        reqwest::Method::GET,
-        "/v1/profile",
-        "not-a-token",
-        None,
-    )
-    .await;
+    let (status, _) = app
+        .call(reqwest::Method::GET, "/v1/profile", "not-a-token", None)
+        .await;
     assert_eq!(status, 401);
 
     // New access tokens carry the new name.
@@ -228,26 +219,26 @@ async fn one_display_name_rule_for_registration_and_profile(app: TestApp) {
 }
 
 async fn ranked_session(app: &TestApp, token: &str, csid: &str) -> (String, String) {
-    let (status, body) = send(
-        app,
-        reqwest::Method::POST,
-        "/v1/sessions",
-        token,
-        Some(session(csid, 200)),
-    )
-    .await;
+    let (status, body) = app
+        .call(
+            reqwest::Method::POST,
+            "/v1/sessions",
+            token,
+            Some(session(csid, 200)),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     let session_id = body["data"]["sessionId"].as_str().unwrap().to_owned();
     let track_id = body["data"]["trackId"].as_str().unwrap().to_owned();
     let submit = json!({"SessionId": session_id, "LapTimeMs": 92_000, "QualityScore": 0.9});
-    let (status, body) = send(
-        app,
-        reqwest::Method::POST,
-        "/v1/leaderboards/submit",
-        token,
-        Some(submit),
-    )
-    .await;
+    let (status, body) = app
+        .call(
+            reqwest::Method::POST,
+            "/v1/leaderboards/submit",
+            token,
+            Some(submit),
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     (session_id, track_id)
 }
@@ -289,14 +280,14 @@ async fn a_new_name_reaches_the_board(app: TestApp) {
                 "https://img.example.com/bo.png"
             );
             // A later submission with the token issued before the rename keeps the new name.
-            let (status, _) = send(
-                &app,
-                reqwest::Method::POST,
-                "/v1/sessions",
-                token,
-                Some(session("bo-2", 0)),
-            )
-            .await;
+            let (status, _) = app
+                .call(
+                    reqwest::Method::POST,
+                    "/v1/sessions",
+                    token,
+                    Some(session("bo-2", 0)),
+                )
+                .await;
             assert_eq!(status, 201);
             return;
         }
@@ -368,14 +359,14 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     let user_id = registered["user"]["id"].as_str().unwrap().to_owned();
 
     let (session_id, track_id) = ranked_session(app, &token, "cleo-1").await;
-    let (status, _) = send(
-        app,
-        reqwest::Method::POST,
-        "/v1/feed",
-        &token,
-        Some(json!({"title": "Quali tomorrow", "subtitle": "wish me luck"})),
-    )
-    .await;
+    let (status, _) = app
+        .call(
+            reqwest::Method::POST,
+            "/v1/feed",
+            &token,
+            Some(json!({"title": "Quali tomorrow", "subtitle": "wish me luck"})),
+        )
+        .await;
     assert_eq!(status, 201);
     let upload = app
         .client
@@ -394,14 +385,14 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     assert_eq!(status, 201, "{pack}");
     let pack_id = pack["data"]["id"].as_str().unwrap().to_owned();
     let insight = json!({"GameId": "acc", "TrackName": "Spa-Francorchamps", "RefLapMs": 138_456, "CurLapMs": 139_102});
-    let (status, body) = send(
-        app,
-        reqwest::Method::POST,
-        "/v1/ai/insights",
-        &token,
-        Some(insight),
-    )
-    .await;
+    let (status, body) = app
+        .call(
+            reqwest::Method::POST,
+            "/v1/ai/insights",
+            &token,
+            Some(insight),
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     paddock_core::identity::exchange_codes::issue(
         &app.ports,
@@ -413,14 +404,9 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
     // The feed consumer writes the session's, the submission's and the first unlock's
     // entries; the achievement consumer the statistics.
     for _ in 0..150 {
-        let (_, feed) = send(
-            app,
-            reqwest::Method::GET,
-            "/v1/feed?limit=100",
-            &token,
-            None,
-        )
-        .await;
+        let (_, feed) = app
+            .call(reqwest::Method::GET, "/v1/feed?limit=100", &token, None)
+            .await;
         let kinds: BTreeSet<String> = feed["data"]["items"]
             .as_array()
             .unwrap()
@@ -436,41 +422,38 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     app.wait_for_map(&token, &track_id, 1).await;
-    let (status, made) = send(
-        app,
-        reqwest::Method::POST,
-        "/v1/tokens",
-        &token,
-        Some(json!({"name": "spreadsheet", "scopes": ["sessions:read"]})),
-    )
-    .await;
+    let (status, made) = app
+        .call(
+            reqwest::Method::POST,
+            "/v1/tokens",
+            &token,
+            Some(json!({"name": "spreadsheet", "scopes": ["sessions:read"]})),
+        )
+        .await;
     assert_eq!(status, 201, "{made}");
     let personal_token = made["data"]["token"].as_str().unwrap().to_owned();
-    let (status, _) = send(
-        app,
-        reqwest::Method::GET,
-        "/v1/sessions",
-        &personal_token,
-        None,
-    )
-    .await;
+    let (status, _) = app
+        .call(reqwest::Method::GET, "/v1/sessions", &personal_token, None)
+        .await;
     assert_eq!(status, 200);
     // A webhook subscription (its receiver confirms it; it wants only board.passed, which no
     // one sends the driver here).
     let receiver = paddock_tests::webhook_receiver::Receiver::start().await;
-    let (status, hook) = send(
-        app,
-        reqwest::Method::POST,
-        "/v1/webhooks",
-        &token,
-        Some(json!({"url": receiver.url, "eventTypes": ["board.passed"]})),
-    )
-    .await;
+    let (status, hook) = app
+        .call(
+            reqwest::Method::POST,
+            "/v1/webhooks",
+            &token,
+            Some(json!({"url": receiver.url, "eventTypes": ["board.passed"]})),
+        )
+        .await;
     assert_eq!(status, 201, "{hook}");
     let webhook_secret = hook["data"]["secret"].as_str().unwrap().to_owned();
     // A league of the driver's own.
     let body = Some(json!({"name": "Cleo's Cup"}));
-    let (status, league) = send(app, reqwest::Method::POST, "/v1/leagues", &token, body).await;
+    let (status, league) = app
+        .call(reqwest::Method::POST, "/v1/leagues", &token, body)
+        .await;
     assert_eq!(status, 201, "{league}");
     Seeded {
         user_id,
@@ -708,14 +691,9 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     );
 
     // Deleted: at once every sign-in is refused and the email is free.
-    let (status, deleted) = send(
-        &app,
-        reqwest::Method::DELETE,
-        "/v1/profile/me",
-        &cleo.token,
-        None,
-    )
-    .await;
+    let (status, deleted) = app
+        .call(reqwest::Method::DELETE, "/v1/profile/me", &cleo.token, None)
+        .await;
     assert_eq!(status, 202, "{deleted}");
     assert!(deleted["data"]["jobId"].is_string());
     for (method, path) in [
@@ -738,20 +716,20 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let body = (method != reqwest::Method::GET && method != reqwest::Method::DELETE)
             .then(|| json!({}));
-        let (status, _) = send(&app, method.clone(), path, &cleo.token, body).await;
+        let (status, _) = app.call(method.clone(), path, &cleo.token, body).await;
         assert_eq!(
             status, 401,
             "{method} {path} with the deleted driver's token"
         );
     }
-    let (status, body) = send(
-        &app,
-        reqwest::Method::GET,
-        "/v1/sessions",
-        &cleo.personal_token,
-        None,
-    )
-    .await;
+    let (status, body) = app
+        .call(
+            reqwest::Method::GET,
+            "/v1/sessions",
+            &cleo.personal_token,
+            None,
+        )
+        .await;
     assert_eq!(
         status, 401,
         "the deleted driver's personal access token: {body}"
@@ -807,14 +785,14 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     // The same email registers as a new account.
     let again = register(&app, &cleo.email, "Cleo again").await;
     assert_ne!(again["user"]["id"], cleo.user_id);
-    let (status, _) = send(
-        &app,
-        reqwest::Method::GET,
-        "/v1/profile",
-        again["accessToken"].as_str().unwrap(),
-        None,
-    )
-    .await;
+    let (status, _) = app
+        .call(
+            reqwest::Method::GET,
+            "/v1/profile",
+            again["accessToken"].as_str().unwrap(),
+            None,
+        )
+        .await;
     assert_eq!(status, 200);
 }
 
@@ -831,31 +809,19 @@ async fn wait_until_gone(ports: &Ports, user: &UserId) {
 async fn racing_deletes_run_one_job(app: TestApp) {
     let (token, id) = app.driver("Dee").await;
     for i in 0..3 {
-        let (status, _) = send(
-            &app,
-            reqwest::Method::POST,
-            "/v1/sessions",
-            &token,
-            Some(session(&format!("dee-{i}"), 0)),
-        )
-        .await;
+        let (status, _) = app
+            .call(
+                reqwest::Method::POST,
+                "/v1/sessions",
+                &token,
+                Some(session(&format!("dee-{i}"), 0)),
+            )
+            .await;
         assert_eq!(status, 201);
     }
     let (a, b) = tokio::join!(
-        send(
-            &app,
-            reqwest::Method::DELETE,
-            "/v1/profile/me",
-            &token,
-            None
-        ),
-        send(
-            &app,
-            reqwest::Method::DELETE,
-            "/v1/profile/me",
-            &token,
-            None
-        ),
+        app.call(reqwest::Method::DELETE, "/v1/profile/me", &token, None),
+        app.call(reqwest::Method::DELETE, "/v1/profile/me", &token, None),
     );
     let accepted: Vec<&Value> = [&a, &b]
         .into_iter()

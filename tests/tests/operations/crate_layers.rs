@@ -92,6 +92,8 @@ const LAYERS: [(&str, &[&str]); 22] = [
             "paddock-hidden-characters",
             "paddock-kernel",
             "paddock-identity",
+            "paddock-driving",
+            "paddock-boards",
         ],
     ),
     (

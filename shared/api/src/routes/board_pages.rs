@@ -198,7 +198,7 @@ pub(crate) async fn board(
     // A car's page is titled with the car's name as stored, never with the query's text: a
     // car without entries has no page, so a link cannot make one say what it likes.
     let car = match (&board_id.scope, &board.car_name) {
-        (BoardScope::Track, _) => None,
+        (BoardScope::Track | BoardScope::Event(_), _) => None,
         (BoardScope::Car(_), Some(name)) => Some(name.clone()),
         (BoardScope::Car(_), None) => {
             return Ok(page.not_found(

@@ -15,6 +15,7 @@ use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok};
 use crate::routes::leaderboard_answers::{LeaderboardEntry, LeaderboardPage, rendered};
 use crate::routes::paging;
 use crate::state::AppState;
+use paddock_core::competition_events::OpenEvents;
 use paddock_core::ids::TrackId;
 use paddock_core::leaderboards::board::BoardId;
 use paddock_core::leaderboards::cache::{PageError, PageKey, RenderedPage};
@@ -426,6 +427,7 @@ pub async fn submit_lap(
         caller.into_unconfirmed(),
         lap,
         state.settings.new_boards_per_day,
+        &OpenEvents,
     )
     .await?;
     // This process shows the new boards at once; others within the cache lifetime.

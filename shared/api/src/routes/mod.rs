@@ -8,6 +8,7 @@ pub mod ai;
 pub mod auth;
 pub(crate) mod board_pages;
 pub(crate) mod envelopes;
+pub(crate) mod events;
 pub(crate) mod health;
 pub mod leaderboard_answers;
 pub mod leaderboards;
@@ -168,7 +169,7 @@ impl Group {
             Group::Sharepacks => sharepacks::routes(),
             Group::Profile => profile::routes(),
             Group::Webhooks => webhooks::routes(),
-            Group::Leagues => leagues::routes(),
+            Group::Leagues => events::routes(leagues::routes()),
         }
     }
 

@@ -79,7 +79,8 @@ pub(crate) enum MetricsShape {
          (name = "profile", description = "The driver's profile, the export of all their data, account deletion"),
          (name = "tokens", description = "Personal access tokens for a driver's own tools (see docs/tokens.md)"),
          (name = "webhooks", description = "Signed event deliveries to a driver's own URLs (see docs/webhooks.md)"),
-         (name = "leagues", description = "Leagues of drivers, joined by invite code"))
+         (name = "leagues", description = "Leagues of drivers, joined by invite code"),
+         (name = "events", description = "Competition events of a league or public: a window on one track, entered by submitting laps, with exact standings"))
 )]
 struct ApiDoc;
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use paddock_driving::sessions::records::SessionSummary;
-use paddock_kernel::ids::{SessionId, TrackId, UserId};
+use paddock_kernel::ids::{EventId, SessionId, TrackId, UserId};
 use paddock_kernel::ports::items::{Item, Key, StoreError, decode, item};
 
 /// Sort-key prefix of rank rows.
@@ -26,6 +26,8 @@ pub const BOARD_INDEX_PREFIX: &str = "BOARD#";
 pub const TRACK_INDEX_PREFIX: &str = "TRACKBOARD#";
 /// What separates the track from the folded vehicle name in a car board's id.
 const CAR_SEPARATOR: &str = "#CAR#";
+/// What separates the track from the event id in an event's board id.
+const EVENT_SEPARATOR: &str = "#EVENT#";
 
 /// What a board of a track ranks. Every kind of board is a variant here; [`boards_for`] says
 /// which boards a session's lap goes on.
@@ -36,6 +38,9 @@ pub enum BoardScope {
     /// Each driver's best in one car, named folded to lower case (names match
     /// case-insensitively).
     Car(String),
+    /// The standings of a competition event held on the track: each entrant's best lap
+    /// driven in the event's window.
+    Event(EventId),
 }
 
 /// Which board: a track's, of one scope.
@@ -73,10 +78,18 @@ impl BoardId {
         }
     }
 
-    /// The car of a car's board (folded); `None` for the track's board.
+    /// The standings of `event`, held on a track.
+    pub fn event(track: &TrackId, event: &EventId) -> Self {
+        Self {
+            track: track.clone(),
+            scope: BoardScope::Event(event.clone()),
+        }
+    }
+
+    /// The car of a car's board (folded); `None` for the track's board and an event's.
     pub fn vehicle(&self) -> Option<&str> {
         match &self.scope {
-            BoardScope::Track => None,
+            BoardScope::Track | BoardScope::Event(_) => None,
             BoardScope::Car(v) => Some(v),
         }
     }
@@ -90,6 +103,7 @@ impl BoardId {
         match &self.scope {
             BoardScope::Track => self.track.to_string(),
             BoardScope::Car(v) => format!("{}{CAR_SEPARATOR}{v}", self.track),
+            BoardScope::Event(e) => format!("{}{EVENT_SEPARATOR}{e}", self.track),
         }
     }
 
@@ -121,18 +135,24 @@ impl BoardId {
     /// The board an index row's sort key names (the inverse of [`Self::index_key`]).
     pub fn from_index_sk(sk: &str) -> Option<Self> {
         let rest = sk.strip_prefix(BOARD_INDEX_PREFIX)?;
-        Some(match rest.split_once(CAR_SEPARATOR) {
-            Some((track, vehicle)) => Self {
-                track: track.parse().ok()?,
-                scope: BoardScope::Car(vehicle.to_owned()),
-            },
-            None => Self::track(&rest.parse().ok()?),
+        // A track id holds no `#`: what follows it says the scope.
+        let (track, tail) = rest.split_at(rest.find('#').unwrap_or(rest.len()));
+        let scope = if tail.is_empty() {
+            BoardScope::Track
+        } else if let Some(vehicle) = tail.strip_prefix(CAR_SEPARATOR) {
+            BoardScope::Car(vehicle.to_owned())
+        } else {
+            BoardScope::Event(tail.strip_prefix(EVENT_SEPARATOR)?.parse().ok()?)
+        };
+        Some(Self {
+            track: track.parse().ok()?,
+            scope,
         })
     }
 }
 
 /// A vehicle name as boards match it: case-insensitive.
-pub(crate) fn fold_vehicle(name: &str) -> String {
+pub fn fold_vehicle(name: &str) -> String {
     name.trim().to_lowercase()
 }
 
@@ -330,6 +350,19 @@ mod tests {
             BoardId::from_index_sk(&board.index_key(&user).sk),
             Some(board)
         );
+        let event: EventId = "7c9e6679-7425-40de-944b-e07fc1f90ae7".parse().unwrap();
+        let standings = BoardId::event(&track, &event);
+        assert_eq!(
+            standings.partition(),
+            "BOARD#5f0c7d4e-0000-4000-8000-000000000001#EVENT#7c9e6679-7425-40de-944b-e07fc1f90ae7"
+        );
+        assert_eq!(standings.vehicle(), None);
+        assert_eq!(
+            BoardId::from_index_sk(&standings.index_key(&user).sk),
+            Some(standings)
+        );
+        let unknown = format!("{BOARD_INDEX_PREFIX}{track}#LEAGUE#x");
+        assert_eq!(BoardId::from_index_sk(&unknown), None);
         assert_eq!(BoardId::from_index_sk("SESSION#x"), None);
         let malformed = format!("{BOARD_INDEX_PREFIX}t1");
         assert_eq!(BoardId::from_index_sk(&malformed), None);

@@ -27,6 +27,7 @@ pub mod backfill;
 pub mod board;
 pub mod bulk;
 pub mod cache;
+pub mod extra_boards;
 pub mod lap_history;
 pub mod plausibility;
 pub mod rank_counts;

@@ -9,6 +9,7 @@ use super::board::{
     BoardId, BoardScope, Position, RANK_END, RANK_KEY, Row, StoredRow, boards_for, rank_sk,
     submitted_at,
 };
+use super::extra_boards::{EventStanding, ExtraBoard, ExtraRead, extra_standings, read_extra};
 use super::rank_counts::{self, Change, Tally, Through};
 use super::{lap_history, vehicles};
 use paddock_driving::sessions::records::StoredSession;
@@ -43,6 +44,10 @@ pub struct SubmitOutcome {
     /// The canonical track.
     #[schema(value_type = String)]
     pub track_id: TrackId,
+    /// The competition events the lap also counts for, each with the driver's standing in it;
+    /// absent when it counts for none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<EventStanding>,
 }
 
 /// Who submits.
@@ -88,6 +93,7 @@ pub enum SubmitError {
     /// Other submissions kept replacing the same entry.
     #[error("too many concurrent submissions for this entry, please retry")]
     Contended,
+
     /// The driver opened today's new boards already.
     #[error(transparent)]
     NewBoards(RateLimited),
@@ -190,7 +196,11 @@ pub(crate) fn adds_a_driver(current: Option<&StoredRow>) -> bool {
 }
 
 /// The rank `current` holds on `board` (1 is fastest).
-async fn rank_of(ports: &Ports, board: &BoardId, current: &StoredRow) -> Result<u64, StoreError> {
+pub(crate) async fn rank_of(
+    ports: &Ports,
+    board: &BoardId,
+    current: &StoredRow,
+) -> Result<u64, StoreError> {
     let (ahead, _) =
         rank_counts::rows_ahead(ports, board, &current.rank_key, Through::Before).await?;
     Ok(ahead + 1)
@@ -264,15 +274,13 @@ pub async fn submit(
     lap_time_ms: i64,
     new_boards_per_day: u32,
 ) -> Result<SubmitOutcome, SubmitError> {
-    submit_read(
-        ports,
+    let lap = Submission {
         driver,
         session,
         lap_time_ms,
         new_boards_per_day,
-        None,
-    )
-    .await
+    };
+    submit_read(ports, &lap, None, Vec::new()).await
 }
 
 /// A snapshot read refused while transactions kept writing its items (a race on one board)
@@ -284,60 +292,111 @@ fn contended(e: StoreError) -> SubmitError {
     }
 }
 
+/// One lap submitted: by whom, of which session, and the driver's daily limit of new boards.
+#[derive(Debug, Clone, Copy)]
+pub struct Submission<'a> {
+    /// Who submits.
+    pub driver: &'a Driver,
+    /// The session the lap was driven in, checked to hold it.
+    pub session: &'a StoredSession,
+    /// The lap's time.
+    pub lap_time_ms: i64,
+    /// Boards the driver may open per day.
+    pub new_boards_per_day: u32,
+}
+
+/// Why one round of a submission did not write.
+enum Round {
+    /// The submission failed.
+    Failed(SubmitError),
+    /// The conditions of this extra board no longer hold (the event closed, the
+    /// driver left the league): the submission is made again without it.
+    ExtraGone(BoardId),
+}
+
+impl From<SubmitError> for Round {
+    fn from(e: SubmitError) -> Self {
+        Self::Failed(e)
+    }
+}
+
+impl From<StoreError> for Round {
+    fn from(e: StoreError) -> Self {
+        Self::Failed(SubmitError::Store(e))
+    }
+}
+
 /// [`submit`] from what [`read_boards`] read for it (read beside the submission's other
-/// checks, say; `None` when that read lost a race); a round lost to another submission reads
-/// again.
+/// checks, say; `None` when that read lost a race), also on the `extra` boards the lap
+/// counts for; a round lost to another submission reads again.
 pub async fn submit_read(
     ports: &Ports,
-    driver: &Driver,
-    session: &StoredSession,
-    lap_time_ms: i64,
-    new_boards_per_day: u32,
+    lap: &Submission<'_>,
     read: Option<BoardsRead>,
+    extra: Vec<ExtraBoard>,
 ) -> Result<SubmitOutcome, SubmitError> {
-    let boards = &boards_for(&session.summary);
+    let boards = &boards_for(&lap.session.summary);
     let mut first = read;
+    let extra = std::sync::Mutex::new(extra);
+    let extra = &extra;
     // Another submission may change an entry or the counts between the reads and the write:
-    // the attempt then reads again.
-    retry_on_conflict(
+    // the attempt then reads again. An extra board whose conditions failed is dropped first.
+    let outcome = retry_on_conflict(
         ROUNDS,
-        |e| matches!(e, SubmitError::Contended),
+        |e| {
+            matches!(
+                e,
+                Round::Failed(SubmitError::Contended) | Round::ExtraGone(_)
+            )
+        },
         move || {
             let taken = first.take();
             async move {
-                let read = match taken {
-                    Some(read) => read,
-                    None => read_boards(ports, &driver.user_id, session, lap_time_ms)
-                        .await
-                        .map_err(contended)?,
-                };
-                attempt(
-                    ports,
-                    driver,
-                    session,
-                    boards,
-                    lap_time_ms,
-                    new_boards_per_day,
-                    read,
+                let extras = extra.lock().expect("not poisoned").clone();
+                let user = &lap.driver.user_id;
+                let (read, extra_read) = futures::try_join!(
+                    async {
+                        match taken {
+                            Some(read) => Ok(read),
+                            None => read_boards(ports, user, lap.session, lap.lap_time_ms).await,
+                        }
+                    },
+                    read_extra(ports, user, extras, lap.lap_time_ms)
                 )
-                .await
+                .map_err(contended)?;
+                let round = attempt(ports, lap, boards, read, extra_read).await;
+                if let Err(Round::ExtraGone(gone)) = &round {
+                    extra
+                        .lock()
+                        .expect("not poisoned")
+                        .retain(|e| e.board != *gone);
+                }
+                round
             }
         },
     )
-    .await
+    .await;
+    outcome.map_err(|round| match round {
+        Round::Failed(e) => e,
+        Round::ExtraGone(_) => SubmitError::Contended,
+    })
 }
 
 /// One conditional write of the lap on `boards` from `read`; `Contended` when another
 /// submission changed what was read.
 async fn attempt(
     ports: &Ports,
-    driver: &Driver,
-    session: &StoredSession,
+    lap: &Submission<'_>,
     boards: &[BoardId],
-    lap_time_ms: i64,
-    new_boards_per_day: u32,
     read: BoardsRead,
-) -> Result<SubmitOutcome, SubmitError> {
+    extra: Vec<ExtraRead>,
+) -> Result<SubmitOutcome, Round> {
+    let Submission {
+        driver,
+        session,
+        lap_time_ms,
+        new_boards_per_day,
+    } = *lap;
     let summary = &session.summary;
     let track_id = summary.track_id.clone();
     let BoardsRead {
@@ -358,12 +417,19 @@ async fn attempt(
     // The rank is decided before the write, so the event carries the rank the submission
     // answers with (achievements judge ranks by it). A new best is the latest submission:
     // it ranks behind every equal time, so the counts alone give its rank.
-    let rank = match on_track {
-        Some(current) if !faster_on_track => rank_of(ports, ranked_board, current)
-            .await
-            .map_err(contended)?,
-        _ => 1 + tally.faster() + tally.equal(),
+    let rank = async {
+        Ok(match on_track {
+            Some(current) if !faster_on_track => rank_of(ports, ranked_board, current)
+                .await
+                .map_err(contended)?,
+            _ => 1 + tally.faster() + tally.equal(),
+        })
     };
+    let (rank, standings) = futures::try_join!(rank, async {
+        extra_standings(ports, &extra, lap_time_ms, &summary.id)
+            .await
+            .map_err(|e| Round::Failed(contended(e)))
+    })?;
     let previous_best_ms = on_track.as_ref().map(|p| p.row.lap_time_ms);
     // This very lap of this session is the stored entry: the submission was sent again (its
     // answer lost, or a 503 or 504 after its write). It is answered as the board stands and
@@ -378,6 +444,7 @@ async fn attempt(
             previous_best_ms,
             rank: Some(rank),
             track_id,
+            events: standings.into_iter().map(|(_, s)| s).collect(),
         });
     }
     let rank_key = rank_sk(lap_time_ms, now, &driver.user_id);
@@ -454,6 +521,29 @@ async fn attempt(
             ops.extend(vehicles::count_ops(&track_id, car, 1));
         }
     }
+    // An event's board: its conditions first (the event open, the driver in its league),
+    // then the entry, as on the session's own boards.
+    let mut extra_conditions = Vec::new();
+    for (read, (write, _)) in extra.iter().zip(&standings) {
+        if !write {
+            continue;
+        }
+        let first = ops.len();
+        if let Some((table, key)) = &read.extra.requires {
+            ops.push(TxOp::Check {
+                table: *table,
+                key: key.clone(),
+                condition: Condition::Exists,
+            });
+        }
+        ops.extend(read.extra.checks.iter().cloned());
+        extra_conditions.push((first..ops.len(), read.extra.board.clone()));
+        ops.extend(replace_ops(
+            &read.extra.board,
+            read.entry.as_ref(),
+            &stored,
+        )?);
+    }
     // A lap that opens a board counts against the driver's day in the same transaction,
     // so only the submission that opens it counts (not a concurrent or retried one).
     let opening = entries.iter().any(Option::is_none).then(|| {
@@ -472,6 +562,7 @@ async fn attempt(
                 previous_best_ms,
                 rank: Some(rank),
                 track_id,
+                events: standings.into_iter().map(|(_, s)| s).collect(),
             };
             let result = if faster_on_track {
                 "improved"
@@ -484,12 +575,18 @@ async fn attempt(
                 .inc();
             Ok(outcome)
         }
-        Err(StoreError::ConditionFailed { index }) if Some(index) == opening => Err(
-            SubmitError::NewBoards(new_boards_spent(now.unix_timestamp(), new_boards_per_day)),
-        ),
-        Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
-            Err(SubmitError::Contended)
+        Err(StoreError::ConditionFailed { index }) if Some(index) == opening => {
+            let spent = new_boards_spent(now.unix_timestamp(), new_boards_per_day);
+            Err(SubmitError::NewBoards(spent).into())
         }
-        Err(e) => Err(e.into()),
+        Err(StoreError::ConditionFailed { index })
+            if let Some((_, board)) = extra_conditions.iter().find(|(r, _)| r.contains(&index)) =>
+        {
+            Err(Round::ExtraGone(board.clone()))
+        }
+        Err(StoreError::ConditionFailed { .. } | StoreError::Conflict) => {
+            Err(SubmitError::Contended.into())
+        }
+        Err(e) => Err(SubmitError::Store(e).into()),
     }
 }

@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
+use super::extra_boards::ExtraBoard;
 use super::plausibility::{self, Implausible};
-use super::submit::{self, Driver, MIN_QUALITY, SubmitError, SubmitOutcome};
+use super::submit::{self, Driver, MIN_QUALITY, Submission, SubmitError, SubmitOutcome};
 use paddock_driving::sessions::records::{self, StoredSession};
 use paddock_driving::sessions::upload::{MAX_LAP_MS, whole_number};
 use paddock_driving::tracks::maps::{self, MapReadError};
@@ -52,6 +53,42 @@ impl QualityScore {
     /// Whether a lap of this score may be ranked at all.
     pub fn ranks(self) -> bool {
         self.0 >= MIN_QUALITY
+    }
+
+    /// The score.
+    pub fn value(self) -> f64 {
+        self.0
+    }
+}
+
+/// A lap that passed every check of the boards, as the other boards it may count for see it.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckedLap<'a> {
+    /// Who drove it.
+    pub user_id: &'a UserId,
+    /// The session it was driven in.
+    pub session: &'a StoredSession,
+    /// Its time.
+    pub lap_time_ms: i64,
+    /// Its quality: the lower of the client's score and the stored lap's.
+    pub quality: f64,
+}
+
+/// Where a submission finds the boards its lap also counts for (a competition's open
+/// events). They are looked for beside the read of the session's own boards.
+pub trait OtherBoards: Sync {
+    /// The boards `lap` also goes on.
+    fn find(
+        &self,
+        ports: &Ports,
+        lap: CheckedLap<'_>,
+    ) -> impl Future<Output = Result<Vec<ExtraBoard>, StoreError>> + Send;
+}
+
+/// The session's boards alone.
+impl OtherBoards for () {
+    async fn find(&self, _: &Ports, _: CheckedLap<'_>) -> Result<Vec<ExtraBoard>, StoreError> {
+        Ok(Vec::new())
     }
 }
 
@@ -170,7 +207,7 @@ async fn read_first(
 
 /// Submits `lap` for `caller`: the session must be the caller's, the score high enough, the
 /// lap stored, valid and plausible; then it goes on the session's boards (a day opens at
-/// most `new_boards_per_day` new ones).
+/// most `new_boards_per_day` new ones) and on those `other` finds for it.
 ///
 /// The session and the profile are read beside the confirmation of a sign-in, so the request
 /// waits on one round trip for both; nothing is written before the caller is confirmed, and a
@@ -180,24 +217,35 @@ pub async fn submit_lap(
     caller: Unconfirmed,
     lap: SubmitLap,
     new_boards_per_day: u32,
+    other: &impl OtherBoards,
 ) -> Result<(Caller, SubmitOutcome), SubmitLapError> {
     let user_id = caller.user_id().clone();
     let (confirmed, first) = caller
         .confirmed_beside(ports, read_first(ports, &user_id, &lap))
         .await;
     let caller = confirmed?;
-    let outcome = submit_read(ports, &caller.user_id, lap, new_boards_per_day, first?).await?;
+    let outcome = submit_read(
+        ports,
+        &caller.user_id,
+        lap,
+        new_boards_per_day,
+        first?,
+        other,
+    )
+    .await?;
     Ok((caller, outcome))
 }
 
-/// [`submit_lap`] from what [`read_first`] read for it. Then the track's map and the boards
-/// are read at once, and the lap written.
+/// [`submit_lap`] from what [`read_first`] read for it. Then the track's map, the boards and
+/// the other boards of the lap are read at once (the driver's entries on those once they are
+/// known), and the lap written.
 async fn submit_read(
     ports: &Ports,
     user_id: &UserId,
     lap: SubmitLap,
     new_boards_per_day: u32,
     first: FirstReads,
+    other: &impl OtherBoards,
 ) -> Result<SubmitOutcome, SubmitLapError> {
     let rejected = || {
         paddock_platform::metrics::global()
@@ -214,11 +262,18 @@ async fn submit_read(
         rejected();
         SubmitLapError::NoSuchLap(reason)
     })?;
-    let (map_length_m, boards) = futures::join!(
+    let checked = CheckedLap {
+        user_id,
+        session: &session,
+        lap_time_ms: lap.lap_time.ms(),
+        quality: lap.quality.value().min(stored.quality_combined),
+    };
+    let (map_length_m, boards, extra) = futures::join!(
         maps::length_m(ports, &session.summary.track_id),
-        submit::read_boards(ports, user_id, &session, lap.lap_time.ms())
+        submit::read_boards(ports, user_id, &session, lap.lap_time.ms()),
+        other.find(ports, checked)
     );
-    let map_length_m = map_length_m?;
+    let (map_length_m, extra) = (map_length_m?, extra?);
     // A read that lost a race with other submissions is made again by the submission.
     let boards = match boards {
         Ok(boards) => Some(boards),
@@ -244,15 +299,13 @@ async fn submit_read(
         avatar_url: profile.user.avatar_url,
         profile_version: profile.version,
     };
-    Ok(submit::submit_read(
-        ports,
-        &driver,
-        &session,
-        lap.lap_time.ms(),
+    let submission = Submission {
+        driver: &driver,
+        session: &session,
+        lap_time_ms: lap.lap_time.ms(),
         new_boards_per_day,
-        boards,
-    )
-    .await?)
+    };
+    Ok(submit::submit_read(ports, &submission, boards, extra).await?)
 }
 
 #[cfg(test)]

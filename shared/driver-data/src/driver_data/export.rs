@@ -305,10 +305,14 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
                     let row = StoredRow::from_item(item)?;
                     let mut value = serde_json::to_value(&row.row).expect("a row serialises");
                     value["trackId"] = json!(board.track);
-                    value["board"] = json!(match board.scope {
+                    value["board"] = json!(match &board.scope {
                         BoardScope::Track => "track",
                         BoardScope::Car(_) => "car",
+                        BoardScope::Event(_) => "event",
                     });
+                    if let BoardScope::Event(event) = &board.scope {
+                        value["eventId"] = json!(event);
+                    }
                     array.push(&value).await?;
                 }
             }

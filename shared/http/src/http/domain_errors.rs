@@ -5,6 +5,7 @@ use super::error::ApiError;
 use paddock_core::activity::feed::{FeedReadError, PostError};
 use paddock_core::coaching::coach::CoachError;
 use paddock_core::coaching::llm::LlmError;
+use paddock_core::competition_events::EventError;
 use paddock_core::identity::authentication::AuthenticationError;
 use paddock_core::identity::passwords::PasswordError;
 use paddock_core::identity::signing_keys::SigningKeyError;
@@ -129,6 +130,13 @@ answers! {
             Self::Conflict(e.to_string())
         }
         LeagueError::Store(s) => s.into(),
+    };
+    EventError => |e| match e {
+        EventError::Invalid(p) => p.into(),
+        EventError::NotFound => Self::NotFound(e.to_string()),
+        EventError::League(league) => league.into(),
+        EventError::TooManyLive => Self::Conflict(e.to_string()),
+        EventError::Store(s) => s.into(),
     };
     MapReadError => |e| match e {
         MapReadError::Store(e) => e.into(),

@@ -20,8 +20,9 @@ pub(super) async fn subscription_when(
 ) -> Value {
     let until = Instant::now() + within;
     loop {
-        let (status, one) =
-            send(app, Method::GET, &format!("/v1/webhooks/{id}"), token, None).await;
+        let (status, one) = app
+            .call(Method::GET, &format!("/v1/webhooks/{id}"), token, None)
+            .await;
         assert_eq!(status, 200, "{one}");
         if done(&one) {
             return one;
@@ -127,14 +128,14 @@ pub(super) async fn events_arrive_signed_and_once_through_a_failing_receiver(app
     assert!(best["data"].get("improved").is_none());
 
     // The history shows the failures and the successes, newest first.
-    let (status, history) = send(
-        &app,
-        Method::GET,
-        &format!("/v1/webhooks/{id}/deliveries"),
-        &token,
-        None,
-    )
-    .await;
+    let (status, history) = app
+        .call(
+            Method::GET,
+            &format!("/v1/webhooks/{id}/deliveries"),
+            &token,
+            None,
+        )
+        .await;
     assert_eq!(status, 200);
     let attempts = history["data"]["items"].as_array().unwrap();
     assert!(
@@ -167,14 +168,14 @@ pub(super) async fn events_arrive_signed_and_once_through_a_failing_receiver(app
     let mut latencies = Vec::new();
     for _ in 0..15 {
         let before = receiver.all().len();
-        let (status, queued) = send(
-            &app,
-            Method::POST,
-            &format!("/v1/webhooks/{id}/test"),
-            &token,
-            None,
-        )
-        .await;
+        let (status, queued) = app
+            .call(
+                Method::POST,
+                &format!("/v1/webhooks/{id}/test"),
+                &token,
+                None,
+            )
+            .await;
         assert_eq!(status, 202, "{queued}");
         let committed = Instant::now();
         let webhook_id = queued["data"]["webhookId"].as_str().unwrap().to_owned();
@@ -204,14 +205,14 @@ pub(super) async fn a_rotated_secret_signs_beside_the_old_during_its_grace(app: 
     let (token, _) = app.driver("Mio").await;
     let receiver = Receiver::start().await;
     let (id, old) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
-    let (status, rotated) = send(
-        &app,
-        Method::POST,
-        &format!("/v1/webhooks/{id}/rotate-secret"),
-        &token,
-        Some(json!({"graceHours": 2})),
-    )
-    .await;
+    let (status, rotated) = app
+        .call(
+            Method::POST,
+            &format!("/v1/webhooks/{id}/rotate-secret"),
+            &token,
+            Some(json!({"graceHours": 2})),
+        )
+        .await;
     assert_eq!(status, 200, "{rotated}");
     let new = rotated["data"]["secret"].as_str().unwrap().to_owned();
     assert_ne!(new, old);
@@ -225,14 +226,14 @@ pub(super) async fn a_rotated_secret_signs_beside_the_old_during_its_grace(app: 
     assert_eq!(verify(&[&new, &old], &first[..1]), vec![vec![0, 1]]);
 
     // Rotated again without a grace period: the new secret alone signs.
-    let (status, rotated) = send(
-        &app,
-        Method::POST,
-        &format!("/v1/webhooks/{id}/rotate-secret"),
-        &token,
-        Some(json!({"graceHours": 0})),
-    )
-    .await;
+    let (status, rotated) = app
+        .call(
+            Method::POST,
+            &format!("/v1/webhooks/{id}/rotate-secret"),
+            &token,
+            Some(json!({"graceHours": 0})),
+        )
+        .await;
     assert_eq!(status, 200, "{rotated}");
     let newest = rotated["data"]["secret"].as_str().unwrap().to_owned();
     assert_eq!(rotated["data"]["previousSecretExpiresAt"], Value::Null);
@@ -261,19 +262,21 @@ pub(super) async fn nothing_arrives_for_a_deleted_subscription_or_account(app: T
     // The deleted one's delivery would come at the same time: give it a moment anyway.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(receiver.all().len(), 1, "{:#?}", receiver.all());
-    let (status, history) = send(
-        &app,
-        Method::GET,
-        &format!("/v1/webhooks/{kept}/deliveries"),
-        &token,
-        None,
-    )
-    .await;
+    let (status, history) = app
+        .call(
+            Method::GET,
+            &format!("/v1/webhooks/{kept}/deliveries"),
+            &token,
+            None,
+        )
+        .await;
     assert_eq!(status, 200);
     assert_eq!(history["data"]["items"].as_array().unwrap().len(), 1);
 
     // The account's deletion removes every webhook item; nothing arrives after it.
-    let (status, deleted) = send(&app, Method::DELETE, "/v1/profile/me", &token, None).await;
+    let (status, deleted) = app
+        .call(Method::DELETE, "/v1/profile/me", &token, None)
+        .await;
     assert_eq!(status, 202, "{deleted}");
     let prefix = format!("HOOK#{user}");
     let mut left = usize::MAX;

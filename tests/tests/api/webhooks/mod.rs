@@ -70,27 +70,16 @@ async fn delete(app: &TestApp, path: &str, token: &str) -> u16 {
         .as_u16()
 }
 
-async fn send(
-    app: &TestApp,
-    method: Method,
-    path: &str,
-    token: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let (status, body, _) = app.send_auth(method, path, token, body).await;
-    (status, body)
-}
-
 /// Makes a subscription; answers (id, secret).
 async fn subscribe(app: &TestApp, token: &str, url: &str, types: &[&str]) -> (String, String) {
-    let (status, made) = send(
-        app,
-        Method::POST,
-        "/v1/webhooks",
-        token,
-        Some(json!({"url": url, "eventTypes": types, "description": "test receiver"})),
-    )
-    .await;
+    let (status, made) = app
+        .call(
+            Method::POST,
+            "/v1/webhooks",
+            token,
+            Some(json!({"url": url, "eventTypes": types, "description": "test receiver"})),
+        )
+        .await;
     assert_eq!(status, 201, "{made}");
     (
         made["data"]["id"].as_str().unwrap().to_owned(),
@@ -134,18 +123,13 @@ async fn subscriptions_follow_their_rules(app: TestApp) {
     assert!(secret.starts_with("whsec_"), "{secret}");
 
     // Listed and read without the secret; the types in documented order.
-    let (status, list) = send(&app, Method::GET, "/v1/webhooks", &token, None).await;
+    let (status, list) = app.call(Method::GET, "/v1/webhooks", &token, None).await;
     assert_eq!(status, 200);
     assert_eq!(list["data"]["items"].as_array().unwrap().len(), 1);
     assert!(!list.to_string().contains(&secret));
-    let (status, one) = send(
-        &app,
-        Method::GET,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        None,
-    )
-    .await;
+    let (status, one) = app
+        .call(Method::GET, &format!("/v1/webhooks/{id}"), &token, None)
+        .await;
     assert_eq!(status, 200);
     assert_eq!(
         one["data"]["eventTypes"],
@@ -154,25 +138,25 @@ async fn subscriptions_follow_their_rules(app: TestApp) {
     assert_eq!(one["data"]["enabled"], true);
 
     // Changed: paused, other types; a bad field changes nothing.
-    let (status, changed) = send(
-        &app,
-        Method::PATCH,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        Some(json!({"enabled": false, "eventTypes": ["session.uploaded"]})),
-    )
-    .await;
+    let (status, changed) = app
+        .call(
+            Method::PATCH,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            Some(json!({"enabled": false, "eventTypes": ["session.uploaded"]})),
+        )
+        .await;
     assert_eq!(status, 200, "{changed}");
     assert_eq!(changed["data"]["enabled"], false);
     assert_eq!(changed["data"]["eventTypes"], json!(["session.uploaded"]));
-    let (status, bad) = send(
-        &app,
-        Method::PATCH,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        Some(json!({"eventTypes": ["lap.done"]})),
-    )
-    .await;
+    let (status, bad) = app
+        .call(
+            Method::PATCH,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            Some(json!({"eventTypes": ["lap.done"]})),
+        )
+        .await;
     assert_eq!(status, 400);
     assert!(
         error_of(&bad).contains("eventTypes") && error_of(&bad).contains("lap.done"),
@@ -213,14 +197,9 @@ async fn subscriptions_follow_their_rules(app: TestApp) {
             "control",
         ),
     ] {
-        let (status, refused) = send(
-            &app,
-            Method::POST,
-            "/v1/webhooks",
-            &token,
-            Some(body.clone()),
-        )
-        .await;
+        let (status, refused) = app
+            .call(Method::POST, "/v1/webhooks", &token, Some(body.clone()))
+            .await;
         assert_eq!(status, 400, "{body}: {refused}");
         let error = error_of(&refused);
         assert!(
@@ -231,14 +210,14 @@ async fn subscriptions_follow_their_rules(app: TestApp) {
 
     // Rotation with a malformed grace period is refused.
     for grace in [json!(-1), json!(73), json!("24")] {
-        let (status, refused) = send(
-            &app,
-            Method::POST,
-            &format!("/v1/webhooks/{id}/rotate-secret"),
-            &token,
-            Some(json!({"graceHours": grace})),
-        )
-        .await;
+        let (status, refused) = app
+            .call(
+                Method::POST,
+                &format!("/v1/webhooks/{id}/rotate-secret"),
+                &token,
+                Some(json!({"graceHours": grace})),
+            )
+            .await;
         assert_eq!(status, 400, "{grace}: {refused}");
         assert!(error_of(&refused).contains("graceHours"), "{refused}");
     }
@@ -247,27 +226,22 @@ async fn subscriptions_follow_their_rules(app: TestApp) {
     for _ in 1..10 {
         subscribe(&app, &token, &receiver.url, &["board.passed"]).await;
     }
-    let (status, refused) = send(
-        &app,
-        Method::POST,
-        "/v1/webhooks",
-        &token,
-        Some(json!({"url": receiver.url, "eventTypes": ["board.passed"]})),
-    )
-    .await;
+    let (status, refused) = app
+        .call(
+            Method::POST,
+            "/v1/webhooks",
+            &token,
+            Some(json!({"url": receiver.url, "eventTypes": ["board.passed"]})),
+        )
+        .await;
     assert_eq!(status, 409, "{refused}");
     assert!(error_of(&refused).contains("at most 10"), "{refused}");
 
     // Another driver sees none of them.
     let (other, _) = app.driver("Ivo").await;
-    let (status, _) = send(
-        &app,
-        Method::GET,
-        &format!("/v1/webhooks/{id}"),
-        &other,
-        None,
-    )
-    .await;
+    let (status, _) = app
+        .call(Method::GET, &format!("/v1/webhooks/{id}"), &other, None)
+        .await;
     assert_eq!(status, 404);
     let status = delete(&app, &format!("/v1/webhooks/{id}"), &other).await;
     assert_eq!(status, 404);
@@ -276,38 +250,33 @@ async fn subscriptions_follow_their_rules(app: TestApp) {
     let token_with = |scopes: Value| {
         let (app, token) = (&app, &token);
         async move {
-            let (status, made) = send(
-                app,
-                Method::POST,
-                "/v1/tokens",
-                token,
-                Some(json!({"name": "bot", "scopes": scopes})),
-            )
-            .await;
+            let (status, made) = app
+                .call(
+                    Method::POST,
+                    "/v1/tokens",
+                    token,
+                    Some(json!({"name": "bot", "scopes": scopes})),
+                )
+                .await;
             assert_eq!(status, 201, "{made}");
             made["data"]["token"].as_str().unwrap().to_owned()
         }
     };
     let reader = token_with(json!(["sessions:read"])).await;
-    let (status, refused) = send(&app, Method::GET, "/v1/webhooks", &reader, None).await;
+    let (status, refused) = app.call(Method::GET, "/v1/webhooks", &reader, None).await;
     assert_eq!(status, 403);
     assert!(error_of(&refused).contains("`webhooks`"), "{refused}");
     let hooks = token_with(json!(["webhooks"])).await;
-    let (status, list) = send(&app, Method::GET, "/v1/webhooks", &hooks, None).await;
+    let (status, list) = app.call(Method::GET, "/v1/webhooks", &hooks, None).await;
     assert_eq!(status, 200);
     assert_eq!(list["data"]["items"].as_array().unwrap().len(), 10);
 
     // Deleted: gone, and deleting again is a 404.
     let status = delete(&app, &format!("/v1/webhooks/{id}"), &hooks).await;
     assert_eq!(status, 204);
-    let (status, _) = send(
-        &app,
-        Method::GET,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        None,
-    )
-    .await;
+    let (status, _) = app
+        .call(Method::GET, &format!("/v1/webhooks/{id}"), &token, None)
+        .await;
     assert_eq!(status, 404);
     let status = delete(&app, &format!("/v1/webhooks/{id}"), &token).await;
     assert_eq!(status, 404);
@@ -350,14 +319,14 @@ async fn addresses_that_are_not_public_are_refused_naming_the_rule(app: TestApp)
         ("http://8.8.8.8/hook", "must use https (8.8.8.8)"),
         ("https://no-such-host.invalid/hook", "does not resolve"),
     ] {
-        let (status, refused) = send(
-            &app,
-            Method::POST,
-            "/v1/webhooks",
-            &token,
-            Some(json!({"url": url, "eventTypes": ["board.passed"]})),
-        )
-        .await;
+        let (status, refused) = app
+            .call(
+                Method::POST,
+                "/v1/webhooks",
+                &token,
+                Some(json!({"url": url, "eventTypes": ["board.passed"]})),
+            )
+            .await;
         assert_eq!(status, 400, "{url}: {refused}");
         let error = error_of(&refused);
         assert!(
@@ -365,7 +334,7 @@ async fn addresses_that_are_not_public_are_refused_naming_the_rule(app: TestApp)
             "{url}: {error}"
         );
     }
-    let (status, list) = send(&app, Method::GET, "/v1/webhooks", &token, None).await;
+    let (status, list) = app.call(Method::GET, "/v1/webhooks", &token, None).await;
     assert_eq!(status, 200);
     assert_eq!(list["data"]["items"], json!([]));
 }
@@ -387,14 +356,14 @@ async fn loopback_needs_the_local_test_setting(backend: Backend) {
         ("https://[::1]/hook", "loopback address (::1)"),
         ("https://[::ffff:127.0.0.1]/hook", "loopback address"),
     ] {
-        let (status, refused) = send(
-            &app,
-            Method::POST,
-            "/v1/webhooks",
-            &token,
-            Some(json!({"url": url, "eventTypes": ["board.passed"]})),
-        )
-        .await;
+        let (status, refused) = app
+            .call(
+                Method::POST,
+                "/v1/webhooks",
+                &token,
+                Some(json!({"url": url, "eventTypes": ["board.passed"]})),
+            )
+            .await;
         assert_eq!(status, 400, "{url}: {refused}");
         assert!(error_of(&refused).contains(rule), "{url}: {refused}");
     }
@@ -539,14 +508,9 @@ async fn a_subscription_failing_for_days_is_disabled_and_the_driver_told(
         .to_owned();
     let until = Instant::now() + Duration::from_secs(30);
     let disabled = loop {
-        let (_, one) = send(
-            &app,
-            Method::GET,
-            &format!("/v1/webhooks/{id}"),
-            &token,
-            None,
-        )
-        .await;
+        let (_, one) = app
+            .call(Method::GET, &format!("/v1/webhooks/{id}"), &token, None)
+            .await;
         if one["data"]["enabled"] == false {
             break one;
         }
@@ -557,7 +521,7 @@ async fn a_subscription_failing_for_days_is_disabled_and_the_driver_told(
     assert!(reason.contains("for 3 days"), "{reason}");
     let until = Instant::now() + Duration::from_secs(20);
     loop {
-        let (_, feed) = send(&app, Method::GET, "/v1/feed", &token, None).await;
+        let (_, feed) = app.call(Method::GET, "/v1/feed", &token, None).await;
         let told = feed["data"]["items"].as_array().unwrap().iter().any(|e| {
             e["kind"] == "webhook" && e["subtitle"].as_str().unwrap().contains(&receiver.url)
         });
@@ -569,14 +533,14 @@ async fn a_subscription_failing_for_days_is_disabled_and_the_driver_told(
     }
 
     // Turned back on: the failure state is cleared.
-    let (status, resumed) = send(
-        &app,
-        Method::PATCH,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        Some(json!({"enabled": true})),
-    )
-    .await;
+    let (status, resumed) = app
+        .call(
+            Method::PATCH,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            Some(json!({"enabled": true})),
+        )
+        .await;
     assert_eq!(status, 200, "{resumed}");
     assert_eq!(resumed["data"]["disabledReason"], Value::Null);
     assert_eq!(resumed["data"]["failingSince"], Value::Null);
@@ -608,8 +572,7 @@ async fn a_receiver_confirms_before_anything_is_sent_and_checks_are_limited(app:
     let create = |url: String| {
         let (app, token) = (&app, &token);
         async move {
-            send(
-                app,
+            app.call(
                 Method::POST,
                 "/v1/webhooks",
                 token,
@@ -629,7 +592,7 @@ async fn a_receiver_confirms_before_anything_is_sent_and_checks_are_limited(app:
     let (status, refused) = create(closed_port_url().await).await;
     assert_eq!(status, 422, "{refused}");
     assert!(error_of(&refused).contains("did not answer"), "{refused}");
-    let (_, list) = send(&app, Method::GET, "/v1/webhooks", &token, None).await;
+    let (_, list) = app.call(Method::GET, "/v1/webhooks", &token, None).await;
     assert_eq!(list["data"]["items"], json!([]));
 
     // A receiver that echoes the challenge is subscribed.
@@ -637,23 +600,18 @@ async fn a_receiver_confirms_before_anything_is_sent_and_checks_are_limited(app:
     let (id, _) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
 
     // A new URL must confirm too; the refused change leaves the subscription as it was.
-    let (status, refused) = send(
-        &app,
-        Method::PATCH,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        Some(json!({"url": accepting_server().await})),
-    )
-    .await;
+    let (status, refused) = app
+        .call(
+            Method::PATCH,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            Some(json!({"url": accepting_server().await})),
+        )
+        .await;
     assert_eq!(status, 422, "{refused}");
-    let (_, one) = send(
-        &app,
-        Method::GET,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        None,
-    )
-    .await;
+    let (_, one) = app
+        .call(Method::GET, &format!("/v1/webhooks/{id}"), &token, None)
+        .await;
     assert_eq!(one["data"]["url"], receiver.url.as_str());
 
     // Four checks so far (two refused creations, a creation, a refused change); tests count
@@ -697,24 +655,19 @@ async fn a_password_change_pauses_subscriptions_until_the_owner_resumes(app: Tes
     let receiver = Receiver::start().await;
     let (id, _) = subscribe(&app, &token, &receiver.url, &["session.uploaded"]).await;
 
-    let (status, changed) = send(
-        &app,
-        Method::POST,
-        "/v1/auth/password",
-        &token,
-        Some(json!({"currentPassword": "correct horse battery",
+    let (status, changed) = app
+        .call(
+            Method::POST,
+            "/v1/auth/password",
+            &token,
+            Some(json!({"currentPassword": "correct horse battery",
                     "newPassword": "a new battery staple"})),
-    )
-    .await;
+        )
+        .await;
     assert_eq!(status, 200, "{changed}");
-    let (_, paused) = send(
-        &app,
-        Method::GET,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        None,
-    )
-    .await;
+    let (_, paused) = app
+        .call(Method::GET, &format!("/v1/webhooks/{id}"), &token, None)
+        .await;
     assert_eq!(paused["data"]["enabled"], false, "{paused}");
     assert!(
         paused["data"]["disabledReason"]
@@ -728,14 +681,14 @@ async fn a_password_change_pauses_subscriptions_until_the_owner_resumes(app: Tes
     assert!(receiver.all().is_empty(), "{:#?}", receiver.all());
 
     // Resumed by the owner: the receiver confirms again, and deliveries follow.
-    let (status, resumed) = send(
-        &app,
-        Method::PATCH,
-        &format!("/v1/webhooks/{id}"),
-        &token,
-        Some(json!({"enabled": true})),
-    )
-    .await;
+    let (status, resumed) = app
+        .call(
+            Method::PATCH,
+            &format!("/v1/webhooks/{id}"),
+            &token,
+            Some(json!({"enabled": true})),
+        )
+        .await;
     assert_eq!(status, 200, "{resumed}");
     assert_eq!(resumed["data"]["disabledReason"], Value::Null);
     upload(&app, &token, "wren-2", 94_000).await;
@@ -758,14 +711,14 @@ async fn create_at_once(
     body: impl Fn(usize) -> Value,
 ) -> usize {
     let answers = futures::future::join_all(
-        (0..40).map(|i| send(app, Method::POST, path, token, Some(body(i)))),
+        (0..40).map(|i| app.call(Method::POST, path, token, Some(body(i)))),
     )
     .await;
     for (status, answer) in &answers {
         assert!([201, 409, 503].contains(status), "{status}: {answer}");
     }
     let made = answers.iter().filter(|(status, _)| *status == 201).count();
-    let (_, list) = send(app, Method::GET, path, token, None).await;
+    let (_, list) = app.call(Method::GET, path, token, None).await;
     assert_eq!(list["data"]["items"].as_array().unwrap().len(), made);
     made
 }

@@ -1,0 +1,291 @@
+//! `/v1/events` and `/v1/leagues/{id}/events`: competition events and their standings (see
+//! docs/api-guide.md, Events). A league's events are seen by its members only: anyone else is
+//! answered 404; only the league's owner makes them.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use http::request::Parts;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::envelopes::envelope;
+use crate::http::auth_user::{Caller, scope};
+use crate::http::envelope::with_status;
+use crate::http::{ApiError, ApiJson, ApiQuery, MalformedId, PathId, ok};
+use crate::routes::leaderboard_answers::LeaderboardEntry;
+use crate::routes::leagues::NoSuchLeague;
+use crate::routes::paging;
+use crate::routes::registry::{Routes, operations};
+use crate::state::AppState;
+use paddock_core::competition_events::{
+    self as events, Event, EventError, EventPlan, Host, PlanFields,
+};
+use paddock_core::ids::{EventId, LeagueId};
+use paddock_core::leaderboards::reads::{decode_cursor, encode_cursor};
+
+/// The event routes.
+pub(crate) fn routes<R: Routes>(routes: R) -> R {
+    routes
+        .operations(operations!(create_league_event, list_league_events))
+        .operations(operations!(list_public_events))
+        .operations(operations!(read))
+        .operations(operations!(standings))
+}
+
+/// A malformed event id names no event: answered as an unknown one.
+pub(crate) struct NoSuchEvent;
+
+impl<S> MalformedId<S> for NoSuchEvent {
+    fn answer(_: &Parts, _: &S) -> Response {
+        ApiError::from(EventError::NotFound).into_response()
+    }
+}
+
+/// A series' recurrence in a request.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RecurrenceRequest {
+    /// Days from one round's opening to the next's, 1 to 28, at least the window's length.
+    #[schema(required = true, value_type = u32, minimum = 1, maximum = 28)]
+    pub every_days: Option<Value>,
+    /// Rounds in all, 2 to 52; the last opens within 366 days of the first.
+    #[schema(required = true, value_type = u32, minimum = 2, maximum = 52)]
+    pub rounds: Option<Value>,
+}
+
+/// `POST /v1/leagues/{id}/events` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CreateEventRequest {
+    /// 1 to 60 characters (trimmed); no control, invisible or text-direction characters.
+    #[schema(required = true, value_type = String, min_length = 1, max_length = 60)]
+    pub name: Option<String>,
+    /// The track (a track id of `GET /v1/tracks`).
+    #[schema(required = true, value_type = String, format = Uuid)]
+    pub track_id: Option<String>,
+    /// The one car laps must be driven in: a car raced on the track (names match
+    /// case-insensitively); absent for any car.
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 100)]
+    pub car: Option<String>,
+    /// When the window opens: RFC 3339 in UTC, not in the past, at most 180 days ahead.
+    #[schema(required = true, value_type = String, format = DateTime)]
+    pub opens_at: Option<String>,
+    /// When it closes: 10 minutes to 31 days after it opens.
+    #[schema(required = true, value_type = String, format = DateTime)]
+    pub closes_at: Option<String>,
+    /// The least quality score a lap needs, 0.8 (the default) to 1.
+    #[schema(value_type = Option<f64>, minimum = 0.8, maximum = 1.0)]
+    pub min_quality: Option<Value>,
+    /// Makes a series: the maintenance tick opens each next round.
+    pub recurrence: Option<RecurrenceRequest>,
+}
+
+impl From<CreateEventRequest> for PlanFields {
+    fn from(body: CreateEventRequest) -> Self {
+        Self {
+            name: body.name,
+            track_id: body.track_id,
+            car: body.car,
+            opens_at: body.opens_at,
+            closes_at: body.closes_at,
+            min_quality: body.min_quality.filter(|v| !v.is_null()),
+            recurrence: body.recurrence.map(|r| {
+                (
+                    r.every_days.filter(|v| !v.is_null()),
+                    r.rounds.filter(|v| !v.is_null()),
+                )
+            }),
+        }
+    }
+}
+
+/// Makes an event of a league; only its owner may.
+#[utoipa::path(post, path = "/v1/leagues/{id}/events", operation_id = "createLeagueEvent", tag = "events",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The league's id")),
+    request_body(content = CreateEventRequest, description = "camelCase or PascalCase names", example = json!({
+        "name": "Monza week", "trackId": "5f0c7d4e-0000-4000-8000-000000000001",
+        "opensAt": "2026-12-07T18:00:00Z", "closesAt": "2026-12-14T18:00:00Z",
+        "recurrence": {"everyDays": 7, "rounds": 4}})),
+    responses((status = 201, description = "The event", body = EventEnvelope),
+              (status = 400, description = "A field that breaks its rule (the error names the field): the window, \
+               an unknown track or a car not raced on it, the minimum quality, the recurrence"),
+              (status = 401, description = "No valid sign-in"),
+              (status = 403, description = "The caller is a member, not the owner"),
+              (status = 404, description = "No such league, or the caller is not in it"),
+              (status = 409, description = "The league has 10 events not yet finished")))]
+pub(crate) async fn create_league_event(
+    State(state): State<AppState>,
+    user: Caller<scope::SignIn>,
+    PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
+    ApiJson(body): ApiJson<CreateEventRequest>,
+) -> Result<Response, ApiError> {
+    let now_ms = state.ports.clock.now().unix_timestamp() * 1000;
+    let plan = EventPlan::check(body.into(), now_ms)?;
+    let event = events::create(&state.ports, user.user_id(), Host::League(id), plan).await?;
+    Ok(with_status(StatusCode::CREATED, event))
+}
+
+/// A list of events.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct EventList {
+    /// The events not yet finished, in the order they close, then the latest finished.
+    pub items: Vec<Event>,
+}
+
+/// Finished events a list shows besides those not yet finished.
+const FINISHED_SHOWN: usize = 10;
+
+/// A league's events, for its members.
+#[utoipa::path(get, path = "/v1/leagues/{id}/events", operation_id = "listLeagueEvents", tag = "events",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The league's id")),
+    responses((status = 200, description = "The events not yet finished (in the order they close), then the 10 \
+               latest finished", body = EventListEnvelope),
+              (status = 401, description = "No valid sign-in"),
+              (status = 404, description = "No such league, or the caller is not in it")))]
+pub(crate) async fn list_league_events(
+    State(state): State<AppState>,
+    user: Caller<scope::SignIn>,
+    PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
+) -> Result<Response, ApiError> {
+    let host = Host::League(id);
+    let items = events::list(&state.ports, Some(user.user_id()), &host, FINISHED_SHOWN).await?;
+    Ok(ok(EventList { items }))
+}
+
+/// The public events.
+#[utoipa::path(get, path = "/v1/events", operation_id = "listEvents", tag = "events",
+    security(("bearer" = [])),
+    responses((status = 200, description = "The public events not yet finished (in the order they close), then \
+               the 10 latest finished", body = EventListEnvelope),
+              (status = 401, description = "No valid sign-in")))]
+pub(crate) async fn list_public_events(
+    State(state): State<AppState>,
+    user: Caller<scope::SignIn>,
+) -> Result<Response, ApiError> {
+    let host = Host::Public;
+    let items = events::list(&state.ports, Some(user.user_id()), &host, FINISHED_SHOWN).await?;
+    Ok(ok(EventList { items }))
+}
+
+/// One event.
+#[utoipa::path(get, path = "/v1/events/{id}", operation_id = "getEvent", tag = "events",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The event's id")),
+    responses((status = 200, description = "The event", body = EventEnvelope),
+              (status = 401, description = "No valid sign-in"),
+              (status = 404, description = "No such event, or a league's event and the caller is not in the league")))]
+pub(crate) async fn read(
+    State(state): State<AppState>,
+    user: Caller<scope::SignIn>,
+    PathId { id, .. }: PathId<EventId, NoSuchEvent>,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        events::get(&state.ports, Some(user.user_id()), &id).await?
+    ))
+}
+
+/// `GET /v1/events/{id}/standings` query.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StandingsQuery {
+    /// Page size, 1 to 100 (default 20).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100)]
+    pub limit: Option<String>,
+    /// The `nextCursor` of the previous page (a position in the standings).
+    pub cursor: Option<String>,
+    /// `me`: the page centred on the caller's entry (no cursor).
+    #[param(value_type = Option<String>, pattern = "^me$")]
+    pub around: Option<String>,
+}
+
+/// A page of an event's standings.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct EventStandings {
+    /// The event.
+    pub event: Event,
+    /// Each entrant's best lap in the event, fastest first.
+    pub entries: Vec<LeaderboardEntry>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+    /// Entrants in all.
+    pub total_entries: u64,
+}
+
+/// An event's standings: each entrant's best lap driven in its window and submitted before
+/// it closed, with exact ranks; final once the event has finished.
+#[utoipa::path(get, path = "/v1/events/{id}/standings", operation_id = "getEventStandings", tag = "events",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The event's id"), StandingsQuery),
+    responses((status = 200, description = "One page of the standings", body = EventStandingsEnvelope),
+              (status = 400, description = "A bad limit, cursor or around"),
+              (status = 401, description = "No valid sign-in"),
+              (status = 404, description = "No such event (or a league's, and the caller is not in the league), \
+               or (`around=me`) no entry of the caller")))]
+pub(crate) async fn standings(
+    State(state): State<AppState>,
+    user: Caller<scope::SignIn>,
+    PathId { id, .. }: PathId<EventId, NoSuchEvent>,
+    ApiQuery(q): ApiQuery<StandingsQuery>,
+) -> Result<Response, ApiError> {
+    let limit = paging::parse_limit(q.limit.as_deref())?;
+    let cursor = q.cursor.as_deref().map(str::trim).filter(|c| !c.is_empty());
+    let after = match cursor {
+        Some(c) => Some(
+            decode_cursor(c)
+                .ok_or_else(|| ApiError::invalid("cursor", "is not a cursor this list returned"))?,
+        ),
+        None => None,
+    };
+    let (event, slice) = match q.around.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+        None => {
+            events::standings(
+                &state.ports,
+                Some(user.user_id()),
+                &id,
+                after.as_deref(),
+                limit,
+            )
+            .await?
+        }
+        Some("me") if after.is_some() => {
+            return Err(ApiError::invalid(
+                "around",
+                "cannot be combined with cursor",
+            ));
+        }
+        Some("me") => {
+            let (event, mine) = events::around_me(&state.ports, user.user_id(), &id, limit).await?;
+            let (slice, _) =
+                mine.ok_or_else(|| ApiError::NotFound("you have no entry in this event".into()))?;
+            (event, slice)
+        }
+        Some(_) => return Err(ApiError::invalid("around", "must be `me`")),
+    };
+    Ok(ok(EventStandings {
+        event,
+        next_cursor: slice.next_after.as_deref().map(encode_cursor),
+        entries: slice.rows.into_iter().map(Into::into).collect(),
+        total_entries: slice.total,
+    }))
+}
+
+envelope!(
+    /// An event.
+    EventEnvelope => Event
+);
+
+envelope!(
+    /// A list of events.
+    EventListEnvelope => EventList
+);
+
+envelope!(
+    /// A page of an event's standings.
+    EventStandingsEnvelope => EventStandings
+);

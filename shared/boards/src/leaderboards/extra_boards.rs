@@ -1,0 +1,136 @@
+//! The boards a lap goes on besides its session's own (a competition event's standings): what
+//! a submission reads of them, and the driver's standing on each after it.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::board::{BoardId, BoardScope, StoredRow};
+use super::rank_counts::Tally;
+use super::submit::rank_of;
+use paddock_kernel::ids::{EventId, SessionId, UserId};
+use paddock_kernel::ports::Ports;
+use paddock_kernel::ports::items::{Key, StoreError, TxOp};
+use paddock_kernel::tables::Table;
+
+/// The driver's standing in one event after a submission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventStanding {
+    /// The event.
+    #[schema(value_type = String, format = Uuid)]
+    pub event_id: EventId,
+    /// True when the lap became the driver's entry in the event.
+    pub improved: bool,
+    /// The driver's time in the event after the submission.
+    pub best_ms: i64,
+    /// The driver's position in the event's standings (1 is fastest).
+    pub rank: u64,
+}
+
+/// A board a lap goes on besides the session's own (an event's standings): kept only where
+/// the item `requires` names exists (the driver's membership of a league), and written under
+/// `checks` (the event still open) and that item's existence, so a submission racing the
+/// close or a removal is either on the board or refused from it, never half.
+#[derive(Debug, Clone)]
+pub struct ExtraBoard {
+    /// The board; its scope is [`BoardScope::Event`].
+    pub board: BoardId,
+    /// An item that must exist for the lap to go on this board.
+    pub requires: Option<(Table, Key)>,
+    /// Conditions the write is made under (`TxOp::Check`s).
+    pub checks: Vec<TxOp>,
+}
+
+/// What a submission read of one [`ExtraBoard`].
+#[derive(Debug)]
+pub struct ExtraRead {
+    pub(crate) extra: ExtraBoard,
+    pub(crate) entry: Option<StoredRow>,
+    tally: Tally,
+}
+
+/// Reads the driver's entries on the `extra` boards, and the items they require, in one
+/// batch, and beside it the counts that rank a new best on each (one snapshot per board). A
+/// board whose required item is missing is left out.
+pub async fn read_extra(
+    ports: &Ports,
+    user_id: &UserId,
+    extra: Vec<ExtraBoard>,
+    lap_time_ms: i64,
+) -> Result<Vec<ExtraRead>, StoreError> {
+    if extra.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut keys = Vec::new();
+    for board in &extra {
+        keys.push((Table::Leaderboards, board.board.entry_key(user_id)));
+        keys.extend(board.requires.clone());
+    }
+    let (found, tallies) = futures::try_join!(
+        ports.items.get_many(keys),
+        futures::future::try_join_all(extra.iter().map(|e| Tally::read(
+            ports,
+            &e.board,
+            lap_time_ms
+        )))
+    )?;
+    let mut found = found.into_iter();
+    let mut read = Vec::new();
+    for (extra, tally) in extra.into_iter().zip(tallies) {
+        let entry = found.next().flatten();
+        let held = match extra.requires {
+            Some(_) => found.next().flatten().is_some(),
+            None => true,
+        };
+        if held {
+            read.push(ExtraRead {
+                entry: entry.map(StoredRow::from_item).transpose()?,
+                extra,
+                tally,
+            });
+        }
+    }
+    Ok(read)
+}
+
+/// Whether the lap is written on each extra board, and the driver's standing there after it:
+/// a faster lap (or a first one) is written and ranked from the counts read, as a new best is;
+/// otherwise the entry stays and its rank is read. The very lap of this session already in
+/// place (a submission sent again) is not written again.
+pub(crate) async fn extra_standings(
+    ports: &Ports,
+    extra: &[ExtraRead],
+    lap_time_ms: i64,
+    session: &SessionId,
+) -> Result<Vec<(bool, EventStanding)>, StoreError> {
+    let standings = extra.iter().map(|read| async move {
+        let BoardScope::Event(event_id) = &read.extra.board.scope else {
+            return Err(StoreError::Invalid("an extra board is an event's".into()));
+        };
+        let (write, best_ms, rank) = match &read.entry {
+            Some(e) if e.row.session_id == *session && e.row.lap_time_ms == lap_time_ms => (
+                false,
+                lap_time_ms,
+                rank_of(ports, &read.extra.board, e).await?,
+            ),
+            Some(e) if e.row.lap_time_ms <= lap_time_ms => (
+                false,
+                e.row.lap_time_ms,
+                rank_of(ports, &read.extra.board, e).await?,
+            ),
+            _ => (
+                true,
+                lap_time_ms,
+                1 + read.tally.faster() + read.tally.equal(),
+            ),
+        };
+        let standing = EventStanding {
+            event_id: event_id.clone(),
+            improved: write,
+            best_ms,
+            rank,
+        };
+        Ok((write, standing))
+    });
+    futures::future::try_join_all(standings).await
+}

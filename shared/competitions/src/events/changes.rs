@@ -1,0 +1,154 @@
+//! Making an event: the host's right to, the track and car, the number of events not yet
+//! finished, then one transaction writing the event and its listings.
+
+use super::*;
+use crate::leagues::{self, LeagueError, owned_by};
+use paddock_boards::leaderboards::{board::fold_vehicle, vehicles};
+use paddock_driving::tracks;
+use paddock_kernel::ports::Ports;
+use paddock_kernel::ports::clock::rfc3339;
+use paddock_kernel::ports::items::{Condition, Query, TxOp, item};
+use paddock_kernel::tables::Table;
+
+/// The table events live in.
+pub(crate) const TABLE: Table = Table::Competitions;
+
+/// Makes the event `plan` describes, held by `host`, as `creator` asks (for a league, its
+/// owner; the caller has checked that `creator` may hold public events). A series starts with
+/// its first round; the maintenance tick makes the next ones.
+pub async fn create(
+    ports: &Ports,
+    creator: &UserId,
+    host: Host,
+    plan: EventPlan,
+) -> Result<Event, EventError> {
+    let now = ports.clock.now();
+    let now_ms = ms_of(now);
+    let listing = match &host {
+        Host::League(league) => league_partition(league),
+        Host::Public => PUBLIC_PARTITION.to_owned(),
+    };
+    let (league, track, car, live) = futures::try_join!(
+        async {
+            match &host {
+                Host::League(id) => Ok(Some(leagues::visible(ports, creator, id).await?)),
+                Host::Public => Ok(None),
+            }
+        },
+        async { Ok::<_, EventError>(tracks::get(ports, &plan.track_id).await?) },
+        async {
+            match &plan.car {
+                Some(car) => Ok(Some(
+                    vehicles::read_count(ports, &plan.track_id, car).await?,
+                )),
+                None => Ok::<_, EventError>(None),
+            }
+        },
+        async {
+            let from = format!("{LISTED_PREFIX}{now_ms:013}");
+            let query = Query::partition(TABLE, listing.clone())
+                .between(from, format!("{LISTED_PREFIX}~"))
+                .limit(MAX_LIVE);
+            Ok::<_, EventError>(ports.items.query(query).await?.items.len())
+        }
+    )?;
+    if let Some(league) = &league
+        && league.owner_id != *creator
+    {
+        return Err(LeagueError::NotOwner("make its events").into());
+    }
+    let track = track.ok_or_else(|| FieldProblems::one("trackId", "no track has this id"))?;
+    let car = match car {
+        Some(count) if count.drivers == 0 => {
+            let rule = "nobody has raced this car on this track yet";
+            return Err(FieldProblems::one("car", rule).into());
+        }
+        Some(count) => Some(count.vehicle_name),
+        None => None,
+    };
+    if live >= MAX_LIVE {
+        return Err(EventError::TooManyLive);
+    }
+    let id = EventId::new();
+    let track_name = match track.layout.as_str() {
+        "" => track.name.clone(),
+        layout => format!("{} ({layout})", track.name),
+    };
+    let record = EventRecord {
+        id: id.clone(),
+        league_id: match &host {
+            Host::League(league) => Some(league.clone()),
+            Host::Public => None,
+        },
+        name: plan.name,
+        track_id: track.id.clone(),
+        track_name,
+        car,
+        opens_ms: plan.opens_ms,
+        closes_ms: plan.closes_ms,
+        min_quality: plan.min_quality,
+        series: plan.recurrence.map(|(every_days, rounds)| Series {
+            series_id: id.clone(),
+            round: 1,
+            rounds,
+            every_days,
+        }),
+        created_by: creator.clone(),
+        created_at: rfc3339(now),
+        closed: false,
+    };
+    let mut ops = placement_ops(&record)?;
+    if let Host::League(league) = &host {
+        // Still this creator's league when the event is written.
+        ops.push(TxOp::Check {
+            table: TABLE,
+            key: leagues::meta_key(league),
+            condition: owned_by(creator),
+        });
+    }
+    match ports.items.transact(ops).await {
+        Ok(()) => Ok(record.shown(now_ms)),
+        Err(e) if e.is_condition_failed_at(3) => {
+            Err(LeagueError::NotOwner("make its events").into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The writes that place `record`: the event, the track's row a submission finds it by, and
+/// its row in its host's listing.
+pub(crate) fn placement_ops(record: &EventRecord) -> Result<Vec<TxOp>, StoreError> {
+    let listing = match &record.league_id {
+        Some(league) => league_partition(league),
+        None => PUBLIC_PARTITION.to_owned(),
+    };
+    let sk = listed_sk(record.closes_ms, &record.id);
+    let copy = leagues::record_item(&Key::new(listing, sk.clone()), record)?;
+    let on_track = OpenEvent {
+        event_id: record.id.clone(),
+        league_id: record.league_id.clone(),
+        car: record.car.as_deref().map(fold_vehicle),
+        opens_ms: record.opens_ms,
+        closes_ms: record.closes_ms,
+        min_quality: record.min_quality,
+    };
+    let on_track = serde_json::to_value(&on_track)
+        .map_err(|e| StoreError::Invalid(format!("unserialisable event: {e}")))?;
+    Ok(vec![
+        TxOp::Put {
+            table: TABLE,
+            item: leagues::record_item(&meta_key(&record.id), record)?,
+            condition: Some(Condition::NotExists),
+        },
+        TxOp::Put {
+            table: TABLE,
+            item: item(&Key::new(track_partition(&record.track_id), sk), on_track),
+            condition: None,
+        },
+        TxOp::Put {
+            table: TABLE,
+            item: copy,
+            condition: None,
+        },
+    ])
+}

@@ -1,0 +1,333 @@
+//! Competition events through the API: a league's owner makes one, a member's lap driven in
+//! its window counts for it through the ordinary submission, in the same answer; laps driven
+//! outside the window, by non-members or after the close do not; the standings rank exactly;
+//! a league's event is nothing to a non-member; bad plans are refused naming the field and the
+//! rule. On both backends, and (the real-clock scenarios) through the functions.
+
+use std::sync::Arc;
+
+use paddock_core::ports::{Clock, ManualClock};
+use paddock_tests::{TestApp, envelope, session_body};
+use reqwest::Method;
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+const CAR: &str = "Ferrari 296 GT3";
+
+fn text(t: OffsetDateTime) -> String {
+    t.replace_nanosecond(0).unwrap().format(&Rfc3339).unwrap()
+}
+
+/// A league of `owner` with `members` joined; answers its id.
+async fn league_with(app: &TestApp, owner: &str, members: &[&str]) -> String {
+    let body = json!({"name": "Thursday Hotlaps"});
+    let (status, made) = app
+        .call(Method::POST, "/v1/leagues", owner, Some(body))
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let code = made["data"]["inviteCode"].as_str().unwrap().to_owned();
+    for member in members {
+        let body = json!({"code": code});
+        let (status, joined) = app
+            .call(Method::POST, "/v1/leagues/join", member, Some(body))
+            .await;
+        assert_eq!(status, 201, "{joined}");
+    }
+    made["data"]["id"].as_str().unwrap().to_owned()
+}
+
+/// Uploads a session of one lap of `ms` driven at `recorded_at` and submits the lap; answers
+/// the submission's status and data.
+async fn drive(app: &TestApp, token: &str, recorded_at: &str, ms: i64, car: &str) -> (u16, Value) {
+    let mut body = session_body(
+        &uuid::Uuid::new_v4().to_string(),
+        recorded_at,
+        &[(ms, true, 0.95)],
+        0,
+    );
+    body["VehicleName"] = json!(car);
+    let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
+    assert!(status == 201 || status == 200, "{res}");
+    let session = res["data"]["sessionId"].as_str().unwrap().to_owned();
+    let body = json!({"sessionId": session, "lapTimeMs": ms, "qualityScore": 0.95});
+    let (status, res) = envelope(
+        app.post_json_auth("/v1/leaderboards/submit", &body, token)
+            .await,
+    )
+    .await;
+    (status, res["data"].clone())
+}
+
+/// Makes an event of `league` on `track` open from `opens` to `closes`; answers its data.
+async fn event_of(
+    app: &TestApp,
+    owner: &str,
+    league: &str,
+    track: &str,
+    opens: OffsetDateTime,
+    closes: OffsetDateTime,
+) -> Value {
+    let body = json!({
+        "name": "Spa week", "trackId": track, "car": CAR.to_uppercase(),
+        "opensAt": text(opens), "closesAt": text(closes),
+    });
+    let path = format!("/v1/leagues/{league}/events");
+    let (status, made) = app.call(Method::POST, &path, owner, Some(body)).await;
+    assert_eq!(status, 201, "{made}");
+    made["data"].clone()
+}
+
+/// The standings of `event` as `token` reads them: (user id, lap) fastest first.
+async fn standings(app: &TestApp, token: &str, event: &str) -> Vec<(String, i64)> {
+    let path = format!("/v1/events/{event}/standings?limit=100");
+    let (status, page) = app.call(Method::GET, &path, token, None).await;
+    assert_eq!(status, 200, "{page}");
+    page["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["userId"].as_str().unwrap().to_owned(),
+                e["lapTimeMs"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+async fn a_members_lap_in_the_window_counts_in_the_same_answer(app: TestApp) {
+    let (ana, _) = app.driver("Ana").await;
+    let (bo, bo_id) = app.driver("Bo").await;
+    let (cy, cy_id) = app.driver("Cy").await;
+    let (dee, _) = app.driver("Dee").await;
+    let league = league_with(&app, &ana, &[&bo, &cy]).await;
+    let now = OffsetDateTime::now_utc();
+    let earlier = text(now - time::Duration::hours(2));
+    // The track and the car exist once someone has raced them.
+    let (status, first) = drive(&app, &ana, &earlier, 140_000, CAR).await;
+    assert_eq!(status, 200, "{first}");
+    assert!(first.get("events").is_none(), "no event yet: {first}");
+    let track = first["trackId"].as_str().unwrap().to_owned();
+    let event = event_of(
+        &app,
+        &ana,
+        &league,
+        &track,
+        now - time::Duration::minutes(1),
+        now + time::Duration::hours(1),
+    )
+    .await;
+    assert_eq!(
+        (&event["state"], &event["car"]),
+        (&json!("open"), &json!(CAR)),
+        "{event}"
+    );
+    let id = event["id"].as_str().unwrap().to_owned();
+
+    let inside = text(now - time::Duration::seconds(20));
+    let (status, bo_lap) = drive(&app, &bo, &inside, 139_000, CAR).await;
+    assert_eq!(status, 200, "{bo_lap}");
+    assert_eq!(
+        bo_lap["events"],
+        json!([{"eventId": id, "improved": true, "bestMs": 139_000, "rank": 1}]),
+        "{bo_lap}"
+    );
+    let (_, cy_lap) = drive(&app, &cy, &inside, 138_500, CAR).await;
+    assert_eq!(cy_lap["events"][0]["rank"], 1, "{cy_lap}");
+    // A slower lap of Bo's leaves his entry; a faster one replaces it.
+    let (_, slower) = drive(&app, &bo, &inside, 139_500, CAR).await;
+    assert_eq!(
+        slower["events"],
+        json!([{"eventId": id, "improved": false, "bestMs": 139_000, "rank": 2}]),
+        "{slower}"
+    );
+    // Outside the window, in another car, or by a non-member: the boards only.
+    let (_, before) = drive(&app, &cy, &earlier, 130_000, CAR).await;
+    assert!(
+        before.get("events").is_none(),
+        "driven before the window: {before}"
+    );
+    let (_, other_car) = drive(&app, &bo, &inside, 131_000, "BMW M4 GT3").await;
+    assert!(
+        other_car.get("events").is_none(),
+        "another car: {other_car}"
+    );
+    let (status, outsider) = drive(&app, &dee, &inside, 129_000, CAR).await;
+    assert_eq!(status, 200, "{outsider}");
+    assert!(outsider.get("events").is_none(), "not a member: {outsider}");
+
+    assert_eq!(
+        standings(&app, &ana, &id).await,
+        [(cy_id.clone(), 138_500), (bo_id.clone(), 139_000)]
+    );
+    let path = format!("/v1/events/{id}/standings?around=me");
+    let (status, mine) = app.call(Method::GET, &path, &bo, None).await;
+    assert_eq!(status, 200, "{mine}");
+    assert_eq!(mine["data"]["entries"][1]["rank"], 2, "{mine}");
+    assert_eq!(mine["data"]["totalEntries"], 2);
+    let (status, _) = app.call(Method::GET, &path, &ana, None).await;
+    assert_eq!(status, 404, "Ana has no entry");
+    // A league's event is nothing to anyone outside it.
+    for path in [
+        format!("/v1/events/{id}"),
+        format!("/v1/events/{id}/standings"),
+        format!("/v1/leagues/{league}/events"),
+    ] {
+        let (status, hidden) = app.call(Method::GET, &path, &dee, None).await;
+        assert_eq!(status, 404, "{path}: {hidden}");
+    }
+    let (status, listed) = app
+        .call(
+            Method::GET,
+            &format!("/v1/leagues/{league}/events"),
+            &cy,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["data"]["items"][0]["id"], id.as_str());
+    let (status, public) = app.call(Method::GET, "/v1/events", &dee, None).await;
+    assert_eq!(status, 200, "{public}");
+    assert!(
+        public["data"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["id"] != id.as_str()),
+        "{public}"
+    );
+}
+
+async fn bad_plans_are_refused_naming_the_field_and_the_rule(app: TestApp) {
+    let (ana, _) = app.driver("Ana").await;
+    let (bo, _) = app.driver("Bo").await;
+    let league = league_with(&app, &ana, &[&bo]).await;
+    let now = OffsetDateTime::now_utc();
+    let (_, first) = drive(
+        &app,
+        &ana,
+        &text(now - time::Duration::hours(1)),
+        140_000,
+        CAR,
+    )
+    .await;
+    let track = first["trackId"].as_str().unwrap().to_owned();
+    let path = format!("/v1/leagues/{league}/events");
+    let opens = text(now + time::Duration::hours(1));
+    let closes = text(now + time::Duration::hours(2));
+    for (body, rule) in [
+        (
+            json!({"trackId": track, "opensAt": opens, "closesAt": closes}),
+            "name: is required",
+        ),
+        (
+            json!({"name": "x", "trackId": track, "opensAt": closes, "closesAt": opens}),
+            "closesAt: must be after opensAt",
+        ),
+        (
+            json!({"name": "x", "trackId": track, "opensAt": text(now - time::Duration::days(2)), "closesAt": text(now - time::Duration::days(1))}),
+            "opensAt: must not lie in the past",
+        ),
+        (
+            json!({"name": "x", "trackId": track, "opensAt": opens, "closesAt": text(now + time::Duration::days(40))}),
+            "closesAt: must be at most 31 days after opensAt",
+        ),
+        (
+            json!({"name": "x", "trackId": uuid::Uuid::new_v4(), "opensAt": opens, "closesAt": closes}),
+            "trackId: no track has this id",
+        ),
+        (
+            json!({"name": "x", "trackId": track, "car": "Mazda MX-5", "opensAt": opens, "closesAt": closes}),
+            "car: nobody has raced this car",
+        ),
+        (
+            json!({"name": "x", "trackId": track, "opensAt": opens, "closesAt": closes, "minQuality": 0.5}),
+            "minQuality: must be a number from 0.8 to 1",
+        ),
+        (
+            json!({"name": "x", "trackId": track, "opensAt": opens, "closesAt": closes, "recurrence": {"everyDays": 7, "rounds": 60}}),
+            "recurrence.rounds: must be a whole number from 2 to 52",
+        ),
+    ] {
+        let (status, refused) = app
+            .call(Method::POST, &path, &ana, Some(body.clone()))
+            .await;
+        assert_eq!(status, 400, "{body}: {refused}");
+        assert!(
+            refused["error"].as_str().unwrap().starts_with(rule),
+            "{body}: {refused}"
+        );
+    }
+    let body = json!({"name": "Mine", "trackId": track, "opensAt": opens, "closesAt": closes});
+    let (status, refused) = app.call(Method::POST, &path, &bo, Some(body.clone())).await;
+    assert_eq!(status, 403, "a member, not the owner: {refused}");
+    let (stranger, _) = app.driver("Cy").await;
+    let (status, _) = app.call(Method::POST, &path, &stranger, Some(body)).await;
+    assert_eq!(status, 404, "not in the league");
+    let (status, _) = app
+        .call(Method::GET, "/v1/events/not-an-id", &ana, None)
+        .await;
+    assert_eq!(status, 404);
+}
+
+/// Laps submitted after the close never reach the standings, however they were driven.
+async fn the_close_freezes_the_standings(app: TestApp, clock: Arc<ManualClock>) {
+    let (ana, _) = app.driver("Ana").await;
+    let mut drivers = Vec::new();
+    for n in 0..8 {
+        drivers.push(app.driver(&format!("D{n}")).await);
+    }
+    let tokens: Vec<&str> = drivers.iter().map(|(t, _)| t.as_str()).collect();
+    let league = league_with(&app, &ana, &tokens).await;
+    let now = clock.now();
+    let (_, first) = drive(
+        &app,
+        &ana,
+        &text(now - time::Duration::hours(1)),
+        140_000,
+        CAR,
+    )
+    .await;
+    let track = first["trackId"].as_str().unwrap().to_owned();
+    let event = event_of(
+        &app,
+        &ana,
+        &league,
+        &track,
+        now,
+        now + time::Duration::minutes(30),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap().to_owned();
+    let inside = text(now + time::Duration::minutes(1));
+    clock.advance(time::Duration::minutes(2));
+    let mut oracle = Vec::new();
+    for (n, (token, user)) in drivers.iter().enumerate().take(4) {
+        let ms = 135_000 + 100 * n as i64;
+        let (_, lap) = drive(&app, token, &inside, ms, CAR).await;
+        assert_eq!(lap["events"][0]["rank"], 1 + n as u64, "{lap}");
+        oracle.push((user.clone(), ms));
+    }
+    clock.advance(time::Duration::minutes(30));
+    // Driven inside the window, submitted after its close: the boards only.
+    for (token, _) in &drivers {
+        let (status, late) = drive(&app, token, &inside, 120_000, CAR).await;
+        assert_eq!(status, 200, "{late}");
+        assert!(late.get("events").is_none(), "{late}");
+    }
+    let (status, finished) = app
+        .call(Method::GET, &format!("/v1/events/{id}"), &ana, None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(finished["data"]["state"], "finished", "{finished}");
+    assert_eq!(standings(&app, &ana, &id).await, oracle);
+}
+
+paddock_tests::on_both_backends!(
+    plain: [
+        a_members_lap_in_the_window_counts_in_the_same_answer,
+        bad_plans_are_refused_naming_the_field_and_the_rule,
+    ],
+    clocked: [the_close_freezes_the_standings],
+);
