@@ -135,9 +135,7 @@ pub(crate) struct EventList {
     pub items: Vec<Event>,
 }
 
-/// Finished events a list shows besides those not yet finished.
 const FINISHED_SHOWN: usize = 10;
-
 /// A league's events, for its members.
 #[utoipa::path(get, path = "/v1/leagues/{id}/events", operation_id = "listLeagueEvents", tag = "events",
     security(("bearer" = [])),
@@ -275,17 +273,6 @@ pub(crate) async fn standings(
     }))
 }
 
-envelope!(
-    /// An event.
-    EventEnvelope => Event
-);
-
-envelope!(
-    /// A list of events.
-    EventListEnvelope => EventList
-);
-
-envelope!(
-    /// A page of an event's standings.
-    EventStandingsEnvelope => EventStandings
-);
+envelope!(/** An event. */ EventEnvelope => Event);
+envelope!(/** A list of events. */ EventListEnvelope => EventList);
+envelope!(/** A page of an event's standings. */ EventStandingsEnvelope => EventStandings);

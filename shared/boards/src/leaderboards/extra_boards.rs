@@ -6,7 +6,7 @@ use utoipa::ToSchema;
 
 use super::board::{BoardId, BoardScope, StoredRow};
 use super::rank_counts::Tally;
-use super::submit::rank_of;
+use super::rank_counts::rank_of;
 use paddock_kernel::ids::{EventId, SessionId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::items::{Key, StoreError, TxOp};

@@ -358,6 +358,16 @@ fn counted(items: &[Item], sk: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// The rank `current` holds on `board` (1 is fastest).
+pub(crate) async fn rank_of(
+    ports: &Ports,
+    board: &BoardId,
+    current: &super::board::StoredRow,
+) -> Result<u64, StoreError> {
+    let (ahead, _) = rows_ahead(ports, board, &current.rank_key, Through::Before).await?;
+    Ok(ahead + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

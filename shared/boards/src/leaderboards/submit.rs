@@ -10,7 +10,7 @@ use super::board::{
     submitted_at,
 };
 use super::extra_boards::{EventStanding, ExtraBoard, ExtraRead, extra_standings, read_extra};
-use super::rank_counts::{self, Change, Tally, Through};
+use super::rank_counts::{self, Change, Tally};
 use super::{lap_history, vehicles};
 use paddock_driving::sessions::records::StoredSession;
 use paddock_driving::sessions::upload::Lap;
@@ -193,17 +193,6 @@ pub(crate) fn replace_ops(
 /// counted yet).
 pub(crate) fn adds_a_driver(current: Option<&StoredRow>) -> bool {
     current.is_none_or(|c| !c.counted)
-}
-
-/// The rank `current` holds on `board` (1 is fastest).
-pub(crate) async fn rank_of(
-    ports: &Ports,
-    board: &BoardId,
-    current: &StoredRow,
-) -> Result<u64, StoreError> {
-    let (ahead, _) =
-        rank_counts::rows_ahead(ports, board, &current.rank_key, Through::Before).await?;
-    Ok(ahead + 1)
 }
 
 /// What a submission reads before it writes.
@@ -419,7 +408,7 @@ async fn attempt(
     // it ranks behind every equal time, so the counts alone give its rank.
     let rank = async {
         Ok(match on_track {
-            Some(current) if !faster_on_track => rank_of(ports, ranked_board, current)
+            Some(current) if !faster_on_track => rank_counts::rank_of(ports, ranked_board, current)
                 .await
                 .map_err(contended)?,
             _ => 1 + tally.faster() + tally.equal(),
