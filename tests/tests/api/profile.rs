@@ -696,11 +696,16 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
         .await;
     assert_eq!(status, 202, "{deleted}");
     assert!(deleted["data"]["jobId"].is_string());
+    // The same request sent again (its answer lost) is answered the same ticket, though the
+    // deletion revoked the sign-in it carries.
+    let (status, again) = app
+        .call(reqwest::Method::DELETE, "/v1/profile/me", &cleo.token, None)
+        .await;
+    assert_eq!((status, &again["data"]), (202, &deleted["data"]), "{again}");
     for (method, path) in [
         ("GET", "/v1/profile"),
         ("GET", "/v1/profile/me"),
         ("GET", "/v1/profile/me/export"),
-        ("DELETE", "/v1/profile/me"),
         ("GET", "/v1/sessions"),
         ("GET", "/v1/feed"),
         ("GET", "/v1/achievements"),

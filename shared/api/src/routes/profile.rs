@@ -323,17 +323,19 @@ async fn export_through_blob_store(
 #[utoipa::path(delete, path = "/v1/profile/me", operation_id = "deleteMyAccount", tag = "profile", security(("bearer" = [])),
     responses((status = 202, description = "The account is deleted; the job removing the rest of the data is queued",
                body = DeletionTicketEnvelope),
-              (status = 401, description = "No valid token, or the account is already deleted"),
+              (status = 401, description = "No valid token, or the account is already deleted (the request that deleted \
+               it, sent again with the sign-in it revoked, is answered its ticket)"),
               (status = 409, description = "The account changed concurrently; retry")))]
 pub(crate) async fn delete_me(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::SignIn, Deferred>,
 ) -> Result<Response, ApiError> {
-    let ticket = deletion::start(&state.ports, user.user_id())
+    let ticket = deletion::start_for(&state.ports, user.into_unconfirmed())
         .await
         .map_err(|e| match e {
             DeletionError::Gone => ApiError::Unauthorized(e.to_string()),
             DeletionError::Contended => ApiError::Conflict(e.to_string()),
+            DeletionError::Caller(refused) => refused.into(),
             DeletionError::Store(s) => s.into(),
         })?;
     Ok(with_status(StatusCode::ACCEPTED, ticket))

@@ -26,6 +26,7 @@ use paddock_boards::leaderboards::board::BoardId;
 use paddock_boards::leaderboards::cache::{forget_driver_in_process, invalidate_in_process};
 use paddock_boards::leaderboards::removal::remove_entry;
 use paddock_driving::sessions::records::{CLIENT_PREFIX, SESSION_PREFIX, partition};
+use paddock_identity::identity::authentication::{AuthenticationError, Unconfirmed};
 use paddock_identity::identity::refresh_tokens::{
     FAMILY_INDEX_PREFIX, family_key, token_key_of_hash,
 };
@@ -104,6 +105,9 @@ pub enum DeletionError {
     /// Sign-ins and links kept changing under the transaction.
     #[error("the account changed concurrently, please retry")]
     Contended,
+    /// The caller is not admitted.
+    #[error(transparent)]
+    Caller(#[from] AuthenticationError),
     /// The item store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -131,6 +135,27 @@ pub async fn start(ports: &Ports, user_id: &UserId) -> Result<DeletionTicket, De
         .inc();
     tracing::info!(user_id = %user_id, job_id = %ticket.job_id, "account deleted; deletion job queued");
     Ok(ticket)
+}
+
+/// [`start`] for `caller`, whose sign-in is confirmed beside the read of the account. The
+/// deletion revokes the sign-in it was asked with: the same request sent again (its answer
+/// lost after the deletion, or a 503 or 504 after it) is answered the same ticket, not a 401.
+pub async fn start_for(
+    ports: &Ports,
+    caller: Unconfirmed,
+) -> Result<DeletionTicket, DeletionError> {
+    let user_id = caller.user_id().clone();
+    let (confirmed, profile) = caller
+        .confirmed_beside(ports, users::get_stored(ports, &user_id))
+        .await;
+    match confirmed {
+        Ok(caller) => start(ports, &caller.user_id).await,
+        Err(AuthenticationError::Refused(reason)) => match profile?.as_ref().and_then(ticket_of) {
+            Some(ticket) => Ok(ticket),
+            None => Err(AuthenticationError::Refused(reason).into()),
+        },
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// How an attempt at the immediate deletion ended.
