@@ -188,29 +188,36 @@ async fn run_retention(
     }
 }
 
-/// Runs maintenance ticks from start until the boards of an older layout are all counted,
-/// then ends; after a failed backfill step it ticks again 30 seconds later, until stopped.
+/// Runs maintenance ticks from start: one after another until the boards of an older layout
+/// are all counted, then every [`TICK_EVERY`] (events open and close on time); after a failed
+/// step, 30 seconds later. Until stopped.
 async fn run_maintenance(ports: Ports, mut stop_rx: watch::Receiver<bool>) {
+    let mut backfilled = false;
     loop {
         let report = tokio::select! {
             report = paddock_core::maintenance::tick(&ports) => report,
             _ = stop_rx.changed() => return,
         };
-        match report.backfill {
+        let wait = match report.backfill {
             Ok(step) if step.done => {
-                tracing::info!("leaderboard backfill done");
-                return;
-            }
-            Ok(_) => {}
-            Err(_) => {
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(30)) => {}
-                    _ = stop_rx.changed() => return,
+                if !backfilled {
+                    tracing::info!("leaderboard backfill done");
+                    backfilled = true;
                 }
+                TICK_EVERY
             }
+            Ok(_) => Duration::ZERO,
+            Err(_) => Duration::from_secs(30),
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            _ = stop_rx.changed() => return,
         }
     }
 }
+
+/// The local server's tick, once the backfill is done: events open and close within it.
+const TICK_EVERY: Duration = Duration::from_secs(15);
 
 /// Runs a background loop on its own task; a panic in it is logged with its message and the
 /// loop started again a second later, instead of the task ending silently.

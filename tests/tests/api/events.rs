@@ -324,10 +324,113 @@ async fn the_close_freezes_the_standings(app: TestApp, clock: Arc<ManualClock>) 
     assert_eq!(standings(&app, &ana, &id).await, oracle);
 }
 
+const PASSWORD: &str = "correct horse battery";
+
+/// A new sign-in of the driver registered with `email`; answers its access token.
+async fn sign_in(app: &TestApp, email: &str) -> String {
+    let body = json!({"email": email, "password": PASSWORD});
+    let (status, signed) = envelope(app.post_json("/v1/auth/login/email", &body).await).await;
+    assert_eq!(status, 200, "{signed}");
+    signed["data"]["accessToken"].as_str().unwrap().to_owned()
+}
+
+/// The rounds `path` lists and their states, as `token` reads them.
+async fn rounds(app: &TestApp, path: &str, token: &str) -> Vec<(u64, String)> {
+    let (status, listed) = app.call(Method::GET, path, token, None).await;
+    assert_eq!(status, 200, "{listed}");
+    listed["data"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let round = e["series"]["round"].as_u64().unwrap();
+            (round, e["state"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+/// The tick opens a series' round and makes its next one once (ticks racing each other
+/// included), closes each round after its window, and stops at the last round.
+async fn a_series_runs_its_rounds_through_the_tick(app: TestApp, clock: Arc<ManualClock>) {
+    // Signed in again once an hour has passed: sign-ins last an hour.
+    let ana_email = format!("{}@example.com", paddock_tests::unique("ana"));
+    let ana = app.register(&ana_email, PASSWORD).await["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (bo, bo_id) = app.driver("Bo").await;
+    let league = league_with(&app, &ana, &[&bo]).await;
+    let now = clock.now();
+    let earlier = text(now - time::Duration::hours(1));
+    let (_, first) = drive(&app, &ana, &earlier, 140_000, CAR).await;
+    let track = first["trackId"].as_str().unwrap().to_owned();
+    let body = json!({
+        "name": "Daily Spa", "trackId": track,
+        "opensAt": text(now + time::Duration::minutes(30)),
+        "closesAt": text(now + time::Duration::minutes(90)),
+        "recurrence": {"everyDays": 1, "rounds": 2},
+    });
+    let path = format!("/v1/leagues/{league}/events");
+    let (status, made) = app.call(Method::POST, &path, &ana, Some(body)).await;
+    assert_eq!(status, 201, "{made}");
+    let round_1 = made["data"]["id"].as_str().unwrap().to_owned();
+    let series = json!({"seriesId": round_1, "round": 1, "rounds": 2, "everyDays": 1});
+    assert_eq!(made["data"]["series"], series);
+    let tick = || async {
+        paddock_core::maintenance::tick(&app.ports)
+            .await
+            .events
+            .unwrap()
+    };
+    tick().await;
+    let upcoming = || "upcoming".to_owned();
+    assert_eq!(
+        rounds(&app, &path, &ana).await,
+        [(1, upcoming())],
+        "nothing due"
+    );
+
+    clock.advance(time::Duration::minutes(31));
+    let ticks = futures::future::join_all((0..4).map(|_| tick())).await;
+    let made: usize = ticks.iter().map(|t| t.rounds_made).sum();
+    let opened: usize = ticks.iter().map(|t| t.opened).sum();
+    // (The local server's own tick may have been first.)
+    assert!(made <= 1 && opened <= 1, "{ticks:?}");
+    let open = (1, "open".to_owned());
+    assert_eq!(
+        rounds(&app, &path, &ana).await,
+        [open, (2, upcoming())],
+        "one next round"
+    );
+    let (_, lap) = drive(&app, &bo, &text(clock.now()), 139_000, CAR).await;
+    assert_eq!(lap["events"][0]["eventId"], round_1.as_str(), "{lap}");
+
+    clock.advance(time::Duration::minutes(60));
+    let ana = sign_in(&app, &ana_email).await;
+    tick().await;
+    let finished = (1, "finished".to_owned());
+    assert_eq!(
+        rounds(&app, &path, &ana).await,
+        [(2, upcoming()), finished.clone()]
+    );
+    assert_eq!(standings(&app, &ana, &round_1).await, [(bo_id, 139_000)]);
+
+    clock.advance(time::Duration::hours(23));
+    let ana = sign_in(&app, &ana_email).await;
+    tick().await;
+    tick().await;
+    let last = [(2, "open".to_owned()), finished];
+    assert_eq!(
+        rounds(&app, &path, &ana).await,
+        last,
+        "the last round makes no other"
+    );
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         a_members_lap_in_the_window_counts_in_the_same_answer,
         bad_plans_are_refused_naming_the_field_and_the_rule,
     ],
-    clocked: [the_close_freezes_the_standings],
+    clocked: [the_close_freezes_the_standings, a_series_runs_its_rounds_through_the_tick],
 );

@@ -39,6 +39,9 @@ pub struct ExtraBoard {
     pub requires: Option<(Table, Key)>,
     /// Conditions the write is made under (`TxOp::Check`s).
     pub checks: Vec<TxOp>,
+    /// The board takes laps written before this time (milliseconds since the epoch) only:
+    /// the clock is read again just before the write.
+    pub until_ms: i64,
 }
 
 /// What a submission read of one [`ExtraBoard`].

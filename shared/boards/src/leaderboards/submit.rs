@@ -394,6 +394,12 @@ async fn attempt(
         tally,
     } = read;
     let now = ports.clock.now();
+    // A board closed by now (an event's window) takes nothing more, however it was read.
+    let now_ms = i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
+    let extra: Vec<ExtraRead> = extra
+        .into_iter()
+        .filter(|read| now_ms < read.extra.until_ms)
+        .collect();
     let faster: Vec<bool> = entries
         .iter()
         .map(|entry| {

@@ -1,6 +1,8 @@
 //! Making an event: the host's right to, the track and car, the number of events not yet
 //! finished, then one transaction writing the event and its listings.
 
+use serde_json::json;
+
 use super::*;
 use crate::leagues::{self, LeagueError, owned_by};
 use paddock_boards::leaderboards::{board::fold_vehicle, vehicles};
@@ -95,6 +97,7 @@ pub async fn create(
         }),
         created_by: creator.clone(),
         created_at: rfc3339(now),
+        opened: false,
         closed: false,
     };
     let mut ops = placement_ops(&record)?;
@@ -148,6 +151,22 @@ pub(crate) fn placement_ops(record: &EventRecord) -> Result<Vec<TxOp>, StoreErro
         TxOp::Put {
             table: TABLE,
             item: copy,
+            condition: None,
+        },
+        TxOp::Put {
+            table: TABLE,
+            item: item(
+                &Due::Opening.key(record.opens_ms, &record.id),
+                json!({"eventId": record.id}),
+            ),
+            condition: None,
+        },
+        TxOp::Put {
+            table: TABLE,
+            item: item(
+                &Due::Closing.key(record.closes_ms, &record.id),
+                json!({"eventId": record.id}),
+            ),
             condition: None,
         },
     ])

@@ -74,6 +74,7 @@ impl OtherBoards for OpenEvents {
                     key: meta_key(&event.event_id),
                     condition: Condition::eq(CLOSED, false),
                 }],
+                until_ms: event.closes_ms,
             });
             // The query answers in closing order: the events closing first are kept.
             if boards.len() == MAX_EVENTS_PER_LAP {

@@ -11,17 +11,22 @@
 //! - `TRACK#<track id>` / `EVENT#<closes ms>#<id>`: what a submission needs to know of the
 //!   events of a track that have not closed (one query from the present on);
 //! - `LEAGUE#<id>` / `EVENT#<closes ms>#<id>` and `EVENTS` / `EVENT#<closes ms>#<id>`: a
-//!   league's events and the public ones, in the order they close.
+//!   league's events and the public ones, in the order they close;
+//! - `EVENTS#OPENING` / `<opens ms>#<id>` and `EVENTS#CLOSING` / `<closes ms>#<id>`: what the
+//!   maintenance tick has still to open (and, for a series, make the next round of) and to
+//!   close; each row goes in the transaction that does it, so each happens once.
 
 mod changes;
 mod entering;
 mod plan;
 mod reads;
+mod tick;
 
 pub use changes::*;
 pub use entering::*;
 pub use plan::*;
 pub use reads::*;
+pub use tick::*;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -118,6 +123,9 @@ pub(crate) struct EventRecord {
     pub series: Option<Series>,
     pub created_by: UserId,
     pub created_at: String,
+    /// Set once, when the window has opened (and a series' next round was made).
+    #[serde(default)]
+    pub opened: bool,
     /// Set once, when the window has closed and the standings are final.
     #[serde(default)]
     pub closed: bool,
@@ -150,7 +158,7 @@ impl EventRecord {
 }
 
 /// `ms` since the epoch as RFC 3339 in UTC, to the second when it is whole.
-pub(crate) fn time_text(ms: i64) -> String {
+pub fn time_text(ms: i64) -> String {
     let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     paddock_kernel::ports::clock::rfc3339(t)
@@ -163,6 +171,31 @@ pub(crate) fn ms_of(t: time::OffsetDateTime) -> i64 {
 
 /// The attribute that turns true when an event closes.
 pub(crate) const CLOSED: &str = "closed";
+/// The attribute that turns true when an event opens.
+pub(crate) const OPENED: &str = "opened";
+
+/// What the tick has still to do to an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Due {
+    /// Open it (and make a series' next round).
+    Opening,
+    /// Close it.
+    Closing,
+}
+
+impl Due {
+    pub(crate) fn partition(self) -> &'static str {
+        match self {
+            Self::Opening => "EVENTS#OPENING",
+            Self::Closing => "EVENTS#CLOSING",
+        }
+    }
+
+    /// The row of `event`, due at `at_ms`.
+    pub(crate) fn key(self, at_ms: i64, event: &EventId) -> Key {
+        Key::new(self.partition(), format!("{at_ms:013}#{event}"))
+    }
+}
 
 pub(crate) fn meta_key(event: &EventId) -> Key {
     Key::new(format!("EVENT#{event}"), "META")

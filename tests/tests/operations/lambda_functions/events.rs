@@ -2,6 +2,7 @@
 //! schedules, and the deletion jobs.
 
 use super::*;
+use paddock_core::competition_events::{self, time_text};
 
 /// The outbox rows in DynamoDB as the table's stream carries them (DynamoDB JSON).
 pub(super) async fn outbox_images(t: &TestPorts) -> Vec<Value> {
@@ -349,7 +350,8 @@ pub(super) async fn relay_and_consumers_carry_an_upload_through_the_queues() {
 }
 
 /// The track-map function on the maintenance schedule hands a job whose lease ran out back
-/// to pending; the retention function, on a TTL removal of the share-pack stream, removes the
+/// to pending and opens and closes the events due (a series' next round made); the retention
+/// function, on a TTL removal of the share-pack stream, removes the
 /// objects of a pack that expired unfinished.
 #[tokio::test(flavor = "multi_thread")]
 pub(super) async fn schedules_run_maintenance_and_retention() {
@@ -376,6 +378,30 @@ pub(super) async fn schedules_run_maintenance_and_retention() {
         an_hour_ago.now(),
     );
     earlier.items.transact(vec![create]).await.expect("a job");
+    // A public series made an hour ago whose first round, 40 minutes long, opened and closed
+    // since: the tick opens it (making its second round) and closes it.
+    let track = paddock_core::tracks::TrackKey::new("acc", "Monza", "");
+    let counted = paddock_core::tracks::count_session_op(&track);
+    t.ports
+        .items
+        .transact(vec![counted])
+        .await
+        .expect("a track");
+    let an_hour_ago_ms = (an_hour_ago.now().unix_timestamp() + 60) * 1000;
+    let at = |ms: i64| Some(time_text(ms));
+    let plan = competition_events::PlanFields {
+        name: Some("Monza hour".into()),
+        track_id: Some(track.id().to_string()),
+        opens_at: at(an_hour_ago_ms),
+        closes_at: at(an_hour_ago_ms + 40 * 60_000),
+        recurrence: Some((Some(json!(1)), Some(json!(2)))),
+        ..Default::default()
+    };
+    let plan = competition_events::EventPlan::check(plan, an_hour_ago_ms).expect("a plan");
+    let host = competition_events::Host::Public;
+    let round_1 = competition_events::create(&earlier, &UserId::new(), host, plan)
+        .await
+        .expect("an event");
     assert!(
         jobs::claim(&earlier, &job_id)
             .await
@@ -388,6 +414,20 @@ pub(super) async fn schedules_run_maintenance_and_retention() {
     assert_eq!(answer, json!({"batchItemFailures": []}));
     let status = jobs::status(&t.ports, &job_id).await.expect("a status");
     assert_eq!(status.map(|s| s.status).as_deref(), Some("pending"));
+    let public = competition_events::list(&t.ports, None, &competition_events::Host::Public, 5)
+        .await
+        .expect("the public events");
+    let rounds: Vec<_> = public
+        .iter()
+        .map(|e| (e.series.as_ref().map(|s| s.round), e.state))
+        .collect();
+    use competition_events::EventState::{Finished, Upcoming};
+    assert_eq!(
+        rounds,
+        [(Some(2), Upcoming), (Some(1), Finished)],
+        "{public:?}"
+    );
+    assert_eq!(public[1].id, round_1.id);
 
     // A share pack whose upload was never completed, removed by TTL: the retention function
     // on its stream record removes the pack's objects.

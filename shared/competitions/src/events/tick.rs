@@ -1,0 +1,162 @@
+//! The events' part of the maintenance tick: windows that have opened are marked open (and a
+//! series' next round made), windows that have closed are marked closed, which freezes their
+//! standings: a submission's transaction holds only while its event is not closed. Each is
+//! one transaction that also removes the tick's row, conditioned on not being done yet, so a
+//! tick racing another (or retried) does it once.
+
+use super::changes::{TABLE, placement_ops};
+use super::*;
+use paddock_kernel::ports::Ports;
+use paddock_kernel::ports::items::{Condition, Query, SK, TxOp, Update, decode};
+
+/// Days, in milliseconds.
+const DAY_MS: i64 = 24 * 3600 * 1000;
+/// Rows one tick handles of each kind, at most (the next tick takes the rest).
+const PER_TICK: usize = 100;
+
+/// What one tick did to events.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct EventTick {
+    /// Events marked open.
+    pub opened: usize,
+    /// Rounds of series made.
+    pub rounds_made: usize,
+    /// Events marked closed.
+    pub closed: usize,
+}
+
+/// Opens and closes the events that are due at the clock's time.
+pub async fn tick(ports: &Ports) -> Result<EventTick, StoreError> {
+    let now_ms = ms_of(ports.clock.now());
+    let mut report = EventTick::default();
+    for (due, key) in due_rows(ports, Due::Opening, now_ms).await? {
+        if let Some(made) = open(ports, &due, &key).await? {
+            report.opened += 1;
+            report.rounds_made += usize::from(made);
+        }
+    }
+    for (due, key) in due_rows(ports, Due::Closing, now_ms).await? {
+        if close(ports, &due, &key).await? {
+            report.closed += 1;
+        }
+    }
+    Ok(report)
+}
+
+/// The events of `due`'s rows up to `now_ms`, with each row's key.
+async fn due_rows(
+    ports: &Ports,
+    due: Due,
+    now_ms: i64,
+) -> Result<Vec<(EventRecord, Key)>, StoreError> {
+    let query = Query::partition(TABLE, due.partition())
+        .between("0".to_owned(), format!("{now_ms:013}#~"))
+        .limit(PER_TICK);
+    let rows = ports.items.query(query).await?.items;
+    let mut found = Vec::new();
+    for row in rows {
+        let sk = row
+            .get(SK)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let Some(id) = sk
+            .split_once('#')
+            .and_then(|(_, id)| id.parse::<EventId>().ok())
+        else {
+            continue;
+        };
+        let key = Key::new(due.partition(), sk);
+        match ports.items.get(TABLE, &meta_key(&id)).await? {
+            Some(item) => found.push((decode(item, "event")?, key)),
+            // The event is gone (its league closed): only the row is left to remove.
+            None => {
+                ports.items.delete(TABLE, &key, None).await?;
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Marks `event` open and, for a series with rounds to come, makes the next round; answers
+/// whether it made one, or `None` when another tick opened it first (the row is removed).
+async fn open(ports: &Ports, event: &EventRecord, row: &Key) -> Result<Option<bool>, StoreError> {
+    let mut ops = vec![
+        TxOp::Update {
+            table: TABLE,
+            key: meta_key(&event.id),
+            update: Update::set(OPENED, true),
+            condition: Some(Condition::eq(OPENED, false)),
+        },
+        TxOp::Delete {
+            table: TABLE,
+            key: row.clone(),
+            condition: None,
+        },
+    ];
+    let next = next_round(ports, event);
+    if let Some(next) = &next {
+        ops.extend(placement_ops(next)?);
+    }
+    match ports.items.transact(ops).await {
+        Ok(()) => Ok(Some(next.is_some())),
+        Err(e) if e.is_condition_failed_at(0) => {
+            ports.items.delete(TABLE, row, None).await?;
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The round after `event` of its series, when it has one to come.
+fn next_round(ports: &Ports, event: &EventRecord) -> Option<EventRecord> {
+    let series = event.series.as_ref().filter(|s| s.round < s.rounds)?;
+    let shift = i64::from(series.every_days) * DAY_MS;
+    Some(EventRecord {
+        id: EventId::new(),
+        opens_ms: event.opens_ms + shift,
+        closes_ms: event.closes_ms + shift,
+        series: Some(Series {
+            round: series.round + 1,
+            ..series.clone()
+        }),
+        created_at: paddock_kernel::ports::clock::rfc3339(ports.clock.now()),
+        opened: false,
+        closed: false,
+        ..event.clone()
+    })
+}
+
+/// Marks `event` closed (its standings final) and removes what submissions found it by;
+/// false when another tick closed it first.
+async fn close(ports: &Ports, event: &EventRecord, row: &Key) -> Result<bool, StoreError> {
+    let ops = vec![
+        TxOp::Update {
+            table: TABLE,
+            key: meta_key(&event.id),
+            update: Update::set(CLOSED, true),
+            condition: Some(Condition::eq(CLOSED, false)),
+        },
+        TxOp::Delete {
+            table: TABLE,
+            key: row.clone(),
+            condition: None,
+        },
+        TxOp::Delete {
+            table: TABLE,
+            key: Key::new(
+                track_partition(&event.track_id),
+                listed_sk(event.closes_ms, &event.id),
+            ),
+            condition: None,
+        },
+    ];
+    match ports.items.transact(ops).await {
+        Ok(()) => Ok(true),
+        Err(e) if e.is_condition_failed_at(0) => {
+            ports.items.delete(TABLE, row, None).await?;
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}
