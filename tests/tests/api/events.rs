@@ -187,6 +187,26 @@ async fn a_members_lap_in_the_window_counts_in_the_same_answer(app: TestApp) {
         .await;
     assert_eq!(status, 200, "{listed}");
     assert_eq!(listed["data"]["items"][0]["id"], id.as_str());
+    // A second event of the league: one lap counts for both (one membership check).
+    let second = event_of(
+        &app,
+        &ana,
+        &league,
+        &track,
+        now - time::Duration::minutes(1),
+        now + time::Duration::hours(2),
+    )
+    .await;
+    let second = second["id"].as_str().unwrap().to_owned();
+    let (status, both) = drive(&app, &cy, &inside, 138_000, CAR).await;
+    assert_eq!(status, 200, "{both}");
+    let counted: Vec<(&str, u64)> = both["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["eventId"].as_str().unwrap(), e["rank"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(counted, [(id.as_str(), 1), (second.as_str(), 1)], "{both}");
     let (status, public) = app.call(Method::GET, "/v1/events", &dee, None).await;
     assert_eq!(status, 200, "{public}");
     assert!(

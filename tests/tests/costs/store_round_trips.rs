@@ -15,7 +15,7 @@ use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use paddock_api::state::AppState;
 use paddock_aws::DynamoItemStore;
-use paddock_core::ports::ManualClock;
+use paddock_core::ports::{Clock, ManualClock};
 use paddock_tests::counting_items::{Counted, CountingItems, grouped};
 use paddock_tests::{Backend, ports, session_body};
 use serde_json::{Value, json};
@@ -27,7 +27,9 @@ use tower::ServiceExt;
 /// Each request kind's most calls and most sequential steps: a write waits on at most three
 /// round trips (a slower lap than the driver's best on four: its rank needs the entry read
 /// first), a read on at most two. A submission's calls include the query for the open events
-/// of its track, made beside the boards' read.
+/// of its track, made beside the boards' read; a lap that counts for open events reads the
+/// driver's entries in them, and their counts, once they are known (beside a slower lap's
+/// rank): one step more than a new best without events.
 const LIMITS: &[(&str, u64, u64)] = &[
     ("POST /v1/auth/register", 3, 3),
     ("POST /v1/auth/login/email", 4, 3),
@@ -35,6 +37,7 @@ const LIMITS: &[(&str, u64, u64)] = &[
     ("POST /v1/sessions (30 laps)", 4, 3),
     ("POST /v1/leaderboards/submit (new best)", 8, 3),
     ("POST /v1/leaderboards/submit (no improvement)", 10, 4),
+    ("POST /v1/leaderboards/submit (two open events)", 13, 4),
     ("GET /v1/leaderboards/me", 6, 2),
     ("GET /v1/leaderboards?around=me", 7, 2),
     ("GET /v1/leaderboards (first page)", 3, 1),
@@ -349,6 +352,56 @@ async fn each_request_kind(m: &mut Meter) {
         )
         .await;
     assert_eq!(status, 200, "{body}");
+
+    // A lap that also counts for two open events of the driver's league (one of them for its
+    // car only): the same lap as the best already on the boards, so only the events change.
+    let (status, body) = m
+        .call(
+            None,
+            "POST",
+            "/v1/leagues",
+            token,
+            Some(json!({"name": "Trips"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let league = body["data"]["id"].as_str().unwrap().to_owned();
+    let now = m.clock.now();
+    let window = |t: time::OffsetDateTime| {
+        paddock_core::competition_events::time_text(
+            i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap(),
+        )
+    };
+    for car in [None, Some("Porsche 992 GT3 R")] {
+        let event = json!({"name": "Trips week", "trackId": track_id, "car": car,
+            "opensAt": window(now), "closesAt": window(now + time::Duration::hours(1))});
+        let path = format!("/v1/leagues/{league}/events");
+        let (status, body) = m.call(None, "POST", &path, token, Some(event)).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let driven = window(m.clock.now());
+    let upload = session_body("trips-events", &driven, &thirty_laps(), 0);
+    let (status, body) = m
+        .call(None, "POST", "/v1/sessions", token, Some(upload))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let submit =
+        json!({"sessionId": body["data"]["sessionId"], "lapTimeMs": 92_000, "qualityScore": 0.8});
+    let (status, body) = m
+        .call(
+            Some("POST /v1/leaderboards/submit (two open events)"),
+            "POST",
+            "/v1/leaderboards/submit",
+            token,
+            Some(submit),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"]["events"].as_array().map(Vec::len),
+        Some(2),
+        "{body}"
+    );
 }
 
 async fn each_request_kind_stays_within_its_round_trips(backend: Backend) {

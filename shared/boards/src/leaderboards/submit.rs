@@ -9,7 +9,7 @@ use super::board::{
     BoardId, BoardScope, Position, RANK_END, RANK_KEY, Row, StoredRow, boards_for, rank_sk,
     submitted_at,
 };
-use super::extra_boards::{EventStanding, ExtraBoard, ExtraRead, extra_standings, read_extra};
+use super::extra_boards::{EventStanding, ExtraBoard, extra_standings, read_extra};
 use super::rank_counts::{self, Change, Tally};
 use super::{lap_history, vehicles};
 use paddock_driving::sessions::records::StoredSession;
@@ -343,17 +343,13 @@ pub async fn submit_read(
             async move {
                 let extras = extra.lock().expect("not poisoned").clone();
                 let user = &lap.driver.user_id;
-                let (read, extra_read) = futures::try_join!(
-                    async {
-                        match taken {
-                            Some(read) => Ok(read),
-                            None => read_boards(ports, user, lap.session, lap.lap_time_ms).await,
-                        }
-                    },
-                    read_extra(ports, user, extras, lap.lap_time_ms)
-                )
-                .map_err(contended)?;
-                let round = attempt(ports, lap, boards, read, extra_read).await;
+                let read = match taken {
+                    Some(read) => read,
+                    None => read_boards(ports, user, lap.session, lap.lap_time_ms)
+                        .await
+                        .map_err(contended)?,
+                };
+                let round = attempt(ports, lap, boards, read, extras).await;
                 if let Err(Round::ExtraGone(gone)) = &round {
                     extra
                         .lock()
@@ -378,7 +374,7 @@ async fn attempt(
     lap: &Submission<'_>,
     boards: &[BoardId],
     read: BoardsRead,
-    extra: Vec<ExtraRead>,
+    extra: Vec<ExtraBoard>,
 ) -> Result<SubmitOutcome, Round> {
     let Submission {
         driver,
@@ -396,9 +392,9 @@ async fn attempt(
     let now = ports.clock.now();
     // A board closed by now (an event's window) takes nothing more, however it was read.
     let now_ms = i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
-    let extra: Vec<ExtraRead> = extra
+    let extra: Vec<ExtraBoard> = extra
         .into_iter()
-        .filter(|read| now_ms < read.extra.until_ms)
+        .filter(|board| now_ms < board.until_ms)
         .collect();
     let faster: Vec<bool> = entries
         .iter()
@@ -420,8 +416,15 @@ async fn attempt(
             _ => 1 + tally.faster() + tally.equal(),
         })
     };
-    let (rank, standings) = futures::try_join!(rank, async {
-        extra_standings(ports, &extra, lap_time_ms, &summary.id)
+    // The extra boards are read beside the rank (a lap slower than the driver's best needs
+    // its own read), and ranked from what they hold.
+    let extra_standings = async {
+        let reads = read_extra(ports, &driver.user_id, extra, lap_time_ms).await?;
+        let standings = extra_standings(ports, &reads, lap_time_ms, &summary.id).await?;
+        Ok::<_, StoreError>((reads, standings))
+    };
+    let (rank, (extra, standings)) = futures::try_join!(rank, async {
+        extra_standings
             .await
             .map_err(|e| Round::Failed(contended(e)))
     })?;
@@ -519,12 +522,18 @@ async fn attempt(
     // An event's board: its conditions first (the event open, the driver in its league),
     // then the entry, as on the session's own boards.
     let mut extra_conditions = Vec::new();
+    // A transaction holds one operation per item: two events of one league check the
+    // membership once.
+    let mut required = Vec::new();
     for (read, (write, _)) in extra.iter().zip(&standings) {
         if !write {
             continue;
         }
         let first = ops.len();
-        if let Some((table, key)) = &read.extra.requires {
+        if let Some((table, key)) = &read.extra.requires
+            && !required.contains(&(table, key))
+        {
+            required.push((table, key));
             ops.push(TxOp::Check {
                 table: *table,
                 key: key.clone(),
