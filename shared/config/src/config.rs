@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use paddock_kernel::ids::UserId;
 use paddock_kernel::queues::QueueName;
 
 pub mod keys;
@@ -246,6 +247,14 @@ fn ai_defaults(mut ai: AiSettings) -> Result<AiSettings, ConfigError> {
 
 fn without_trailing_slash(v: Option<String>) -> Result<Option<String>, String> {
     Ok(v.map(|u| u.trim_end_matches('/').to_owned()))
+}
+
+/// `Events__Operators`: user ids, comma-separated.
+fn user_ids(v: Option<String>) -> Result<Vec<UserId>, String> {
+    let text = v.unwrap_or_default();
+    let ids = text.split(',').map(str::trim).filter(|id| !id.is_empty());
+    ids.map(|id| id.parse().map_err(|_| format!("{id:?} is not a user id")))
+        .collect()
 }
 
 fn or_the_cores(v: Option<usize>) -> Result<usize, String> {

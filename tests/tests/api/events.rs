@@ -447,10 +447,56 @@ async fn a_series_runs_its_rounds_through_the_tick(app: TestApp, clock: Arc<Manu
     );
 }
 
+/// Only the drivers `Events__Operators` names make public events; anyone's lap counts for one.
+async fn the_operator_makes_public_events_and_anyone_enters(app: TestApp, clock: Arc<ManualClock>) {
+    let (op, op_id) = app.driver("Op").await;
+    let (bo, bo_id) = app.driver("Bo").await;
+    let now = clock.now();
+    let (_, first) = drive(
+        &app,
+        &op,
+        &text(now - time::Duration::hours(1)),
+        140_000,
+        CAR,
+    )
+    .await;
+    let track = first["trackId"].as_str().unwrap().to_owned();
+    let body = json!({
+        "name": "Open week", "trackId": track,
+        "opensAt": text(now), "closesAt": text(now + time::Duration::days(7)),
+    });
+    let (status, refused) = app
+        .call(Method::POST, "/v1/events", &bo, Some(body.clone()))
+        .await;
+    assert_eq!(status, 403, "{refused}");
+    // The same store served with the operator named.
+    let mut settings = app.settings.clone();
+    settings.event_operators = vec![op_id.parse().unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let operated = paddock_tests::spawn_with(settings, app.ports.clone(), dir).await;
+    let (status, made) = operated
+        .call(Method::POST, "/v1/events", &op, Some(body))
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let id = made["data"]["id"].as_str().unwrap().to_owned();
+    assert!(made["data"].get("leagueId").is_none(), "{made}");
+    let (status, public) = app.call(Method::GET, "/v1/events", &bo, None).await;
+    assert_eq!(status, 200, "{public}");
+    assert_eq!(public["data"]["items"][0]["id"], id.as_str(), "{public}");
+    clock.advance(time::Duration::minutes(1));
+    let (_, lap) = drive(&app, &bo, &text(clock.now()), 139_000, CAR).await;
+    assert_eq!(lap["events"][0]["eventId"], id.as_str(), "{lap}");
+    assert_eq!(standings(&app, &op, &id).await, [(bo_id, 139_000)]);
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         a_members_lap_in_the_window_counts_in_the_same_answer,
         bad_plans_are_refused_naming_the_field_and_the_rule,
     ],
-    clocked: [the_close_freezes_the_standings, a_series_runs_its_rounds_through_the_tick],
+    clocked: [
+        the_close_freezes_the_standings,
+        a_series_runs_its_rounds_through_the_tick,
+        the_operator_makes_public_events_and_anyone_enters,
+    ],
 );

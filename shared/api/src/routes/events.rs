@@ -29,7 +29,7 @@ use paddock_core::leaderboards::reads::{decode_cursor, encode_cursor};
 pub(crate) fn routes<R: Routes>(routes: R) -> R {
     routes
         .operations(operations!(create_league_event, list_league_events))
-        .operations(operations!(list_public_events))
+        .operations(operations!(list_public_events, create_public_event))
         .operations(operations!(read))
         .operations(operations!(standings))
 }
@@ -125,6 +125,31 @@ pub(crate) async fn create_league_event(
     let now_ms = state.ports.clock.now().unix_timestamp() * 1000;
     let plan = EventPlan::check(body.into(), now_ms)?;
     let event = events::create(&state.ports, user.user_id(), Host::League(id), plan).await?;
+    Ok(with_status(StatusCode::CREATED, event))
+}
+
+/// Makes a public event; only the drivers `Events__Operators` names may.
+#[utoipa::path(post, path = "/v1/events", operation_id = "createPublicEvent", tag = "events",
+    security(("bearer" = [])),
+    request_body(content = CreateEventRequest, description = "camelCase or PascalCase names", example = json!({
+        "name": "Nordschleife weekend", "trackId": "5f0c7d4e-0000-4000-8000-000000000001",
+        "opensAt": "2026-12-11T18:00:00Z", "closesAt": "2026-12-13T22:00:00Z"})),
+    responses((status = 201, description = "The event", body = EventEnvelope),
+              (status = 400, description = "A field that breaks its rule (the error names the field)"),
+              (status = 401, description = "No valid sign-in"),
+              (status = 403, description = "The caller is not one of the operator's drivers"),
+              (status = 409, description = "10 public events are not yet finished")))]
+pub(crate) async fn create_public_event(
+    State(state): State<AppState>,
+    user: Caller<scope::SignIn>,
+    ApiJson(body): ApiJson<CreateEventRequest>,
+) -> Result<Response, ApiError> {
+    if !state.settings.event_operators.contains(user.user_id()) {
+        return Err(EventError::NotOperator.into());
+    }
+    let now_ms = state.ports.clock.now().unix_timestamp() * 1000;
+    let plan = EventPlan::check(body.into(), now_ms)?;
+    let event = events::create(&state.ports, user.user_id(), Host::Public, plan).await?;
     Ok(with_status(StatusCode::CREATED, event))
 }
 

@@ -243,6 +243,9 @@ pub enum EventError {
     /// The league the event would belong to is not the caller's to run (or not theirs to see).
     #[error(transparent)]
     League(#[from] LeagueError),
+    /// Only the operator's drivers make public events (`Events__Operators`).
+    #[error("only the operator makes public events")]
+    NotOperator,
     /// As many events are running or ahead as allowed.
     #[error("there are already {MAX_LIVE} events not yet finished; wait for one to close")]
     TooManyLive,

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{AiProvider, Backend, ConfigError, LogFormat, ProviderConfig, QueueUrls, Source, bad};
+use paddock_kernel::ids::UserId;
 use paddock_kernel::queues::QueueName;
 
 /// What a key holds when it is not set.
@@ -182,6 +183,8 @@ settings! {
             "requests per personal access token in any 60 seconds; answers to token requests carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, and the next answers 429 with `Retry-After`"
         webhooks_allow_loopback_http: bool as WEBHOOKS_ALLOW_LOOPBACK_HTTP = "Webhooks__AllowLoopbackHttp" Text("false") => super::boolean;
             "local tests only, never in AWS: `true` lets webhook subscriptions use `http` and loopback addresses (127.0.0.0/8, ::1); every other address rule stays"
+        event_operators: Vec<UserId> as EVENTS_OPERATORS = "Events__Operators" Unset => super::user_ids;
+            "the drivers (user ids, comma-separated) who make public competition events (`POST /v1/events`); nobody when unset"
         new_boards_per_day: u32 as LIMITS_NEW_BOARDS_PER_DAY = "Limits__NewBoardsPerDay" Number(50) in 1..=1_000_000;
             "leaderboard submissions per driver per day that put the driver on a board they were not on (a new track, or a new car on a track); the next answers 429 with nothing written, while better laps on the driver's boards still count"
         leaderboard_cache: Duration as LEADERBOARDS_CACHE_SECONDS = "Leaderboards__CacheSeconds" Number(5) in 0..=3600 => super::per::<1000>;

@@ -290,3 +290,16 @@ fn values_of_their_own_kind_keep_their_rules() {
         assert_eq!((err.key, err.reason.as_str()), (key, reason));
     }
 }
+
+#[test]
+fn event_operators_are_user_ids() {
+    assert!(settings(&[]).unwrap().event_operators.is_empty());
+    let a = "0190a0b2-3c4d-7e5f-9a0b-1c2d3e4f5a6b";
+    let b = "0190a0b2-3c4d-7e5f-9a0b-1c2d3e4f5a6c";
+    let s = settings(&[("Events__Operators", &format!(" {a}, {b} ,"))]).unwrap();
+    let ids: Vec<String> = s.event_operators.iter().map(ToString::to_string).collect();
+    assert_eq!(ids, [a, b]);
+    let e = settings(&[("Events__Operators", "admin")]).unwrap_err();
+    assert_eq!(e.key, "Events__Operators");
+    assert!(e.reason.contains("\"admin\" is not a user id"), "{e}");
+}

@@ -135,6 +135,7 @@ answers! {
         EventError::Invalid(p) => p.into(),
         EventError::NotFound => Self::NotFound(e.to_string()),
         EventError::League(league) => league.into(),
+        EventError::NotOperator => Self::Forbidden(e.to_string()),
         EventError::TooManyLive => Self::Conflict(e.to_string()),
         EventError::Store(s) => s.into(),
     };
