@@ -378,7 +378,10 @@ async fn a_series_runs_its_rounds_through_the_tick(app: TestApp, clock: Arc<Manu
         .as_str()
         .unwrap()
         .to_owned();
-    let (bo, bo_id) = app.driver("Bo").await;
+    let bo_email = format!("{}@example.com", paddock_tests::unique("bo"));
+    let bo_signed = app.register(&bo_email, PASSWORD).await;
+    let bo = bo_signed["accessToken"].as_str().unwrap().to_owned();
+    let bo_id = bo_signed["user"]["id"].as_str().unwrap().to_owned();
     let league = league_with(&app, &ana, &[&bo]).await;
     let now = clock.now();
     let earlier = text(now - time::Duration::hours(1));
@@ -433,7 +436,10 @@ async fn a_series_runs_its_rounds_through_the_tick(app: TestApp, clock: Arc<Manu
         rounds(&app, &path, &ana).await,
         [(2, upcoming()), finished.clone()]
     );
-    assert_eq!(standings(&app, &ana, &round_1).await, [(bo_id, 139_000)]);
+    assert_eq!(
+        standings(&app, &ana, &round_1).await,
+        [(bo_id.clone(), 139_000)]
+    );
 
     clock.advance(time::Duration::hours(23));
     let ana = sign_in(&app, &ana_email).await;
@@ -444,6 +450,67 @@ async fn a_series_runs_its_rounds_through_the_tick(app: TestApp, clock: Arc<Manu
         rounds(&app, &path, &ana).await,
         last,
         "the last round makes no other"
+    );
+
+    // Round 2: Ana first, Bo second; once it has closed the season table counts both rounds.
+    let bo = sign_in(&app, &bo_email).await;
+    let (_, lap) = drive(&app, &ana, &text(clock.now()), 138_000, CAR).await;
+    let round_2 = lap["events"][0]["eventId"].as_str().unwrap().to_owned();
+    drive(&app, &bo, &text(clock.now()), 138_500, CAR).await;
+    let path = format!("/v1/events/{round_2}/season");
+    let (status, provisional) = app.call(Method::GET, &path, &bo, None).await;
+    assert_eq!(status, 200, "{provisional}");
+    assert_eq!(
+        provisional["data"]["counted"],
+        json!([round_1]),
+        "{provisional}"
+    );
+    clock.advance(time::Duration::minutes(61));
+    let (ana, bo) = (
+        sign_in(&app, &ana_email).await,
+        sign_in(&app, &bo_email).await,
+    );
+    tick().await;
+    let (status, table) = app.call(Method::GET, &path, &bo, None).await;
+    assert_eq!(status, 200, "{table}");
+    let lines: Vec<(u64, &str, u64, Value)> = table["data"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let who = e["userId"].as_str().unwrap();
+            (
+                e["rank"].as_u64().unwrap(),
+                who,
+                e["points"].as_u64().unwrap(),
+                e["finishes"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(lines[0], (1, bo_id.as_str(), 43, json!([1, 2])), "{table}");
+    assert_eq!(
+        (lines[1].0, lines[1].2, &lines[1].3),
+        (2, 25, &json!([null, 1])),
+        "{table}"
+    );
+    assert_eq!(
+        table["data"]["counted"],
+        json!([round_1, round_2]),
+        "{table}"
+    );
+    assert_eq!(table["data"]["rounds"], 2);
+    let (status, single) = app
+        .call(
+            Method::GET,
+            &format!("/v1/events/{round_1}/season"),
+            &ana,
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, &single["data"]["counted"]),
+        (200, &table["data"]["counted"]),
+        "any round names the series"
     );
 }
 

@@ -20,7 +20,7 @@ use crate::routes::paging;
 use crate::routes::registry::{Routes, operations};
 use crate::state::AppState;
 use paddock_core::competition_events::{
-    self as events, Event, EventError, EventPlan, Host, PlanFields,
+    self as events, Event, EventError, EventPlan, Host, PlanFields, SeasonTable,
 };
 use paddock_core::ids::{EventId, LeagueId};
 use paddock_core::leaderboards::reads::{decode_cursor, encode_cursor};
@@ -32,6 +32,7 @@ pub(crate) fn routes<R: Routes>(routes: R) -> R {
         .operations(operations!(list_public_events, create_public_event))
         .operations(operations!(read))
         .operations(operations!(standings))
+        .operations(operations!(season))
 }
 
 /// A malformed event id names no event: answered as an unknown one.
@@ -298,6 +299,27 @@ pub(crate) async fn standings(
     }))
 }
 
+/// The season table of the series an event is a round of: points per finished round by
+/// position (25, 18, 15, 12, 10, 8, 6, 4, 2, 1 for the top ten), totals, ties broken by
+/// better finishes.
+#[utoipa::path(get, path = "/v1/events/{id}/season", operation_id = "getEventSeason", tag = "events",
+    security(("bearer" = [])),
+    params(("id" = String, Path, description = "The id of any round of the series")),
+    responses((status = 200, description = "The season table", body = SeasonTableEnvelope),
+              (status = 401, description = "No valid sign-in"),
+              (status = 404, description = "No such event (or a league's, and the caller is not in the league), \
+               or the event is not a round of a series")))]
+pub(crate) async fn season(
+    State(state): State<AppState>,
+    user: Caller<scope::SignIn>,
+    PathId { id, .. }: PathId<EventId, NoSuchEvent>,
+) -> Result<Response, ApiError> {
+    Ok(ok(
+        events::season(&state.ports, Some(user.user_id()), &id).await?
+    ))
+}
+
 envelope!(/** An event. */ EventEnvelope => Event);
 envelope!(/** A list of events. */ EventListEnvelope => EventList);
 envelope!(/** A page of an event's standings. */ EventStandingsEnvelope => EventStandings);
+envelope!(/** A series' season table. */ SeasonTableEnvelope => SeasonTable);

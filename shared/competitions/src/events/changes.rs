@@ -95,7 +95,6 @@ pub async fn create(
             rounds,
             every_days,
         }),
-        created_by: creator.clone(),
         created_at: rfc3339(now),
         opened: false,
         closed: false,
@@ -137,7 +136,7 @@ pub(crate) fn placement_ops(record: &EventRecord) -> Result<Vec<TxOp>, StoreErro
     };
     let on_track = serde_json::to_value(&on_track)
         .map_err(|e| StoreError::Invalid(format!("unserialisable event: {e}")))?;
-    Ok(vec![
+    let mut ops = vec![
         TxOp::Put {
             table: TABLE,
             item: leagues::record_item(&meta_key(&record.id), record)?,
@@ -169,5 +168,14 @@ pub(crate) fn placement_ops(record: &EventRecord) -> Result<Vec<TxOp>, StoreErro
             ),
             condition: None,
         },
-    ])
+    ];
+    if let Some(series) = &record.series {
+        let key = round_key(&series.series_id, series.round);
+        ops.push(TxOp::Put {
+            table: TABLE,
+            item: item(&key, json!({"eventId": record.id})),
+            condition: None,
+        });
+    }
+    Ok(ops)
 }

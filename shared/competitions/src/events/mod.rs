@@ -14,18 +14,21 @@
 //!   league's events and the public ones, in the order they close;
 //! - `EVENTS#OPENING` / `<opens ms>#<id>` and `EVENTS#CLOSING` / `<closes ms>#<id>`: what the
 //!   maintenance tick has still to open (and, for a series, make the next round of) and to
-//!   close; each row goes in the transaction that does it, so each happens once.
+//!   close; each row goes in the transaction that does it, so each happens once;
+//! - `SERIES#<series id>` / `ROUND#<round>`: the rounds of a series, for its season table.
 
 mod changes;
 mod entering;
 mod plan;
 mod reads;
+mod season;
 mod tick;
 
 pub use changes::*;
 pub use entering::*;
 pub use plan::*;
 pub use reads::*;
+pub use season::*;
 pub use tick::*;
 
 use serde::{Deserialize, Serialize};
@@ -121,7 +124,6 @@ pub(crate) struct EventRecord {
     pub min_quality: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<Series>,
-    pub created_by: UserId,
     pub created_at: String,
     /// Set once, when the window has opened (and a series' next round was made).
     #[serde(default)]
@@ -243,6 +245,9 @@ pub enum EventError {
     /// The league the event would belong to is not the caller's to run (or not theirs to see).
     #[error(transparent)]
     League(#[from] LeagueError),
+    /// The event is not a round of a series (it has no season table).
+    #[error("this event is not a round of a series")]
+    NotASeries,
     /// Only the operator's drivers make public events (`Events__Operators`).
     #[error("only the operator makes public events")]
     NotOperator,

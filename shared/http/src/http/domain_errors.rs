@@ -133,7 +133,7 @@ answers! {
     };
     EventError => |e| match e {
         EventError::Invalid(p) => p.into(),
-        EventError::NotFound => Self::NotFound(e.to_string()),
+        EventError::NotFound | EventError::NotASeries => Self::NotFound(e.to_string()),
         EventError::League(league) => league.into(),
         EventError::NotOperator => Self::Forbidden(e.to_string()),
         EventError::TooManyLive => Self::Conflict(e.to_string()),
