@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use crate::ids::{JobId, SessionId, SubscriptionId, TrackId, UserId};
+use crate::ids::{EventId, JobId, LeagueId, SessionId, SubscriptionId, TrackId, UserId};
 
 /// A domain event with its identity and time.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -67,11 +67,14 @@ pub enum EventKind {
     /// consumer to its own queue, never through the outbox.
     #[serde(rename = "webhook.redelivery")]
     WebhookRedelivery(WebhookRedelivery),
+    /// A competition event the driver entered has closed: their final position.
+    #[serde(rename = "event.finished")]
+    EventFinished(EventFinished),
 }
 
 impl EventKind {
     /// Every wire name, in a stable order (metric labels are bounded by this list).
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "session.uploaded",
         "leaderboard.submit",
         "track.process",
@@ -82,6 +85,7 @@ impl EventKind {
         "webhook.test",
         "webhook.disabled",
         "webhook.redelivery",
+        "event.finished",
     ];
 
     /// The wire name of this kind.
@@ -97,6 +101,7 @@ impl EventKind {
             Self::WebhookTest(_) => Self::NAMES[7],
             Self::WebhookDisabled(_) => Self::NAMES[8],
             Self::WebhookRedelivery(_) => Self::NAMES[9],
+            Self::EventFinished(_) => Self::NAMES[10],
         }
     }
 }
@@ -228,6 +233,29 @@ pub struct ProfileUpdated {
 pub struct AccountDeleted {
     /// The deletion job (answered to the driver, and in the job's log lines).
     pub job_id: String,
+}
+
+/// `event.finished`: the event's user is an entrant of a competition event that has closed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventFinished {
+    /// The competition event.
+    pub event_id: EventId,
+    /// Its name.
+    pub name: String,
+    /// The league holding it; absent for a public event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub league_id: Option<LeagueId>,
+    /// The track.
+    pub track_id: TrackId,
+    /// The track as the game names it (with its layout).
+    pub track_name: String,
+    /// The driver's final position (1 is first).
+    pub position: u64,
+    /// Entrants in all.
+    pub entrants: u64,
+    /// The driver's lap in the event, milliseconds.
+    pub lap_time_ms: i64,
 }
 
 /// `board.passed`: the event's user is the driver who was passed.

@@ -69,7 +69,9 @@ impl QueueName {
             ),
             Self::Achievements => matches!(
                 kind,
-                EventKind::SessionUploaded(_) | EventKind::LeaderboardSubmitted(_)
+                EventKind::SessionUploaded(_)
+                    | EventKind::LeaderboardSubmitted(_)
+                    | EventKind::EventFinished(_)
             ),
             Self::Feed => matches!(
                 kind,
@@ -77,6 +79,7 @@ impl QueueName {
                     | EventKind::LeaderboardSubmitted(_)
                     | EventKind::AchievementUnlocked(_)
                     | EventKind::WebhookDisabled(_)
+                    | EventKind::EventFinished(_)
             ),
             Self::Accounts => matches!(
                 kind,
@@ -90,6 +93,7 @@ impl QueueName {
                     | EventKind::AchievementUnlocked(_)
                     | EventKind::BoardPassed(_)
                     | EventKind::WebhookTest(_)
+                    | EventKind::EventFinished(_)
             ),
         }
     }

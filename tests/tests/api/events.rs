@@ -342,6 +342,75 @@ async fn the_close_freezes_the_standings(app: TestApp, clock: Arc<ManualClock>) 
     assert_eq!(status, 200);
     assert_eq!(finished["data"]["state"], "finished", "{finished}");
     assert_eq!(standings(&app, &ana, &id).await, oracle);
+
+    // Ticks racing each other close it and tell each entrant their final position once.
+    let ticks =
+        futures::future::join_all((0..3).map(|_| paddock_core::maintenance::tick(&app.ports)))
+            .await;
+    let told: usize = ticks.iter().map(|t| t.events.as_ref().unwrap().told).sum();
+    assert!(told <= oracle.len(), "{ticks:?}");
+    for (n, (token, _)) in drivers.iter().enumerate().take(4) {
+        let results = finishes_in_feed(&app, token, 1).await;
+        assert_eq!(results, [format!("Finished P{} of 4 in Spa week", n + 1)]);
+    }
+    paddock_core::maintenance::tick(&app.ports)
+        .await
+        .events
+        .unwrap();
+    let (_, unlocked) = app
+        .call(Method::GET, "/v1/achievements", drivers[0].0.as_str(), None)
+        .await;
+    let ids = unlocked.to_string();
+    assert!(
+        ids.contains("\"podium\"") && ids.contains("\"first-event\""),
+        "{unlocked}"
+    );
+    // Only entrants are told: the others' feeds hold their own laps alone.
+    let (_, feed) = app
+        .call(
+            Method::GET,
+            "/v1/feed?limit=100",
+            drivers[5].0.as_str(),
+            None,
+        )
+        .await;
+    assert!(!feed.to_string().contains("Finished P"), "{feed}");
+}
+
+/// The titles of the event results in the feed of `token`, once it holds `n` of them.
+async fn finishes_in_feed(app: &TestApp, token: &str, n: usize) -> Vec<String> {
+    let mut last = Vec::new();
+    for _ in 0..200 {
+        let (status, feed) = app
+            .call(Method::GET, "/v1/feed?limit=100", token, None)
+            .await;
+        assert_eq!(status, 200, "{feed}");
+        last = feed["data"]["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["title"].as_str())
+            .filter(|t| t.starts_with("Finished P"))
+            .map(str::to_owned)
+            .collect();
+        if last.len() >= n {
+            // A moment more, for a second one that must not come.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            let (_, feed) = app
+                .call(Method::GET, "/v1/feed?limit=100", token, None)
+                .await;
+            return feed["data"]["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|e| e["title"].as_str())
+                .filter(|t| t.starts_with("Finished P"))
+                .map(str::to_owned)
+                .collect();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the feed did not reach {n} event results: {last:?}");
 }
 
 const PASSWORD: &str = "correct horse battery";

@@ -88,7 +88,7 @@ pub(crate) struct CreateWebhookRequest {
     #[schema(required = true, value_type = String, format = "uri", max_length = 2048)]
     pub url: Option<String>,
     /// One or more of `session.uploaded`, `leaderboard.best`, `achievement.unlocked`,
-    /// `board.passed`.
+    /// `board.passed`, `event.finished`.
     #[schema(required = true, value_type = Vec<WebhookEventType>, min_items = 1)]
     pub event_types: Option<Vec<String>>,
     /// The driver's own note: at most 100 characters, no control or invisible characters.
@@ -112,6 +112,9 @@ pub(crate) enum WebhookEventType {
     /// Another driver's new best moved the driver down a track's board.
     #[schema(rename = "board.passed")]
     BoardPassed,
+    /// A competition event the driver entered closed: their final position.
+    #[schema(rename = "event.finished")]
+    EventFinished,
 }
 
 fn event_types(raw: Vec<String>) -> Result<Vec<String>, ApiError> {

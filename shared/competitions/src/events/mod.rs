@@ -15,6 +15,9 @@
 //! - `EVENTS#OPENING` / `<opens ms>#<id>` and `EVENTS#CLOSING` / `<closes ms>#<id>`: what the
 //!   maintenance tick has still to open (and, for a series, make the next round of) and to
 //!   close; each row goes in the transaction that does it, so each happens once;
+//! - `EVENTS#NOTIFYING` / `<closes ms>#<id>`: a closed event whose entrants are being told
+//!   their final positions (`event.finished`), with the rank key told last (`after`): each
+//!   page of entrants is told in one transaction conditioned on it, so each entrant once;
 //! - `SERIES#<series id>` / `ROUND#<round>`: the rounds of a series, for its season table.
 
 mod changes;
@@ -183,6 +186,8 @@ pub(crate) enum Due {
     Opening,
     /// Close it.
     Closing,
+    /// Tell its entrants their final positions (from the rank key in `after` on).
+    Notifying,
 }
 
 impl Due {
@@ -190,6 +195,7 @@ impl Due {
         match self {
             Self::Opening => "EVENTS#OPENING",
             Self::Closing => "EVENTS#CLOSING",
+            Self::Notifying => "EVENTS#NOTIFYING",
         }
     }
 

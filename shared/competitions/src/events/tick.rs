@@ -2,17 +2,29 @@
 //! series' next round made), windows that have closed are marked closed, which freezes their
 //! standings: a submission's transaction holds only while its event is not closed. Each is
 //! one transaction that also removes the tick's row, conditioned on not being done yet, so a
-//! tick racing another (or retried) does it once.
+//! tick racing another (or retried) does it once. Then each entrant of a closed event is told
+//! their final position (`event.finished`), a page at a time, each page once.
+
+use serde_json::json;
 
 use super::changes::{TABLE, placement_ops};
 use super::*;
+use paddock_boards::leaderboards::board::BoardId;
+use paddock_boards::leaderboards::reads as board_reads;
+use paddock_kernel::events::{Event as OutboxEvent, EventFinished, EventKind};
 use paddock_kernel::ports::Ports;
-use paddock_kernel::ports::items::{Condition, Query, SK, TxOp, Update, decode};
+use paddock_kernel::ports::items::{Condition, Item, Query, SK, TxOp, Update, decode, item};
 
 /// Days, in milliseconds.
 const DAY_MS: i64 = 24 * 3600 * 1000;
 /// Rows one tick handles of each kind, at most (the next tick takes the rest).
 const PER_TICK: usize = 100;
+/// Entrants told in one transaction (each an outbox event), with the cursor's update.
+const TOLD_PER_PAGE: usize = 40;
+/// Pages one tick tells, at most, over every event (10,000 entrants).
+const PAGES_PER_TICK: usize = 250;
+/// The attribute of a notifying row: the rank key of the last entrant told.
+const AFTER: &str = "after";
 
 /// What one tick did to events.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -23,6 +35,8 @@ pub struct EventTick {
     pub rounds_made: usize,
     /// Events marked closed.
     pub closed: usize,
+    /// Entrants told their final position.
+    pub told: usize,
 }
 
 /// Opens and closes the events that are due at the clock's time.
@@ -38,6 +52,21 @@ pub async fn tick(ports: &Ports) -> Result<EventTick, StoreError> {
     for (due, key) in due_rows(ports, Due::Closing, now_ms).await? {
         if close(ports, &due, &key).await? {
             report.closed += 1;
+        }
+    }
+    let mut pages = 0;
+    let notifying = Query::partition(TABLE, Due::Notifying.partition()).limit(PER_TICK);
+    for row in ports.items.query(notifying).await?.items {
+        while pages < PAGES_PER_TICK {
+            pages += 1;
+            match tell_a_page(ports, &row).await? {
+                Told::Page(n) => report.told += n,
+                Told::Last(n) => {
+                    report.told += n;
+                    break;
+                }
+                Told::ByAnother => break,
+            }
         }
     }
     Ok(report)
@@ -150,6 +179,14 @@ async fn close(ports: &Ports, event: &EventRecord, row: &Key) -> Result<bool, St
             ),
             condition: None,
         },
+        TxOp::Put {
+            table: TABLE,
+            item: item(
+                &Due::Notifying.key(event.closes_ms, &event.id),
+                json!({ "eventId": event.id, AFTER: "" }),
+            ),
+            condition: Some(Condition::NotExists),
+        },
     ];
     match ports.items.transact(ops).await {
         Ok(()) => Ok(true),
@@ -157,6 +194,94 @@ async fn close(ports: &Ports, event: &EventRecord, row: &Key) -> Result<bool, St
             ports.items.delete(TABLE, row, None).await?;
             Ok(false)
         }
+        Err(e) => Err(e),
+    }
+}
+
+/// How telling a page of entrants ended.
+enum Told {
+    /// This many were told; more are left.
+    Page(usize),
+    /// This many were told, the last of them.
+    Last(usize),
+    /// Another tick told this page first (it goes on from there).
+    ByAnother,
+}
+
+/// Tells the entrants of the event of `row` after its cursor their final positions, one page,
+/// in one transaction that moves the cursor on (or removes the row after the last page),
+/// conditioned on the cursor being what was read.
+async fn tell_a_page(ports: &Ports, row: &Item) -> Result<Told, StoreError> {
+    let key = Key::of(row).ok_or_else(|| StoreError::Invalid("a row without a key".into()))?;
+    let current = ports.items.get(TABLE, &key).await?;
+    let Some(current) = current else {
+        return Ok(Told::ByAnother);
+    };
+    let after = current
+        .get(AFTER)
+        .and_then(|a| a.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let Some(id) = current
+        .get("eventId")
+        .and_then(|v| v.as_str())
+        .and_then(|v| v.parse().ok())
+    else {
+        return Err(StoreError::Invalid(format!(
+            "notifying row {key:?} names no event"
+        )));
+    };
+    let Some(event) = ports.items.get(TABLE, &meta_key(&id)).await? else {
+        ports.items.delete(TABLE, &key, None).await?;
+        return Ok(Told::ByAnother);
+    };
+    let event: EventRecord = decode(event, "event")?;
+    let board = BoardId::event(&event.track_id, &event.id);
+    let from = (!after.is_empty()).then_some(after.as_str());
+    let page = board_reads::page(ports, &board, from, TOLD_PER_PAGE).await?;
+    let now = ports.clock.now();
+    let mut ops: Vec<TxOp> = page
+        .rows
+        .iter()
+        .map(|ranked| {
+            let finished = EventFinished {
+                event_id: event.id.clone(),
+                name: event.name.clone(),
+                league_id: event.league_id.clone(),
+                track_id: event.track_id.clone(),
+                track_name: event.track_name.clone(),
+                position: ranked.rank,
+                entrants: page.total,
+                lap_time_ms: ranked.row.lap_time_ms,
+            };
+            let kind = EventKind::EventFinished(finished);
+            OutboxEvent::new(kind, Some(ranked.row.user_id.clone()), now).outbox_op()
+        })
+        .collect();
+    let told = ops.len();
+    let unchanged = Condition::eq(AFTER, after.as_str());
+    let next = page.next_after.as_ref().and(page.rows.last());
+    let last = if let Some(ranked) = next {
+        ops.push(TxOp::Update {
+            table: TABLE,
+            key: key.clone(),
+            update: Update::set(AFTER, ranked.rank_key.as_str()),
+            condition: Some(unchanged),
+        });
+        false
+    } else {
+        ops.push(TxOp::Delete {
+            table: TABLE,
+            key: key.clone(),
+            condition: Some(unchanged),
+        });
+        true
+    };
+    let at = ops.len() - 1;
+    match ports.items.transact(ops).await {
+        Ok(()) if last => Ok(Told::Last(told)),
+        Ok(()) => Ok(Told::Page(told)),
+        Err(e) if e.is_condition_failed_at(at) => Ok(Told::ByAnother),
         Err(e) => Err(e),
     }
 }

@@ -128,6 +128,7 @@ async fn attempt(ports: &Ports, user_id: &UserId, event: &Event) -> Result<(), S
             stats.add_session(session, first);
         }
         EventKind::LeaderboardSubmitted(submission) => stats.add_submission(submission),
+        EventKind::EventFinished(finished) => stats.add_event(finished),
         EventKind::TrackProcessRequested(_)
         | EventKind::AchievementUnlocked(_)
         | EventKind::ProfileUpdated(_)

@@ -54,6 +54,10 @@ pub enum Stat {
     CleanSessions,
     /// Sessions of at least 5 valid laps within half a second of each other.
     SteadySessions,
+    /// Competition events finished.
+    EventsFinished,
+    /// Competition events finished in the top three.
+    Podiums,
 }
 
 /// When an achievement unlocks.
@@ -110,7 +114,7 @@ pub const FIRST_SESSION: &str = "first-session";
 
 /// Every achievement, in the order drivers see them.
 #[rustfmt::skip] // one achievement a line reads as the table it is
-pub const CATALOG: [Achievement; 20] = [
+pub const CATALOG: [Achievement; 22] = [
     at_least(FIRST_SESSION, "First synced session", "Sync your first session.", Category::Sessions, Stat::Sessions, 1),
     at_least("sessions-10", "Regular", "Sync 10 sessions.", Category::Sessions, Stat::Sessions, 10),
     at_least("sessions-100", "Centurion", "Sync 100 sessions.", Category::Sessions, Stat::Sessions, 100),
@@ -145,6 +149,8 @@ pub const CATALOG: [Achievement; 20] = [
     at_least("valid-laps-500", "Clean driver", "Drive 500 valid laps.", Category::Consistency, Stat::ValidLaps, 500),
     at_least("clean-session", "Spotless", "Sync a session of at least 10 laps, every one valid.", Category::Consistency, Stat::CleanSessions, 1),
     hidden(at_least("steady", "Metronome", "Drive 5 valid laps within half a second of each other in one session.", Category::Consistency, Stat::SteadySessions, 1)),
+    at_least("first-event", "Entrant", "Finish a competition event.", Category::Leaderboards, Stat::EventsFinished, 1),
+    at_least("podium", "On the podium", "Finish a competition event in the top three.", Category::Leaderboards, Stat::Podiums, 1),
 ];
 
 /// The achievement with `id`.

@@ -7,7 +7,8 @@ use time::format_description::well_known::Rfc3339;
 
 use paddock_boards::leaderboards::format_lap_time;
 use paddock_kernel::events::{
-    AchievementUnlocked, Event, EventKind, LeaderboardSubmitted, SessionUploaded, WebhookDisabled,
+    AchievementUnlocked, Event, EventFinished, EventKind, LeaderboardSubmitted, SessionUploaded,
+    WebhookDisabled,
 };
 use utoipa::ToSchema;
 
@@ -25,6 +26,8 @@ pub enum FeedKind {
     Post,
     /// A notice about the driver's webhooks (a subscription disabled after failing).
     Webhook,
+    /// A competition event the driver finished.
+    Event,
 }
 
 /// What a feed entry says, before it is stored.
@@ -43,6 +46,7 @@ pub(crate) fn for_event(event: &Event) -> Option<FeedText> {
         EventKind::LeaderboardSubmitted(s) => Some(submission(s, event.occurred_at)),
         EventKind::AchievementUnlocked(a) => Some(achievement(a, event.occurred_at)),
         EventKind::WebhookDisabled(w) => Some(webhook_disabled(w, event.occurred_at)),
+        EventKind::EventFinished(e) => Some(event_finished(e, event.occurred_at)),
         EventKind::TrackProcessRequested(_)
         | EventKind::ProfileUpdated(_)
         | EventKind::AccountDeleted(_)
@@ -90,6 +94,24 @@ fn session(s: &SessionUploaded, uploaded: OffsetDateTime) -> FeedText {
         // The session's own time; an unreadable one (no version writes it) falls back to
         // the upload.
         date: OffsetDateTime::parse(&s.recorded_at, &Rfc3339).unwrap_or(uploaded),
+    }
+}
+
+fn event_finished(e: &EventFinished, closed: OffsetDateTime) -> FeedText {
+    FeedText {
+        kind: FeedKind::Event,
+        title: format!(
+            "Finished P{} of {} in {}",
+            e.position,
+            e.entrants,
+            e.name.trim()
+        ),
+        subtitle: format!(
+            "{} · {}",
+            e.track_name.trim(),
+            format_lap_time(e.lap_time_ms)
+        ),
+        date: closed,
     }
 }
 

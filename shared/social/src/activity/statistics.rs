@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::catalog::{Rule, Stat};
-use paddock_kernel::events::{LeaderboardSubmitted, SessionUploaded};
+use paddock_kernel::events::{EventFinished, LeaderboardSubmitted, SessionUploaded};
 
 /// Laps a session needs, every one valid, to count as clean.
 const CLEAN_SESSION_LAPS: usize = 10;
@@ -45,6 +45,10 @@ pub struct Statistics {
     pub clean_sessions: i64,
     /// Sessions of at least five valid laps within half a second.
     pub steady_sessions: i64,
+    /// Competition events finished (entered and closed).
+    pub events_finished: i64,
+    /// Competition events finished in the top three.
+    pub podiums: i64,
 }
 
 /// Which of a session's track, game and car the driver had not driven before.
@@ -76,6 +80,8 @@ impl Statistics {
             Stat::NightSessions => self.night_sessions,
             Stat::CleanSessions => self.clean_sessions,
             Stat::SteadySessions => self.steady_sessions,
+            Stat::EventsFinished => self.events_finished,
+            Stat::Podiums => self.podiums,
         }
     }
 
@@ -118,6 +124,14 @@ impl Statistics {
         }
         if let Some(rank) = submission.rank.and_then(|r| i64::try_from(r).ok()) {
             self.best_rank = Some(self.best_rank.map_or(rank, |best| best.min(rank)));
+        }
+    }
+
+    /// Counts a competition event the driver finished.
+    pub fn add_event(&mut self, finished: &EventFinished) {
+        self.events_finished += 1;
+        if finished.position <= 3 {
+            self.podiums += 1;
         }
     }
 }
