@@ -625,10 +625,69 @@ async fn the_operator_makes_public_events_and_anyone_enters(app: TestApp, clock:
     assert_eq!(standings(&app, &op, &id).await, [(bo_id, 139_000)]);
 }
 
+/// A personal access token with `leagues` runs a league and makes its events; one with
+/// `events:read` reads them and nothing more.
+async fn tokens_read_events_and_run_leagues_by_scope(app: TestApp) {
+    let (ana, _) = app.driver("Ana").await;
+    let token = |scopes: Value| {
+        let body = json!({"name": "league bot", "scopes": scopes});
+        let app = &app;
+        let ana = ana.clone();
+        async move {
+            let (status, made) = app.call(Method::POST, "/v1/tokens", &ana, Some(body)).await;
+            assert_eq!(status, 201, "{made}");
+            made["data"]["token"].as_str().unwrap().to_owned()
+        }
+    };
+    let (runner, reader) = (
+        token(json!(["leagues"])).await,
+        token(json!(["events:read"])).await,
+    );
+    let league = league_with(&app, &runner, &[]).await;
+    let now = OffsetDateTime::now_utc();
+    let (_, first) = drive(
+        &app,
+        &ana,
+        &text(now - time::Duration::hours(1)),
+        140_000,
+        CAR,
+    )
+    .await;
+    let track = first["trackId"].as_str().unwrap().to_owned();
+    let opens = now + time::Duration::hours(1);
+    let event = event_of(
+        &app,
+        &runner,
+        &league,
+        &track,
+        opens,
+        opens + time::Duration::hours(1),
+    )
+    .await;
+    let id = event["id"].as_str().unwrap();
+    let (status, read) = app
+        .call(Method::GET, &format!("/v1/events/{id}"), &reader, None)
+        .await;
+    assert_eq!((status, &read["data"]["id"]), (200, &event["id"]), "{read}");
+    let path = format!("/v1/leagues/{league}/events");
+    let body = json!({"name": "x", "trackId": track, "opensAt": text(opens), "closesAt": text(opens + time::Duration::hours(1))});
+    let (status, refused) = app.call(Method::POST, &path, &reader, Some(body)).await;
+    assert_eq!(status, 403, "events:read makes nothing: {refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("`leagues`"),
+        "{refused}"
+    );
+    let (status, refused) = app
+        .call(Method::GET, &format!("/v1/events/{id}"), &runner, None)
+        .await;
+    assert_eq!(status, 403, "leagues reads no event: {refused}");
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         a_members_lap_in_the_window_counts_in_the_same_answer,
         bad_plans_are_refused_naming_the_field_and_the_rule,
+        tokens_read_events_and_run_leagues_by_scope,
     ],
     clocked: [
         the_close_freezes_the_standings,

@@ -104,7 +104,7 @@ impl From<CreateEventRequest> for PlanFields {
 
 /// Makes an event of a league; only its owner may.
 #[utoipa::path(post, path = "/v1/leagues/{id}/events", operation_id = "createLeagueEvent", tag = "events",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     params(("id" = String, Path, description = "The league's id")),
     request_body(content = CreateEventRequest, description = "camelCase or PascalCase names", example = json!({
         "name": "Monza week", "trackId": "5f0c7d4e-0000-4000-8000-000000000001",
@@ -119,7 +119,7 @@ impl From<CreateEventRequest> for PlanFields {
               (status = 409, description = "The league has 10 events not yet finished")))]
 pub(crate) async fn create_league_event(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
     ApiJson(body): ApiJson<CreateEventRequest>,
 ) -> Result<Response, ApiError> {
@@ -131,7 +131,7 @@ pub(crate) async fn create_league_event(
 
 /// Makes a public event; only the drivers `Events__Operators` names may.
 #[utoipa::path(post, path = "/v1/events", operation_id = "createPublicEvent", tag = "events",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     request_body(content = CreateEventRequest, description = "camelCase or PascalCase names", example = json!({
         "name": "Nordschleife weekend", "trackId": "5f0c7d4e-0000-4000-8000-000000000001",
         "opensAt": "2026-12-11T18:00:00Z", "closesAt": "2026-12-13T22:00:00Z"})),
@@ -142,7 +142,7 @@ pub(crate) async fn create_league_event(
               (status = 409, description = "10 public events are not yet finished")))]
 pub(crate) async fn create_public_event(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     ApiJson(body): ApiJson<CreateEventRequest>,
 ) -> Result<Response, ApiError> {
     if !state.settings.event_operators.contains(user.user_id()) {
@@ -164,7 +164,7 @@ pub(crate) struct EventList {
 const FINISHED_SHOWN: usize = 10;
 /// A league's events, for its members.
 #[utoipa::path(get, path = "/v1/leagues/{id}/events", operation_id = "listLeagueEvents", tag = "events",
-    security(("bearer" = [])),
+    security(("bearer" = ["events:read"])),
     params(("id" = String, Path, description = "The league's id")),
     responses((status = 200, description = "The events not yet finished (in the order they close), then the 10 \
                latest finished", body = EventListEnvelope),
@@ -172,7 +172,7 @@ const FINISHED_SHOWN: usize = 10;
               (status = 404, description = "No such league, or the caller is not in it")))]
 pub(crate) async fn list_league_events(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::EventsRead>,
     PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
 ) -> Result<Response, ApiError> {
     let host = Host::League(id);
@@ -182,13 +182,13 @@ pub(crate) async fn list_league_events(
 
 /// The public events.
 #[utoipa::path(get, path = "/v1/events", operation_id = "listEvents", tag = "events",
-    security(("bearer" = [])),
+    security(("bearer" = ["events:read"])),
     responses((status = 200, description = "The public events not yet finished (in the order they close), then \
                the 10 latest finished", body = EventListEnvelope),
               (status = 401, description = "No valid sign-in")))]
 pub(crate) async fn list_public_events(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::EventsRead>,
 ) -> Result<Response, ApiError> {
     let host = Host::Public;
     let items = events::list(&state.ports, Some(user.user_id()), &host, FINISHED_SHOWN).await?;
@@ -197,14 +197,14 @@ pub(crate) async fn list_public_events(
 
 /// One event.
 #[utoipa::path(get, path = "/v1/events/{id}", operation_id = "getEvent", tag = "events",
-    security(("bearer" = [])),
+    security(("bearer" = ["events:read"])),
     params(("id" = String, Path, description = "The event's id")),
     responses((status = 200, description = "The event", body = EventEnvelope),
               (status = 401, description = "No valid sign-in"),
               (status = 404, description = "No such event, or a league's event and the caller is not in the league")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::EventsRead>,
     PathId { id, .. }: PathId<EventId, NoSuchEvent>,
 ) -> Result<Response, ApiError> {
     Ok(ok(
@@ -244,7 +244,7 @@ pub(crate) struct EventStandings {
 /// An event's standings: each entrant's best lap driven in its window and submitted before
 /// it closed, with exact ranks; final once the event has finished.
 #[utoipa::path(get, path = "/v1/events/{id}/standings", operation_id = "getEventStandings", tag = "events",
-    security(("bearer" = [])),
+    security(("bearer" = ["events:read"])),
     params(("id" = String, Path, description = "The event's id"), StandingsQuery),
     responses((status = 200, description = "One page of the standings", body = EventStandingsEnvelope),
               (status = 400, description = "A bad limit, cursor or around"),
@@ -253,7 +253,7 @@ pub(crate) struct EventStandings {
                or (`around=me`) no entry of the caller")))]
 pub(crate) async fn standings(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::EventsRead>,
     PathId { id, .. }: PathId<EventId, NoSuchEvent>,
     ApiQuery(q): ApiQuery<StandingsQuery>,
 ) -> Result<Response, ApiError> {
@@ -303,7 +303,7 @@ pub(crate) async fn standings(
 /// position (25, 18, 15, 12, 10, 8, 6, 4, 2, 1 for the top ten), totals, ties broken by
 /// better finishes.
 #[utoipa::path(get, path = "/v1/events/{id}/season", operation_id = "getEventSeason", tag = "events",
-    security(("bearer" = [])),
+    security(("bearer" = ["events:read"])),
     params(("id" = String, Path, description = "The id of any round of the series")),
     responses((status = 200, description = "The season table", body = SeasonTableEnvelope),
               (status = 401, description = "No valid sign-in"),
@@ -311,7 +311,7 @@ pub(crate) async fn standings(
                or the event is not a round of a series")))]
 pub(crate) async fn season(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::EventsRead>,
     PathId { id, .. }: PathId<EventId, NoSuchEvent>,
 ) -> Result<Response, ApiError> {
     Ok(ok(

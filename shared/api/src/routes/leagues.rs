@@ -58,7 +58,7 @@ pub(crate) struct CreateLeagueRequest {
 
 /// Makes a league; the caller owns it, and its invite code is in the answer.
 #[utoipa::path(post, path = "/v1/leagues", operation_id = "createLeague", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     request_body(content = CreateLeagueRequest, description = "camelCase or PascalCase names", example = json!({
         "name": "Tuesday Hotlaps", "description": "One track a week, GT3 only"})),
     responses((status = 201, description = "The league, with its invite code", body = LeagueEnvelope),
@@ -67,7 +67,7 @@ pub(crate) struct CreateLeagueRequest {
               (status = 409, description = "The caller owns 5 leagues, or belongs to 20")))]
 pub(crate) async fn create(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     ApiJson(body): ApiJson<CreateLeagueRequest>,
 ) -> Result<Response, ApiError> {
     let labels = Labels::parse(body.name, body.description)?;
@@ -84,12 +84,12 @@ pub(crate) struct LeagueList {
 
 /// The leagues the caller belongs to.
 #[utoipa::path(get, path = "/v1/leagues", operation_id = "listLeagues", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     responses((status = 200, description = "Every league of the caller, oldest first", body = LeagueListEnvelope),
               (status = 401, description = "No valid sign-in")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
 ) -> Result<Response, ApiError> {
     let items = leagues::list(&state.ports, user.user_id()).await?;
     Ok(ok(LeagueList { items }))
@@ -97,14 +97,14 @@ pub(crate) async fn list(
 
 /// One of the caller's leagues.
 #[utoipa::path(get, path = "/v1/leagues/{id}", operation_id = "getLeague", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     params(("id" = String, Path, description = "The league's id")),
     responses((status = 200, description = "The league (its invite code only for the owner)", body = LeagueEnvelope),
               (status = 401, description = "No valid sign-in"),
               (status = 404, description = "No such league, or the caller is not in it")))]
 pub(crate) async fn read(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
 ) -> Result<Response, ApiError> {
     Ok(ok(leagues::get(&state.ports, user.user_id(), &id).await?))
@@ -122,7 +122,7 @@ pub(crate) struct JoinLeagueRequest {
 /// Joins the league whose current invite code this is. Joining a league the caller is
 /// already in changes nothing and answers 200.
 #[utoipa::path(post, path = "/v1/leagues/join", operation_id = "joinLeague", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     request_body(content = JoinLeagueRequest, description = "camelCase or PascalCase names", example = json!({
         "code": "q3Vd0sRk1x9P2mZtYw7b4A"})),
     responses((status = 201, description = "Joined: the league", body = LeagueEnvelope),
@@ -133,7 +133,7 @@ pub(crate) struct JoinLeagueRequest {
               (status = 409, description = "The league has 50 members, or the caller belongs to 20 leagues")))]
 pub(crate) async fn join(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     ApiJson(body): ApiJson<JoinLeagueRequest>,
 ) -> Result<Response, ApiError> {
     let code = parse_code(body.code)?;
@@ -148,7 +148,7 @@ pub(crate) async fn join(
 
 /// Gives the league a new invite code: the old one stops working at once. Owner only.
 #[utoipa::path(post, path = "/v1/leagues/{id}/invite-code", operation_id = "rotateLeagueInviteCode", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     params(("id" = String, Path, description = "The league's id")),
     responses((status = 200, description = "The league with its new invite code", body = LeagueEnvelope),
               (status = 401, description = "No valid sign-in"),
@@ -156,7 +156,7 @@ pub(crate) async fn join(
               (status = 404, description = "No such league, or the caller is not in it")))]
 pub(crate) async fn rotate_code(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
 ) -> Result<Response, ApiError> {
     Ok(ok(
@@ -173,14 +173,14 @@ pub(crate) struct MemberList {
 
 /// The members of one of the caller's leagues.
 #[utoipa::path(get, path = "/v1/leagues/{id}/members", operation_id = "listLeagueMembers", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     params(("id" = String, Path, description = "The league's id")),
     responses((status = 200, description = "Every member, in the order they joined", body = MemberListEnvelope),
               (status = 401, description = "No valid sign-in"),
               (status = 404, description = "No such league, or the caller is not in it")))]
 pub(crate) async fn members(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
 ) -> Result<Response, ApiError> {
     let items = leagues::members(&state.ports, user.user_id(), &id).await?;
@@ -198,7 +198,7 @@ fn league_and_member((league, member): (String, String)) -> Result<(LeagueId, Us
 
 /// Takes a member out of the league. Owner only; the owner leaves instead.
 #[utoipa::path(delete, path = "/v1/leagues/{id}/members/{userId}", operation_id = "removeLeagueMember", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     params(("id" = String, Path, description = "The league's id"),
            ("userId" = String, Path, description = "The member's user id")),
     responses((status = 204, description = "Removed"),
@@ -208,7 +208,7 @@ fn league_and_member((league, member): (String, String)) -> Result<(LeagueId, Us
               (status = 404, description = "No such league (or the caller is not in it), or no such member")))]
 pub(crate) async fn remove_member(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     Path(ids): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
     let (id, member) = league_and_member(ids)?;
@@ -232,14 +232,14 @@ pub(crate) struct LeftLeague {
 /// Leaves one of the caller's leagues. An owner's league passes to its longest-standing
 /// member, or closes when the owner was alone in it.
 #[utoipa::path(post, path = "/v1/leagues/{id}/leave", operation_id = "leaveLeague", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     params(("id" = String, Path, description = "The league's id")),
     responses((status = 200, description = "Left, and what became of the league", body = LeftLeagueEnvelope),
               (status = 401, description = "No valid sign-in"),
               (status = 404, description = "No such league, or the caller is not in it")))]
 pub(crate) async fn leave(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
 ) -> Result<Response, ApiError> {
     let left = leagues::leave(&state.ports, user.user_id(), &id).await?;
@@ -266,7 +266,7 @@ pub(crate) struct TransferLeagueRequest {
 
 /// Hands the league to one of its members. Owner only; the caller stays a member.
 #[utoipa::path(post, path = "/v1/leagues/{id}/owner", operation_id = "transferLeague", tag = "leagues",
-    security(("bearer" = [])),
+    security(("bearer" = ["leagues"])),
     params(("id" = String, Path, description = "The league's id")),
     request_body(content = TransferLeagueRequest, description = "camelCase or PascalCase names", example = json!({
         "userId": "0190a0b2-3c4d-4e5f-9a0b-1c2d3e4f5a6b"})),
@@ -278,7 +278,7 @@ pub(crate) struct TransferLeagueRequest {
               (status = 409, description = "That member owns 5 leagues already")))]
 pub(crate) async fn transfer(
     State(state): State<AppState>,
-    user: Caller<scope::SignIn>,
+    user: Caller<scope::Leagues>,
     PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
     ApiJson(body): ApiJson<TransferLeagueRequest>,
 ) -> Result<Response, ApiError> {

@@ -79,7 +79,7 @@ pub mod scope {
     scopes! {
         SessionsRead "sessions:read", SessionsWrite "sessions:write", BoardsRead "boards:read",
         BoardsSubmit "boards:submit", ProfileRead "profile:read", ActivityRead "activity:read",
-        Sharepacks "sharepacks", Webhooks "webhooks",
+        Sharepacks "sharepacks", Webhooks "webhooks", EventsRead "events:read", Leagues "leagues",
     }
 }
 

@@ -78,11 +78,19 @@ pub enum Scope {
     /// Make, list, change, test and delete webhook subscriptions (`/v1/webhooks`).
     #[serde(rename = "webhooks")]
     Webhooks,
+    /// Read competition events, their standings and season tables (`GET /v1/events...`,
+    /// `GET /v1/leagues/{id}/events`).
+    #[serde(rename = "events:read")]
+    EventsRead,
+    /// Run the driver's leagues: make, join, read, leave and hand on leagues, rotate codes,
+    /// remove members, make events (`/v1/leagues`, `POST /v1/events`).
+    #[serde(rename = "leagues")]
+    Leagues,
 }
 
 impl Scope {
     /// Every scope, in the documented order.
-    pub const ALL: [Scope; 8] = [
+    pub const ALL: [Scope; 10] = [
         Self::SessionsRead,
         Self::SessionsWrite,
         Self::BoardsRead,
@@ -91,6 +99,8 @@ impl Scope {
         Self::ActivityRead,
         Self::Sharepacks,
         Self::Webhooks,
+        Self::EventsRead,
+        Self::Leagues,
     ];
 
     /// The scope's name in requests, answers and documentation.
@@ -104,6 +114,8 @@ impl Scope {
             Self::ActivityRead => "activity:read",
             Self::Sharepacks => "sharepacks",
             Self::Webhooks => "webhooks",
+            Self::EventsRead => "events:read",
+            Self::Leagues => "leagues",
         }
     }
 
@@ -124,7 +136,7 @@ pub enum TokenError {
     NoScopes,
     /// A scope is not one of the documented ones.
     #[error(
-        "scopes: unknown scope `{0}`; the scopes are sessions:read, sessions:write, boards:read, boards:submit, profile:read, activity:read, sharepacks"
+        "scopes: unknown scope `{0}`; the scopes are sessions:read, sessions:write, boards:read, boards:submit, profile:read, activity:read, sharepacks, webhooks, events:read, leagues"
     )]
     UnknownScope(String),
     /// The expiry is outside 1 to 365 days.
