@@ -7,7 +7,6 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use http::request::Parts;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::envelopes::envelope;
@@ -20,7 +19,7 @@ use crate::routes::paging;
 use crate::routes::registry::{Routes, operations};
 use crate::state::AppState;
 use paddock_core::competition_events::{
-    self as events, Event, EventError, EventPlan, Host, PlanFields, SeasonTable,
+    self as events, Event, EventError, Host, PlanFields, SeasonTable,
 };
 use paddock_core::ids::{EventId, LeagueId};
 use paddock_core::leaderboards::reads::{decode_cursor, encode_cursor};
@@ -44,69 +43,11 @@ impl<S> MalformedId<S> for NoSuchEvent {
     }
 }
 
-/// A series' recurrence in a request.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct RecurrenceRequest {
-    /// Days from one round's opening to the next's, 1 to 28, at least the window's length.
-    #[schema(required = true, value_type = u32, minimum = 1, maximum = 28)]
-    pub every_days: Option<Value>,
-    /// Rounds in all, 2 to 52; the last opens within 366 days of the first.
-    #[schema(required = true, value_type = u32, minimum = 2, maximum = 52)]
-    pub rounds: Option<Value>,
-}
-
-/// `POST /v1/leagues/{id}/events` body.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct CreateEventRequest {
-    /// 1 to 60 characters (trimmed); no control, invisible or text-direction characters.
-    #[schema(required = true, value_type = String, min_length = 1, max_length = 60)]
-    pub name: Option<String>,
-    /// The track (a track id of `GET /v1/tracks`).
-    #[schema(required = true, value_type = String, format = Uuid)]
-    pub track_id: Option<String>,
-    /// The one car laps must be driven in: a car raced on the track (names match
-    /// case-insensitively); absent for any car.
-    #[schema(value_type = Option<String>, min_length = 1, max_length = 100)]
-    pub car: Option<String>,
-    /// When the window opens: RFC 3339 in UTC, not in the past, at most 180 days ahead.
-    #[schema(required = true, value_type = String, format = DateTime)]
-    pub opens_at: Option<String>,
-    /// When it closes: 10 minutes to 31 days after it opens.
-    #[schema(required = true, value_type = String, format = DateTime)]
-    pub closes_at: Option<String>,
-    /// The least quality score a lap needs, 0.8 (the default) to 1.
-    #[schema(value_type = Option<f64>, minimum = 0.8, maximum = 1.0)]
-    pub min_quality: Option<Value>,
-    /// Makes a series: the maintenance tick opens each next round.
-    pub recurrence: Option<RecurrenceRequest>,
-}
-
-impl From<CreateEventRequest> for PlanFields {
-    fn from(body: CreateEventRequest) -> Self {
-        Self {
-            name: body.name,
-            track_id: body.track_id,
-            car: body.car,
-            opens_at: body.opens_at,
-            closes_at: body.closes_at,
-            min_quality: body.min_quality.filter(|v| !v.is_null()),
-            recurrence: body.recurrence.map(|r| {
-                (
-                    r.every_days.filter(|v| !v.is_null()),
-                    r.rounds.filter(|v| !v.is_null()),
-                )
-            }),
-        }
-    }
-}
-
 /// Makes an event of a league; only its owner may.
 #[utoipa::path(post, path = "/v1/leagues/{id}/events", operation_id = "createLeagueEvent", tag = "events",
     security(("bearer" = ["leagues"])),
     params(("id" = String, Path, description = "The league's id")),
-    request_body(content = CreateEventRequest, description = "camelCase or PascalCase names", example = json!({
+    request_body(content = PlanFields, description = "camelCase or PascalCase names", example = json!({
         "name": "Monza week", "trackId": "5f0c7d4e-0000-4000-8000-000000000001",
         "opensAt": "2026-12-07T18:00:00Z", "closesAt": "2026-12-14T18:00:00Z",
         "recurrence": {"everyDays": 7, "rounds": 4}})),
@@ -121,18 +62,16 @@ pub(crate) async fn create_league_event(
     State(state): State<AppState>,
     user: Caller<scope::Leagues>,
     PathId { id, .. }: PathId<LeagueId, NoSuchLeague>,
-    ApiJson(body): ApiJson<CreateEventRequest>,
+    ApiJson(body): ApiJson<PlanFields>,
 ) -> Result<Response, ApiError> {
-    let now_ms = state.ports.clock.now().unix_timestamp() * 1000;
-    let plan = EventPlan::check(body.into(), now_ms)?;
-    let event = events::create(&state.ports, user.user_id(), Host::League(id), plan).await?;
+    let event = events::create(&state.ports, user.user_id(), Host::League(id), body).await?;
     Ok(with_status(StatusCode::CREATED, event))
 }
 
 /// Makes a public event; only the drivers `Events__Operators` names may.
 #[utoipa::path(post, path = "/v1/events", operation_id = "createPublicEvent", tag = "events",
     security(("bearer" = ["leagues"])),
-    request_body(content = CreateEventRequest, description = "camelCase or PascalCase names", example = json!({
+    request_body(content = PlanFields, description = "camelCase or PascalCase names", example = json!({
         "name": "Nordschleife weekend", "trackId": "5f0c7d4e-0000-4000-8000-000000000001",
         "opensAt": "2026-12-11T18:00:00Z", "closesAt": "2026-12-13T22:00:00Z"})),
     responses((status = 201, description = "The event", body = EventEnvelope),
@@ -143,14 +82,12 @@ pub(crate) async fn create_league_event(
 pub(crate) async fn create_public_event(
     State(state): State<AppState>,
     user: Caller<scope::Leagues>,
-    ApiJson(body): ApiJson<CreateEventRequest>,
+    ApiJson(body): ApiJson<PlanFields>,
 ) -> Result<Response, ApiError> {
     if !state.settings.event_operators.contains(user.user_id()) {
         return Err(EventError::NotOperator.into());
     }
-    let now_ms = state.ports.clock.now().unix_timestamp() * 1000;
-    let plan = EventPlan::check(body.into(), now_ms)?;
-    let event = events::create(&state.ports, user.user_id(), Host::Public, plan).await?;
+    let event = events::create(&state.ports, user.user_id(), Host::Public, body).await?;
     Ok(with_status(StatusCode::CREATED, event))
 }
 

@@ -15,17 +15,19 @@ use paddock_kernel::tables::Table;
 /// The table events live in.
 pub(crate) const TABLE: Table = Table::Competitions;
 
-/// Makes the event `plan` describes, held by `host`, as `creator` asks (for a league, its
-/// owner; the caller has checked that `creator` may hold public events). A series starts with
-/// its first round; the maintenance tick makes the next ones.
+/// Makes the event `fields` describe ([`EventPlan::check`]ed at the clock's time), held by
+/// `host`, as `creator` asks (for a league, its owner; the caller has checked that `creator`
+/// may hold public events). A series starts with its first round; the maintenance tick makes
+/// the next ones.
 pub async fn create(
     ports: &Ports,
     creator: &UserId,
     host: Host,
-    plan: EventPlan,
+    fields: PlanFields,
 ) -> Result<Event, EventError> {
     let now = ports.clock.now();
     let now_ms = ms_of(now);
+    let plan = EventPlan::check(fields, now_ms)?;
     let listing = match &host {
         Host::League(league) => league_partition(league),
         Host::Public => PUBLIC_PARTITION.to_owned(),

@@ -1,9 +1,11 @@
 //! What a new event is asked to be, checked before anything is read: its name, track, car,
 //! window, rules and recurrence, each against its bounds.
 
+use serde::Deserialize;
 use serde_json::Value;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
 
 use hidden_characters::shown_text;
 use paddock_kernel::ids::TrackId;
@@ -35,23 +37,43 @@ pub const MAX_SERIES_MS: i64 = 366 * DAY_MS;
 const MINUTE_MS: i64 = 60_000;
 const DAY_MS: i64 = 24 * 60 * MINUTE_MS;
 
-/// The fields of a request for a new event, as sent (absent or null ones `None`).
-#[derive(Debug, Clone, Default)]
+/// A request for a new event, as sent (absent or null fields are `None`).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct PlanFields {
-    /// `name`.
+    /// 1 to 60 characters (trimmed); no control, invisible or text-direction characters.
+    #[schema(required = true, value_type = String, min_length = 1, max_length = 60)]
     pub name: Option<String>,
-    /// `trackId`.
+    /// The track (a track id of `GET /v1/tracks`).
+    #[schema(required = true, value_type = String, format = Uuid)]
     pub track_id: Option<String>,
-    /// `car`.
+    /// The one car laps must be driven in: a car raced on the track (names match
+    /// case-insensitively); absent for any car.
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 100)]
     pub car: Option<String>,
-    /// `opensAt`.
+    /// When the window opens: RFC 3339 in UTC, not in the past, at most 180 days ahead.
+    #[schema(required = true, value_type = String, format = DateTime)]
     pub opens_at: Option<String>,
-    /// `closesAt`.
+    /// When it closes: 10 minutes to 31 days after it opens.
+    #[schema(required = true, value_type = String, format = DateTime)]
     pub closes_at: Option<String>,
-    /// `minQuality`.
+    /// The least quality score a lap needs, 0.8 (the default) to 1.
+    #[schema(value_type = Option<f64>, minimum = 0.8, maximum = 1.0)]
     pub min_quality: Option<Value>,
-    /// `recurrence.everyDays` and `recurrence.rounds`, when a recurrence is sent.
-    pub recurrence: Option<(Option<Value>, Option<Value>)>,
+    /// Makes a series: the maintenance tick makes each next round as a round opens.
+    pub recurrence: Option<RecurrenceFields>,
+}
+
+/// A series' recurrence, as sent.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RecurrenceFields {
+    /// Days from one round's opening to the next's, 1 to 28, at least the window's length.
+    #[schema(required = true, value_type = u32, minimum = 1, maximum = 28)]
+    pub every_days: Option<Value>,
+    /// Rounds in all, 2 to 52; the last opens within 366 days of the first.
+    #[schema(required = true, value_type = u32, minimum = 2, maximum = 52)]
+    pub rounds: Option<Value>,
 }
 
 /// A new event, checked.
@@ -141,7 +163,10 @@ impl EventPlan {
         };
         let recurrence = match fields.recurrence {
             None => Some(None),
-            Some((every, rounds)) => {
+            Some(RecurrenceFields {
+                every_days: every,
+                rounds,
+            }) => {
                 let every = p.required("recurrence.everyDays", every, |v| whole(v, EVERY_DAYS));
                 let rounds = p.required("recurrence.rounds", rounds, |v| whole(v, ROUNDS));
                 if let (Some(every), Some(l)) = (every, length)
@@ -208,7 +233,10 @@ mod tests {
         assert_eq!(plan.min_quality, MIN_QUALITY);
         assert_eq!(plan.car, None);
         let mut f = fields(NOW, NOW + DAY_MS);
-        f.recurrence = Some((Some(json!(7)), Some(json!(4.0))));
+        f.recurrence = Some(RecurrenceFields {
+            every_days: Some(json!(7)),
+            rounds: Some(json!(4.0)),
+        });
         f.min_quality = Some(json!(0.9));
         let plan = EventPlan::check(f, NOW).unwrap();
         assert_eq!(plan.recurrence, Some((7, 4)));
@@ -253,7 +281,10 @@ mod tests {
             track_id: Some("monza".into()),
             car: Some(String::new()),
             min_quality: Some(json!(0.5)),
-            recurrence: Some((Some(json!(0)), None)),
+            recurrence: Some(RecurrenceFields {
+                every_days: Some(json!(0)),
+                rounds: None,
+            }),
             ..PlanFields::default()
         };
         let e = EventPlan::check(f, NOW).unwrap_err().to_string();
@@ -274,21 +305,30 @@ mod tests {
     #[test]
     fn a_recurrence_past_its_bounds_is_refused() {
         let mut f = fields(NOW, NOW + 3 * DAY_MS);
-        f.recurrence = Some((Some(json!(2)), Some(json!(5))));
+        f.recurrence = Some(RecurrenceFields {
+            every_days: Some(json!(2)),
+            rounds: Some(json!(5)),
+        });
         let e = EventPlan::check(f, NOW).unwrap_err().to_string();
         assert!(
             e.contains("recurrence.everyDays: must be at least the window's length"),
             "{e}"
         );
         let mut f = fields(NOW, NOW + DAY_MS);
-        f.recurrence = Some((Some(json!(28)), Some(json!(52))));
+        f.recurrence = Some(RecurrenceFields {
+            every_days: Some(json!(28)),
+            rounds: Some(json!(52)),
+        });
         let e = EventPlan::check(f, NOW).unwrap_err().to_string();
         assert!(
             e.contains("recurrence.rounds: the last round must open within 366 days"),
             "{e}"
         );
         let mut f = fields(NOW, NOW + DAY_MS);
-        f.recurrence = Some((Some(json!(7)), Some(json!(53))));
+        f.recurrence = Some(RecurrenceFields {
+            every_days: Some(json!(7)),
+            rounds: Some(json!(53)),
+        });
         assert!(EventPlan::check(f, NOW).is_err());
     }
 }

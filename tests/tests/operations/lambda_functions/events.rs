@@ -394,10 +394,12 @@ pub(super) async fn schedules_run_maintenance_and_retention() {
         track_id: Some(track.id().to_string()),
         opens_at: at(an_hour_ago_ms),
         closes_at: at(an_hour_ago_ms + 40 * 60_000),
-        recurrence: Some((Some(json!(1)), Some(json!(2)))),
+        recurrence: Some(competition_events::RecurrenceFields {
+            every_days: Some(json!(1)),
+            rounds: Some(json!(2)),
+        }),
         ..Default::default()
     };
-    let plan = competition_events::EventPlan::check(plan, an_hour_ago_ms).expect("a plan");
     let host = competition_events::Host::Public;
     let round_1 = competition_events::create(&earlier, &UserId::new(), host, plan)
         .await
