@@ -683,6 +683,64 @@ async fn tokens_read_events_and_run_leagues_by_scope(app: TestApp) {
     assert_eq!(status, 403, "leagues reads no event: {refused}");
 }
 
+/// Laps racing the close: each is either in the standings or refused from them, never half;
+/// the standings are exactly the laps whose answers listed the event.
+async fn laps_racing_the_close_are_in_or_out_whole(app: TestApp, clock: Arc<ManualClock>) {
+    let (ana, _) = app.driver("Ana").await;
+    let racers = futures::future::join_all((0..12).map(|n| {
+        let app = &app;
+        async move { app.driver(&format!("Racer{n}")).await }
+    }))
+    .await;
+    let tokens: Vec<&str> = racers.iter().map(|(t, _)| t.as_str()).collect();
+    let league = league_with(&app, &ana, &tokens).await;
+    let now = clock.now();
+    let (_, first) = drive(
+        &app,
+        &ana,
+        &text(now - time::Duration::hours(1)),
+        140_000,
+        CAR,
+    )
+    .await;
+    let track = first["trackId"].as_str().unwrap().to_owned();
+    let closes = now + time::Duration::minutes(30);
+    let event = event_of(&app, &ana, &league, &track, now, closes).await;
+    let id = event["id"].as_str().unwrap().to_owned();
+    clock.advance(time::Duration::minutes(30) - time::Duration::seconds(1));
+    let driven = text(clock.now() - time::Duration::minutes(5));
+    let laps = racers.iter().enumerate().map(|(n, (token, user))| {
+        let (app, driven) = (&app, &driven);
+        async move {
+            let ms = 130_000 + 250 * n as i64;
+            let (status, lap) = drive(app, token, driven, ms, CAR).await;
+            assert_eq!(status, 200, "{lap}");
+            (user.clone(), ms, lap.get("events").is_some())
+        }
+    });
+    let close = async {
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        clock.advance(time::Duration::seconds(2));
+    };
+    let (answers, ()) = tokio::join!(futures::future::join_all(laps), close);
+    let mut counted: Vec<(String, i64)> = answers
+        .iter()
+        .filter(|(_, _, counted)| *counted)
+        .map(|(user, ms, _)| (user.clone(), *ms))
+        .collect();
+    counted.sort_by_key(|(_, ms)| *ms);
+    assert_eq!(standings(&app, &ana, &id).await, counted, "{answers:?}");
+    paddock_core::maintenance::tick(&app.ports)
+        .await
+        .events
+        .unwrap();
+    assert_eq!(
+        standings(&app, &ana, &id).await,
+        counted,
+        "the close changed nothing"
+    );
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         a_members_lap_in_the_window_counts_in_the_same_answer,
@@ -693,5 +751,6 @@ paddock_tests::on_both_backends!(
         the_close_freezes_the_standings,
         a_series_runs_its_rounds_through_the_tick,
         the_operator_makes_public_events_and_anyone_enters,
+        laps_racing_the_close_are_in_or_out_whole,
     ],
 );
