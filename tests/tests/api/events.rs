@@ -59,6 +59,15 @@ async fn drive(app: &TestApp, token: &str, recorded_at: &str, ms: i64, car: &str
     (status, res["data"].clone())
 }
 
+/// A track `token`'s driver raced an hour before `now` (so the track and the car exist);
+/// answers its id.
+async fn raced_track(app: &TestApp, token: &str, now: OffsetDateTime) -> String {
+    let earlier = text(now - time::Duration::hours(1));
+    let (status, first) = drive(app, token, &earlier, 140_000, CAR).await;
+    assert_eq!(status, 200, "{first}");
+    first["trackId"].as_str().unwrap().to_owned()
+}
+
 /// Makes an event of `league` on `track` open from `opens` to `closes`; answers its data.
 async fn event_of(
     app: &TestApp,
@@ -224,15 +233,7 @@ async fn bad_plans_are_refused_naming_the_field_and_the_rule(app: TestApp) {
     let (bo, _) = app.driver("Bo").await;
     let league = league_with(&app, &ana, &[&bo]).await;
     let now = OffsetDateTime::now_utc();
-    let (_, first) = drive(
-        &app,
-        &ana,
-        &text(now - time::Duration::hours(1)),
-        140_000,
-        CAR,
-    )
-    .await;
-    let track = first["trackId"].as_str().unwrap().to_owned();
+    let track = raced_track(&app, &ana, now).await;
     let path = format!("/v1/leagues/{league}/events");
     let opens = text(now + time::Duration::hours(1));
     let closes = text(now + time::Duration::hours(2));
@@ -301,15 +302,7 @@ async fn the_close_freezes_the_standings(app: TestApp, clock: Arc<ManualClock>) 
     let tokens: Vec<&str> = drivers.iter().map(|(t, _)| t.as_str()).collect();
     let league = league_with(&app, &ana, &tokens).await;
     let now = clock.now();
-    let (_, first) = drive(
-        &app,
-        &ana,
-        &text(now - time::Duration::hours(1)),
-        140_000,
-        CAR,
-    )
-    .await;
-    let track = first["trackId"].as_str().unwrap().to_owned();
+    let track = raced_track(&app, &ana, now).await;
     let event = event_of(
         &app,
         &ana,
@@ -453,9 +446,7 @@ async fn a_series_runs_its_rounds_through_the_tick(app: TestApp, clock: Arc<Manu
     let bo_id = bo_signed["user"]["id"].as_str().unwrap().to_owned();
     let league = league_with(&app, &ana, &[&bo]).await;
     let now = clock.now();
-    let earlier = text(now - time::Duration::hours(1));
-    let (_, first) = drive(&app, &ana, &earlier, 140_000, CAR).await;
-    let track = first["trackId"].as_str().unwrap().to_owned();
+    let track = raced_track(&app, &ana, now).await;
     let body = json!({
         "name": "Daily Spa", "trackId": track,
         "opensAt": text(now + time::Duration::minutes(30)),
@@ -588,15 +579,7 @@ async fn the_operator_makes_public_events_and_anyone_enters(app: TestApp, clock:
     let (op, op_id) = app.driver("Op").await;
     let (bo, bo_id) = app.driver("Bo").await;
     let now = clock.now();
-    let (_, first) = drive(
-        &app,
-        &op,
-        &text(now - time::Duration::hours(1)),
-        140_000,
-        CAR,
-    )
-    .await;
-    let track = first["trackId"].as_str().unwrap().to_owned();
+    let track = raced_track(&app, &op, now).await;
     let body = json!({
         "name": "Open week", "trackId": track,
         "opensAt": text(now), "closesAt": text(now + time::Duration::days(7)),
@@ -645,15 +628,7 @@ async fn tokens_read_events_and_run_leagues_by_scope(app: TestApp) {
     );
     let league = league_with(&app, &runner, &[]).await;
     let now = OffsetDateTime::now_utc();
-    let (_, first) = drive(
-        &app,
-        &ana,
-        &text(now - time::Duration::hours(1)),
-        140_000,
-        CAR,
-    )
-    .await;
-    let track = first["trackId"].as_str().unwrap().to_owned();
+    let track = raced_track(&app, &ana, now).await;
     let opens = now + time::Duration::hours(1);
     let event = event_of(
         &app,
@@ -695,15 +670,7 @@ async fn laps_racing_the_close_are_in_or_out_whole(app: TestApp, clock: Arc<Manu
     let tokens: Vec<&str> = racers.iter().map(|(t, _)| t.as_str()).collect();
     let league = league_with(&app, &ana, &tokens).await;
     let now = clock.now();
-    let (_, first) = drive(
-        &app,
-        &ana,
-        &text(now - time::Duration::hours(1)),
-        140_000,
-        CAR,
-    )
-    .await;
-    let track = first["trackId"].as_str().unwrap().to_owned();
+    let track = raced_track(&app, &ana, now).await;
     let closes = now + time::Duration::minutes(30);
     let event = event_of(&app, &ana, &league, &track, now, closes).await;
     let id = event["id"].as_str().unwrap().to_owned();
