@@ -177,6 +177,22 @@ pub struct LeaderboardSubmitted {
     /// on other submissions and on events written before the webhooks consumer told them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passing: Option<Passing>,
+    /// Where the lap landed in each competition event it improved the driver's entry in, for
+    /// telling the entrants it passed there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub event_passing: Vec<EventPassing>,
+}
+
+/// Where a lap landed in a competition event's standings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventPassing {
+    /// The event.
+    pub event_id: EventId,
+    /// The driver's position in it after the lap.
+    pub rank: u64,
+    /// Where it landed, as on the track's board.
+    pub passing: Passing,
 }
 
 /// Where a new best landed on the track's board: the drivers between [`Self::rank_key`] and
@@ -281,6 +297,9 @@ pub struct BoardPassed {
     pub lap_time_ms: i64,
     /// Who passed.
     pub passed_by: PassedBy,
+    /// The competition event whose standings it was, when not the track's or a car's board.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_id: Option<EventId>,
 }
 
 /// The driver who passed, as the board shows them.

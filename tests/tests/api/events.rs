@@ -708,11 +708,69 @@ async fn laps_racing_the_close_are_in_or_out_whole(app: TestApp, clock: Arc<Manu
     );
 }
 
+/// A lap that passes an entrant inside an event tells them (`board.passed` with the event's
+/// id), besides the track's board.
+async fn an_entrant_passed_in_an_event_hears_of_it(app: TestApp) {
+    let receiver = paddock_tests::webhook_receiver::Receiver::start().await;
+    let (ana, _) = app.driver("Ana").await;
+    let (bo, _) = app.driver("Bo").await;
+    let (cy, cy_id) = app.driver("Cy").await;
+    let hook = json!({"url": receiver.url, "eventTypes": ["board.passed"]});
+    let (status, made) = app
+        .call(Method::POST, "/v1/webhooks", &bo, Some(hook))
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let league = league_with(&app, &ana, &[&bo, &cy]).await;
+    let now = OffsetDateTime::now_utc();
+    let track = raced_track(&app, &ana, now).await;
+    let opens = now - time::Duration::minutes(1);
+    let event = event_of(
+        &app,
+        &ana,
+        &league,
+        &track,
+        opens,
+        now + time::Duration::hours(1),
+    )
+    .await;
+    let inside = text(now - time::Duration::seconds(20));
+    drive(&app, &bo, &inside, 139_000, CAR).await;
+    let (_, passing) = drive(&app, &cy, &inside, 138_000, CAR).await;
+    assert_eq!(passing["events"][0]["rank"], 1, "{passing}");
+    receiver
+        .wait_for(
+            std::time::Duration::from_secs(20),
+            "two board.passed",
+            |all| all.len() >= 2,
+        )
+        .await;
+    let told: Vec<Value> = receiver
+        .all()
+        .iter()
+        .map(|r| serde_json::from_str::<Value>(&r.body).unwrap()["data"].clone())
+        .collect();
+    let in_event = told
+        .iter()
+        .find(|d| d.get("eventId").is_some())
+        .expect("the event's");
+    assert_eq!(in_event["eventId"], event["id"], "{told:?}");
+    assert_eq!(
+        (&in_event["previousRank"], &in_event["newRank"]),
+        (&json!(1), &json!(2))
+    );
+    assert_eq!(in_event["passedBy"]["userId"], cy_id.as_str());
+    assert!(
+        told.iter().any(|d| d.get("eventId").is_none()),
+        "the track's: {told:?}"
+    );
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         a_members_lap_in_the_window_counts_in_the_same_answer,
         bad_plans_are_refused_naming_the_field_and_the_rule,
         tokens_read_events_and_run_leagues_by_scope,
+        an_entrant_passed_in_an_event_hears_of_it,
     ],
     clocked: [
         the_close_freezes_the_standings,

@@ -14,7 +14,7 @@ use super::rank_counts::{self, Change, Tally};
 use super::{lap_history, vehicles};
 use paddock_driving::sessions::records::StoredSession;
 use paddock_driving::sessions::upload::Lap;
-use paddock_kernel::events::{Event, EventKind, LeaderboardSubmitted, Passing};
+use paddock_kernel::events::{Event, EventKind, EventPassing, LeaderboardSubmitted, Passing};
 use paddock_kernel::ids::{TrackId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::items::{Condition, Key, StoreError, TTL, TxOp, Update};
@@ -455,6 +455,25 @@ async fn attempt(
             .to_owned(),
         display_name: driver.display_name.clone(),
     });
+    // And the entrants it passes in each event it improved the driver's entry in.
+    let event_passing = extra
+        .iter()
+        .zip(&standings)
+        .filter(|(_, (write, _))| *write)
+        .map(|(read, (_, standing))| EventPassing {
+            event_id: standing.event_id.clone(),
+            rank: standing.rank,
+            passing: Passing {
+                rank_key: rank_key.clone(),
+                until_key: read
+                    .entry
+                    .as_ref()
+                    .map_or(RANK_END, |e| e.rank_key.as_str())
+                    .to_owned(),
+                display_name: driver.display_name.clone(),
+            },
+        })
+        .collect();
     let event = Event::new(
         EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
             track_id: track_id.clone(),
@@ -468,6 +487,7 @@ async fn attempt(
             track_layout: summary.track_layout.clone(),
             vehicle_name: summary.vehicle_name.clone(),
             passing,
+            event_passing,
         }),
         Some(driver.user_id.clone()),
         now,

@@ -198,6 +198,7 @@ mod tests {
             track_layout: "GP".into(),
             vehicle_name: "Porsche 911 GT3 R".into(),
             passing: None,
+            event_passing: Vec::new(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Being passed: a new best moves the drivers between its new and its old time down one
-//! place on the track's board; each of them whose webhooks want `board.passed` gets the
-//! event. The webhooks consumer works this out from the submission's event, after the
+//! place on the track's board (and in each competition event it improved the driver's entry
+//! in); each of them whose webhooks want `board.passed` gets the event. The webhooks consumer works this out from the submission's event, after the
 //! submission answered, so a new best costs its request nothing more.
 //!
 //! Bounded: only the [`MAX_PASSED`] drivers right behind the new time are looked at (the
@@ -19,7 +19,7 @@ use paddock_boards::leaderboards::board::{BoardId, Position, StoredRow};
 use paddock_kernel::events::{
     BoardPassed, Event, EventKind, LeaderboardSubmitted, PassedBy, Passing, ProcessError,
 };
-use paddock_kernel::ids::UserId;
+use paddock_kernel::ids::{EventId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::items::{Condition, Key, Query, StoreError, TTL, TxOp, item};
 use paddock_kernel::processed_events;
@@ -42,29 +42,42 @@ struct Candidate {
     previous_rank: u64,
 }
 
-/// Tells the drivers a new best passed, if `event` is one that says where it landed: writes
-/// a `board.passed` event for each who wants it and was not told of the board in the window.
+/// Tells the drivers a new best passed, if `event` is one that says where it landed (on the
+/// track's board, and in each competition event it improved the driver's entry in): writes a
+/// `board.passed` event for each who wants it and was not told of that board in the window.
 pub async fn process(ports: &Ports, event: &Event) -> Result<(), ProcessError> {
     let EventKind::LeaderboardSubmitted(submitted) = &event.kind else {
         return Ok(());
     };
-    let (Some(user), Some(passing), Some(rank)) =
-        (&event.user_id, &submitted.passing, submitted.rank)
-    else {
+    let Some(user) = &event.user_id else {
         return Ok(());
     };
     let retry = |e: StoreError| {
         ProcessError::Retry(anyhow::Error::new(e).context("telling the passed drivers"))
     };
-    let board = BoardId::track(&submitted.track_id);
-    let candidates = passed_rows(ports, &board, user, passing, rank)
-        .await
-        .map_err(retry)?;
+    // Each board the lap landed on as a new best: (board, where, its rank there, the event).
+    let mut boards: Vec<(BoardId, &Passing, u64, Option<EventId>)> = Vec::new();
+    if let (Some(passing), Some(rank)) = (&submitted.passing, submitted.rank) {
+        let rank = u64::try_from(rank).unwrap_or(u64::MAX);
+        boards.push((BoardId::track(&submitted.track_id), passing, rank, None));
+    }
+    for landed in &submitted.event_passing {
+        let board = BoardId::event(&submitted.track_id, &landed.event_id);
+        let event_id = Some(landed.event_id.clone());
+        boards.push((board, &landed.passing, landed.rank, event_id));
+    }
+    let mut candidates = Vec::new();
+    for (at, (board, passing, rank, _)) in boards.iter().enumerate() {
+        let rows = passed_rows(ports, board, user, passing, *rank)
+            .await
+            .map_err(retry)?;
+        candidates.extend(rows.into_iter().map(|c| (at, c)));
+    }
     if candidates.is_empty() {
         return Ok(());
     }
     let window = event.occurred_at.unix_timestamp().div_euclid(WINDOW_SECS);
-    let marker = |user: &UserId| {
+    let marker = |board: &BoardId, user: &UserId| {
         Key::new(
             partition(user),
             format!("PASSED#{}#{window}", board.partition()),
@@ -74,10 +87,10 @@ pub async fn process(ports: &Ports, event: &Event) -> Result<(), ProcessError> {
         Table::Activity,
         processed_events::marker_key(CONSUMER, event),
     )];
-    for c in &candidates {
+    for (at, c) in &candidates {
         let user = &c.row.row.user_id;
         keys.push((Table::Activity, Key::new(partition(user), WANTS_PASSED_SK)));
-        keys.push((Table::Activity, marker(user)));
+        keys.push((Table::Activity, marker(&boards[*at].0, user)));
     }
     let read = ports.items.get_many(keys).await.map_err(retry)?;
     let Some((processed, markers)) = read.split_first() else {
@@ -86,12 +99,7 @@ pub async fn process(ports: &Ports, event: &Event) -> Result<(), ProcessError> {
     if processed.is_some() {
         return Ok(());
     }
-    let by = PassedBy {
-        user_id: user.clone(),
-        display_name: passing.display_name.clone(),
-        lap_time_ms: submitted.lap_time_ms,
-    };
-    let mut told: Vec<&Candidate> = candidates
+    let mut told: Vec<&(usize, Candidate)> = candidates
         .iter()
         .zip(markers.chunks(2))
         .filter(|(_, pair)| matches!(pair, [Some(_), None]))
@@ -104,17 +112,24 @@ pub async fn process(ports: &Ports, event: &Event) -> Result<(), ProcessError> {
             return Ok(());
         }
         let mut ops = vec![processed_events::marker_op(CONSUMER, event)];
-        for c in &told {
-            let user = &c.row.row.user_id;
+        for (at, c) in &told {
+            let (board, passing, _, event_id) = &boards[*at];
+            let (user, passer) = (&c.row.row.user_id, user);
             ops.push(TxOp::Put {
                 table: Table::Activity,
                 item: item(
-                    &marker(user),
+                    &marker(board, user),
                     json!({ TTL: (window + 1) * WINDOW_SECS + 60 }),
                 ),
                 condition: Some(Condition::NotExists),
             });
-            ops.push(passed_event(event, submitted, &board, c, &by).outbox_op());
+            let by = PassedBy {
+                user_id: passer.clone(),
+                display_name: passing.display_name.clone(),
+                lap_time_ms: submitted.lap_time_ms,
+            };
+            let passed = passed_event(event, submitted, board, c, &by, event_id.clone());
+            ops.push(passed.outbox_op());
         }
         match ports.items.transact(ops).await {
             Ok(()) => return Ok(()),
@@ -135,7 +150,7 @@ async fn passed_rows(
     board: &BoardId,
     user: &UserId,
     passing: &Passing,
-    new_rank: usize,
+    new_rank: u64,
 ) -> Result<Vec<Candidate>, StoreError> {
     let Some(submitted_micros) = Position::of(&passing.rank_key).map(|p| p.micros) else {
         return Ok(Vec::new());
@@ -148,7 +163,6 @@ async fn passed_rows(
                 .limit(MAX_PASSED + 1),
         )
         .await?;
-    let new_rank = u64::try_from(new_rank).unwrap_or(u64::MAX);
     let mut candidates = Vec::new();
     for found in page.items {
         let row = StoredRow::from_item(found)?;
@@ -177,6 +191,7 @@ fn passed_event(
     board: &BoardId,
     passed: &Candidate,
     by: &PassedBy,
+    event_id: Option<EventId>,
 ) -> Event {
     Event::new(
         EventKind::BoardPassed(BoardPassed {
@@ -189,6 +204,7 @@ fn passed_event(
             new_rank: passed.previous_rank.saturating_add(1),
             lap_time_ms: passed.row.row.lap_time_ms,
             passed_by: by.clone(),
+            event_id,
         }),
         Some(passed.row.row.user_id.clone()),
         event.occurred_at,
