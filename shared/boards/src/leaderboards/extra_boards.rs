@@ -4,9 +4,10 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::board::{BoardId, BoardScope, StoredRow};
+use super::board::{BoardId, BoardScope, RANK_END, StoredRow};
 use super::rank_counts::Tally;
 use super::rank_counts::rank_of;
+use paddock_kernel::events::{EventPassing, Passing};
 use paddock_kernel::ids::{EventId, SessionId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::items::{Key, StoreError, TxOp};
@@ -136,4 +137,32 @@ pub(crate) async fn extra_standings(
         Ok((write, standing))
     });
     futures::future::try_join_all(standings).await
+}
+
+/// Where a lap of rank key `rank_key` landed in each extra board it was written on, for
+/// telling the entrants it passed there.
+pub(crate) fn event_passing(
+    extra: &[ExtraRead],
+    standings: &[(bool, EventStanding)],
+    rank_key: &str,
+    display_name: &str,
+) -> Vec<EventPassing> {
+    extra
+        .iter()
+        .zip(standings)
+        .filter(|(_, (write, _))| *write)
+        .map(|(read, (_, standing))| EventPassing {
+            event_id: standing.event_id.clone(),
+            rank: standing.rank,
+            passing: Passing {
+                rank_key: rank_key.to_owned(),
+                until_key: read
+                    .entry
+                    .as_ref()
+                    .map_or(RANK_END, |e| e.rank_key.as_str())
+                    .to_owned(),
+                display_name: display_name.to_owned(),
+            },
+        })
+        .collect()
 }

@@ -9,12 +9,12 @@ use super::board::{
     BoardId, BoardScope, Position, RANK_END, RANK_KEY, Row, StoredRow, boards_for, rank_sk,
     submitted_at,
 };
-use super::extra_boards::{EventStanding, ExtraBoard, extra_standings, read_extra};
+use super::extra_boards::{EventStanding, ExtraBoard, event_passing, extra_standings, read_extra};
 use super::rank_counts::{self, Change, Tally};
 use super::{lap_history, vehicles};
 use paddock_driving::sessions::records::StoredSession;
 use paddock_driving::sessions::upload::Lap;
-use paddock_kernel::events::{Event, EventKind, EventPassing, LeaderboardSubmitted, Passing};
+use paddock_kernel::events::{Event, EventKind, LeaderboardSubmitted, Passing};
 use paddock_kernel::ids::{TrackId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::items::{Condition, Key, StoreError, TTL, TxOp, Update};
@@ -456,24 +456,7 @@ async fn attempt(
         display_name: driver.display_name.clone(),
     });
     // And the entrants it passes in each event it improved the driver's entry in.
-    let event_passing = extra
-        .iter()
-        .zip(&standings)
-        .filter(|(_, (write, _))| *write)
-        .map(|(read, (_, standing))| EventPassing {
-            event_id: standing.event_id.clone(),
-            rank: standing.rank,
-            passing: Passing {
-                rank_key: rank_key.clone(),
-                until_key: read
-                    .entry
-                    .as_ref()
-                    .map_or(RANK_END, |e| e.rank_key.as_str())
-                    .to_owned(),
-                display_name: driver.display_name.clone(),
-            },
-        })
-        .collect();
+    let event_passing = event_passing(&extra, &standings, &rank_key, &driver.display_name);
     let event = Event::new(
         EventKind::LeaderboardSubmitted(LeaderboardSubmitted {
             track_id: track_id.clone(),
