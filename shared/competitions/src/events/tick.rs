@@ -43,24 +43,32 @@ pub struct EventTick {
 pub async fn tick(ports: &Ports) -> Result<EventTick, StoreError> {
     let now_ms = ms_of(ports.clock.now());
     let mut report = EventTick::default();
-    for (due, key) in due_rows(ports, Due::Opening, now_ms).await? {
-        if let Some(made) = open(ports, &due, &key).await? {
+    for (due, row) in due_rows(ports, Due::Opening, now_ms).await? {
+        if let Some(made) = open(ports, &due, &row_key(&row)?).await? {
             report.opened += 1;
             report.rounds_made += usize::from(made);
         }
     }
-    for (due, key) in due_rows(ports, Due::Closing, now_ms).await? {
-        if close(ports, &due, &key).await? {
+    for (due, row) in due_rows(ports, Due::Closing, now_ms).await? {
+        if close(ports, &due, &row_key(&row)?).await? {
             report.closed += 1;
         }
     }
     let mut pages = 0;
-    let notifying = Query::partition(TABLE, Due::Notifying.partition()).limit(PER_TICK);
-    for row in ports.items.query(notifying).await?.items {
+    for (event, row) in due_rows(ports, Due::Notifying, now_ms).await? {
+        let key = row_key(&row)?;
+        let mut after = row
+            .get(AFTER)
+            .and_then(|a| a.as_str())
+            .unwrap_or_default()
+            .to_owned();
         while pages < PAGES_PER_TICK {
             pages += 1;
-            match tell_a_page(ports, &row).await? {
-                Told::Page(n) => report.told += n,
+            match tell_a_page(ports, &event, &key, &after).await? {
+                Told::Page(n, next) => {
+                    report.told += n;
+                    after = next;
+                }
                 Told::Last(n) => {
                     report.told += n;
                     break;
@@ -72,39 +80,40 @@ pub async fn tick(ports: &Ports) -> Result<EventTick, StoreError> {
     Ok(report)
 }
 
-/// The events of `due`'s rows up to `now_ms`, with each row's key.
+/// The events of `due`'s rows up to `now_ms` (read in one batch), with each row.
 async fn due_rows(
     ports: &Ports,
     due: Due,
     now_ms: i64,
-) -> Result<Vec<(EventRecord, Key)>, StoreError> {
+) -> Result<Vec<(EventRecord, Item)>, StoreError> {
     let query = Query::partition(TABLE, due.partition())
         .between("0".to_owned(), format!("{now_ms:013}#~"))
         .limit(PER_TICK);
-    let rows = ports.items.query(query).await?.items;
+    let rows: Vec<(EventId, Item)> = (ports.items.query(query).await?.items)
+        .into_iter()
+        .filter_map(|row| {
+            let sk = row.get(SK)?.as_str()?;
+            let id = sk.split_once('#')?.1.parse().ok()?;
+            Some((id, row))
+        })
+        .collect();
+    let keys = rows.iter().map(|(id, _)| (TABLE, meta_key(id))).collect();
+    let events = ports.items.get_many(keys).await?;
     let mut found = Vec::new();
-    for row in rows {
-        let sk = row
-            .get(SK)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned();
-        let Some(id) = sk
-            .split_once('#')
-            .and_then(|(_, id)| id.parse::<EventId>().ok())
-        else {
-            continue;
-        };
-        let key = Key::new(due.partition(), sk);
-        match ports.items.get(TABLE, &meta_key(&id)).await? {
-            Some(item) => found.push((decode(item, "event")?, key)),
+    for ((_, row), event) in rows.into_iter().zip(events) {
+        if let Some(item) = event {
+            found.push((decode(item, "event")?, row));
+        } else {
             // The event is gone (its league closed): only the row is left to remove.
-            None => {
-                ports.items.delete(TABLE, &key, None).await?;
-            }
+            ports.items.delete(TABLE, &row_key(&row)?, None).await?;
         }
     }
     Ok(found)
+}
+
+/// The key of a row read from the store.
+fn row_key(row: &Item) -> Result<Key, StoreError> {
+    Key::of(row).ok_or_else(|| StoreError::Invalid("a row without a key".into()))
 }
 
 /// Marks `event` open and, for a series with rounds to come, makes the next round; answers
@@ -200,44 +209,25 @@ async fn close(ports: &Ports, event: &EventRecord, row: &Key) -> Result<bool, St
 
 /// How telling a page of entrants ended.
 enum Told {
-    /// This many were told; more are left.
-    Page(usize),
+    /// This many were told; more are left, after this cursor.
+    Page(usize, String),
     /// This many were told, the last of them.
     Last(usize),
     /// Another tick told this page first (it goes on from there).
     ByAnother,
 }
 
-/// Tells the entrants of the event of `row` after its cursor their final positions, one page,
-/// in one transaction that moves the cursor on (or removes the row after the last page),
-/// conditioned on the cursor being what was read.
-async fn tell_a_page(ports: &Ports, row: &Item) -> Result<Told, StoreError> {
-    let key = Key::of(row).ok_or_else(|| StoreError::Invalid("a row without a key".into()))?;
-    let current = ports.items.get(TABLE, &key).await?;
-    let Some(current) = current else {
-        return Ok(Told::ByAnother);
-    };
-    let after = current
-        .get(AFTER)
-        .and_then(|a| a.as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let Some(id) = current
-        .get("eventId")
-        .and_then(|v| v.as_str())
-        .and_then(|v| v.parse().ok())
-    else {
-        return Err(StoreError::Invalid(format!(
-            "notifying row {key:?} names no event"
-        )));
-    };
-    let Some(event) = ports.items.get(TABLE, &meta_key(&id)).await? else {
-        ports.items.delete(TABLE, &key, None).await?;
-        return Ok(Told::ByAnother);
-    };
-    let event: EventRecord = decode(event, "event")?;
+/// Tells the entrants of `event` after the cursor `after` their final positions, one page, in
+/// one transaction that moves the cursor of the row `key` on (or removes the row after the
+/// last page), conditioned on the cursor being `after`.
+async fn tell_a_page(
+    ports: &Ports,
+    event: &EventRecord,
+    key: &Key,
+    after: &str,
+) -> Result<Told, StoreError> {
     let board = BoardId::event(&event.track_id, &event.id);
-    let from = (!after.is_empty()).then_some(after.as_str());
+    let from = (!after.is_empty()).then_some(after);
     let page = board_reads::page(ports, &board, from, TOLD_PER_PAGE).await?;
     let now = ports.clock.now();
     let mut ops: Vec<TxOp> = page
@@ -259,28 +249,28 @@ async fn tell_a_page(ports: &Ports, row: &Item) -> Result<Told, StoreError> {
         })
         .collect();
     let told = ops.len();
-    let unchanged = Condition::eq(AFTER, after.as_str());
+    let unchanged = Condition::eq(AFTER, after);
     let next = page.next_after.as_ref().and(page.rows.last());
-    let last = if let Some(ranked) = next {
-        ops.push(TxOp::Update {
+    let next = next.map(|ranked| ranked.rank_key.clone());
+    ops.push(match &next {
+        Some(cursor) => TxOp::Update {
             table: TABLE,
             key: key.clone(),
-            update: Update::set(AFTER, ranked.rank_key.as_str()),
+            update: Update::set(AFTER, cursor.as_str()),
             condition: Some(unchanged),
-        });
-        false
-    } else {
-        ops.push(TxOp::Delete {
+        },
+        None => TxOp::Delete {
             table: TABLE,
             key: key.clone(),
             condition: Some(unchanged),
-        });
-        true
-    };
+        },
+    });
     let at = ops.len() - 1;
     match ports.items.transact(ops).await {
-        Ok(()) if last => Ok(Told::Last(told)),
-        Ok(()) => Ok(Told::Page(told)),
+        Ok(()) => Ok(match next {
+            Some(cursor) => Told::Page(told, cursor),
+            None => Told::Last(told),
+        }),
         Err(e) if e.is_condition_failed_at(at) => Ok(Told::ByAnother),
         Err(e) => Err(e),
     }
