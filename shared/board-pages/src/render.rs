@@ -500,5 +500,7 @@ pub fn problem(title: &str, message: &str) -> String {
     document(&head, None, body)
 }
 
+pub mod events;
+
 #[cfg(test)]
 mod tests;

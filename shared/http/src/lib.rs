@@ -13,4 +13,6 @@ pub mod envelope;
 pub mod http;
 pub mod metrics_access;
 pub mod metrics_readout;
+pub mod registry;
+pub mod schemas;
 pub mod state;

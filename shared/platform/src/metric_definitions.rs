@@ -200,7 +200,7 @@ pub(crate) static LEADERBOARD_CACHE: Definition = counter(
 );
 pub(crate) static PREVIEWS_RENDERED: Definition = counter(
     "paddock_previews_rendered_total",
-    "Link previews (PNG) drawn, by preview (board or driver); a cached one is not drawn again.",
+    "Link previews (PNG) drawn, by preview (board, driver or event); a cached one is not drawn again.",
     &["preview"],
 );
 pub(crate) static TRACK_JOBS: Definition = counter(

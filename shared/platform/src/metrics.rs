@@ -258,7 +258,7 @@ pub struct Metrics {
     pub leaderboard_submissions: CounterFamily,
     /// Leaderboard page lookups, by cache result (`hit`, `miss`).
     pub leaderboard_cache: CounterFamily,
-    /// Link previews drawn (a cache miss each), by preview (`board`, `driver`).
+    /// Link previews drawn (a cache miss each), by preview (`board`, `driver`, `event`).
     pub previews_rendered: CounterFamily,
     /// Track-processing job outcomes (`done`, `failed`, `retry`).
     pub track_jobs: CounterFamily,

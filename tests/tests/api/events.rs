@@ -13,14 +13,14 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-const CAR: &str = "Ferrari 296 GT3";
+pub(super) const CAR: &str = "Ferrari 296 GT3";
 
-fn text(t: OffsetDateTime) -> String {
+pub(super) fn text(t: OffsetDateTime) -> String {
     t.replace_nanosecond(0).unwrap().format(&Rfc3339).unwrap()
 }
 
 /// A league of `owner` with `members` joined; answers its id.
-async fn league_with(app: &TestApp, owner: &str, members: &[&str]) -> String {
+pub(super) async fn league_with(app: &TestApp, owner: &str, members: &[&str]) -> String {
     let body = json!({"name": "Thursday Hotlaps"});
     let (status, made) = app
         .call(Method::POST, "/v1/leagues", owner, Some(body))
@@ -39,7 +39,13 @@ async fn league_with(app: &TestApp, owner: &str, members: &[&str]) -> String {
 
 /// Uploads a session of one lap of `ms` driven at `recorded_at` and submits the lap; answers
 /// the submission's status and data.
-async fn drive(app: &TestApp, token: &str, recorded_at: &str, ms: i64, car: &str) -> (u16, Value) {
+pub(super) async fn drive(
+    app: &TestApp,
+    token: &str,
+    recorded_at: &str,
+    ms: i64,
+    car: &str,
+) -> (u16, Value) {
     let mut body = session_body(
         &uuid::Uuid::new_v4().to_string(),
         recorded_at,
@@ -61,7 +67,7 @@ async fn drive(app: &TestApp, token: &str, recorded_at: &str, ms: i64, car: &str
 
 /// A track `token`'s driver raced an hour before `now` (so the track and the car exist);
 /// answers its id.
-async fn raced_track(app: &TestApp, token: &str, now: OffsetDateTime) -> String {
+pub(super) async fn raced_track(app: &TestApp, token: &str, now: OffsetDateTime) -> String {
     let earlier = text(now - time::Duration::hours(1));
     let (status, first) = drive(app, token, &earlier, 140_000, CAR).await;
     assert_eq!(status, 200, "{first}");
@@ -69,7 +75,7 @@ async fn raced_track(app: &TestApp, token: &str, now: OffsetDateTime) -> String 
 }
 
 /// Makes an event of `league` on `track` open from `opens` to `closes`; answers its data.
-async fn event_of(
+pub(super) async fn event_of(
     app: &TestApp,
     owner: &str,
     league: &str,

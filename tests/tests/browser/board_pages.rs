@@ -42,7 +42,7 @@ async fn rename_rows(app: &TestApp, track: &str, user: &str, name: &str) {
 
 /// The texts of the cells of `column` (1-based) of the page's table, row by row (the page is
 /// loaded: every navigation here waits for its page, as [`click_through`] does).
-async fn column(client: &Client, column: usize) -> Vec<String> {
+pub(super) async fn column(client: &Client, column: usize) -> Vec<String> {
     let selector = format!("tbody tr td:nth-child({column})");
     let mut texts = Vec::new();
     for cell in client.find_all(Locator::Css(&selector)).await.unwrap() {
@@ -52,7 +52,7 @@ async fn column(client: &Client, column: usize) -> Vec<String> {
 }
 
 /// Runs axe-core on the open page; panics on a serious or critical violation.
-async fn accessible(client: &Client, page: &str) {
+pub(super) async fn accessible(client: &Client, page: &str) {
     let source = std::fs::read_to_string(env("PADDOCK_TEST_AXE_JS")).expect("axe-core");
     client
         .execute(&source, vec![])
@@ -77,7 +77,7 @@ async fn accessible(client: &Client, page: &str) {
 }
 
 /// Photographs the open page at desktop and phone widths, which it must fit.
-async fn photograph(client: &Client, name: &str) {
+pub(super) async fn photograph(client: &Client, name: &str) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("board_pages");
     std::fs::create_dir_all(&dir).unwrap();
     for (width, height, label) in [(1280, 900, "desktop"), (390, 844, "phone")] {
@@ -249,7 +249,13 @@ async fn board_pages_render_page_and_stay_inert_in_a_browser() {
 
 /// A session of the driver of `token` driven at `at` with a lap of `ms` and `points` track
 /// points, submitted: the track id.
-async fn submitted(app: &TestApp, token: &str, at: &str, ms: i64, points: usize) -> String {
+pub(super) async fn submitted(
+    app: &TestApp,
+    token: &str,
+    at: &str,
+    ms: i64,
+    points: usize,
+) -> String {
     let csid = paddock_tests::unique("s");
     let body = session_body(&csid, at, &[(ms, true, 0.95)], points);
     let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
@@ -271,7 +277,7 @@ async fn count(client: &Client, css: &str) -> usize {
 }
 
 /// The `og:image` of the open page, as a path of the app.
-async fn og_image(client: &Client) -> String {
+pub(super) async fn og_image(client: &Client) -> String {
     let content = client
         .find(Locator::Css("meta[property='og:image']"))
         .await
@@ -287,7 +293,7 @@ async fn og_image(client: &Client) -> String {
 }
 
 /// Opens the link preview at `path` and answers its size as the browser decoded it.
-async fn preview_size(client: &Client, app: &TestApp, path: &str) -> (u64, u64) {
+pub(super) async fn preview_size(client: &Client, app: &TestApp, path: &str) -> (u64, u64) {
     client
         .goto(&format!("{}{path}", app.address))
         .await
@@ -304,7 +310,7 @@ async fn preview_size(client: &Client, app: &TestApp, path: &str) -> (u64, u64) 
 }
 
 /// The address the pages name as their own in these tests.
-const PUBLIC_URL: &str = "https://paddock.example";
+pub(super) const PUBLIC_URL: &str = "https://paddock.example";
 
 async fn the_pictures_show_and_read_in_a_browser(backend: Backend) {
     let (app, _) = paddock_tests::spawn_configured(backend, |s| {

@@ -1,7 +1,9 @@
-//! Pages in a real browser (Chromium through chromedriver): the sign-in and the board pages.
+//! Pages in a real browser (Chromium through chromedriver): the sign-in, the board pages and
+//! the events' pages.
 //!
 //! A module per area: `./tests/run.sh --test browser
 //! <module>::` runs one.
 
 mod board_pages;
+mod event_pages;
 mod sign_in;

@@ -31,7 +31,7 @@ const NOT_IN_CORE: [&str; 14] = [
 /// camelCase key adapter.
 /// Above them the domain's crates follow the domain's own graph, from the platform and the
 /// kernel up to a driver's data, and `paddock-core` gathers them for the layers above.
-const LAYERS: [(&str, &[&str]); 22] = [
+const LAYERS: [(&str, &[&str]); 23] = [
     ("paddock-hidden-characters", &[]),
     ("paddock-zip-check", &["paddock-hidden-characters"]),
     ("paddock-webhook-address", &[]),
@@ -136,6 +136,7 @@ const LAYERS: [(&str, &[&str]); 22] = [
             "paddock-identity",
             "paddock-driving",
             "paddock-boards",
+            "paddock-competitions",
         ],
     ),
     (
@@ -143,12 +144,16 @@ const LAYERS: [(&str, &[&str]); 22] = [
         &["paddock-core", "paddock-clients", "paddock-camel-keys"],
     ),
     (
+        "paddock-pages",
+        &["paddock-core", "paddock-board-pages", "paddock-http"],
+    ),
+    (
         "paddock-api",
         &[
             "paddock-core",
             "paddock-clients",
-            "paddock-board-pages",
             "paddock-http",
+            "paddock-pages",
         ],
     ),
     (

@@ -1,5 +1,5 @@
 //! `/v1/leaderboards`: ranked best laps (public, cached) and submissions; the group also
-//! serves the public board pages ([`super::board_pages`]).
+//! serves the public pages (`paddock-pages`).
 
 use crate::routes::registry::{Routes, operations};
 use axum::extract::{FromRequestParts, State};
@@ -31,7 +31,7 @@ pub fn routes<R: Routes>() -> R {
         .operations(operations!(my_standing))
         .operations(operations!(vehicles))
         .operations(operations!(submit_lap))
-        .merge(super::board_pages::routes())
+        .merge(pages::routes())
 }
 
 /// Which board, and which page of it.

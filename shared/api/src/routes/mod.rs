@@ -6,7 +6,6 @@
 pub(crate) mod activity;
 pub mod ai;
 pub mod auth;
-pub(crate) mod board_pages;
 pub(crate) mod envelopes;
 pub(crate) mod events;
 pub(crate) mod health;
@@ -16,7 +15,7 @@ pub(crate) mod leagues;
 pub(crate) mod openapi;
 pub mod paging;
 pub(crate) mod profile;
-pub mod registry;
+pub use paddock_http::registry;
 pub mod sessions;
 mod sharepack_bodies;
 pub mod sharepacks;
@@ -41,7 +40,7 @@ pub enum Group {
     Auth,
     /// Session uploads and reads.
     Sessions,
-    /// Boards, standings, submissions and the public board pages.
+    /// Boards, standings, submissions and the public pages (boards, drivers, events).
     Leaderboards,
     /// Feed, achievements and tracks.
     Activity,

@@ -1,19 +1,13 @@
 //! The schemas of a share pack's bodies that are not JSON: the ZIP's bytes and the direct
 //! upload's form.
 
+use paddock_http::schemas::binary;
 use utoipa::openapi::RefOr;
-use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type};
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
 /// A ZIP's bytes as a body of their own (not JSON).
 pub(crate) struct ZipBytes;
-
-/// `{"type": "string", "format": "binary"}`: what client generators read as a file.
-pub(crate) fn binary() -> ObjectBuilder {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
-}
 
 impl PartialSchema for ZipBytes {
     fn schema() -> RefOr<Schema> {

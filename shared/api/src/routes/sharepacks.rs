@@ -13,7 +13,7 @@ use tokio::io::AsyncWriteExt;
 use utoipa::{IntoParams, ToSchema};
 
 use super::envelopes::{envelope, page_envelope};
-pub(crate) use super::sharepack_bodies::{PackForm, ZipBytes, binary};
+pub(crate) use super::sharepack_bodies::{PackForm, ZipBytes};
 use crate::http::auth_user::{Caller, scope};
 use crate::http::envelope::with_status;
 use crate::http::idempotency_key::{IdempotencyKey, IdempotencyKeyHeader};

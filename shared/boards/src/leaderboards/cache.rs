@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use quick_cache::sync::{EntryAction, EntryResult};
 
 use super::board::BoardId;
-use paddock_kernel::ids::{TrackId, UserId};
+use paddock_kernel::ids::{EventId, TrackId, UserId};
 use paddock_kernel::ports::items::StoreError;
 use paddock_platform::metrics::{self, LabelledCounter};
 
@@ -92,6 +92,9 @@ pub enum PreviewKey {
     Board(BoardId),
     /// The preview of a driver's page.
     Driver(UserId),
+    /// The preview of a public event's page: drawn again after the cache lifetime only (the
+    /// event's track is not in its key).
+    Event(EventId),
 }
 
 impl PreviewKey {
@@ -122,6 +125,7 @@ impl KeyBytes for PreviewKey {
         match self {
             Self::Board(board) => board.track.as_str().len() + 64,
             Self::Driver(user) => user.as_str().len(),
+            Self::Event(event) => event.as_str().len(),
         }
     }
 }

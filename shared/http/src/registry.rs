@@ -88,10 +88,11 @@ impl Routes for OpenApiRouter<AppState> {
 /// The describing side is `routes!`'s own resolution of each handler's operation, tags and
 /// schemas (so the document stays what `routes!` made it), handed to the [`OpenApiRouter`]
 /// with a router of no handler; the serving side reads only each handler's path and methods.
+#[macro_export]
 macro_rules! operations {
     ($($handler:path),+ $(,)?) => {{
         struct Declared;
-        impl $crate::routes::registry::Operations for Declared {
+        impl $crate::registry::Operations for Declared {
             fn serve(
                 router: ::axum::Router<$crate::state::AppState>,
             ) -> ::axum::Router<$crate::state::AppState> {
@@ -130,4 +131,4 @@ macro_rules! operations {
         Declared
     }};
 }
-pub(crate) use operations;
+pub use crate::operations;

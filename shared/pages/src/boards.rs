@@ -1,35 +1,31 @@
-//! The public leaderboard pages (HTML): `/boards`, `/boards/{trackId}`, `/drivers/{userId}`.
-//! Served by the leaderboards function; see the `paddock-board-pages` crate.
+//! The public leaderboard pages (HTML): `/boards`, `/boards/{trackId}`, `/drivers/{userId}`,
+//! and the board's and the driver's link previews.
 
-use crate::routes::registry::{Routes, operations};
 use axum::extract::{RawQuery, State};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use http::HeaderMap;
 use http::request::Parts;
-use http::{HeaderMap, HeaderValue, StatusCode, header};
 use utoipa::IntoParams;
 
-use crate::http::{ApiError, MalformedId, PathId, conditional};
-use crate::state::AppState;
-use board_pages::{avatars, charts, preview, reads, render};
+use crate::page::{BadParameter, MAX_CURSOR, PAGE_SIZE, Page, PngBytes, parameters, rendered};
+use board_pages::{charts, preview, reads, render};
 use paddock_core::ids::{TrackId, UserId};
 use paddock_core::leaderboards::board::{BoardId, BoardScope};
 use paddock_core::leaderboards::cache::{DriverPageKey, PreviewKey, RenderedPage};
 use paddock_core::leaderboards::reads as board_reads;
-use paddock_core::metrics;
 use paddock_core::ports::items::StoreError;
+use paddock_http::http::{ApiError, MalformedId, PathId};
+use paddock_http::registry::{Routes, operations};
+use paddock_http::state::AppState;
 
-/// Rows on a board page.
-const PAGE_SIZE: usize = 25;
 /// Tracks read per `/boards` page.
 const TRACKS_PER_PAGE: usize = 50;
 /// Longest search or car name accepted.
 const MAX_TEXT: usize = 100;
 /// Longest car name accepted: as long as an upload's `vehicleName` may be.
 const MAX_CAR: usize = 128;
-/// Longest cursor accepted.
-const MAX_CURSOR: usize = 512;
 
-/// The pages' routes.
+/// The board and driver pages' routes.
 pub(crate) fn routes<R: Routes>() -> R {
     R::empty()
         .operations(operations!(boards))
@@ -65,34 +61,6 @@ pub(crate) struct BoardQuery {
     /// A driver to mark on the spread of lap times (their bar and percentile), by user id.
     #[param(max_length = 36)]
     pub driver: Option<String>,
-}
-
-/// A query parameter that breaks a rule: the 400 page names it.
-struct BadParameter(String);
-
-/// The named parameters of `raw` (each at most once, within its length); others are ignored.
-fn parameters<const N: usize>(
-    raw: Option<&str>,
-    names: [(&'static str, usize); N],
-) -> Result<[Option<String>; N], BadParameter> {
-    let mut values: [Option<String>; N] = std::array::from_fn(|_| None);
-    for (key, value) in form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
-        let Some(i) = names.iter().position(|(n, _)| *n == key) else {
-            continue;
-        };
-        let (name, max) = names[i];
-        if values[i].is_some() {
-            return Err(BadParameter(format!("{name}: may be given once")));
-        }
-        if value.chars().count() > max {
-            return Err(BadParameter(format!(
-                "{name}: must be at most {max} characters"
-            )));
-        }
-        let value = value.trim();
-        values[i] = Some(value.to_owned()).filter(|v| !v.is_empty());
-    }
-    Ok(values)
 }
 
 /// The board a page shows: the track's, or the car's when `?car=` names one.
@@ -223,18 +191,6 @@ pub(crate) struct PreviewQuery {
     pub car: Option<String>,
 }
 
-/// A PNG's bytes as a body of their own.
-pub(crate) struct PngBytes;
-
-impl utoipa::PartialSchema for PngBytes {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        let bytes = super::sharepacks::binary().description(Some("The PNG's bytes."));
-        bytes.into()
-    }
-}
-
-impl utoipa::ToSchema for PngBytes {}
-
 /// The board's link preview (`og:image`): a PNG of its three fastest laps and the spread of
 /// its lap times. Public; cached like the board pages (`Cache-Control`, `ETag`) and kept in
 /// the leaderboard cache, drawn again after the cache lifetime or a new best on the track.
@@ -276,15 +232,6 @@ pub(crate) async fn board_preview(
         return Ok(page.not_found("No such board", "Nobody has raced this board yet."));
     }
     Ok(page.png(cached))
-}
-
-/// Counts a preview drawn (`board` or `driver`): each is a cache miss, and the costliest
-/// answer of the pages.
-fn rendered(preview: &str) {
-    metrics::global()
-        .previews_rendered
-        .with_label_values(&[preview])
-        .inc();
 }
 
 /// `/drivers/{userId}` query (read by [`parameters`]).
@@ -413,125 +360,4 @@ impl MalformedId<AppState> for NoDriver {
     fn answer(parts: &Parts, state: &AppState) -> Response {
         Page::new(state, &parts.headers).no_driver()
     }
-}
-
-/// The answer of one page request: its headers, conditional answers, error pages and the
-/// avatars it may show.
-struct Page<'a> {
-    state: &'a AppState,
-    request: &'a HeaderMap,
-}
-
-impl<'a> Page<'a> {
-    fn new(state: &'a AppState, request: &'a HeaderMap) -> Self {
-        Self { state, request }
-    }
-
-    fn public_url(&self) -> Option<&str> {
-        self.state.settings.auth.public_url.as_deref()
-    }
-
-    /// `url` when the pages show it (an allowed host: [`avatars::shown`]); otherwise `None`,
-    /// and the page shows the driver's initial.
-    fn avatar(&self, url: Option<String>) -> Option<String> {
-        url.filter(|u| avatars::shown(u, &self.state.settings.pages.avatar_hosts))
-    }
-
-    /// 200 with the page, or 304 when the client holds it (`If-None-Match`).
-    fn ok(&self, html: String) -> Response {
-        self.rendered(RenderedPage::with_etag(html.into_bytes()))
-    }
-
-    /// 200 with a rendered page, or 304 when the client holds it (`If-None-Match`).
-    fn rendered(&self, page: RenderedPage) -> Response {
-        self.cached(page, |body| self.html(StatusCode::OK, body))
-    }
-
-    /// 200 with a PNG, or 304 when the client holds it (`If-None-Match`).
-    fn png(&self, png: RenderedPage) -> Response {
-        let mut response = self.cached(png, |body| (StatusCode::OK, body).into_response());
-        let h = response.headers_mut();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
-        h.insert(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
-        response
-    }
-
-    /// `answer` of the page's body, or 304 when the client holds it; either with the pages'
-    /// `Cache-Control` and the page's `ETag`.
-    fn cached(
-        &self,
-        page: RenderedPage,
-        answer: impl FnOnce(axum::body::Bytes) -> Response,
-    ) -> Response {
-        let held = conditional::holds(self.request.get(header::IF_NONE_MATCH), &page.etag);
-        let mut response = if held {
-            StatusCode::NOT_MODIFIED.into_response()
-        } else {
-            answer(page.body)
-        };
-        let h = response.headers_mut();
-        h.insert(
-            header::CACHE_CONTROL,
-            self.state.board_cache_control.clone(),
-        );
-        if let Ok(etag) = HeaderValue::from_str(&page.etag) {
-            h.insert(header::ETAG, etag);
-        }
-        response
-    }
-
-    /// The 404 page of a board address that names no board.
-    fn no_board(&self) -> Response {
-        self.not_found("No such board", "There is no board at this address.")
-    }
-
-    /// The 404 page of a driver address that names no driver.
-    fn no_driver(&self) -> Response {
-        self.not_found("No such driver", "There is no driver at this address.")
-    }
-
-    fn bad_request(&self, rule: &str) -> Response {
-        self.html(
-            StatusCode::BAD_REQUEST,
-            render::problem("Bad request", rule),
-        )
-    }
-
-    fn not_found(&self, title: &str, message: &str) -> Response {
-        self.html(StatusCode::NOT_FOUND, render::problem(title, message))
-    }
-
-    /// An HTML answer with the pages' security headers.
-    fn html(&self, status: StatusCode, html: impl Into<axum::body::Body>) -> Response {
-        let images = avatars::image_sources(&self.state.settings.pages.avatar_hosts);
-        html_response(status, html, &render::content_security_policy(&images))
-    }
-}
-
-/// An HTML answer with the pages' security headers, `csp` its Content-Security-Policy.
-fn html_response(status: StatusCode, html: impl Into<axum::body::Body>, csp: &str) -> Response {
-    let mut response = (status, html.into()).into_response();
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    if let Ok(csp) = HeaderValue::from_str(csp) {
-        h.insert(header::CONTENT_SECURITY_POLICY, csp);
-    }
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
-    if !status.is_success() {
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    }
-    response
 }
