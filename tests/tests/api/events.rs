@@ -664,54 +664,128 @@ async fn tokens_read_events_and_run_leagues_by_scope(app: TestApp) {
     assert_eq!(status, 403, "leagues reads no event: {refused}");
 }
 
-/// Laps racing the close: each is either in the standings or refused from them, never half;
-/// the standings are exactly the laps whose answers listed the event.
-async fn laps_racing_the_close_are_in_or_out_whole(app: TestApp, clock: Arc<ManualClock>) {
-    let (ana, _) = app.driver("Ana").await;
-    let racers = futures::future::join_all((0..12).map(|n| {
-        let app = &app;
-        async move { app.driver(&format!("Racer{n}")).await }
-    }))
-    .await;
-    let tokens: Vec<&str> = racers.iter().map(|(t, _)| t.as_str()).collect();
-    let league = league_with(&app, &ana, &tokens).await;
+/// 50 drivers submit laps before, inside and after a public event's window (and laps driven
+/// before it, submitted inside it), and 50 more race its close in the last second: the
+/// standings are an oracle's sort of exactly the laps committed before the close (every lap
+/// driven and submitted inside the window, and those racing the close whose answers listed the
+/// event: each racing lap is in or out whole). The close changes nothing, and each entrant is
+/// told their final position once.
+async fn fifty_inside_and_fifty_racing_the_close(app: TestApp, clock: Arc<ManualClock>) {
+    let (op, op_id) = app.driver("Op").await;
     let now = clock.now();
-    let track = raced_track(&app, &ana, now).await;
-    let closes = now + time::Duration::minutes(30);
-    let event = event_of(&app, &ana, &league, &track, now, closes).await;
-    let id = event["id"].as_str().unwrap().to_owned();
-    clock.advance(time::Duration::minutes(30) - time::Duration::seconds(1));
-    let driven = text(clock.now() - time::Duration::minutes(5));
-    let laps = racers.iter().enumerate().map(|(n, (token, user))| {
-        let (app, driven) = (&app, &driven);
-        async move {
-            let ms = 130_000 + 250 * n as i64;
-            let (status, lap) = drive(app, token, driven, ms, CAR).await;
-            assert_eq!(status, 200, "{lap}");
-            (user.clone(), ms, lap.get("events").is_some())
-        }
+    let track = raced_track(&app, &op, now).await;
+    // The same store served with the operator named, and room for 100 registrations.
+    let mut settings = app.settings.clone();
+    settings.event_operators = vec![op_id.parse().unwrap()];
+    settings.auth.attempts_per_address = 1_000;
+    let dir = tempfile::tempdir().unwrap();
+    let site = paddock_tests::spawn_with(settings, app.ports.clone(), dir).await;
+    let site = &site;
+    let drivers = futures::future::join_all(
+        (0..100).map(|n| async move { site.driver(&format!("Driver{n:03}")).await }),
+    )
+    .await;
+    let (steady, racing) = drivers.split_at(50);
+    let opens = now + time::Duration::minutes(5);
+    let closes = opens + time::Duration::minutes(15);
+    let body = json!({
+        "name": "Close race", "trackId": track,
+        "opensAt": text(opens), "closesAt": text(closes),
     });
+    let (status, made) = site.call(Method::POST, "/v1/events", &op, Some(body)).await;
+    assert_eq!(status, 201, "{made}");
+    let id = made["data"]["id"].as_str().unwrap().to_owned();
+    // Answers whether the submission of a lap of `ms` driven at `at` counted for the event.
+    let counted = |token: String, at: String, ms: i64| async move {
+        let (status, lap) = drive(site, &token, &at, ms, CAR).await;
+        assert_eq!(status, 200, "{lap}");
+        lap.get("events").is_some()
+    };
+    let all = |drivers: &[(String, String)], at: String, ms: fn(usize) -> i64| {
+        futures::future::join_all(
+            drivers
+                .iter()
+                .enumerate()
+                .map(|(n, (token, _))| counted(token.clone(), at.clone(), ms(n))),
+        )
+    };
+
+    // Before the window: nothing counts.
+    let before = all(steady, text(clock.now()), |n| 110_000 + n as i64).await;
+    assert!(before.iter().all(|c| !c), "before the window");
+    clock.advance(time::Duration::minutes(5) + time::Duration::seconds(1));
+    // Inside: a lap driven before the window does not count; one driven inside does.
+    let early = all(steady, text(opens - time::Duration::minutes(1)), |n| {
+        111_000 + n as i64
+    })
+    .await;
+    assert!(early.iter().all(|c| !c), "driven before the window");
+    let inside = all(steady, text(clock.now()), |n| 130_000 + 98 * n as i64).await;
+    assert!(inside.iter().all(|c| *c), "driven and submitted inside");
+    let mut oracle: Vec<(String, i64)> = steady
+        .iter()
+        .enumerate()
+        .map(|(n, (_, user))| (user.clone(), 130_000 + 98 * n as i64))
+        .collect();
+
+    // The last second: 50 laps race the close.
+    clock.advance(time::Duration::minutes(15) - time::Duration::seconds(2));
+    let racing_ms = |n: usize| 129_001 + 62 * n as i64;
+    let driven = text(clock.now() - time::Duration::minutes(1));
     let close = async {
-        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
         clock.advance(time::Duration::seconds(2));
     };
-    let (answers, ()) = tokio::join!(futures::future::join_all(laps), close);
-    let mut counted: Vec<(String, i64)> = answers
-        .iter()
-        .filter(|(_, _, counted)| *counted)
-        .map(|(user, ms, _)| (user.clone(), *ms))
-        .collect();
-    counted.sort_by_key(|(_, ms)| *ms);
-    assert_eq!(standings(&app, &ana, &id).await, counted, "{answers:?}");
+    let (raced, ()) = tokio::join!(all(racing, driven, racing_ms), close);
+    let (ins, outs) = (
+        raced.iter().filter(|c| **c).count(),
+        raced.iter().filter(|c| !**c).count(),
+    );
+    println!("racing the close: {ins} in, {outs} out");
+    oracle.extend(
+        racing
+            .iter()
+            .zip(&raced)
+            .enumerate()
+            .filter(|(_, (_, counted))| **counted)
+            .map(|(n, ((_, user), _))| (user.clone(), racing_ms(n))),
+    );
+    oracle.sort_by_key(|(_, ms)| *ms);
+
+    // After the close: nothing counts, however fast.
+    let after = all(steady, text(clock.now()), |n| 100_000 + n as i64).await;
+    assert!(after.iter().all(|c| !c), "after the close");
+    assert_eq!(standings(&app, &op, &id).await, oracle);
     paddock_core::maintenance::tick(&app.ports)
         .await
         .events
         .unwrap();
     assert_eq!(
-        standings(&app, &ana, &id).await,
-        counted,
+        standings(&app, &op, &id).await,
+        oracle,
         "the close changed nothing"
     );
+
+    // Each entrant told once, with their place.
+    let entrants = oracle.len();
+    let tokens: std::collections::HashMap<&str, &str> = drivers
+        .iter()
+        .map(|(token, user)| (user.as_str(), token.as_str()))
+        .collect();
+    let told = futures::future::join_all(oracle.iter().enumerate().map(|(n, (user, _))| {
+        let token = tokens[user.as_str()];
+        async move {
+            let results = finishes_in_feed(site, token, 1).await;
+            (
+                results,
+                format!("Finished P{} of {entrants} in Close race", n + 1),
+            )
+        }
+    }))
+    .await;
+    for (results, want) in told {
+        assert_eq!(results, [want]);
+    }
 }
 
 /// A lap that passes an entrant inside an event tells them (`board.passed` with the event's
@@ -782,6 +856,6 @@ paddock_tests::on_both_backends!(
         the_close_freezes_the_standings,
         a_series_runs_its_rounds_through_the_tick,
         the_operator_makes_public_events_and_anyone_enters,
-        laps_racing_the_close_are_in_or_out_whole,
+        fifty_inside_and_fifty_racing_the_close,
     ],
 );

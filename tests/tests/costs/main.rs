@@ -5,6 +5,7 @@
 //! <module>::` runs one.
 
 mod data_control_costs;
+mod event_standings_costs;
 mod public_page_costs;
 mod request_costs;
 mod retention_costs;

@@ -39,6 +39,8 @@ pub struct BulkBoard {
     vehicles: HashMap<String, (String, i64)>,
     /// Entries, rank rows and index rows only, as before the counts.
     older: bool,
+    /// The boards written instead of the track's and its cars' (with their counts).
+    only: Option<Vec<BoardId>>,
 }
 
 impl BulkBoard {
@@ -49,6 +51,17 @@ impl BulkBoard {
             counts: HashMap::new(),
             vehicles: HashMap::new(),
             older: false,
+            only: None,
+        }
+    }
+
+    /// A loader of `boards` of `track` alone (an event's standings, say), which must have no
+    /// entries yet: the entries, rank rows, index rows and counts a submission writes there,
+    /// nothing on the track's or the cars' boards.
+    pub fn only(track: &TrackId, boards: Vec<BoardId>) -> Self {
+        Self {
+            only: Some(boards),
+            ..Self::new(track)
         }
     }
 
@@ -94,10 +107,14 @@ impl BulkBoard {
                 items.push(item(&board.index_key(&e.user_id), listed));
                 continue;
             }
-            for board in [
-                BoardId::track(&self.track),
-                BoardId::car(&self.track, &e.vehicle_name),
-            ] {
+            let boards = match &self.only {
+                Some(boards) => boards.clone(),
+                None => vec![
+                    BoardId::track(&self.track),
+                    BoardId::car(&self.track, &e.vehicle_name),
+                ],
+            };
+            for board in boards {
                 items.push(stored.to_item(&board.entry_key(&e.user_id)));
                 items.push(stored.rank_item(&board));
                 let listed = json!({ "trackId": board.track, "vehicle": board.vehicle() });
@@ -117,6 +134,9 @@ impl BulkBoard {
                         }
                     }
                 }
+            }
+            if self.only.is_some() {
+                continue;
             }
             let car = self
                 .vehicles
