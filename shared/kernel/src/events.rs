@@ -70,11 +70,14 @@ pub enum EventKind {
     /// A competition event the driver entered has closed: their final position.
     #[serde(rename = "event.finished")]
     EventFinished(EventFinished),
+    /// A competition event of a league the driver belongs to has opened.
+    #[serde(rename = "event.started")]
+    EventStarted(EventStarted),
 }
 
 impl EventKind {
     /// Every wire name, in a stable order (metric labels are bounded by this list).
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 12] = [
         "session.uploaded",
         "leaderboard.submit",
         "track.process",
@@ -86,6 +89,7 @@ impl EventKind {
         "webhook.disabled",
         "webhook.redelivery",
         "event.finished",
+        "event.started",
     ];
 
     /// The wire name of this kind.
@@ -102,6 +106,7 @@ impl EventKind {
             Self::WebhookDisabled(_) => Self::NAMES[8],
             Self::WebhookRedelivery(_) => Self::NAMES[9],
             Self::EventFinished(_) => Self::NAMES[10],
+            Self::EventStarted(_) => Self::NAMES[11],
         }
     }
 }
@@ -272,6 +277,28 @@ pub struct EventFinished {
     pub entrants: u64,
     /// The driver's lap in the event, milliseconds.
     pub lap_time_ms: i64,
+}
+
+/// `event.started`: the event's user is a member of the league holding a competition event
+/// whose window has opened (each member told once).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventStarted {
+    /// The competition event.
+    pub event_id: EventId,
+    /// Its name.
+    pub name: String,
+    /// The league holding it.
+    pub league_id: LeagueId,
+    /// The track.
+    pub track_id: TrackId,
+    /// The track as the game names it (with its layout).
+    pub track_name: String,
+    /// The one car laps must be driven in; absent when any car counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub car: Option<String>,
+    /// When the window closes (RFC 3339, UTC).
+    pub closes_at: String,
 }
 
 /// `board.passed`: the event's user is the driver who was passed.

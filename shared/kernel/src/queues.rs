@@ -80,6 +80,7 @@ impl QueueName {
                     | EventKind::AchievementUnlocked(_)
                     | EventKind::WebhookDisabled(_)
                     | EventKind::EventFinished(_)
+                    | EventKind::EventStarted(_)
             ),
             Self::Accounts => matches!(
                 kind,
@@ -94,6 +95,7 @@ impl QueueName {
                     | EventKind::BoardPassed(_)
                     | EventKind::WebhookTest(_)
                     | EventKind::EventFinished(_)
+                    | EventKind::EventStarted(_)
             ),
         }
     }

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use futures::StreamExt;
+
 use paddock_core::ports::{Clock, ManualClock};
 use paddock_tests::{TestApp, envelope, session_body};
 use reqwest::Method;
@@ -348,9 +350,19 @@ async fn the_close_freezes_the_standings(app: TestApp, clock: Arc<ManualClock>) 
             .await;
     let told: usize = ticks.iter().map(|t| t.events.as_ref().unwrap().told).sum();
     assert!(told <= oracle.len(), "{ticks:?}");
+    let started: usize = ticks
+        .iter()
+        .map(|t| t.events.as_ref().unwrap().told_started)
+        .sum();
+    assert!(started <= drivers.len() + 1, "{ticks:?}");
     for (n, (token, _)) in drivers.iter().enumerate().take(4) {
         let results = finishes_in_feed(&app, token, 1).await;
         assert_eq!(results, [format!("Finished P{} of 4 in Spa week", n + 1)]);
+    }
+    // Every member, entrant or not, was told once that it opened.
+    for token in tokens.iter().chain([&ana.as_str()]) {
+        let opened = feed_titles(&app, token, "Spa week is open", 1).await;
+        assert_eq!(opened, ["Spa week is open"]);
     }
     paddock_core::maintenance::tick(&app.ports)
         .await
@@ -378,8 +390,16 @@ async fn the_close_freezes_the_standings(app: TestApp, clock: Arc<ManualClock>) 
 
 /// The titles of the event results in the feed of `token`, once it holds `n` of them.
 async fn finishes_in_feed(app: &TestApp, token: &str, n: usize) -> Vec<String> {
+    feed_titles(app, token, "Finished P", n).await
+}
+
+/// The titles in the feed of `token` that start with `start`, once it holds `n` of them (and
+/// a moment more, for one that must not come).
+async fn feed_titles(app: &TestApp, token: &str, start: &str, n: usize) -> Vec<String> {
     let mut last = Vec::new();
-    for _ in 0..200 {
+    // The feed consumer may be behind a burst of events: up to a minute.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
         let (status, feed) = app
             .call(Method::GET, "/v1/feed?limit=100", token, None)
             .await;
@@ -389,7 +409,7 @@ async fn finishes_in_feed(app: &TestApp, token: &str, n: usize) -> Vec<String> {
             .unwrap()
             .iter()
             .filter_map(|e| e["title"].as_str())
-            .filter(|t| t.starts_with("Finished P"))
+            .filter(|t| t.starts_with(start))
             .map(str::to_owned)
             .collect();
         if last.len() >= n {
@@ -403,7 +423,7 @@ async fn finishes_in_feed(app: &TestApp, token: &str, n: usize) -> Vec<String> {
                 .unwrap()
                 .iter()
                 .filter_map(|e| e["title"].as_str())
-                .filter(|t| t.starts_with("Finished P"))
+                .filter(|t| t.starts_with(start))
                 .map(str::to_owned)
                 .collect();
         }
@@ -772,7 +792,8 @@ async fn fifty_inside_and_fifty_racing_the_close(app: TestApp, clock: Arc<Manual
         .iter()
         .map(|(token, user)| (user.as_str(), token.as_str()))
         .collect();
-    let told = futures::future::join_all(oracle.iter().enumerate().map(|(n, (user, _))| {
+    // A few feeds at a time: a hundred pollers would slow the consumer they wait for.
+    let told: Vec<_> = futures::stream::iter(oracle.iter().enumerate().map(|(n, (user, _))| {
         let token = tokens[user.as_str()];
         async move {
             let results = finishes_in_feed(site, token, 1).await;
@@ -782,6 +803,8 @@ async fn fifty_inside_and_fifty_racing_the_close(app: TestApp, clock: Arc<Manual
             )
         }
     }))
+    .buffer_unordered(8)
+    .collect()
     .await;
     for (results, want) in told {
         assert_eq!(results, [want]);
@@ -845,12 +868,60 @@ async fn an_entrant_passed_in_an_event_hears_of_it(app: TestApp) {
     );
 }
 
+/// A league's event that opens is told to its members once: to their webhooks that ask for
+/// `event.started` and in their feeds.
+async fn members_hear_an_event_open(app: TestApp) {
+    let receiver = paddock_tests::webhook_receiver::Receiver::start().await;
+    let (ana, _) = app.driver("Ana").await;
+    let (bo, _) = app.driver("Bo").await;
+    let hook = json!({"url": receiver.url, "eventTypes": ["event.started"]});
+    let (status, made) = app
+        .call(Method::POST, "/v1/webhooks", &bo, Some(hook))
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let league = league_with(&app, &ana, &[&bo]).await;
+    let now = OffsetDateTime::now_utc();
+    let track = raced_track(&app, &ana, now).await;
+    // Opened a minute ago (the tick's clock may be a little behind this one).
+    let opens = now - time::Duration::minutes(1);
+    let closes = now + time::Duration::hours(1);
+    let event = event_of(&app, &ana, &league, &track, opens, closes).await;
+    for _ in 0..2 {
+        paddock_core::maintenance::tick(&app.ports)
+            .await
+            .events
+            .unwrap();
+    }
+    receiver
+        .wait_for(std::time::Duration::from_secs(20), "event.started", |all| {
+            !all.is_empty()
+        })
+        .await;
+    let opened = feed_titles(&app, &bo, "Spa week is open", 1).await;
+    assert_eq!(opened, ["Spa week is open"]);
+    let told: Vec<Value> = receiver
+        .all()
+        .iter()
+        .map(|r| serde_json::from_str::<Value>(&r.body).unwrap())
+        .collect();
+    assert_eq!(told.len(), 1, "once: {told:?}");
+    assert_eq!(told[0]["type"], "event.started");
+    let data = &told[0]["data"];
+    assert_eq!(
+        (&data["eventId"], &data["leagueId"], &data["closesAt"]),
+        (&event["id"], &json!(league), &event["closesAt"]),
+        "{data}"
+    );
+    assert_eq!(data["car"], CAR, "{data}");
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         a_members_lap_in_the_window_counts_in_the_same_answer,
         bad_plans_are_refused_naming_the_field_and_the_rule,
         tokens_read_events_and_run_leagues_by_scope,
         an_entrant_passed_in_an_event_hears_of_it,
+        members_hear_an_event_open,
     ],
     clocked: [
         the_close_freezes_the_standings,

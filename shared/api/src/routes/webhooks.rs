@@ -88,7 +88,7 @@ pub(crate) struct CreateWebhookRequest {
     #[schema(required = true, value_type = String, format = "uri", max_length = 2048)]
     pub url: Option<String>,
     /// One or more of `session.uploaded`, `leaderboard.best`, `achievement.unlocked`,
-    /// `board.passed`, `event.finished`.
+    /// `board.passed`, `event.finished`, `event.started`.
     #[schema(required = true, value_type = Vec<WebhookEventType>, min_items = 1)]
     pub event_types: Option<Vec<String>>,
     /// The driver's own note: at most 100 characters, no control or invisible characters.
@@ -115,6 +115,9 @@ pub(crate) enum WebhookEventType {
     /// A competition event the driver entered closed: their final position.
     #[schema(rename = "event.finished")]
     EventFinished,
+    /// A competition event of a league the driver belongs to opened.
+    #[schema(rename = "event.started")]
+    EventStarted,
 }
 
 fn event_types(raw: Vec<String>) -> Result<Vec<String>, ApiError> {

@@ -15,6 +15,9 @@
 //! - `EVENTS#OPENING` / `<opens ms>#<id>` and `EVENTS#CLOSING` / `<closes ms>#<id>`: what the
 //!   maintenance tick has still to open (and, for a series, make the next round of) and to
 //!   close; each row goes in the transaction that does it, so each happens once;
+//! - `EVENTS#STARTING` / `<opens ms>#<id>`: an opened league event whose members are being
+//!   told (`event.started`), with the cursor of the members told last (`after`), a page per
+//!   transaction as below;
 //! - `EVENTS#NOTIFYING` / `<closes ms>#<id>`: a closed event whose entrants are being told
 //!   their final positions (`event.finished`), with the rank key told last (`after`): each
 //!   page of entrants is told in one transaction conditioned on it, so each entrant once;
@@ -188,6 +191,8 @@ pub(crate) enum Due {
     Closing,
     /// Tell its entrants their final positions (from the rank key in `after` on).
     Notifying,
+    /// Tell its league's members it has opened (from the member cursor in `after` on).
+    Starting,
 }
 
 impl Due {
@@ -196,6 +201,7 @@ impl Due {
             Self::Opening => "EVENTS#OPENING",
             Self::Closing => "EVENTS#CLOSING",
             Self::Notifying => "EVENTS#NOTIFYING",
+            Self::Starting => "EVENTS#STARTING",
         }
     }
 

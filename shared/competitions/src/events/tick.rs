@@ -2,16 +2,18 @@
 //! series' next round made), windows that have closed are marked closed, which freezes their
 //! standings: a submission's transaction holds only while its event is not closed. Each is
 //! one transaction that also removes the tick's row, conditioned on not being done yet, so a
-//! tick racing another (or retried) does it once. Then each entrant of a closed event is told
-//! their final position (`event.finished`), a page at a time, each page once.
+//! tick racing another (or retried) does it once. Then each member of the league of an opened
+//! event is told it has opened (`event.started`), and each entrant of a closed event their
+//! final position (`event.finished`), a page at a time, each page once.
 
 use serde_json::json;
 
 use super::changes::{TABLE, placement_ops};
 use super::*;
+use crate::leagues::{self, MEMBER_PREFIX, MemberRecord};
 use paddock_boards::leaderboards::board::BoardId;
 use paddock_boards::leaderboards::reads as board_reads;
-use paddock_kernel::events::{Event as OutboxEvent, EventFinished, EventKind};
+use paddock_kernel::events::{Event as OutboxEvent, EventFinished, EventKind, EventStarted};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::items::{Condition, Item, Query, SK, TxOp, Update, decode, item};
 
@@ -37,6 +39,8 @@ pub struct EventTick {
     pub closed: usize,
     /// Entrants told their final position.
     pub told: usize,
+    /// League members told an event opened.
+    pub told_started: usize,
 }
 
 /// Opens and closes the events that are due at the clock's time.
@@ -55,25 +59,35 @@ pub async fn tick(ports: &Ports) -> Result<EventTick, StoreError> {
         }
     }
     let mut pages = 0;
-    for (event, row) in due_rows(ports, Due::Notifying, now_ms).await? {
-        let key = row_key(&row)?;
-        let mut after = row
-            .get(AFTER)
-            .and_then(|a| a.as_str())
-            .unwrap_or_default()
-            .to_owned();
-        while pages < PAGES_PER_TICK {
-            pages += 1;
-            match tell_a_page(ports, &event, &key, &after).await? {
-                Told::Page(n, next) => {
-                    report.told += n;
-                    after = next;
+    for due in [Due::Starting, Due::Notifying] {
+        for (event, row) in due_rows(ports, due, now_ms).await? {
+            let key = row_key(&row)?;
+            let mut after = row
+                .get(AFTER)
+                .and_then(|a| a.as_str())
+                .unwrap_or_default()
+                .to_owned();
+            let told = match due {
+                Due::Starting => &mut report.told_started,
+                _ => &mut report.told,
+            };
+            while pages < PAGES_PER_TICK {
+                pages += 1;
+                let page = match due {
+                    Due::Starting => tell_started_page(ports, &event, &key, &after).await?,
+                    _ => tell_a_page(ports, &event, &key, &after).await?,
+                };
+                match page {
+                    Told::Page(n, next) => {
+                        *told += n;
+                        after = next;
+                    }
+                    Told::Last(n) => {
+                        *told += n;
+                        break;
+                    }
+                    Told::ByAnother => break,
                 }
-                Told::Last(n) => {
-                    report.told += n;
-                    break;
-                }
-                Told::ByAnother => break,
             }
         }
     }
@@ -132,6 +146,17 @@ async fn open(ports: &Ports, event: &EventRecord, row: &Key) -> Result<Option<bo
             condition: None,
         },
     ];
+    // A league's members are told it opened, a page at a time, from this row.
+    if event.league_id.is_some() {
+        ops.push(TxOp::Put {
+            table: TABLE,
+            item: item(
+                &Due::Starting.key(event.opens_ms, &event.id),
+                json!({ "eventId": event.id, AFTER: "" }),
+            ),
+            condition: Some(Condition::NotExists),
+        });
+    }
     let next = next_round(ports, event);
     if let Some(next) = &next {
         ops.extend(placement_ops(next)?);
@@ -230,7 +255,7 @@ async fn tell_a_page(
     let from = (!after.is_empty()).then_some(after);
     let page = board_reads::page(ports, &board, from, TOLD_PER_PAGE).await?;
     let now = ports.clock.now();
-    let mut ops: Vec<TxOp> = page
+    let ops: Vec<TxOp> = page
         .rows
         .iter()
         .map(|ranked| {
@@ -248,10 +273,60 @@ async fn tell_a_page(
             OutboxEvent::new(kind, Some(ranked.row.user_id.clone()), now).outbox_op()
         })
         .collect();
-    let told = ops.len();
-    let unchanged = Condition::eq(AFTER, after);
     let next = page.next_after.as_ref().and(page.rows.last());
     let next = next.map(|ranked| ranked.rank_key.clone());
+    commit_page(ports, ops, key, after, next).await
+}
+
+/// Tells the members of `event`'s league after the cursor `after` that it has opened, one
+/// page, as [`tell_a_page`] tells entrants. A member who joins later is not told (they find
+/// the event open); one who left before is not.
+async fn tell_started_page(
+    ports: &Ports,
+    event: &EventRecord,
+    key: &Key,
+    after: &str,
+) -> Result<Told, StoreError> {
+    let Some(league) = &event.league_id else {
+        ports.items.delete(TABLE, key, None).await?;
+        return Ok(Told::Last(0));
+    };
+    let members = Query::partition(leagues::TABLE, leagues::meta_key(league).pk)
+        .begins_with(MEMBER_PREFIX)
+        .limit(TOLD_PER_PAGE)
+        .after((!after.is_empty()).then(|| after.to_owned()));
+    let page = ports.items.query(members).await?;
+    let now = ports.clock.now();
+    let started = EventStarted {
+        event_id: event.id.clone(),
+        name: event.name.clone(),
+        league_id: league.clone(),
+        track_id: event.track_id.clone(),
+        track_name: event.track_name.clone(),
+        car: event.car.clone(),
+        closes_at: time_text(event.closes_ms),
+    };
+    let mut ops = Vec::new();
+    for member in page.items {
+        let member: MemberRecord = decode(member, "league member")?;
+        let kind = EventKind::EventStarted(started.clone());
+        ops.push(OutboxEvent::new(kind, Some(member.user_id), now).outbox_op());
+    }
+    commit_page(ports, ops, key, after, page.next_cursor).await
+}
+
+/// Writes a page of told events `ops` in one transaction that moves the cursor of the row
+/// `key` from `after` to `next` (or removes the row when `next` is `None`: the last page),
+/// conditioned on the cursor still being `after`.
+async fn commit_page(
+    ports: &Ports,
+    mut ops: Vec<TxOp>,
+    key: &Key,
+    after: &str,
+    next: Option<String>,
+) -> Result<Told, StoreError> {
+    let told = ops.len();
+    let unchanged = Condition::eq(AFTER, after);
     ops.push(match &next {
         Some(cursor) => TxOp::Update {
             table: TABLE,

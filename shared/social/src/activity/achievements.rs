@@ -136,7 +136,8 @@ async fn attempt(ports: &Ports, user_id: &UserId, event: &Event) -> Result<(), S
         | EventKind::BoardPassed(_)
         | EventKind::WebhookTest(_)
         | EventKind::WebhookDisabled(_)
-        | EventKind::WebhookRedelivery(_) => {
+        | EventKind::WebhookRedelivery(_)
+        | EventKind::EventStarted(_) => {
             return Ok(());
         }
     }

@@ -7,8 +7,8 @@ use time::format_description::well_known::Rfc3339;
 
 use paddock_boards::leaderboards::format_lap_time;
 use paddock_kernel::events::{
-    AchievementUnlocked, Event, EventFinished, EventKind, LeaderboardSubmitted, SessionUploaded,
-    WebhookDisabled,
+    AchievementUnlocked, Event, EventFinished, EventKind, EventStarted, LeaderboardSubmitted,
+    SessionUploaded, WebhookDisabled,
 };
 use utoipa::ToSchema;
 
@@ -26,7 +26,7 @@ pub enum FeedKind {
     Post,
     /// A notice about the driver's webhooks (a subscription disabled after failing).
     Webhook,
-    /// A competition event the driver finished.
+    /// A competition event: one the driver finished, or one of their league's that opened.
     Event,
 }
 
@@ -47,6 +47,7 @@ pub(crate) fn for_event(event: &Event) -> Option<FeedText> {
         EventKind::AchievementUnlocked(a) => Some(achievement(a, event.occurred_at)),
         EventKind::WebhookDisabled(w) => Some(webhook_disabled(w, event.occurred_at)),
         EventKind::EventFinished(e) => Some(event_finished(e, event.occurred_at)),
+        EventKind::EventStarted(e) => Some(event_started(e, event.occurred_at)),
         EventKind::TrackProcessRequested(_)
         | EventKind::ProfileUpdated(_)
         | EventKind::AccountDeleted(_)
@@ -112,6 +113,21 @@ fn event_finished(e: &EventFinished, closed: OffsetDateTime) -> FeedText {
             format_lap_time(e.lap_time_ms)
         ),
         date: closed,
+    }
+}
+
+fn event_started(e: &EventStarted, opened: OffsetDateTime) -> FeedText {
+    let car = e.car.as_deref().map_or("any car", str::trim);
+    let closes = e
+        .closes_at
+        .get(..16)
+        .unwrap_or(&e.closes_at)
+        .replace('T', " ");
+    FeedText {
+        kind: FeedKind::Event,
+        title: format!("{} is open", e.name.trim()),
+        subtitle: format!("{} · {car} · until {closes} UTC", e.track_name.trim()),
+        date: opened,
     }
 }
 

@@ -132,6 +132,7 @@ pub fn message_of(event: &Event) -> Option<Message> {
         EventKind::AchievementUnlocked(a) => ("achievement.unlocked", payload(a), None),
         EventKind::BoardPassed(p) => ("board.passed", payload(p), None),
         EventKind::EventFinished(e) => ("event.finished", payload(e), None),
+        EventKind::EventStarted(e) => ("event.started", payload(e), None),
         EventKind::WebhookTest(t) => (
             TEST_EVENT_TYPE,
             json!({ "subscriptionId": t.subscription_id,

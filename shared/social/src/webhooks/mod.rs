@@ -48,12 +48,13 @@ pub fn partition(user: &UserId) -> String {
 pub(crate) const PARTITION_PREFIX: &str = "HOOK#";
 
 /// The event types a subscription may ask for, in documented order.
-pub const EVENT_TYPES: [&str; 5] = [
+pub const EVENT_TYPES: [&str; 6] = [
     "session.uploaded",
     "leaderboard.best",
     "achievement.unlocked",
     "board.passed",
     "event.finished",
+    "event.started",
 ];
 
 /// The type sent by `POST /v1/webhooks/{id}/test` (always delivered, never subscribed to).
