@@ -359,6 +359,20 @@ async fn the_close_freezes_the_standings(app: TestApp, clock: Arc<ManualClock>) 
         let results = finishes_in_feed(&app, token, 1).await;
         assert_eq!(results, [format!("Finished P{} of 4 in Spa week", n + 1)]);
     }
+    // The close took the event's copies off the members' league rows.
+    for (_, user) in &drivers {
+        let rows = paddock_core::ports::items::Query::partition(
+            paddock_core::tables::Table::Competitions,
+            format!("DRIVER#{user}"),
+        );
+        let rows = app.ports.items.query(rows).await.unwrap().items;
+        assert!(!rows.is_empty());
+        let copies = rows
+            .iter()
+            .flat_map(|r| r.keys())
+            .filter(|k| k.starts_with("live_"));
+        assert_eq!(copies.count(), 0, "{rows:?}");
+    }
     // Every member, entrant or not, was told once that it opened.
     for token in tokens.iter().chain([&ana.as_str()]) {
         let opened = feed_titles(&app, token, "Spa week is open", 1).await;
@@ -915,6 +929,66 @@ async fn members_hear_an_event_open(app: TestApp) {
     assert_eq!(data["car"], CAR, "{data}");
 }
 
+/// Drivers joining a league while its owner makes an event, and one leaving and joining
+/// again: every member's lap counts for it, whoever committed first, and a lap driven while
+/// out of the league does not.
+async fn joining_and_leaving_around_an_event(app: TestApp) {
+    let (ana, _) = app.driver("Ana").await;
+    let league = league_with(&app, &ana, &[]).await;
+    let (_, code) = app
+        .call(Method::GET, &format!("/v1/leagues/{league}"), &ana, None)
+        .await;
+    let code = code["data"]["inviteCode"].as_str().unwrap().to_owned();
+    let now = OffsetDateTime::now_utc();
+    let track = raced_track(&app, &ana, now).await;
+    let joiners = futures::future::join_all((0..6).map(|n| {
+        let app = &app;
+        async move { app.driver(&format!("Joiner{n}")).await }
+    }))
+    .await;
+    let joins = futures::future::join_all(joiners.iter().map(|(token, _)| {
+        let (app, code) = (&app, &code);
+        async move {
+            let body = json!({"code": code});
+            let (status, joined) = app
+                .call(Method::POST, "/v1/leagues/join", token, Some(body))
+                .await;
+            assert_eq!(status, 201, "{joined}");
+        }
+    }));
+    let opens = now - time::Duration::minutes(1);
+    let closes = now + time::Duration::hours(1);
+    let (event, _) = tokio::join!(event_of(&app, &ana, &league, &track, opens, closes), joins);
+    let id = event["id"].as_str().unwrap();
+    let inside = text(now - time::Duration::seconds(10));
+    let laps = futures::future::join_all(joiners.iter().enumerate().map(|(n, (token, _))| {
+        let (app, inside) = (&app, &inside);
+        async move { drive(app, token, inside, 140_000 + 100 * n as i64, CAR).await }
+    }))
+    .await;
+    for (status, lap) in &laps {
+        assert_eq!(*status, 200, "{lap}");
+        assert_eq!(
+            lap["events"][0]["eventId"], id,
+            "every member counts: {lap}"
+        );
+    }
+    // Out of the league, a lap does not count; back in, it does.
+    let (leaver, _) = &joiners[0];
+    let path = format!("/v1/leagues/{league}/leave");
+    let (status, left) = app.call(Method::POST, &path, leaver, None).await;
+    assert_eq!(status, 200, "{left}");
+    let (_, out) = drive(&app, leaver, &inside, 130_000, CAR).await;
+    assert!(out.get("events").is_none(), "{out}");
+    let body = json!({"code": code});
+    let (status, _) = app
+        .call(Method::POST, "/v1/leagues/join", leaver, Some(body))
+        .await;
+    assert_eq!(status, 201);
+    let (_, back) = drive(&app, leaver, &inside, 129_000, CAR).await;
+    assert_eq!(back["events"][0]["rank"], 1, "{back}");
+}
+
 paddock_tests::on_both_backends!(
     plain: [
         a_members_lap_in_the_window_counts_in_the_same_answer,
@@ -922,6 +996,7 @@ paddock_tests::on_both_backends!(
         tokens_read_events_and_run_leagues_by_scope,
         an_entrant_passed_in_an_event_hears_of_it,
         members_hear_an_event_open,
+        joining_and_leaving_around_an_event,
     ],
     clocked: [
         the_close_freezes_the_standings,

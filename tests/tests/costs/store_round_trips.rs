@@ -26,18 +26,23 @@ use tower::ServiceExt;
 
 /// Each request kind's most calls and most sequential steps: a write waits on at most three
 /// round trips (a slower lap than the driver's best on four: its rank needs the entry read
-/// first), a read on at most two. A submission's calls include the query for the open events
-/// of its track, made beside the boards' read; a lap that counts for open events reads the
-/// driver's entries in them, and their counts, once they are known (beside a slower lap's
-/// rank): one step more than a new best without events.
+/// first), a read on at most two. A submission's first step also reads the events the driver's
+/// laps may count for (their league rows and the public events' item), so a lap that counts
+/// for open events reads the driver's entries in them, and their counts, beside those on the
+/// boards: a new best is three steps with events or without.
 const LIMITS: &[(&str, u64, u64)] = &[
     ("POST /v1/auth/register", 3, 3),
     ("POST /v1/auth/login/email", 4, 3),
     ("POST /v1/auth/refresh", 3, 2),
     ("POST /v1/sessions (30 laps)", 4, 3),
-    ("POST /v1/leaderboards/submit (new best)", 8, 3),
-    ("POST /v1/leaderboards/submit (no improvement)", 10, 4),
-    ("POST /v1/leaderboards/submit (two open events)", 13, 4),
+    ("POST /v1/leaderboards/submit (new best)", 9, 3),
+    ("POST /v1/leaderboards/submit (no improvement)", 11, 4),
+    ("POST /v1/leaderboards/submit (two open events)", 14, 4),
+    (
+        "POST /v1/leaderboards/submit (new best, two open events)",
+        12,
+        3,
+    ),
     ("GET /v1/leaderboards/me", 6, 2),
     ("GET /v1/leaderboards?around=me", 7, 2),
     ("GET /v1/leaderboards (first page)", 3, 1),
@@ -397,6 +402,31 @@ async fn each_request_kind(m: &mut Meter) {
         )
         .await;
     assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"]["events"].as_array().map(Vec::len),
+        Some(2),
+        "{body}"
+    );
+    // A new best on the boards that counts for both: its entries in the events are read
+    // beside those on the boards.
+    let upload = session_body("trips-events-best", &driven, &[(91_000, true, 0.9)], 0);
+    let (status, uploaded) = m
+        .call(None, "POST", "/v1/sessions", token, Some(upload))
+        .await;
+    assert_eq!(status, 201, "{uploaded}");
+    let submit = json!({"sessionId": uploaded["data"]["sessionId"], "lapTimeMs": 91_000,
+        "qualityScore": 0.8});
+    let (status, body) = m
+        .call(
+            Some("POST /v1/leaderboards/submit (new best, two open events)"),
+            "POST",
+            "/v1/leaderboards/submit",
+            token,
+            Some(submit),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["improved"], true, "{body}");
     assert_eq!(
         body["data"]["events"].as_array().map(Vec::len),
         Some(2),

@@ -5,6 +5,7 @@
 
 use time::Duration;
 
+use paddock_core::competition_events::join;
 use paddock_core::ids::UserId;
 use paddock_core::leagues::{
     self, Labels, LeagueError, Left, MAX_JOINED, MAX_MEMBERS, MAX_OWNED, Role,
@@ -32,10 +33,10 @@ async fn the_last_seat_goes_to_one_of_two_racers(t: TestPorts) {
     let owner = UserId::new();
     let (id, code) = league_of(p, &owner).await;
     for _ in 1..MAX_MEMBERS - 1 {
-        assert!(leagues::join(p, &UserId::new(), &code).await.unwrap().new);
+        assert!(join(p, &UserId::new(), &code).await.unwrap().new);
     }
     let (a, b) = (UserId::new(), UserId::new());
-    let (ra, rb) = tokio::join!(leagues::join(p, &a, &code), leagues::join(p, &b, &code));
+    let (ra, rb) = tokio::join!(join(p, &a, &code), join(p, &b, &code));
     let admitted = [&ra, &rb].iter().filter(|r| r.is_ok()).count();
     assert_eq!(admitted, 1, "{ra:?} {rb:?}");
     let refused = if ra.is_ok() { rb } else { ra };
@@ -44,7 +45,7 @@ async fn the_last_seat_goes_to_one_of_two_racers(t: TestPorts) {
     assert_eq!(league.member_count, MAX_MEMBERS);
     let members = leagues::members(p, &owner, &id).await.unwrap();
     assert_eq!(members.len(), MAX_MEMBERS as usize);
-    let late = leagues::join(p, &UserId::new(), &code).await;
+    let late = join(p, &UserId::new(), &code).await;
     assert!(matches!(late, Err(LeagueError::Full)), "{late:?}");
 }
 
@@ -53,7 +54,7 @@ async fn a_join_racing_itself_counts_once(t: TestPorts) {
     let owner = UserId::new();
     let (id, code) = league_of(p, &owner).await;
     let driver = UserId::new();
-    let joins = futures::future::join_all((0..4).map(|_| leagues::join(p, &driver, &code))).await;
+    let joins = futures::future::join_all((0..4).map(|_| join(p, &driver, &code))).await;
     let new = joins.iter().filter(|j| j.as_ref().unwrap().new).count();
     assert_eq!(new, 1, "{joins:?}");
     assert_eq!(leagues::get(p, &owner, &id).await.unwrap().member_count, 2);
@@ -61,10 +62,10 @@ async fn a_join_racing_itself_counts_once(t: TestPorts) {
     // Its count of leagues rose once: it may still join MAX_JOINED - 1 more.
     for _ in 1..MAX_JOINED {
         let (_, code) = league_of(p, &UserId::new()).await;
-        leagues::join(p, &driver, &code).await.unwrap();
+        join(p, &driver, &code).await.unwrap();
     }
     let (_, code) = league_of(p, &UserId::new()).await;
-    let over = leagues::join(p, &driver, &code).await;
+    let over = join(p, &driver, &code).await;
     assert!(matches!(over, Err(LeagueError::TooManyJoined)), "{over:?}");
 }
 
@@ -86,7 +87,7 @@ async fn a_driver_owns_and_belongs_to_a_bounded_number(t: TestPorts) {
     // Handing one on makes room; the heir may not take more than the limit either.
     let heir = UserId::new();
     let first = leagues::list(p, &owner).await.unwrap()[0].clone();
-    leagues::join(p, &heir, first.invite_code.as_deref().unwrap())
+    join(p, &heir, first.invite_code.as_deref().unwrap())
         .await
         .unwrap();
     let handed = leagues::transfer(p, &owner, &first.id, &heir)
@@ -109,7 +110,7 @@ async fn an_owner_leaving_hands_on_to_the_longest_standing_member(t: TestPorts) 
     let drivers: Vec<UserId> = (0..3).map(|_| UserId::new()).collect();
     for d in &drivers {
         t.clock.advance(Duration::seconds(60));
-        leagues::join(p, d, &code).await.unwrap();
+        join(p, d, &code).await.unwrap();
     }
     assert_eq!(
         leagues::leave(p, &drivers[0], &id).await.unwrap(),
@@ -131,7 +132,7 @@ async fn an_owner_leaving_hands_on_to_the_longest_standing_member(t: TestPorts) 
         leagues::leave(p, &drivers[2], &id).await.unwrap(),
         Left::Closed
     );
-    let gone = leagues::join(p, &UserId::new(), &code).await;
+    let gone = join(p, &UserId::new(), &code).await;
     assert!(matches!(gone, Err(LeagueError::UnknownCode)), "{gone:?}");
     for d in &drivers {
         assert!(leagues::list(p, d).await.unwrap().is_empty());
@@ -143,9 +144,9 @@ async fn an_account_leaves_every_league(t: TestPorts) {
     let (leaving, other) = (UserId::new(), UserId::new());
     let (alone, _) = league_of(p, &leaving).await;
     let (shared, code) = league_of(p, &leaving).await;
-    leagues::join(p, &other, &code).await.unwrap();
+    join(p, &other, &code).await.unwrap();
     let (theirs, their_code) = league_of(p, &other).await;
-    leagues::join(p, &leaving, &their_code).await.unwrap();
+    join(p, &leaving, &their_code).await.unwrap();
 
     leagues::leave_all(p, &leaving).await.unwrap();
     assert!(leagues::list(p, &leaving).await.unwrap().is_empty());

@@ -137,7 +137,8 @@ pub(crate) async fn join(
     ApiJson(body): ApiJson<JoinLeagueRequest>,
 ) -> Result<Response, ApiError> {
     let code = parse_code(body.code)?;
-    let joined = leagues::join(&state.ports, user.user_id(), &code).await?;
+    let joined =
+        paddock_core::competition_events::join(&state.ports, user.user_id(), &code).await?;
     let status = if joined.new {
         StatusCode::CREATED
     } else {

@@ -28,15 +28,16 @@ pub struct EventStanding {
     pub rank: u64,
 }
 
-/// A board a lap goes on besides the session's own (an event's standings): kept only where
-/// the item `requires` names exists (the driver's membership of a league), and written under
-/// `checks` (the event still open) and that item's existence, so a submission racing the
-/// close or a removal is either on the board or refused from it, never half.
+/// A board a lap goes on besides the session's own (an event's standings), written under
+/// `checks` (the event still open) and the existence of the item `requires` names (the
+/// driver's membership of a league: checked once per item however many boards require it),
+/// so a submission racing the close or a removal is either on the board or refused from it,
+/// never half.
 #[derive(Debug, Clone)]
 pub struct ExtraBoard {
     /// The board; its scope is [`BoardScope::Event`].
     pub board: BoardId,
-    /// An item that must exist for the lap to go on this board.
+    /// An item that must exist when the lap is written on this board (its finder knew it did).
     pub requires: Option<(Table, Key)>,
     /// Conditions the write is made under (`TxOp::Check`s).
     pub checks: Vec<TxOp>,
@@ -53,9 +54,8 @@ pub struct ExtraRead {
     tally: Tally,
 }
 
-/// Reads the driver's entries on the `extra` boards, and the items they require, in one
-/// batch, and beside it the counts that rank a new best on each (one snapshot per board). A
-/// board whose required item is missing is left out.
+/// Reads the driver's entries on the `extra` boards in one batch, and beside it the counts
+/// that rank a new best on each (one snapshot per board).
 pub async fn read_extra(
     ports: &Ports,
     user_id: &UserId,
@@ -65,11 +65,10 @@ pub async fn read_extra(
     if extra.is_empty() {
         return Ok(Vec::new());
     }
-    let mut keys = Vec::new();
-    for board in &extra {
-        keys.push((Table::Leaderboards, board.board.entry_key(user_id)));
-        keys.extend(board.requires.clone());
-    }
+    let keys = extra
+        .iter()
+        .map(|board| (Table::Leaderboards, board.board.entry_key(user_id)))
+        .collect();
     let (found, tallies) = futures::try_join!(
         ports.items.get_many(keys),
         futures::future::try_join_all(extra.iter().map(|e| Tally::read(
@@ -78,21 +77,13 @@ pub async fn read_extra(
             lap_time_ms
         )))
     )?;
-    let mut found = found.into_iter();
     let mut read = Vec::new();
-    for (extra, tally) in extra.into_iter().zip(tallies) {
-        let entry = found.next().flatten();
-        let held = match extra.requires {
-            Some(_) => found.next().flatten().is_some(),
-            None => true,
-        };
-        if held {
-            read.push(ExtraRead {
-                entry: entry.map(StoredRow::from_item).transpose()?,
-                extra,
-                tally,
-            });
-        }
+    for ((extra, tally), entry) in extra.into_iter().zip(tallies).zip(found) {
+        read.push(ExtraRead {
+            entry: entry.map(StoredRow::from_item).transpose()?,
+            extra,
+            tally,
+        });
     }
     Ok(read)
 }

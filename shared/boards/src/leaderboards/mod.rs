@@ -35,6 +35,7 @@ pub mod reads;
 pub mod removal;
 pub mod renames;
 pub mod spread;
+pub mod submission_reads;
 pub mod submit;
 pub mod submit_lap;
 pub mod vehicles;

@@ -9,8 +9,9 @@ use super::board::{
     BoardId, BoardScope, Position, RANK_END, RANK_KEY, Row, StoredRow, boards_for, rank_sk,
     submitted_at,
 };
-use super::extra_boards::{EventStanding, ExtraBoard, event_passing, extra_standings, read_extra};
-use super::rank_counts::{self, Change, Tally};
+use super::extra_boards::{EventStanding, ExtraBoard, event_passing, extra_standings};
+use super::rank_counts::{self, Change};
+use super::submission_reads::{BoardsRead, read_boards};
 use super::{lap_history, vehicles};
 use paddock_driving::sessions::records::StoredSession;
 use paddock_driving::sessions::upload::Lap;
@@ -195,64 +196,6 @@ pub(crate) fn adds_a_driver(current: Option<&StoredRow>) -> bool {
     current.is_none_or(|c| !c.counted)
 }
 
-/// What a submission reads before it writes.
-#[derive(Debug)]
-pub struct BoardsRead {
-    /// The driver's entry on each board of [`boards_for`] the session, in that order.
-    entries: Vec<Option<StoredRow>>,
-    /// The car's count, when a board is the car's.
-    car: Option<vehicles::CarCount>,
-    /// The counts of the track's board at the submitted lap time: a new best's rank.
-    tally: Tally,
-}
-
-/// Reads what a submission of `lap_time_ms` of `session` by `user_id` starts from: the
-/// driver's entries and the car's count (one batch; a new driver on the car's board changes
-/// the count, conditional on it), and beside them the counts that rank a new best (one
-/// snapshot). The counts are read whether or not the lap is a new best, which is known only
-/// once the entries are: a slower lap pays for four count items it does not use, so that a
-/// new best waits on one round trip here rather than two.
-pub async fn read_boards(
-    ports: &Ports,
-    user_id: &UserId,
-    session: &StoredSession,
-    lap_time_ms: i64,
-) -> Result<BoardsRead, StoreError> {
-    let summary = &session.summary;
-    let boards = boards_for(summary);
-    let has_car = boards.iter().any(|b| matches!(b.scope, BoardScope::Car(_)));
-    let mut keys: Vec<(Table, Key)> = boards
-        .iter()
-        .map(|board| (Table::Leaderboards, board.entry_key(user_id)))
-        .collect();
-    if has_car {
-        keys.push((
-            Table::Leaderboards,
-            vehicles::key(&summary.track_id, &summary.vehicle_name),
-        ));
-    }
-    let (mut found, tally) = futures::try_join!(
-        ports.items.get_many(keys),
-        Tally::read(ports, &boards[0], lap_time_ms)
-    )?;
-    let car = match has_car {
-        true => Some(vehicles::count_of(
-            found.pop().flatten(),
-            &summary.vehicle_name,
-        )),
-        false => None,
-    };
-    let entries = found
-        .into_iter()
-        .map(|item| item.map(StoredRow::from_item).transpose())
-        .collect::<Result<_, _>>()?;
-    Ok(BoardsRead {
-        entries,
-        car,
-        tally,
-    })
-}
-
 /// Submits a checked lap of `session` for `driver`, on every board of [`boards_for`] the
 /// session: a lap faster than the driver's entry on a board replaces it. The answer carries
 /// the driver's rank on the first board (the track's) afterwards.
@@ -316,8 +259,8 @@ impl From<StoreError> for Round {
 }
 
 /// [`submit`] from what [`read_boards`] read for it (read beside the submission's other
-/// checks, say; `None` when that read lost a race), also on the `extra` boards the lap
-/// counts for; a round lost to another submission reads again.
+/// checks, say, with the `extra` boards the lap counts for; `None` when that read lost a
+/// race), also on those boards; a round lost to another submission reads again.
 pub async fn submit_read(
     ports: &Ports,
     lap: &Submission<'_>,
@@ -345,11 +288,11 @@ pub async fn submit_read(
                 let user = &lap.driver.user_id;
                 let read = match taken {
                     Some(read) => read,
-                    None => read_boards(ports, user, lap.session, lap.lap_time_ms)
+                    None => read_boards(ports, user, lap.session, lap.lap_time_ms, extras)
                         .await
                         .map_err(contended)?,
                 };
-                let round = attempt(ports, lap, boards, read, extras).await;
+                let round = attempt(ports, lap, boards, read).await;
                 if let Err(Round::ExtraGone(gone)) = &round {
                     extra
                         .lock()
@@ -374,7 +317,6 @@ async fn attempt(
     lap: &Submission<'_>,
     boards: &[BoardId],
     read: BoardsRead,
-    extra: Vec<ExtraBoard>,
 ) -> Result<SubmitOutcome, Round> {
     let Submission {
         driver,
@@ -388,13 +330,14 @@ async fn attempt(
         entries,
         car,
         tally,
+        extra,
     } = read;
     let now = ports.clock.now();
     // A board closed by now (an event's window) takes nothing more, however it was read.
     let now_ms = i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
-    let extra: Vec<ExtraBoard> = extra
+    let extra: Vec<_> = extra
         .into_iter()
-        .filter(|board| now_ms < board.until_ms)
+        .filter(|read| now_ms < read.extra.until_ms)
         .collect();
     let faster: Vec<bool> = entries
         .iter()
@@ -416,15 +359,10 @@ async fn attempt(
             _ => 1 + tally.faster() + tally.equal(),
         })
     };
-    // The extra boards are read beside the rank (a lap slower than the driver's best needs
-    // its own read), and ranked from what they hold.
-    let extra_standings = async {
-        let reads = read_extra(ports, &driver.user_id, extra, lap_time_ms).await?;
-        let standings = extra_standings(ports, &reads, lap_time_ms, &summary.id).await?;
-        Ok::<_, StoreError>((reads, standings))
-    };
-    let (rank, (extra, standings)) = futures::try_join!(rank, async {
-        extra_standings
+    // The extra boards are ranked from what was read of them, beside the rank (an entry
+    // faster than this lap needs its own read).
+    let (rank, standings) = futures::try_join!(rank, async {
+        extra_standings(ports, &extra, lap_time_ms, &summary.id)
             .await
             .map_err(|e| Round::Failed(contended(e)))
     })?;

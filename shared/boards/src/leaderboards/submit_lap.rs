@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::extra_boards::ExtraBoard;
 use super::plausibility::{self, Implausible};
+use super::submission_reads::read_boards;
 use super::submit::{self, Driver, MIN_QUALITY, Submission, SubmitError, SubmitOutcome};
 use paddock_driving::sessions::records::{self, StoredSession};
 use paddock_driving::sessions::upload::{MAX_LAP_MS, whole_number};
@@ -75,20 +76,33 @@ pub struct CheckedLap<'a> {
 }
 
 /// Where a submission finds the boards its lap also counts for (a competition's open
-/// events). They are looked for beside the read of the session's own boards.
+/// events): what they depend on is read with the submission's first reads, before the
+/// session's track is known ([`OtherBoards::known`]), and the boards are picked from it once
+/// the lap is checked ([`OtherBoards::find`]), so that the driver's entries on them are read
+/// beside those on the session's own boards, in the same step.
 pub trait OtherBoards: Sync {
-    /// The boards `lap` also goes on.
-    fn find(
+    /// What is read for the driver.
+    type Known: Send;
+    /// Reads what `user_id`'s laps may count for.
+    fn known(
         &self,
         ports: &Ports,
-        lap: CheckedLap<'_>,
-    ) -> impl Future<Output = Result<Vec<ExtraBoard>, StoreError>> + Send;
+        user_id: &UserId,
+    ) -> impl Future<Output = Result<Self::Known, StoreError>> + Send;
+    /// The boards `lap` also goes on, of those `known`, at `now_ms`.
+    fn find(&self, known: &Self::Known, lap: CheckedLap<'_>, now_ms: i64) -> Vec<ExtraBoard>;
 }
 
 /// The session's boards alone.
 impl OtherBoards for () {
-    async fn find(&self, _: &Ports, _: CheckedLap<'_>) -> Result<Vec<ExtraBoard>, StoreError> {
-        Ok(Vec::new())
+    type Known = ();
+
+    async fn known(&self, _: &Ports, _: &UserId) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn find(&self, _: &(), _: CheckedLap<'_>, _: i64) -> Vec<ExtraBoard> {
+        Vec::new()
     }
 }
 
@@ -185,24 +199,32 @@ impl From<SubmitError> for SubmitLapError {
     }
 }
 
-/// What a submission reads first, both at once: the session and the driver's profile.
+/// What a submission reads first, all at once: the session, the driver's profile and what
+/// the other boards depend on.
 #[derive(Debug)]
-struct FirstReads {
+struct FirstReads<K> {
     session: Option<StoredSession>,
     profile: Option<StoredProfile>,
+    other: K,
 }
 
 /// Reads what a submission of `lap` by `user_id` starts from (nothing is written).
-async fn read_first(
+async fn read_first<O: OtherBoards>(
     ports: &Ports,
     user_id: &UserId,
     lap: &SubmitLap,
-) -> Result<FirstReads, StoreError> {
-    let (session, profile) = futures::try_join!(
+    other: &O,
+) -> Result<FirstReads<O::Known>, StoreError> {
+    let (session, profile, other) = futures::try_join!(
         records::get(ports, user_id, &lap.session_id),
-        paddock_identity::identity::users::get_stored(ports, user_id)
+        paddock_identity::identity::users::get_stored(ports, user_id),
+        other.known(ports, user_id)
     )?;
-    Ok(FirstReads { session, profile })
+    Ok(FirstReads {
+        session,
+        profile,
+        other,
+    })
 }
 
 /// Submits `lap` for `caller`: the session must be the caller's, the score high enough, the
@@ -221,7 +243,7 @@ pub async fn submit_lap(
 ) -> Result<(Caller, SubmitOutcome), SubmitLapError> {
     let user_id = caller.user_id().clone();
     let (confirmed, first) = caller
-        .confirmed_beside(ports, read_first(ports, &user_id, &lap))
+        .confirmed_beside(ports, read_first(ports, &user_id, &lap, other))
         .await;
     let caller = confirmed?;
     let outcome = submit_read(
@@ -236,16 +258,16 @@ pub async fn submit_lap(
     Ok((caller, outcome))
 }
 
-/// [`submit_lap`] from what [`read_first`] read for it. Then the track's map, the boards and
-/// the other boards of the lap are read at once (the driver's entries on those once they are
-/// known), and the lap written.
-async fn submit_read(
+/// [`submit_lap`] from what [`read_first`] read for it. Then the track's map and the
+/// driver's entries on the boards and on the other boards the lap counts for are read at
+/// once, and the lap written: three steps in all for a new best.
+async fn submit_read<O: OtherBoards>(
     ports: &Ports,
     user_id: &UserId,
     lap: SubmitLap,
     new_boards_per_day: u32,
-    first: FirstReads,
-    other: &impl OtherBoards,
+    first: FirstReads<O::Known>,
+    other: &O,
 ) -> Result<SubmitOutcome, SubmitLapError> {
     let rejected = || {
         paddock_platform::metrics::global()
@@ -268,12 +290,14 @@ async fn submit_read(
         lap_time_ms: lap.lap_time.ms(),
         quality: lap.quality.value().min(stored.quality_combined),
     };
-    let (map_length_m, boards, extra) = futures::join!(
+    let now = ports.clock.now();
+    let now_ms = i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
+    let extra = other.find(&first.other, checked, now_ms);
+    let (map_length_m, boards) = futures::join!(
         maps::length_m(ports, &session.summary.track_id),
-        submit::read_boards(ports, user_id, &session, lap.lap_time.ms()),
-        other.find(ports, checked)
+        read_boards(ports, user_id, &session, lap.lap_time.ms(), extra.clone())
     );
-    let (map_length_m, extra) = (map_length_m?, extra?);
+    let map_length_m = map_length_m?;
     // A read that lost a race with other submissions is made again by the submission.
     let boards = match boards {
         Ok(boards) => Some(boards),

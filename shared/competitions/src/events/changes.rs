@@ -1,15 +1,17 @@
 //! Making an event: the host's right to, the track and car, the number of events not yet
-//! finished, then one transaction writing the event and its listings.
+//! finished, then one transaction writing the event, its listings and its copies where the
+//! drivers' submissions read them ([`super::live`]).
 
 use serde_json::json;
 
 use super::*;
 use crate::leagues::{self, LeagueError, owned_by};
-use paddock_boards::leaderboards::{board::fold_vehicle, vehicles};
+use paddock_boards::leaderboards::vehicles;
 use paddock_driving::tracks;
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::clock::rfc3339;
 use paddock_kernel::ports::items::{Condition, Query, TxOp, item};
+use paddock_kernel::retry::retry_on_conflict;
 use paddock_kernel::tables::Table;
 
 /// The table events live in.
@@ -25,14 +27,29 @@ pub async fn create(
     host: Host,
     fields: PlanFields,
 ) -> Result<Event, EventError> {
+    let plan = EventPlan::check(fields, ms_of(ports.clock.now()))?;
+    // A member joining or leaving between the read of the members and the write: read again.
+    let lost_race = |e: &EventError| matches!(e, EventError::Store(StoreError::Conflict));
+    retry_on_conflict(leagues::ATTEMPTS, lost_race, || {
+        create_once(ports, creator, &host, &plan)
+    })
+    .await
+}
+
+async fn create_once(
+    ports: &Ports,
+    creator: &UserId,
+    host: &Host,
+    plan: &EventPlan,
+) -> Result<Event, EventError> {
     let now = ports.clock.now();
     let now_ms = ms_of(now);
-    let plan = EventPlan::check(fields, now_ms)?;
-    let listing = match &host {
+    let plan = plan.clone();
+    let listing = match host {
         Host::League(league) => league_partition(league),
         Host::Public => PUBLIC_PARTITION.to_owned(),
     };
-    let (league, track, car, live) = futures::try_join!(
+    let (league, track, car, live, members) = futures::try_join!(
         async {
             match &host {
                 Host::League(id) => Ok(Some(leagues::visible(ports, creator, id).await?)),
@@ -54,6 +71,12 @@ pub async fn create(
                 .between(from, format!("{LISTED_PREFIX}~"))
                 .limit(MAX_LIVE);
             Ok::<_, EventError>(ports.items.query(query).await?.items.len())
+        },
+        async {
+            match host {
+                Host::League(id) => Ok::<_, EventError>(super::live::members(ports, id).await?),
+                Host::Public => Ok(Vec::new()),
+            }
         }
     )?;
     if let Some(league) = &league
@@ -80,7 +103,7 @@ pub async fn create(
     };
     let record = EventRecord {
         id: id.clone(),
-        league_id: match &host {
+        league_id: match host {
             Host::League(league) => Some(league.clone()),
             Host::Public => None,
         },
@@ -102,52 +125,44 @@ pub async fn create(
         closed: false,
     };
     let mut ops = placement_ops(&record)?;
-    if let Host::League(league) = &host {
-        // Still this creator's league when the event is written.
-        ops.push(TxOp::Check {
-            table: TABLE,
-            key: leagues::meta_key(league),
-            condition: owned_by(creator),
-        });
-    }
+    let league_at = ops.len();
+    // Still this creator's league, with the members read, when the event is written.
+    let owned = matches!(host, Host::League(_)).then(|| owned_by(creator));
+    ops.extend(super::live::add_ops(&record, &members, owned)?);
     match ports.items.transact(ops).await {
         Ok(()) => Ok(record.shown(now_ms)),
-        Err(e) if e.is_condition_failed_at(3) => {
-            Err(LeagueError::NotOwner("make its events").into())
+        Err(StoreError::ConditionFailed { index }) if index == league_at => {
+            let Host::League(id) = host else {
+                return Err(StoreError::Conflict.into());
+            };
+            match leagues::load(ports, id).await {
+                Ok(league) if league.owner_id == *creator => Err(StoreError::Conflict.into()),
+                Ok(_) => Err(LeagueError::NotOwner("make its events").into()),
+                Err(e) => Err(e.into()),
+            }
+        }
+        // A member left since the members were read.
+        Err(StoreError::ConditionFailed { index }) if index > league_at => {
+            Err(StoreError::Conflict.into())
         }
         Err(e) => Err(e.into()),
     }
 }
 
-/// The writes that place `record`: the event, the track's row a submission finds it by, and
-/// its row in its host's listing.
+/// The writes that place `record`: the event, its row in its host's listing and the tick's
+/// rows (its opening and closing, and its round of a series).
 pub(crate) fn placement_ops(record: &EventRecord) -> Result<Vec<TxOp>, StoreError> {
     let listing = match &record.league_id {
         Some(league) => league_partition(league),
         None => PUBLIC_PARTITION.to_owned(),
     };
     let sk = listed_sk(record.closes_ms, &record.id);
-    let copy = leagues::record_item(&Key::new(listing, sk.clone()), record)?;
-    let on_track = OpenEvent {
-        event_id: record.id.clone(),
-        league_id: record.league_id.clone(),
-        car: record.car.as_deref().map(fold_vehicle),
-        opens_ms: record.opens_ms,
-        closes_ms: record.closes_ms,
-        min_quality: record.min_quality,
-    };
-    let on_track = serde_json::to_value(&on_track)
-        .map_err(|e| StoreError::Invalid(format!("unserialisable event: {e}")))?;
+    let copy = leagues::record_item(&Key::new(listing, sk), record)?;
     let mut ops = vec![
         TxOp::Put {
             table: TABLE,
             item: leagues::record_item(&meta_key(&record.id), record)?,
             condition: Some(Condition::NotExists),
-        },
-        TxOp::Put {
-            table: TABLE,
-            item: item(&Key::new(track_partition(&record.track_id), sk), on_track),
-            condition: None,
         },
         TxOp::Put {
             table: TABLE,

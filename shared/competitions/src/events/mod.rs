@@ -8,8 +8,9 @@
 //!
 //! Key layout (table `competitions`):
 //! - `EVENT#<id>` / `META`: the event; `closed` turns true once, when its window closes;
-//! - `TRACK#<track id>` / `EVENT#<closes ms>#<id>`: what a submission needs to know of the
-//!   events of a track that have not closed (one query from the present on);
+//! - `DRIVER#<user id>` / `LEAGUE#<league id>` (a member's league row) and `EVENTS#LIVE` /
+//!   `LIVE`: a copy of each event not yet closed, `live_<id>`, on the rows of its league's
+//!   members or on the public item: what a submission reads of the events ([`live`]);
 //! - `LEAGUE#<id>` / `EVENT#<closes ms>#<id>` and `EVENTS` / `EVENT#<closes ms>#<id>`: a
 //!   league's events and the public ones, in the order they close;
 //! - `EVENTS#OPENING` / `<opens ms>#<id>` and `EVENTS#CLOSING` / `<closes ms>#<id>`: what the
@@ -25,6 +26,7 @@
 
 mod changes;
 mod entering;
+pub(crate) mod live;
 mod plan;
 mod reads;
 mod season;
@@ -32,6 +34,7 @@ mod tick;
 
 pub use changes::*;
 pub use entering::*;
+pub use live::join;
 pub use plan::*;
 pub use reads::*;
 pub use season::*;
@@ -222,11 +225,6 @@ pub(crate) fn listed_sk(closes_ms: i64, event: &EventId) -> String {
 
 /// The sort-key prefix of the listings.
 pub(crate) const LISTED_PREFIX: &str = "EVENT#";
-
-/// The partition of the events of a track.
-pub(crate) fn track_partition(track: &TrackId) -> String {
-    format!("TRACK#{track}")
-}
 
 /// The partition of the public events.
 pub(crate) const PUBLIC_PARTITION: &str = "EVENTS";

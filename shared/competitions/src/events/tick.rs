@@ -9,6 +9,7 @@
 use serde_json::json;
 
 use super::changes::{TABLE, placement_ops};
+use super::live;
 use super::*;
 use crate::leagues::{self, MEMBER_PREFIX, MemberRecord};
 use paddock_boards::leaderboards::board::BoardId;
@@ -158,8 +159,15 @@ async fn open(ports: &Ports, event: &EventRecord, row: &Key) -> Result<Option<bo
         });
     }
     let next = next_round(ports, event);
+    let mut live_at = usize::MAX;
     if let Some(next) = &next {
+        let members = match &next.league_id {
+            Some(league) => live::members(ports, league).await?,
+            None => Vec::new(),
+        };
         ops.extend(placement_ops(next)?);
+        live_at = ops.len();
+        ops.extend(live::add_ops(next, &members, None)?);
     }
     match ports.items.transact(ops).await {
         Ok(()) => Ok(Some(next.is_some())),
@@ -167,6 +175,8 @@ async fn open(ports: &Ports, event: &EventRecord, row: &Key) -> Result<Option<bo
             ports.items.delete(TABLE, row, None).await?;
             Ok(None)
         }
+        // A member joined or left since the members were read: the next tick opens it.
+        Err(StoreError::ConditionFailed { index }) if index >= live_at => Ok(None),
         Err(e) => Err(e),
     }
 }
@@ -190,10 +200,15 @@ fn next_round(ports: &Ports, event: &EventRecord) -> Option<EventRecord> {
     })
 }
 
-/// Marks `event` closed (its standings final) and removes what submissions found it by;
-/// false when another tick closed it first.
+/// Marks `event` closed (its standings final) and removes the copies submissions found it by;
+/// false when another tick closed it first (or a member joined or left since its members
+/// were read: the next tick closes it).
 async fn close(ports: &Ports, event: &EventRecord, row: &Key) -> Result<bool, StoreError> {
-    let ops = vec![
+    let members = match &event.league_id {
+        Some(league) => live::members(ports, league).await?,
+        None => Vec::new(),
+    };
+    let mut ops = vec![
         TxOp::Update {
             table: TABLE,
             key: meta_key(&event.id),
@@ -205,14 +220,6 @@ async fn close(ports: &Ports, event: &EventRecord, row: &Key) -> Result<bool, St
             key: row.clone(),
             condition: None,
         },
-        TxOp::Delete {
-            table: TABLE,
-            key: Key::new(
-                track_partition(&event.track_id),
-                listed_sk(event.closes_ms, &event.id),
-            ),
-            condition: None,
-        },
         TxOp::Put {
             table: TABLE,
             item: item(
@@ -222,12 +229,15 @@ async fn close(ports: &Ports, event: &EventRecord, row: &Key) -> Result<bool, St
             condition: Some(Condition::NotExists),
         },
     ];
+    let live_at = ops.len();
+    ops.extend(live::remove_ops(event, &members));
     match ports.items.transact(ops).await {
         Ok(()) => Ok(true),
         Err(e) if e.is_condition_failed_at(0) => {
             ports.items.delete(TABLE, row, None).await?;
             Ok(false)
         }
+        Err(StoreError::ConditionFailed { index }) if index >= live_at => Ok(false),
         Err(e) => Err(e),
     }
 }

@@ -79,6 +79,7 @@ pub async fn create(ports: &Ports, owner: &UserId, labels: Labels) -> Result<Lea
         member_count: 1,
         created_at: member.joined_at.clone(),
         invite_code: new_code(),
+        events_version: 0,
     };
     let [in_league, in_list] = member_ops(&member)?;
     let ops = vec![
@@ -141,11 +142,31 @@ pub struct Joined {
     pub new: bool,
 }
 
-/// Adds `user` to the league whose live invite code is `code`. A driver already in it is
-/// answered the league again, unchanged; the last seat goes to one of two drivers racing for
-/// it (the member count is a condition of the write).
-pub async fn join(ports: &Ports, user: &UserId, code: &str) -> Result<Joined, LeagueError> {
-    retry_on_conflict(ATTEMPTS, lost_race, || join_once(ports, user, code)).await
+/// What a new member's league row (`DRIVER#<user>` / `LEAGUE#<id>`) starts with besides the
+/// membership, read before the join is written: the league's live events, which the events
+/// keep there (`events::live`). A join is conditioned on the league's `eventsVersion`, which
+/// every change of them moves on.
+pub trait NewMemberCopies: Sync {
+    /// The attributes of league `league`'s new member row at `now_ms`.
+    fn copies(
+        &self,
+        ports: &Ports,
+        league: &LeagueId,
+        now_ms: i64,
+    ) -> impl std::future::Future<Output = Result<Vec<(String, Value)>, StoreError>> + Send;
+}
+
+/// Adds `user` to the league whose live invite code is `code`, their row starting with
+/// `copies`. A driver already in it is answered the league again, unchanged; the last seat
+/// goes to one of two drivers racing for it (the member count is a condition of the write).
+/// (The API joins through `events::join`, which gives the league's live events.)
+pub async fn join_with(
+    ports: &Ports,
+    user: &UserId,
+    code: &str,
+    copies: &impl NewMemberCopies,
+) -> Result<Joined, LeagueError> {
+    retry_on_conflict(ATTEMPTS, lost_race, || join_once(ports, user, code, copies)).await
 }
 
 /// A change that lost to a concurrent one and may be made again from a fresh read.
@@ -153,15 +174,25 @@ pub(crate) fn lost_race(e: &LeagueError) -> bool {
     matches!(e, LeagueError::Store(StoreError::Conflict))
 }
 
-async fn join_once(ports: &Ports, user: &UserId, code: &str) -> Result<Joined, LeagueError> {
+async fn join_once(
+    ports: &Ports,
+    user: &UserId,
+    code: &str,
+    copies: &impl NewMemberCopies,
+) -> Result<Joined, LeagueError> {
     let invite = ports.items.get(TABLE, &invite_key(code)).await?;
     let id: LeagueId = invite
         .and_then(|i| i.get("leagueId").cloned())
         .and_then(|v| serde_json::from_value(v).ok())
         .ok_or(LeagueError::UnknownCode)?;
+    let now_ms = new_member(ports, &id, user).joined_ms;
+    let keys = vec![(TABLE, meta_key(&id)), (TABLE, member_key(&id, user))];
+    let (found, live) = futures::try_join!(
+        ports.items.get_many(keys),
+        copies.copies(ports, &id, now_ms)
+    )?;
     let (league, mine) = {
-        let keys = vec![(TABLE, meta_key(&id)), (TABLE, member_key(&id, user))];
-        let mut found = ports.items.get_many(keys).await?.into_iter();
+        let mut found = found.into_iter();
         (found.next().flatten(), found.next().flatten())
     };
     let league: LeagueRecord = decode(league.ok_or(LeagueError::UnknownCode)?, "league")?;
@@ -173,7 +204,19 @@ async fn join_once(ports: &Ports, user: &UserId, code: &str) -> Result<Joined, L
         return Ok(Joined { league, new: false });
     }
     let member = new_member(ports, &id, user);
-    let [in_league, in_list] = member_ops(&member)?;
+    let [in_league, mut in_list] = member_ops(&member)?;
+    // The league's live events, on the row the driver's submissions read them from; written
+    // only if no event was added or closed since they were read.
+    if let TxOp::Put { item, .. } = &mut in_list {
+        item.extend(live);
+    }
+    let version = match league.events_version {
+        0 => Condition::Or(vec![
+            Condition::AttrNotExists(EVENTS_VERSION.into()),
+            Condition::eq(EVENTS_VERSION, 0),
+        ]),
+        v => Condition::eq(EVENTS_VERSION, v),
+    };
     let ops = vec![
         TxOp::Update {
             table: TABLE,
@@ -182,6 +225,7 @@ async fn join_once(ports: &Ports, user: &UserId, code: &str) -> Result<Joined, L
             condition: Some(Condition::And(vec![
                 Condition::eq(INVITE_CODE, code),
                 Condition::Lt(MEMBER_COUNT.into(), Value::from(MAX_MEMBERS)),
+                version,
             ])),
         },
         in_league,

@@ -111,6 +111,9 @@ pub(crate) struct LeagueRecord {
     pub member_count: u32,
     pub created_at: String,
     pub invite_code: String,
+    /// Moved on by every change of the league's live events (see `events::live`).
+    #[serde(default)]
+    pub events_version: u64,
 }
 
 impl LeagueRecord {
@@ -180,6 +183,8 @@ pub(crate) const JOINED: &str = "joined";
 pub(crate) const MEMBER_COUNT: &str = "memberCount";
 pub(crate) const OWNER_ID: &str = "ownerId";
 pub(crate) const INVITE_CODE: &str = "inviteCode";
+/// The attribute a league's live events' changes move on.
+pub(crate) const EVENTS_VERSION: &str = "eventsVersion";
 
 /// Why a league operation failed.
 #[derive(Debug, thiserror::Error)]
