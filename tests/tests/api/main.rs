@@ -14,6 +14,7 @@ mod board_pages;
 mod coaching_budget;
 mod endpoint_groups;
 mod error_logging;
+mod event_members;
 mod event_pages;
 mod events;
 mod http_core;

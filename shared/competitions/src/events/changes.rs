@@ -12,10 +12,6 @@ use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::clock::rfc3339;
 use paddock_kernel::ports::items::{Condition, Query, TxOp, item};
 use paddock_kernel::retry::retry_on_conflict;
-use paddock_kernel::tables::Table;
-
-/// The table events live in.
-pub(crate) const TABLE: Table = Table::Competitions;
 
 /// Makes the event `fields` describe ([`EventPlan::check`]ed at the clock's time), held by
 /// `host`, as `creator` asks (for a league, its owner; the caller has checked that `creator`

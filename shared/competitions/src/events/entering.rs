@@ -63,7 +63,7 @@ impl OtherBoards for OpenEvents {
                     .as_ref()
                     .map(|league| (leagues::TABLE, leagues::member_key(league, lap.user_id))),
                 checks: vec![TxOp::Check {
-                    table: super::changes::TABLE,
+                    table: super::TABLE,
                     key: meta_key(&event.event_id),
                     condition: Condition::eq(CLOSED, false),
                 }],

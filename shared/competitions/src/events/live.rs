@@ -15,7 +15,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::changes::TABLE;
 use super::*;
 use crate::leagues::{
     self, EVENTS_VERSION, Joined, LeagueError, MEMBER_COUNT, MEMBER_PREFIX, MemberRecord,

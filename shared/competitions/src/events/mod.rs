@@ -49,6 +49,9 @@ use paddock_kernel::problems::FieldProblems;
 
 use crate::leagues::LeagueError;
 
+/// The table events live in.
+pub(crate) const TABLE: paddock_kernel::tables::Table = paddock_kernel::tables::Table::Competitions;
+
 /// Events of one league (or public ones) that have not closed yet, at most.
 pub const MAX_LIVE: usize = 10;
 /// Open events one lap counts for, at most (those closing first).

@@ -15,10 +15,7 @@ pub(crate) async fn visible(
     viewer: Option<&UserId>,
     id: &EventId,
 ) -> Result<EventRecord, EventError> {
-    let found = ports
-        .items
-        .get(super::changes::TABLE, &meta_key(id))
-        .await?;
+    let found = ports.items.get(super::TABLE, &meta_key(id)).await?;
     let record: EventRecord = decode(found.ok_or(EventError::NotFound)?, "event")?;
     if let Some(league) = &record.league_id {
         let viewer = viewer.ok_or(EventError::NotFound)?;
@@ -59,10 +56,10 @@ pub async fn list(
     };
     let now_ms = ms_of(ports.clock.now());
     let now_key = format!("{LISTED_PREFIX}{now_ms:013}");
-    let live = Query::partition(super::changes::TABLE, partition.clone())
+    let live = Query::partition(super::TABLE, partition.clone())
         .between(now_key.clone(), format!("{LISTED_PREFIX}~"))
         .limit(MAX_LIVE);
-    let done = Query::partition(super::changes::TABLE, partition)
+    let done = Query::partition(super::TABLE, partition)
         .between(LISTED_PREFIX.to_owned(), now_key)
         .descending()
         .limit(finished.max(1));

@@ -5,7 +5,6 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::changes::TABLE;
 use super::reads::visible;
 use super::*;
 use paddock_boards::leaderboards::board::BoardId;

@@ -8,7 +8,7 @@
 
 use serde_json::json;
 
-use super::changes::{TABLE, placement_ops};
+use super::changes::placement_ops;
 use super::live;
 use super::*;
 use crate::leagues::{self, MEMBER_PREFIX, MemberRecord};
