@@ -182,6 +182,10 @@ pub struct LeaderboardSubmitted {
     /// on other submissions and on events written before the webhooks consumer told them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passing: Option<Passing>,
+    /// A new best in its car: its place on the car's board, for telling the drivers it passed
+    /// there; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub car_passing: Option<Passing>,
     /// Where the lap landed in each competition event it improved the driver's entry in, for
     /// telling the entrants it passed there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -43,6 +43,7 @@ fn backlog() -> Vec<String> {
                     track_layout: String::new(),
                     vehicle_name: "Porsche 992 GT3 R".into(),
                     passing: None,
+                    car_passing: None,
                     event_passing: Vec::new(),
                 })
             } else {

@@ -627,6 +627,19 @@ async fn tokens_expire_and_record_their_last_use(
     assert_eq!(list[0]["id"], default["id"]);
 }
 
+/// The guides name every scope a token may carry (in the API guide's list and in tokens.md).
+#[test]
+fn the_guides_name_every_scope() {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+    for page in ["api-guide.md", "tokens.md"] {
+        let text = std::fs::read_to_string(docs.join(page)).unwrap();
+        for scope in paddock_core::identity::personal_tokens::Scope::ALL {
+            let named = format!("`{}`", scope.name());
+            assert!(text.contains(&named), "{page} does not name {named}");
+        }
+    }
+}
+
 on_both_backends!(
     plain: [
         tokens_are_shown_once_and_revoked_at_once,

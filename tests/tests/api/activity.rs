@@ -603,6 +603,7 @@ async fn consumer_lambda_handlers_report_only_failed_records() {
         track_layout: String::new(),
         vehicle_name: String::new(),
         passing: None,
+        car_passing: None,
         event_passing: Vec::new(),
     };
     huge.vehicle_name = "V".repeat(500 * 1024);

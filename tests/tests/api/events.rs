@@ -857,8 +857,8 @@ async fn an_entrant_passed_in_an_event_hears_of_it(app: TestApp) {
     receiver
         .wait_for(
             std::time::Duration::from_secs(20),
-            "two board.passed",
-            |all| all.len() >= 2,
+            "three board.passed: the track's, the car's and the event's",
+            |all| all.len() >= 3,
         )
         .await;
     let told: Vec<Value> = receiver
@@ -877,8 +877,13 @@ async fn an_entrant_passed_in_an_event_hears_of_it(app: TestApp) {
     );
     assert_eq!(in_event["passedBy"]["userId"], cy_id.as_str());
     assert!(
-        told.iter().any(|d| d.get("eventId").is_none()),
+        told.iter()
+            .any(|d| d.get("eventId").is_none() && d["vehicle"].is_null()),
         "the track's: {told:?}"
+    );
+    assert!(
+        told.iter().any(|d| d["vehicle"] == CAR.to_lowercase()),
+        "the car's: {told:?}"
     );
 }
 

@@ -297,6 +297,7 @@ async fn stream_lambda_handler_relays_inserts() {
             track_layout: String::new(),
             vehicle_name: "Ferrari 296 GT3".into(),
             passing: None,
+            car_passing: None,
             event_passing: Vec::new(),
         }),
         Some(UserId::new()),

@@ -393,6 +393,21 @@ async fn attempt(
             .to_owned(),
         display_name: driver.display_name.clone(),
     });
+    // And those it passes on the car's board, when it is the driver's best in the car.
+    let car_passing = boards
+        .iter()
+        .zip(&entries)
+        .zip(&faster)
+        .find(|((board, _), _)| matches!(board.scope, BoardScope::Car(_)))
+        .filter(|(_, faster)| **faster)
+        .map(|((_, entry), _)| Passing {
+            rank_key: rank_key.clone(),
+            until_key: entry
+                .as_ref()
+                .map_or(RANK_END, |p| p.rank_key.as_str())
+                .to_owned(),
+            display_name: driver.display_name.clone(),
+        });
     // And the entrants it passes in each event it improved the driver's entry in.
     let event_passing = event_passing(&extra, &standings, &rank_key, &driver.display_name);
     let event = Event::new(
@@ -408,6 +423,7 @@ async fn attempt(
             track_layout: summary.track_layout.clone(),
             vehicle_name: summary.vehicle_name.clone(),
             passing,
+            car_passing,
             event_passing,
         }),
         Some(driver.user_id.clone()),

@@ -187,10 +187,11 @@ async fn join_once(
         .ok_or(LeagueError::UnknownCode)?;
     let now_ms = new_member(ports, &id, user).joined_ms;
     let keys = vec![(TABLE, meta_key(&id)), (TABLE, member_key(&id, user))];
-    let (found, live) = futures::try_join!(
-        ports.items.get_many(keys),
-        copies.copies(ports, &id, now_ms)
-    )?;
+    // The league (and its events' version) first, the copies after: copies read before a
+    // change of the events that the version read missed would be written under a version
+    // that no longer holds, and the join refused and made again.
+    let found = ports.items.get_many(keys).await?;
+    let live = copies.copies(ports, &id, now_ms).await?;
     let (league, mine) = {
         let mut found = found.into_iter();
         (found.next().flatten(), found.next().flatten())

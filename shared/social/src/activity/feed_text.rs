@@ -214,6 +214,7 @@ mod tests {
             track_layout: "GP".into(),
             vehicle_name: "Porsche 911 GT3 R".into(),
             passing: None,
+            car_passing: None,
             event_passing: Vec::new(),
         }
     }

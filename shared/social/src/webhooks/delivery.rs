@@ -146,10 +146,21 @@ pub fn message_of(event: &Event) -> Option<Message> {
         | EventKind::AccountDeleted(_)
         | EventKind::WebhookRedelivery(_) => return None,
     };
-    // Internal references a receiver has no use for.
     if let Some(object) = data.as_object_mut() {
-        for internal in ["jobId", "improved", "causeEventId", "passing"] {
+        // Internal references a receiver has no use for.
+        for internal in [
+            "jobId",
+            "improved",
+            "causeEventId",
+            "passing",
+            "carPassing",
+            "eventPassing",
+        ] {
             object.remove(internal);
+        }
+        // Whose event it is: a receiver serving several drivers tells them apart by it.
+        if let Some(user) = &event.user_id {
+            object.insert("userId".into(), json!(user));
         }
     }
     Some(Message {
@@ -451,7 +462,12 @@ async fn attempt(
     let webhook_id = event.id.to_string();
     let timestamp = ports.clock.now().unix_timestamp();
     let secrets = subscription.signing_secrets(timestamp);
-    let request = WebhookRequest::signed(url, &webhook_id, timestamp, &secrets, body);
+    let mut request = WebhookRequest::signed(url, &webhook_id, timestamp, &secrets, body);
+    // Which subscription it came through (outside the signed content, as the standard's
+    // own headers are).
+    request
+        .headers
+        .push(("webhook-subscription-id", subscription.shown.id.to_string()));
     let started = std::time::Instant::now();
     // The client keeps its own deadline; this one holds whatever it does.
     let answer = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), client.post(request))

@@ -1,6 +1,6 @@
 //! Being passed: a new best moves the drivers between its new and its old time down one
-//! place on the track's board (and in each competition event it improved the driver's entry
-//! in); each of them whose webhooks want `board.passed` gets the event. The webhooks consumer works this out from the submission's event, after the
+//! place on the track's board (and on its car's board, and in each competition event it
+//! improved the driver's entry in); each of them whose webhooks want `board.passed` gets the event. The webhooks consumer works this out from the submission's event, after the
 //! submission answered, so a new best costs its request nothing more.
 //!
 //! Bounded: only the [`MAX_PASSED`] drivers right behind the new time are looked at (the
@@ -16,6 +16,7 @@ use serde_json::json;
 use super::partition;
 use super::subscriptions::WANTS_PASSED_SK;
 use paddock_boards::leaderboards::board::{BoardId, Position, StoredRow};
+use paddock_boards::leaderboards::rank_counts::{self, Through};
 use paddock_kernel::events::{
     BoardPassed, Event, EventKind, LeaderboardSubmitted, PassedBy, Passing, ProcessError,
 };
@@ -60,6 +61,14 @@ pub async fn process(ports: &Ports, event: &Event) -> Result<(), ProcessError> {
     if let (Some(passing), Some(rank)) = (&submitted.passing, submitted.rank) {
         let rank = u64::try_from(rank).unwrap_or(u64::MAX);
         boards.push((BoardId::track(&submitted.track_id), passing, rank, None));
+    }
+    if let Some(passing) = &submitted.car_passing {
+        // The lap's rank on the car's board, read now (the submission answered the track's).
+        let board = BoardId::car(&submitted.track_id, &submitted.vehicle_name);
+        let (ahead, _) = rank_counts::rows_ahead(ports, &board, &passing.rank_key, Through::Before)
+            .await
+            .map_err(retry)?;
+        boards.push((board, passing, ahead + 1, None));
     }
     for landed in &submitted.event_passing {
         let board = BoardId::event(&submitted.track_id, &landed.event_id);

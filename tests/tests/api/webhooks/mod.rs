@@ -89,7 +89,13 @@ async fn subscribe(app: &TestApp, token: &str, url: &str, types: &[&str]) -> (St
 
 /// Uploads a session of one lap; answers its id.
 async fn upload(app: &TestApp, token: &str, csid: &str, lap_ms: i64) -> String {
-    let body = session_body(csid, "2026-11-01T10:00:00Z", &[(lap_ms, true, 0.95)], 0);
+    upload_in(app, token, csid, lap_ms, "Porsche 992 GT3 R").await
+}
+
+/// As [`upload`], the lap driven in `car`.
+async fn upload_in(app: &TestApp, token: &str, csid: &str, lap_ms: i64, car: &str) -> String {
+    let mut body = session_body(csid, "2026-11-01T10:00:00Z", &[(lap_ms, true, 0.95)], 0);
+    body["VehicleName"] = json!(car);
     let (status, res) = envelope(app.post_json_auth("/v1/sessions", &body, token).await).await;
     assert!(status == 201 || status == 200, "{res}");
     res["data"]["sessionId"].as_str().unwrap().to_owned()
@@ -379,7 +385,8 @@ async fn a_redelivered_new_best_tells_nobody_twice(backend: Backend) {
     subscribe(&app, &ana, &receiver.url, &["board.passed"]).await;
     let s = upload(&app, &ana, "ana-1", 90_000).await;
     submit(&app, &ana, &s, 90_000).await;
-    let cy_session = upload(&app, &cy, "cy-1", 89_000).await;
+    // In another car: Cy passes Ana on the track's board only.
+    let cy_session = upload_in(&app, &cy, "cy-1", 89_000, "BMW M4 GT3").await;
     submit(&app, &cy, &cy_session, 89_000).await;
     receiver
         .wait_for(Duration::from_secs(20), "board.passed", |all| {
