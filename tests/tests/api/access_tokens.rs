@@ -264,6 +264,13 @@ async fn a_token_opens_its_scopes_only(app: TestApp) {
             "{method} {path}: {answer}"
         );
     }
+    // The tracks are open to a board tool's token as well as a sessions reader's.
+    let board_bot = make_token(&app, &jwt, "board bot", &["boards:read"]).await;
+    let board_bot = board_bot["token"].as_str().unwrap();
+    let (status, tracks) = send(&app, reqwest::Method::GET, "/v1/tracks", board_bot, None).await;
+    assert_eq!(status, 200, "{tracks}");
+    let (status, answer) = send(&app, reqwest::Method::GET, "/v1/sessions", board_bot, None).await;
+    assert_eq!(status, 403, "{answer}");
     let (status, answer) = send(
         &app,
         reqwest::Method::GET,
@@ -332,7 +339,7 @@ async fn a_token_opens_its_scopes_only(app: TestApp) {
     let (status, profile) = send(&app, reqwest::Method::GET, "/v1/profile", &jwt, None).await;
     assert_eq!(status, 200);
     assert_eq!(profile["data"]["displayName"], "Cleo");
-    assert_eq!(listed(&app, &jwt).await.len(), 3);
+    assert_eq!(listed(&app, &jwt).await.len(), 4);
 }
 
 async fn bad_requests_name_the_rule_and_make_nothing(app: TestApp) {
@@ -638,6 +645,25 @@ fn the_guides_name_every_scope() {
             assert!(text.contains(&named), "{page} does not name {named}");
         }
     }
+}
+
+/// The overrides tokens.md gives a Python client generator are the ones the tests' client is
+/// generated with.
+#[test]
+fn the_guide_configures_a_client_generator_as_the_tests_do() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let guide = std::fs::read_to_string(root.join("docs/tokens.md")).unwrap();
+    let used = std::fs::read_to_string(root.join("tests/clients/python-client.yaml")).unwrap();
+    let overrides: Vec<&str> = used
+        .lines()
+        .skip_while(|l| !l.starts_with("content_type_overrides:"))
+        .take_while(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert!(overrides.len() > 1, "{used}");
+    assert!(
+        guide.contains(&overrides.join("\n")),
+        "tokens.md lacks {overrides:?}"
+    );
 }
 
 on_both_backends!(

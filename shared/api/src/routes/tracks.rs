@@ -9,14 +9,25 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::envelopes::{envelope, page_envelope};
-use crate::http::auth_user::{Caller, scope};
+use crate::http::auth_user::{Caller, Requirement};
 use crate::http::security_headers::SVG_CONTENT_SECURITY_POLICY;
 use crate::http::{ApiError, ApiQuery, MalformedId, PathId, ok};
 use crate::routes::paging::{PageParams, Paged};
 use crate::state::AppState;
+use paddock_core::identity::authentication::Required;
+use paddock_core::identity::personal_tokens::Scope;
 use paddock_core::ids::TrackId;
 use paddock_core::tracks;
 use paddock_core::tracks::maps;
+
+/// Scope `sessions:read` or `boards:read`: the tracks, which every driver's sessions make and
+/// every board names, are open to a board tool as to a sessions reader.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TracksRead;
+
+impl Requirement for TracksRead {
+    const REQUIRED: Required = Required::AnyScope(&[Scope::SessionsRead, Scope::BoardsRead]);
+}
 
 /// The tracks routes.
 pub(crate) fn routes<R: Routes>() -> R {
@@ -26,12 +37,12 @@ pub(crate) fn routes<R: Routes>() -> R {
 }
 
 /// Tracks that have uploaded sessions, with session counts and whether a map exists.
-#[utoipa::path(get, path = "/v1/tracks", operation_id = "listTracks", tag = "tracks", security(("bearer" = ["sessions:read"])), params(PageParams),
+#[utoipa::path(get, path = "/v1/tracks", operation_id = "listTracks", tag = "tracks", security(("bearer" = ["sessions:read"]), ("bearer" = ["boards:read"])), params(PageParams),
     responses((status = 200, description = "One page", body = TrackListEnvelope),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn list(
     State(state): State<AppState>,
-    _user: Caller<scope::SessionsRead>,
+    _user: Caller<TracksRead>,
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> Result<Response, ApiError> {
     let (items, next_cursor) = tracks::list(&state.ports, page.limit()?, page.cursor()).await?;
@@ -48,7 +59,7 @@ pub(crate) struct MapQuery {
 }
 
 /// A track's centreline: JSON points, or an SVG picture with `?format=svg`.
-#[utoipa::path(get, path = "/v1/tracks/{id}/map", operation_id = "getTrackMap", tag = "tracks", security(("bearer" = ["sessions:read"])),
+#[utoipa::path(get, path = "/v1/tracks/{id}/map", operation_id = "getTrackMap", tag = "tracks", security(("bearer" = ["sessions:read"]), ("bearer" = ["boards:read"])),
     params(("id" = String, Path, description = "Track id"), MapQuery),
     responses((status = 200, description = "The map: JSON in the envelope, or an SVG picture with `?format=svg`",
                content((TrackMapEnvelope = "application/json"), (String = "image/svg+xml"))),
@@ -56,7 +67,7 @@ pub(crate) struct MapQuery {
               (status = 404, description = "Unknown track, or no map built yet")))]
 pub(crate) async fn map(
     State(state): State<AppState>,
-    _user: Caller<scope::SessionsRead>,
+    _user: Caller<TracksRead>,
     ApiQuery(query): ApiQuery<MapQuery>,
     PathId { id, .. }: PathId<TrackId, NoMap>,
 ) -> Result<Response, ApiError> {

@@ -61,6 +61,9 @@ pub enum Required {
     SignIn,
     /// A sign-in, or a personal access token granted this scope.
     Scope(Scope),
+    /// A sign-in, or a personal access token granted any of these scopes (what reading
+    /// shared data, such as the tracks, is open to).
+    AnyScope(&'static [Scope]),
 }
 
 /// How the caller proved who they are.
@@ -179,14 +182,18 @@ impl Door<'_> {
                 })
             }
             Credential::PersonalToken(token) => {
-                let Required::Scope(scope) = required else {
-                    return Err(AuthenticationError::NotAllowed(
-                        "personal access tokens cannot be used on this route: it needs a \
-                         signed-in session"
-                            .into(),
-                    ));
+                let scopes = match &required {
+                    Required::Scope(scope) => std::slice::from_ref(scope),
+                    Required::AnyScope(scopes) => scopes,
+                    Required::SignIn => {
+                        return Err(AuthenticationError::NotAllowed(
+                            "personal access tokens cannot be used on this route: it needs a \
+                             signed-in session"
+                                .into(),
+                        ));
+                    }
                 };
-                let caller = self.personal_token(token, scope).await?;
+                let caller = self.personal_token(token, scopes).await?;
                 Ok(Unconfirmed {
                     caller,
                     family: None,
@@ -233,7 +240,7 @@ impl Door<'_> {
     async fn personal_token(
         &self,
         token: &str,
-        scope: Scope,
+        scopes: &[Scope],
     ) -> Result<Caller, AuthenticationError> {
         let grant = personal_tokens::authenticate(self.ports, token)
             .await
@@ -241,10 +248,11 @@ impl Door<'_> {
                 AuthError::Refused(r) => AuthenticationError::Refused(r.to_string()),
                 AuthError::Store(s) => AuthenticationError::Store(s),
             })?;
-        if !grant.allows(scope) {
+        if !scopes.iter().any(|scope| grant.allows(*scope)) {
+            let named: Vec<String> = scopes.iter().map(|s| format!("`{}`", s.name())).collect();
             return Err(AuthenticationError::NotAllowed(format!(
-                "this personal access token lacks the scope `{}` that this route needs",
-                scope.name()
+                "this personal access token lacks the scope {} that this route needs",
+                named.join(" or ")
             )));
         }
         let now = self.ports.clock.unix();

@@ -28,11 +28,10 @@ use super::address::WebhookUrl;
 use super::client::{DeliveryFailure, TIMEOUT, WebhookClient, WebhookRequest};
 use super::host_backoff::{self, Gate, HostOutcome, queue_now_ms};
 use super::host_slots::HostSlots;
+use super::message::{Message, body_of, message_of};
+use super::partition;
 use super::subscriptions::{self, MAX_PER_DRIVER, StoredSubscription, SubscriptionError};
-use super::{TEST_EVENT_TYPE, partition};
-use paddock_kernel::events::{
-    Event, EventKind, LeaderboardSubmitted, ProcessError, WebhookRedelivery,
-};
+use paddock_kernel::events::{Event, EventKind, ProcessError, WebhookRedelivery};
 use paddock_kernel::ids::{SubscriptionId, UserId};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::clock::rfc3339;
@@ -109,80 +108,6 @@ pub struct Attempt {
     /// Why it failed, when it did.
     #[schema(required = true)]
     pub error: Option<String>,
-}
-
-/// What a subscription is sent for an event: its type and data.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    /// The event type.
-    pub event_type: &'static str,
-    /// The `data` object.
-    pub data: Value,
-    /// The one subscription a test goes to.
-    pub only: Option<SubscriptionId>,
-}
-
-/// The message `event` makes, if its kind is one a subscription can receive.
-pub fn message_of(event: &Event) -> Option<Message> {
-    let (event_type, mut data, only) = match &event.kind {
-        EventKind::SessionUploaded(s) => ("session.uploaded", payload(s), None),
-        EventKind::LeaderboardSubmitted(s @ LeaderboardSubmitted { improved: true, .. }) => {
-            ("leaderboard.best", payload(s), None)
-        }
-        EventKind::AchievementUnlocked(a) => ("achievement.unlocked", payload(a), None),
-        EventKind::BoardPassed(p) => ("board.passed", payload(p), None),
-        EventKind::EventFinished(e) => ("event.finished", payload(e), None),
-        EventKind::EventStarted(e) => ("event.started", payload(e), None),
-        EventKind::WebhookTest(t) => (
-            TEST_EVENT_TYPE,
-            json!({ "subscriptionId": t.subscription_id,
-                    "message": "A test delivery from Paddock" }),
-            Some(t.subscription_id.clone()),
-        ),
-        EventKind::LeaderboardSubmitted(_)
-        | EventKind::WebhookDisabled(_)
-        | EventKind::TrackProcessRequested(_)
-        | EventKind::ProfileUpdated(_)
-        | EventKind::AccountDeleted(_)
-        | EventKind::WebhookRedelivery(_) => return None,
-    };
-    if let Some(object) = data.as_object_mut() {
-        // Internal references a receiver has no use for.
-        for internal in [
-            "jobId",
-            "improved",
-            "causeEventId",
-            "passing",
-            "carPassing",
-            "eventPassing",
-        ] {
-            object.remove(internal);
-        }
-        // Whose event it is: a receiver serving several drivers tells them apart by it.
-        if let Some(user) = &event.user_id {
-            object.insert("userId".into(), json!(user));
-        }
-    }
-    Some(Message {
-        event_type,
-        data,
-        only,
-    })
-}
-
-/// A payload struct as a JSON value.
-fn payload<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).expect("an event payload serialises")
-}
-
-/// The body sent: `{"type", "timestamp", "data"}` (the Standard Webhooks shape).
-pub fn body_of(event: &Event, message: &Message) -> String {
-    json!({
-        "type": message.event_type,
-        "timestamp": rfc3339(event.occurred_at),
-        "data": message.data,
-    })
-    .to_string()
 }
 
 fn done_key(user: &UserId, subscription: &SubscriptionId, event: &Event) -> Key {
@@ -463,11 +388,8 @@ async fn attempt(
     let timestamp = ports.clock.now().unix_timestamp();
     let secrets = subscription.signing_secrets(timestamp);
     let mut request = WebhookRequest::signed(url, &webhook_id, timestamp, &secrets, body);
-    // Which subscription it came through (outside the signed content, as the standard's
-    // own headers are).
-    request
-        .headers
-        .push(("webhook-subscription-id", subscription.shown.id.to_string()));
+    let named = ("webhook-subscription-id", subscription.shown.id.to_string());
+    request.headers.push(named);
     let started = std::time::Instant::now();
     // The client keeps its own deadline; this one holds whatever it does.
     let answer = tokio::time::timeout(TIMEOUT + Duration::from_secs(1), client.post(request))

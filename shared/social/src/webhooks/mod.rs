@@ -26,6 +26,7 @@ pub mod client;
 pub mod delivery;
 pub mod host_backoff;
 pub mod host_slots;
+pub mod message;
 pub mod passing;
 pub mod signing;
 pub mod subscriptions;

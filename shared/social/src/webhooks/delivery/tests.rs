@@ -35,7 +35,8 @@ fn only_subscribable_kinds_make_messages() {
     assert_eq!(message.event_type, "achievement.unlocked");
     assert_eq!(
         message.data,
-        json!({"achievementId": "first-session", "title": "T", "description": "D"})
+        json!({"achievementId": "first-session", "title": "T", "description": "D",
+               "userId": "00000000-0000-0000-0000-000000000001"})
     );
     let body: Value = serde_json::from_str(&body_of(&unlocked, &message)).unwrap();
     assert_eq!(body["timestamp"], "2023-11-14T22:13:20Z");
