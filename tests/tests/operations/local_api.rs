@@ -376,11 +376,6 @@ async fn the_maintenance_schedule_counts_older_boards_under_the_track_maps_polic
             .count()
     };
     assert!(counted().await >= 3, "each entry is counted when submitted");
-    // The schedule fires every second, so a tick may count entries again as soon as the
-    // progress items (the downgrade's last writes) are gone: what is asserted is that the
-    // downgrade took the flags away, then that the ticks finish the backfill.
-    let changed = paddock_tests::downgrade_boards(&app).await;
-    assert!(changed >= 3, "the downgrade changed {changed} items");
     // The backfill's two passes each finish by marking their progress item done.
     let finished = || async {
         paddock_tests::every_item(&app.settings)
@@ -393,6 +388,22 @@ async fn the_maintenance_schedule_counts_older_boards_under_the_track_maps_polic
             })
             .count()
     };
+    // The backfill of the new store finishes first: a pass still under way when the boards
+    // are downgraded would mark itself done over entries it read counted (a race of the
+    // test's downgrade, which no deployment makes).
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while finished().await < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the first backfill did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    // The schedule fires every second, so a tick may count entries again as soon as the
+    // progress items (the downgrade's last writes) are gone: what is asserted is that the
+    // downgrade took the flags away, then that the ticks finish the backfill.
+    let changed = paddock_tests::downgrade_boards(&app).await;
+    assert!(changed >= 3, "the downgrade changed {changed} items");
     let deadline = Instant::now() + Duration::from_secs(90);
     while finished().await < 2 {
         assert!(
