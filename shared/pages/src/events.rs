@@ -28,8 +28,7 @@ pub(crate) fn routes<R: Routes>() -> R {
 /// The time of the answer, in milliseconds since the epoch (the pages write times left
 /// from it).
 fn now_ms(state: &AppState) -> i64 {
-    let now = state.ports.clock.now();
-    i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+    paddock_core::ports::clock::unix_ms(state.ports.clock.now())
 }
 
 /// The public events: open now, coming up (in the order they close) and the ten latest

@@ -11,6 +11,7 @@ use crate::event_reads::EventPage;
 use paddock_boards::leaderboards::format_lap_time;
 use paddock_competitions::events::{Event, EventState};
 use paddock_kernel::ids::EventId;
+use paddock_kernel::ports::clock::unix_ms;
 
 /// The path of an event's page.
 pub fn event_path(id: &EventId) -> String {
@@ -19,9 +20,7 @@ pub fn event_path(id: &EventId) -> String {
 
 /// Milliseconds since the epoch of an RFC 3339 time (the events' own times; 0 if unreadable).
 fn ms(rfc3339: &str) -> i64 {
-    OffsetDateTime::parse(rfc3339, &Rfc3339).map_or(0, |t| {
-        i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
-    })
+    OffsetDateTime::parse(rfc3339, &Rfc3339).map_or(0, unix_ms)
 }
 
 /// A time as the pages write it: `2026-11-30 18:00 UTC`.

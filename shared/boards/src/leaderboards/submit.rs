@@ -334,7 +334,7 @@ async fn attempt(
     } = read;
     let now = ports.clock.now();
     // A board closed by now (an event's window) takes nothing more, however it was read.
-    let now_ms = i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
+    let now_ms = paddock_kernel::ports::clock::unix_ms(now);
     let extra: Vec<_> = extra
         .into_iter()
         .filter(|read| now_ms < read.extra.until_ms)

@@ -14,6 +14,7 @@ use paddock_identity::identity::authentication::{AuthenticationError, Caller, Un
 use paddock_identity::identity::users::StoredProfile;
 use paddock_kernel::ids::{SessionId, UserId};
 use paddock_kernel::ports::Ports;
+use paddock_kernel::ports::clock::unix_ms;
 use paddock_kernel::ports::items::StoreError;
 use paddock_kernel::problems::{FieldProblems, Problems};
 use paddock_kernel::rate_limits::RateLimited;
@@ -290,9 +291,7 @@ async fn submit_read<O: OtherBoards>(
         lap_time_ms: lap.lap_time.ms(),
         quality: lap.quality.value().min(stored.quality_combined),
     };
-    let now = ports.clock.now();
-    let now_ms = i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX);
-    let extra = other.find(&first.other, checked, now_ms);
+    let extra = other.find(&first.other, checked, unix_ms(ports.clock.now()));
     let (map_length_m, boards) = futures::join!(
         maps::length_m(ports, &session.summary.track_id),
         read_boards(ports, user_id, &session, lap.lap_time.ms(), extra.clone())

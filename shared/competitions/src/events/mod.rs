@@ -178,10 +178,7 @@ pub fn time_text(ms: i64) -> String {
     paddock_kernel::ports::clock::rfc3339(t)
 }
 
-/// A time as milliseconds since the epoch.
-pub(crate) fn ms_of(t: time::OffsetDateTime) -> i64 {
-    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
-}
+pub(crate) use paddock_kernel::ports::clock::unix_ms as ms_of;
 
 /// The attribute that turns true when an event closes.
 pub(crate) const CLOSED: &str = "closed";

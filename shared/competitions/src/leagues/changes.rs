@@ -63,7 +63,7 @@ fn new_member(ports: &Ports, league: &LeagueId, user: &UserId) -> MemberRecord {
         league_id: league.clone(),
         user_id: user.clone(),
         joined_at: rfc3339(now),
-        joined_ms: i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX),
+        joined_ms: paddock_kernel::ports::clock::unix_ms(now),
     }
 }
 

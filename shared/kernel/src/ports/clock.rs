@@ -11,6 +11,12 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
         .unwrap_or_default()
 }
 
+/// A time as milliseconds since the Unix epoch (the unit of windows and rank keys), saturating
+/// past `i64`.
+pub fn unix_ms(t: OffsetDateTime) -> i64 {
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
 /// The source of "now" for the domain.
 pub trait Clock: Send + Sync {
     /// The current UTC time.
