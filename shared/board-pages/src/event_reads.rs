@@ -75,18 +75,16 @@ pub async fn event_page(
 }
 
 /// The standings of public event `id` as its link preview draws them (its three fastest laps
-/// and its spread), with the event; `None` when there is no such public event, and no
-/// standings when nobody has a lap in it yet.
+/// and its spread); `None` when there is no such public event or nobody has a lap in it yet.
 pub async fn event_preview(
     ports: &Ports,
     id: &EventId,
-) -> Result<Option<(Event, Option<(Vec<i64>, Spread)>)>, EventError> {
+) -> Result<Option<(Vec<i64>, Spread)>, EventError> {
     let event = match events::get(ports, None, id).await {
         Ok(event) => event,
         Err(EventError::NotFound) => return Ok(None),
         Err(e) => return Err(e),
     };
     let board = BoardId::event(&event.track_id, id);
-    let standings = crate::reads::preview(ports, &board).await?;
-    Ok(Some((event, standings)))
+    Ok(crate::reads::preview(ports, &board).await?)
 }

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use std::sync::LazyLock;
 
 use super::charts::{self, MAX_BARS, Marked};
-use super::reads::{BoardPage, DriverPage, TrackBoard};
+use super::reads::{BoardPage, DriverPage, Ranked, TrackBoard};
 use hidden_characters::is_invisible_or_bidi;
 use paddock_boards::leaderboards::format_lap_time;
 use paddock_driving::tracks::Track;
@@ -373,31 +373,12 @@ pub fn board(
         @if page.rows.is_empty() {
             p { "No laps on this board yet." }
         } @else {
-            div.scroll {
-                table {
-                    caption { "Best lap of each driver, fastest first" }
-                    thead { tr {
-                        th.num scope="col" { "Rank" } th scope="col" { "Driver" }
-                        th.num scope="col" { "Lap" } th.num scope="col" { "Gap" }
-                        th scope="col" { "Car" } th scope="col" { "Date" }
-                    } }
-                    tbody {
-                        @for r in &page.rows {
-                            tr {
-                                td.num { (r.rank) }
-                                td {
-                                    (avatar(&r.row.display_name, r.row.avatar_url.as_deref()))
-                                    a href=(driver_path(&r.row.user_id)) { (name(&r.row.display_name)) }
-                                }
-                                td.num { (format_lap_time(r.row.lap_time_ms)) }
-                                td.num { (page.first_ms.map(|f| gap(r.row.lap_time_ms, f)).unwrap_or_default()) }
-                                td { (visible(&r.row.vehicle_name)) }
-                                td { time datetime=(r.row.submitted_at) { (date(&r.row.submitted_at)) } }
-                            }
-                        }
-                    }
-                }
-            }
+            (ranked_table(
+                &page.rows,
+                page.first_ms,
+                ["Best lap of each driver, fastest first", "Rank", "Date"],
+                |at| date(at).to_owned(),
+            ))
         }
         @if !first_page || page.next_cursor.is_some() {
             nav.pages aria-label="Pages" {
@@ -411,6 +392,45 @@ pub fn board(
         }
     };
     layout(&head, body)
+}
+
+/// The table of a page of ranked rows (a board's, an event's standings): the place, the
+/// driver with their avatar and page, the lap, the gap to `first_ms`, the car and when it was
+/// set, written by `when`. `words` are the caption and the first and last columns' headings.
+fn ranked_table(
+    rows: &[Ranked],
+    first_ms: Option<i64>,
+    words: [&str; 3],
+    when: impl Fn(&str) -> String,
+) -> Markup {
+    let [caption, place, set] = words;
+    html! {
+        div.scroll {
+            table {
+                caption { (caption) }
+                thead { tr {
+                    th.num scope="col" { (place) } th scope="col" { "Driver" }
+                    th.num scope="col" { "Lap" } th.num scope="col" { "Gap" }
+                    th scope="col" { "Car" } th scope="col" { (set) }
+                } }
+                tbody {
+                    @for r in rows {
+                        tr {
+                            td.num { (r.rank) }
+                            td {
+                                (avatar(&r.row.display_name, r.row.avatar_url.as_deref()))
+                                a href=(driver_path(&r.row.user_id)) { (name(&r.row.display_name)) }
+                            }
+                            td.num { (format_lap_time(r.row.lap_time_ms)) }
+                            td.num { (first_ms.map(|f| gap(r.row.lap_time_ms, f)).unwrap_or_default()) }
+                            td { (visible(&r.row.vehicle_name)) }
+                            td { time datetime=(r.row.submitted_at) { (when(&r.row.submitted_at)) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `/drivers/{userId}`: a driver's bests.

@@ -7,12 +7,13 @@ use http::HeaderMap;
 use http::request::Parts;
 use utoipa::IntoParams;
 
-use crate::page::{BadParameter, MAX_CURSOR, PAGE_SIZE, Page, PngBytes, parameters, rendered};
+use crate::page::{BadParameter, MAX_CURSOR, PAGE_SIZE, Page, PngBytes, link_preview, parameters};
 use board_pages::{charts, preview, reads, render};
 use paddock_core::ids::{TrackId, UserId};
 use paddock_core::leaderboards::board::{BoardId, BoardScope};
 use paddock_core::leaderboards::cache::{DriverPageKey, PreviewKey, RenderedPage};
 use paddock_core::leaderboards::reads as board_reads;
+use paddock_core::leaderboards::spread::Spread;
 use paddock_core::ports::items::StoreError;
 use paddock_http::http::{ApiError, MalformedId, PathId};
 use paddock_http::registry::{Routes, operations};
@@ -214,24 +215,16 @@ pub(crate) async fn board_preview(
         Err(BadParameter(rule)) => return Ok(page.bad_request(&rule)),
     };
     let board_id = board_of(track_id, car.as_deref());
-    let ports = &state.ports;
-    let cached = state
-        .leaderboards
-        .preview(PreviewKey::Board(board_id.clone()), |_| async move {
-            // A board nobody raced is cached as an empty body (answered 404 below).
-            let Some((top, spread)) = reads::preview(ports, &board_id).await? else {
-                return Ok(RenderedPage::with_etag(Vec::new()));
-            };
-            let png = preview::png(&top, &spread.bars(charts::MAX_BARS))
-                .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
-            rendered("board");
-            Ok::<_, ApiError>(RenderedPage::with_etag(png))
-        })
-        .await?;
-    if cached.body.is_empty() {
-        return Ok(page.not_found("No such board", "Nobody has raced this board yet."));
-    }
-    Ok(page.png(cached))
+    let key = PreviewKey::Board(board_id.clone());
+    let read = reads::preview(&state.ports, &board_id);
+    let draw =
+        |(top, spread): (Vec<i64>, Spread)| preview::png(&top, &spread.bars(charts::MAX_BARS));
+    Ok(
+        match link_preview(&state, key, "board", read, draw).await? {
+            Some(png) => page.png(png),
+            None => page.not_found("No such board", "Nobody has raced this board yet."),
+        },
+    )
 }
 
 /// `/drivers/{userId}` query (read by [`parameters`]).
@@ -313,35 +306,28 @@ pub(crate) async fn driver_preview(
     PathId { id: user_id, .. }: PathId<UserId, NoDriver>,
 ) -> Result<Response, ApiError> {
     let page = Page::new(&state, &headers);
-    let ports = &state.ports;
-    let cached = state
-        .leaderboards
-        .preview(PreviewKey::Driver(user_id.clone()), |_| async move {
-            // A missing driver is cached as an empty body (answered 404 below).
-            let Some(read) = reads::driver_bests(ports, &user_id, None, 3).await? else {
-                return Ok(RenderedPage::with_etag(Vec::new()));
-            };
-            let boards: Vec<(u64, i64)> = read
-                .bests
-                .iter()
-                .map(|b| (b.rank, b.row.lap_time_ms))
-                .collect();
-            let progress: Vec<i64> = read
-                .bests
-                .iter()
-                .find(|b| b.progress.len() >= 2)
-                .map(|b| b.progress.iter().map(|p| p.lap_time_ms).collect())
-                .unwrap_or_default();
-            let png = preview::driver_png(&boards, &progress)
-                .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
-            rendered("driver");
-            Ok::<_, ApiError>(RenderedPage::with_etag(png))
-        })
-        .await?;
-    if cached.body.is_empty() {
-        return Ok(page.no_driver());
-    }
-    Ok(page.png(cached))
+    let key = PreviewKey::Driver(user_id.clone());
+    let read = reads::driver_bests(&state.ports, &user_id, None, 3);
+    let draw = |read: reads::DriverPage| {
+        let boards: Vec<(u64, i64)> = read
+            .bests
+            .iter()
+            .map(|b| (b.rank, b.row.lap_time_ms))
+            .collect();
+        let progress: Vec<i64> = read
+            .bests
+            .iter()
+            .find(|b| b.progress.len() >= 2)
+            .map(|b| b.progress.iter().map(|p| p.lap_time_ms).collect())
+            .unwrap_or_default();
+        preview::driver_png(&boards, &progress)
+    };
+    Ok(
+        match link_preview(&state, key, "driver", read, draw).await? {
+            Some(png) => page.png(png),
+            None => page.no_driver(),
+        },
+    )
 }
 
 /// A malformed track id in a board's address names no board: its HTML 404.

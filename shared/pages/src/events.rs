@@ -8,11 +8,12 @@ use http::HeaderMap;
 use http::request::Parts;
 use utoipa::IntoParams;
 
-use crate::page::{BadParameter, MAX_CURSOR, PAGE_SIZE, Page, PngBytes, parameters, rendered};
+use crate::page::{BadParameter, MAX_CURSOR, PAGE_SIZE, Page, PngBytes, link_preview, parameters};
 use board_pages::{charts, event_reads, preview, render};
 use paddock_core::ids::EventId;
-use paddock_core::leaderboards::cache::{PreviewKey, RenderedPage};
+use paddock_core::leaderboards::cache::PreviewKey;
 use paddock_core::leaderboards::reads as board_reads;
+use paddock_core::leaderboards::spread::Spread;
 use paddock_http::http::{ApiError, MalformedId, PathId};
 use paddock_http::registry::{Routes, operations};
 use paddock_http::state::AppState;
@@ -112,26 +113,16 @@ pub(crate) async fn event_preview(
     PathId { id, .. }: PathId<EventId, NoEvent>,
 ) -> Result<Response, ApiError> {
     let page = Page::new(&state, &headers);
-    let ports = &state.ports;
-    let cached = state
-        .leaderboards
-        .preview(PreviewKey::Event(id.clone()), |_| async move {
-            // No public event, or one nobody has a lap in, is cached as an empty body
-            // (answered 404 below).
-            let Some((_, Some((top, spread)))) = event_reads::event_preview(ports, &id).await?
-            else {
-                return Ok(RenderedPage::with_etag(Vec::new()));
-            };
-            let png = preview::png(&top, &spread.bars(charts::MAX_BARS))
-                .map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
-            rendered("event");
-            Ok::<_, ApiError>(RenderedPage::with_etag(png))
-        })
-        .await?;
-    if cached.body.is_empty() {
-        return Ok(page.no_event());
-    }
-    Ok(page.png(cached))
+    let key = PreviewKey::Event(id.clone());
+    let read = event_reads::event_preview(&state.ports, &id);
+    let draw =
+        |(top, spread): (Vec<i64>, Spread)| preview::png(&top, &spread.bars(charts::MAX_BARS));
+    Ok(
+        match link_preview(&state, key, "event", read, draw).await? {
+            Some(png) => page.png(png),
+            None => page.no_event(),
+        },
+    )
 }
 
 /// A malformed event id in an event's address names no event: its HTML 404.

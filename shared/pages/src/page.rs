@@ -4,10 +4,11 @@
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
+use board_pages::preview::PreviewError;
 use board_pages::{avatars, render};
-use paddock_core::leaderboards::cache::RenderedPage;
+use paddock_core::leaderboards::cache::{PreviewKey, RenderedPage};
 use paddock_core::metrics;
-use paddock_http::http::conditional;
+use paddock_http::http::{ApiError, conditional};
 use paddock_http::state::AppState;
 
 /// Rows on a board or standings page.
@@ -27,13 +28,35 @@ impl utoipa::PartialSchema for PngBytes {
 
 impl utoipa::ToSchema for PngBytes {}
 
-/// Counts a preview drawn (`board`, `driver` or `event`): each is a cache miss, and the
-/// costliest answer of the pages.
-pub(crate) fn rendered(preview: &str) {
-    metrics::global()
-        .previews_rendered
-        .with_label_values(&[preview])
-        .inc();
+/// The link preview `key` names, from the leaderboard cache or drawn on a miss: `read` gives
+/// what it shows, `draw` the PNG of that, counted as a `kind` drawn (each is a cache miss,
+/// and the costliest answer of the pages). `None` when `read` found nothing to show, which is
+/// cached too (as an empty body) and answered 404 by the caller.
+pub(crate) async fn link_preview<T, E>(
+    state: &AppState,
+    key: PreviewKey,
+    kind: &'static str,
+    read: impl Future<Output = Result<Option<T>, E>>,
+    draw: impl FnOnce(T) -> Result<Vec<u8>, PreviewError>,
+) -> Result<Option<RenderedPage>, ApiError>
+where
+    ApiError: From<E>,
+{
+    let cached = state
+        .leaderboards
+        .preview(key, |_| async move {
+            let Some(shown) = read.await? else {
+                return Ok(RenderedPage::with_etag(Vec::new()));
+            };
+            let png = draw(shown).map_err(|e| ApiError::Internal(anyhow::Error::new(e)))?;
+            metrics::global()
+                .previews_rendered
+                .with_label_values(&[kind])
+                .inc();
+            Ok::<_, ApiError>(RenderedPage::with_etag(png))
+        })
+        .await?;
+    Ok((!cached.body.is_empty()).then_some(cached))
 }
 
 /// A query parameter that breaks a rule: the 400 page names it.

@@ -5,7 +5,7 @@ use maud::{Markup, html};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::{Head, avatar, driver_path, gap, layout, name, visible, with_query};
+use super::{Head, layout, ranked_table, visible, with_query};
 use crate::charts::{self, MAX_BARS};
 use crate::event_reads::EventPage;
 use paddock_boards::leaderboards::format_lap_time;
@@ -186,31 +186,12 @@ pub fn event(public_url: Option<&str>, page: &EventPage, now_ms: i64, first_page
         @if page.rows.is_empty() {
             p { "No laps in this event yet." }
         } @else {
-            div.scroll {
-                table {
-                    caption { "Best lap of each entrant, fastest first" }
-                    thead { tr {
-                        th.num scope="col" { "Position" } th scope="col" { "Driver" }
-                        th.num scope="col" { "Lap" } th.num scope="col" { "Gap" }
-                        th scope="col" { "Car" } th scope="col" { "Set" }
-                    } }
-                    tbody {
-                        @for r in &page.rows {
-                            tr {
-                                td.num { (r.rank) }
-                                td {
-                                    (avatar(&r.row.display_name, r.row.avatar_url.as_deref()))
-                                    a href=(driver_path(&r.row.user_id)) { (name(&r.row.display_name)) }
-                                }
-                                td.num { (format_lap_time(r.row.lap_time_ms)) }
-                                td.num { (page.first_ms.map(|f| gap(r.row.lap_time_ms, f)).unwrap_or_default()) }
-                                td { (visible(&r.row.vehicle_name)) }
-                                td { time datetime=(r.row.submitted_at) { (utc(&r.row.submitted_at)) } }
-                            }
-                        }
-                    }
-                }
-            }
+            (ranked_table(
+                &page.rows,
+                page.first_ms,
+                ["Best lap of each entrant, fastest first", "Position", "Set"],
+                utc,
+            ))
         }
         nav.pages aria-label="Pages" {
             a href="/events" { "All events" }
