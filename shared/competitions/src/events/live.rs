@@ -16,10 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::*;
-use crate::leagues::{
-    self, EVENTS_VERSION, Joined, LeagueError, MEMBER_COUNT, MEMBER_PREFIX, MemberRecord,
-    NewMemberCopies,
-};
+use crate::leagues::{self, EVENTS_VERSION, Joined, LeagueError, MEMBER_COUNT, NewMemberCopies};
 use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::items::{Condition, Item, Query, TxOp, Update, decode};
 
@@ -102,14 +99,8 @@ pub(crate) async fn for_driver(ports: &Ports, user: &UserId) -> Result<Vec<LiveE
 
 /// The members of `league` (at most [`leagues::MAX_MEMBERS`], one query).
 pub(crate) async fn members(ports: &Ports, league: &LeagueId) -> Result<Vec<UserId>, StoreError> {
-    let query = Query::partition(TABLE, leagues::meta_key(league).pk)
-        .begins_with(MEMBER_PREFIX)
-        .limit(leagues::MAX_MEMBERS as usize + 1);
-    let page = ports.items.query(query).await?;
-    page.items
-        .into_iter()
-        .map(|item| Ok(decode::<MemberRecord>(item, "league member")?.user_id))
-        .collect()
+    let members = leagues::member_records(ports, league).await?;
+    Ok(members.into_iter().map(|m| m.user_id).collect())
 }
 
 /// The writes that add `record`'s copy where its drivers' submissions read it: the public

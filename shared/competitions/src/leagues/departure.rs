@@ -85,13 +85,8 @@ async fn longest_standing(
     id: &LeagueId,
     owner: &UserId,
 ) -> Result<Option<UserId>, LeagueError> {
-    let query = Query::partition(TABLE, meta_key(id).pk)
-        .begins_with(MEMBER_PREFIX)
-        .limit(MAX_MEMBERS as usize + 1);
-    let page = ports.items.query(query).await?;
     let mut heir: Option<MemberRecord> = None;
-    for item in page.items {
-        let member: MemberRecord = decode(item, "league member")?;
+    for member in member_records(ports, id).await? {
         let senior = heir
             .as_ref()
             .is_none_or(|h| (member.joined_ms, &member.user_id) < (h.joined_ms, &h.user_id));

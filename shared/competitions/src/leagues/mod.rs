@@ -156,6 +156,21 @@ pub(crate) fn member_key(league: &LeagueId, user: &UserId) -> Key {
 /// The sort-key prefix of a league's members.
 pub(crate) const MEMBER_PREFIX: &str = "MEMBER#";
 
+/// Every member of league `id` as stored, in key order (one query: at most [`MAX_MEMBERS`]).
+pub(crate) async fn member_records(
+    ports: &paddock_kernel::ports::Ports,
+    id: &LeagueId,
+) -> Result<Vec<MemberRecord>, StoreError> {
+    let query = paddock_kernel::ports::items::Query::partition(TABLE, meta_key(id).pk)
+        .begins_with(MEMBER_PREFIX)
+        .limit(MAX_MEMBERS as usize + 1);
+    let page = ports.items.query(query).await?;
+    page.items
+        .into_iter()
+        .map(|item| paddock_kernel::ports::items::decode(item, "league member"))
+        .collect()
+}
+
 pub(crate) fn invite_key(code: &str) -> Key {
     Key::new(format!("INVITE#{code}"), "INVITE")
 }

@@ -5,7 +5,7 @@ use super::changes::visible;
 use super::departure::league_ids;
 use super::*;
 use paddock_kernel::ports::Ports;
-use paddock_kernel::ports::items::{Query, decode};
+use paddock_kernel::ports::items::decode;
 
 /// League `id`, as `viewer` (a member) sees it.
 pub async fn get(ports: &Ports, viewer: &UserId, id: &LeagueId) -> Result<League, LeagueError> {
@@ -35,15 +35,7 @@ pub async fn members(
     id: &LeagueId,
 ) -> Result<Vec<Member>, LeagueError> {
     let league = visible(ports, viewer, id).await?;
-    let query = Query::partition(TABLE, meta_key(id).pk)
-        .begins_with(MEMBER_PREFIX)
-        .limit(MAX_MEMBERS as usize + 1);
-    let page = ports.items.query(query).await?;
-    let mut members = page
-        .items
-        .into_iter()
-        .map(|item| decode::<MemberRecord>(item, "league member"))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut members = member_records(ports, id).await?;
     members.sort_by(|a, b| (a.joined_ms, &a.user_id).cmp(&(b.joined_ms, &b.user_id)));
     Ok(members
         .into_iter()
