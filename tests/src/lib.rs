@@ -6,6 +6,7 @@
 pub mod binaries;
 pub mod browser;
 pub mod captured_log;
+pub mod counted_routes;
 pub mod counting_items;
 pub mod fake_llm;
 pub mod fault_proxy;

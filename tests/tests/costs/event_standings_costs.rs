@@ -7,19 +7,18 @@
 //! cost of a page, as the boards have. (Steps are printed only: the embedded store runs its
 //! calls one at a time, so its steps follow the timing of the moment.)
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use http::Request;
 use http_body_util::BodyExt;
-use paddock_api::state::AppState;
 use paddock_core::ids::{EventId, SessionId, TrackId, UserId};
 use paddock_core::leaderboards::board::BoardId;
 use paddock_core::leaderboards::bulk::{BulkBoard, BulkEntry};
-use paddock_tests::counting_items::{Counted, CountingItems};
-use paddock_tests::{Backend, TestApp, envelope, ports, session_body, spawn_with};
+use paddock_tests::counted_routes::{self, CountedRoutes};
+use paddock_tests::counting_items::Counted;
+use paddock_tests::{Backend, envelope, session_body};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -29,32 +28,8 @@ use tower::ServiceExt;
 /// Reads of each request measured.
 const READS: usize = 21;
 
-/// The local server, and beside it the service's routes alone over the same store wrapped in a
-/// counter (no page cache: every read goes to the store).
-struct Field {
-    app: TestApp,
-    router: axum::Router,
-    counting: Arc<CountingItems>,
-}
-
-async fn counted_app(backend: Backend) -> Field {
-    let t = ports(backend).await;
-    let counting = CountingItems::new(t.ports.items.clone());
-    let mut viewing = t.settings.clone();
-    viewing.leaderboard_cache = Duration::ZERO;
-    let mut counted_ports = t.ports.clone();
-    counted_ports.items = counting.clone();
-    let router = paddock_api::routes::app_router(AppState::new(counted_ports, viewing));
-    let app = spawn_with(t.settings, t.ports, t.dir).await;
-    Field {
-        app,
-        router,
-        counting,
-    }
-}
-
 /// A signed-in GET of `path` through the counted routes: its data, what it read, how long.
-async fn read(c: &Field, token: &str, path: &str) -> (Value, Counted, Duration) {
+async fn read(c: &CountedRoutes, token: &str, path: &str) -> (Value, Counted, Duration) {
     let mut request = Request::builder()
         .uri(path)
         .header("authorization", format!("Bearer {token}"))
@@ -74,7 +49,7 @@ async fn read(c: &Field, token: &str, path: &str) -> (Value, Counted, Duration) 
 }
 
 /// What one request costs: the counts of its last read and the p50 of [`READS`].
-async fn measured(c: &Field, token: &str, path: &str) -> (Value, Counted, Duration) {
+async fn measured(c: &CountedRoutes, token: &str, path: &str) -> (Value, Counted, Duration) {
     let mut took = Vec::new();
     let mut last = None;
     for _ in 0..READS {
@@ -89,7 +64,7 @@ async fn measured(c: &Field, token: &str, path: &str) -> (Value, Counted, Durati
 
 /// A league event of `owner` on a new track of `n` entrants, written in bulk, the owner among
 /// them in the middle; answers the event's id.
-async fn field_of(c: &Field, token: &str, owner: &str, league: &str, n: usize) -> EventId {
+async fn field_of(c: &CountedRoutes, token: &str, owner: &str, league: &str, n: usize) -> EventId {
     let app = &c.app;
     let mut body = session_body(
         &paddock_tests::unique("s"),
@@ -135,7 +110,7 @@ async fn field_of(c: &Field, token: &str, owner: &str, league: &str, n: usize) -
 }
 
 async fn standings_cost_a_page_at_any_size(backend: Backend) {
-    let c = counted_app(backend).await;
+    let c = counted_routes::spawn(backend, |_| {}).await;
     let (token, owner) = c.app.driver("Owner").await;
     let (status, league) = c
         .app

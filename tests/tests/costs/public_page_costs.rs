@@ -11,40 +11,21 @@ use axum::extract::ConnectInfo;
 use futures::StreamExt;
 use http::Request;
 use http_body_util::BodyExt;
-use paddock_api::state::AppState;
-use paddock_tests::counting_items::{Counted, CountingItems};
-use paddock_tests::{Backend, TestApp, envelope, ports, session_body, spawn_with};
+use paddock_tests::counted_routes::{self, CountedRoutes as Viewed};
+use paddock_tests::counting_items::Counted;
+use paddock_tests::{Backend, TestApp, envelope, session_body};
 use serde_json::json;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::time::Duration;
 use tower::ServiceExt;
 
-/// A server with room for many boards a day, and beside it the service's routes alone (no
-/// workers) over the same store wrapped in a counter, with the page cache off: a view through
-/// them is a miss whose every store call is the view's own.
-struct Viewed {
-    app: TestApp,
-    router: axum::Router,
-    counting: Arc<CountingItems>,
-}
-
+/// A server with room for many boards a day, and beside it its routes over a counted store
+/// with the page cache off ([`counted_routes`]).
 async fn counted_app(backend: Backend, new_boards_per_day: u32) -> Viewed {
-    let mut t = ports(backend).await;
-    t.settings.new_boards_per_day = new_boards_per_day;
-    t.settings.uploads_per_minute = 1_000_000;
-    let counting = CountingItems::new(t.ports.items.clone());
-    let mut viewing = t.settings.clone();
-    viewing.leaderboard_cache = Duration::ZERO;
-    let mut counted_ports = t.ports.clone();
-    counted_ports.items = counting.clone();
-    let router = paddock_api::routes::app_router(AppState::new(counted_ports, viewing));
-    let app = spawn_with(t.settings, t.ports, t.dir).await;
-    Viewed {
-        app,
-        router,
-        counting,
-    }
+    counted_routes::spawn(backend, |s| {
+        s.new_boards_per_day = new_boards_per_day;
+        s.uploads_per_minute = 1_000_000;
+    })
+    .await
 }
 
 /// Uploads a one-lap session of `ms` on `track` in `car` and submits the lap; answers the
