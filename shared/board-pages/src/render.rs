@@ -290,19 +290,7 @@ pub fn board(
             .iter()
             .any(|(v, _)| v.to_lowercase() == c.to_lowercase())
     });
-    let top: Vec<String> = page
-        .rows
-        .iter()
-        .take(3)
-        .map(|r| {
-            format!(
-                "{}. {} {}",
-                r.rank,
-                visible(&r.row.display_name),
-                format_lap_time(r.row.lap_time_ms)
-            )
-        })
-        .collect();
+    let top = top_three(&page.rows);
     let scope = match &car_shown {
         Some(car) => format!(" in the {car}"),
         None => String::new(),
@@ -392,6 +380,18 @@ pub fn board(
         }
     };
     layout(&head, body)
+}
+
+/// The first three of `rows` as a link preview's description names them: `1. Ana 1:30.000`.
+fn top_three(rows: &[Ranked]) -> Vec<String> {
+    let shown = |r: &Ranked| {
+        let (name, lap) = (
+            visible(&r.row.display_name),
+            format_lap_time(r.row.lap_time_ms),
+        );
+        format!("{}. {name} {lap}", r.rank)
+    };
+    rows.iter().take(3).map(shown).collect()
 }
 
 /// The table of a page of ranked rows (a board's, an event's standings): the place, the

@@ -43,10 +43,14 @@ async fn rename_rows(app: &TestApp, track: &str, user: &str, name: &str) {
 /// The texts of the cells of `column` (1-based) of the page's table, row by row (the page is
 /// loaded: every navigation here waits for its page, as [`click_through`] does).
 pub(super) async fn column(client: &Client, column: usize) -> Vec<String> {
-    let selector = format!("tbody tr td:nth-child({column})");
+    texts(client, &format!("tbody tr td:nth-child({column})")).await
+}
+
+/// The texts of the elements `css` finds on the open page, in page order.
+pub(super) async fn texts(client: &Client, css: &str) -> Vec<String> {
     let mut texts = Vec::new();
-    for cell in client.find_all(Locator::Css(&selector)).await.unwrap() {
-        texts.push(cell.text().await.unwrap());
+    for element in client.find_all(Locator::Css(css)).await.unwrap() {
+        texts.push(element.text().await.unwrap());
     }
     texts
 }
@@ -272,7 +276,7 @@ pub(super) async fn submitted(
 }
 
 /// How many elements `css` finds on the open page.
-async fn count(client: &Client, css: &str) -> usize {
+pub(super) async fn count(client: &Client, css: &str) -> usize {
     client.find_all(Locator::Css(css)).await.unwrap().len()
 }
 

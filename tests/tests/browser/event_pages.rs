@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::board_pages::{
-    PUBLIC_URL, accessible, column, og_image, photograph, preview_size, submitted,
+    PUBLIC_URL, accessible, column, count, og_image, photograph, preview_size, submitted, texts,
 };
 
 fn text(t: OffsetDateTime) -> String {
@@ -78,25 +78,13 @@ async fn event_pages_render_in_a_browser() {
         .await
         .unwrap();
     assert_eq!(client.title().await.unwrap(), "Events · Paddock");
-    let headings: Vec<String> = {
-        let mut all = Vec::new();
-        for h in client.find_all(Locator::Css("main h2")).await.unwrap() {
-            all.push(h.text().await.unwrap());
-        }
-        all
-    };
+    let headings = texts(&client, "main h2").await;
     assert_eq!(headings, ["Open now", "Coming up"]);
     assert_eq!(
         column(&client, 5).await,
         ["Closes in 3 days 5 h", "Opens in 4 days 0 h"]
     );
-    assert!(
-        client
-            .find_all(Locator::Css("script"))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(count(&client, "script").await, 0, "no script on the page");
     accessible(&client, "events").await;
     photograph(&client, "events").await;
 
@@ -115,13 +103,7 @@ async fn event_pages_render_in_a_browser() {
     assert_eq!(column(&client, 4).await[..2], ["—", "+0.377"]);
     let status = client.find(Locator::Css("main p strong")).await.unwrap();
     assert_eq!(status.text().await.unwrap(), "Open");
-    assert!(
-        client
-            .find_all(Locator::Css("script"))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(count(&client, "script").await, 0, "no script on the page");
     accessible(&client, "event").await;
     photograph(&client, "event").await;
     let image = og_image(&client).await;

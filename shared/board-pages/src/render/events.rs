@@ -5,10 +5,9 @@ use maud::{Markup, html};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::{Head, layout, ranked_table, visible, with_query};
+use super::{Head, layout, ranked_table, top_three, visible, with_query};
 use crate::charts::{self, MAX_BARS};
 use crate::event_reads::EventPage;
-use paddock_boards::leaderboards::format_lap_time;
 use paddock_competitions::events::{Event, EventState};
 use paddock_kernel::ids::EventId;
 use paddock_kernel::ports::clock::unix_ms;
@@ -130,19 +129,7 @@ pub fn event(public_url: Option<&str>, page: &EventPage, now_ms: i64, first_page
     let title = visible(&e.name);
     let path = event_path(&e.id);
     let when = time_left(e, now_ms);
-    let top: Vec<String> = page
-        .rows
-        .iter()
-        .take(3)
-        .map(|r| {
-            format!(
-                "{}. {} {}",
-                r.rank,
-                visible(&r.row.display_name),
-                format_lap_time(r.row.lap_time_ms)
-            )
-        })
-        .collect();
+    let top = top_three(&page.rows);
     let track = visible(&e.track_name);
     let description = if top.is_empty() {
         format!("{track} · {} · {when} · no laps yet.", car(e))
