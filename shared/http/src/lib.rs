@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod envelope;
+pub mod envelope_schemas;
 pub mod http;
 pub mod metrics_access;
 pub mod metrics_readout;

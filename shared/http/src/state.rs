@@ -10,6 +10,7 @@ use paddock_clients::webhooks::HttpsWebhookClient;
 use paddock_core::coaching::llm::LanguageModel;
 use paddock_core::config::Settings;
 use paddock_core::identity::access_tokens::{AccessTokens, Claims};
+use paddock_core::identity::app_tokens::Resource;
 use paddock_core::identity::authentication::Door;
 /// How often, at most, a token signed by an unknown key makes the keys be read again.
 pub use paddock_core::identity::authentication::UNKNOWN_KEY_REREAD;
@@ -187,6 +188,8 @@ impl AppState {
             jwt: &self.settings.jwt,
             keys_refresh: self.settings.secrets_refresh,
             token_requests_per_minute: self.settings.token_requests_per_minute,
+            app_requests_per_minute: self.settings.app_requests_per_minute,
+            resource: Resource::RestApi,
         }
     }
 

@@ -54,6 +54,8 @@ pub enum Group {
     Webhooks,
     /// Leagues and their members.
     Leagues,
+    /// OAuth: drivers' apps and grants, the consent page, the token and revocation endpoints.
+    Oauth,
 }
 
 /// What a group's handlers use beyond the item store, the outbox and the clock: a function
@@ -76,7 +78,7 @@ pub struct Needs {
 
 impl Group {
     /// Every group, in the order the local server merges them.
-    pub const ALL: [Group; 10] = [
+    pub const ALL: [Group; 11] = [
         Group::Health,
         Group::Auth,
         Group::Sessions,
@@ -87,6 +89,7 @@ impl Group {
         Group::Profile,
         Group::Webhooks,
         Group::Leagues,
+        Group::Oauth,
     ];
 
     /// The group's name: its function's directory under `functions/` and its binary
@@ -103,6 +106,7 @@ impl Group {
             Group::Profile => "profile",
             Group::Webhooks => "webhooks",
             Group::Leagues => "leagues",
+            Group::Oauth => "oauth",
         }
     }
 
@@ -129,7 +133,8 @@ impl Group {
                 metrics: true,
                 ..secrets
             },
-            Group::Auth => Needs {
+            // Password hashing: the consent page signs drivers in.
+            Group::Auth | Group::Oauth => Needs {
                 identity_providers: true,
                 ..secrets
             },
@@ -169,6 +174,7 @@ impl Group {
             Group::Profile => profile::routes(),
             Group::Webhooks => webhooks::routes(),
             Group::Leagues => events::routes(leagues::routes()),
+            Group::Oauth => oauth_routes::routes(),
         }
     }
 

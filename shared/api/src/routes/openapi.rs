@@ -80,7 +80,9 @@ pub(crate) enum MetricsShape {
          (name = "tokens", description = "Personal access tokens for a driver's own tools (see docs/tokens.md)"),
          (name = "webhooks", description = "Signed event deliveries to a driver's own URLs (see docs/webhooks.md)"),
          (name = "leagues", description = "Leagues of drivers, joined by invite code"),
-         (name = "events", description = "Competition events of a league or public: a window on one track, entered by submitting laps, with exact standings"))
+         (name = "events", description = "Competition events of a league or public: a window on one track, entered by submitting laps, with exact standings"),
+         (name = "apps", description = "OAuth apps a driver runs for other drivers, and the apps a driver authorised (see docs/oauth.md)"),
+         (name = "oauth", description = "The OAuth 2.1 authorization server: metadata, consent, token exchange and revocation; answers as RFC 6749, 7009 and 8414 say, not in the envelope"))
 )]
 struct ApiDoc;
 
@@ -146,6 +148,9 @@ impl CommonResponses {
 
     fn add(operation: &mut Operation) {
         let has_body = operation.request_body.is_some();
+        // A form (the OAuth endpoints) is read as such: its refusals are the operation's own.
+        let json_body = (operation.request_body.as_ref())
+            .is_some_and(|b| b.content.keys().any(|c| c.contains("json")));
         let has_params = operation.parameters.as_ref().is_some_and(|p| !p.is_empty());
         // A driver's token (the `bearer` scheme): other schemes describe their own refusals.
         let secured = operation
@@ -164,15 +169,17 @@ impl CommonResponses {
             ),
             ("504", "The request took longer than the deadline"),
         ];
-        if has_body {
+        if json_body {
             common.extend([
                 (
                     "400",
                     "Malformed JSON, or a field breaks a rule (the message names each)",
                 ),
-                ("413", "The body is larger than the limit"),
                 ("415", "The body is not application/json"),
             ]);
+        }
+        if has_body {
+            common.push(("413", "The body is larger than the limit"));
         }
         if has_params {
             common.push(("400", "A parameter breaks a rule (the message names it)"));
@@ -368,7 +375,7 @@ mod tests {
                     assert!(responses.contains_key(status), "{method} {path}: {status}");
                 }
                 if op.get("requestBody").is_some() {
-                    for status in ["400", "413", "415"] {
+                    for status in ["400", "413"] {
                         assert!(responses.contains_key(status), "{method} {path}: {status}");
                     }
                 }
@@ -377,14 +384,25 @@ mod tests {
                     let page = response["content"].get("text/html").is_some();
                     if (status.starts_with('4') || status.starts_with('5')) && !page {
                         let schema = &response["content"]["application/json"]["schema"];
-                        assert_eq!(
-                            schema["$ref"], "#/components/schemas/ErrorEnvelope",
+                        // The OAuth endpoints refuse as their RFCs say; the layers they run
+                        // through (body limit, deadline, a bug) still answer the envelope.
+                        let oauth = oauth_operation(op)
+                            && schema["$ref"] == "#/components/schemas/OAuthErrorBody";
+                        assert!(
+                            oauth || schema["$ref"] == "#/components/schemas/ErrorEnvelope",
                             "{method} {path} {status}"
                         );
                     }
                 }
             }
         }
+    }
+
+    /// Whether `op` is one of the OAuth endpoints, which answer as their RFCs say.
+    fn oauth_operation(op: &Value) -> bool {
+        op["tags"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t == "oauth"))
     }
 
     /// Every operation of the document with its method and path.
@@ -518,10 +536,11 @@ mod tests {
             for (status, response) in op["responses"].as_object().unwrap() {
                 if let Some(json) = response["content"].get("application/json") {
                     let target = json["schema"]["$ref"].as_str().unwrap_or_default();
-                    // The export is a file to keep, not an answer: it is not enveloped.
+                    // The export is a file to keep, not an answer: it is not enveloped;
+                    // nor are the OAuth endpoints' answers, shaped by their RFCs.
                     let export = target.ends_with("/ExportDocument");
                     assert!(
-                        target.ends_with("Envelope") || export,
+                        target.ends_with("Envelope") || export || oauth_operation(&op),
                         "{method} {path} {status}: {target:?} is not an envelope schema"
                     );
                 }

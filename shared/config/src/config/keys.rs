@@ -180,7 +180,9 @@ settings! {
         webhook_checks_per_hour: u32 as LIMITS_WEBHOOK_CHECKS_PER_HOUR = "Limits__WebhookChecksPerHour" Number(20) in 1..=1_000_000;
             "requests per driver per hour that the service sends to webhook receivers on the driver's demand: the verification of a new subscription, a changed URL or a resumed one, and `POST /v1/webhooks/{id}/test`; the next answers 429"
         token_requests_per_minute: u32 as LIMITS_TOKEN_REQUESTS_PER_MINUTE = "Limits__TokenRequestsPerMinute" Number(120) in 1..=1_000_000;
-            "requests per personal access token in any 60 seconds; answers to token requests carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, and the next answers 429 with `Retry-After`"
+            "requests per personal access token, and per driver's grant to an OAuth app, in any 60 seconds; answers to token requests carry `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`, and the next answers 429 with `Retry-After`"
+        app_requests_per_minute: u32 as LIMITS_APP_REQUESTS_PER_MINUTE = "Limits__AppRequestsPerMinute" Number(6000) in 1..=10_000_000;
+            "requests per OAuth app in any 60 seconds, over all the drivers it acts for (each driver's grant also has `Limits__TokenRequestsPerMinute`); answered as for a personal access token"
         webhooks_allow_loopback_http: bool as WEBHOOKS_ALLOW_LOOPBACK_HTTP = "Webhooks__AllowLoopbackHttp" Text("false") => super::boolean;
             "local tests only, never in AWS: `true` lets webhook subscriptions use `http` and loopback addresses (127.0.0.0/8, ::1); every other address rule stays"
         event_operators: Vec<UserId> as EVENTS_OPERATORS = "Events__Operators" Unset => super::user_ids;

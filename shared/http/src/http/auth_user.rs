@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::ApiError;
 use crate::state::AppState;
+use paddock_core::identity::app_tokens;
 use paddock_core::identity::authentication::{
     self, AuthenticationError, Credential, Required, Unconfirmed,
 };
@@ -228,9 +229,11 @@ impl<R: Requirement, C: Confirmation> FromRequestParts<AppState> for Caller<R, C
     }
 }
 
-/// Whether a request's headers carry a personal access token (by its prefix only).
-pub fn carries_personal_token(headers: &http::HeaderMap) -> bool {
-    bearer(headers).is_some_and(personal_tokens::is_personal_token)
+/// Whether a request's headers carry a token whose requests are counted: a personal access
+/// token or an app's (by its prefix only).
+pub fn carries_counted_token(headers: &http::HeaderMap) -> bool {
+    bearer(headers)
+        .is_some_and(|t| personal_tokens::is_personal_token(t) || app_tokens::is_app_token(t))
 }
 
 /// The client's address as rate limits count it: API Gateway's source IP in Lambda, the

@@ -1,5 +1,5 @@
 //! The `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` headers of answers to
-//! requests made with a personal access token.
+//! requests made with a personal access token or an app's token.
 //!
 //! A request whose bearer token has the personal-token prefix gets a [`RateLimitSlot`] in its
 //! extensions; the token's check leaves the usage of its limit there, and this middleware
@@ -12,11 +12,11 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderName, HeaderValue};
 
-use super::auth_user::{RateLimitSlot, carries_personal_token};
+use super::auth_user::{RateLimitSlot, carries_counted_token};
 
-/// Gives a personal-token request a rate-limit slot, and its answer the slot's headers.
+/// Gives a counted token's request a rate-limit slot, and its answer the slot's headers.
 pub(crate) async fn rate_limit_headers(mut req: Request, next: Next) -> Response {
-    if !carries_personal_token(req.headers()) {
+    if !carries_counted_token(req.headers()) {
         return next.run(req).await;
     }
     let slot = RateLimitSlot::default();

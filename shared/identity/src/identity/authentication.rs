@@ -21,7 +21,8 @@ use paddock_kernel::ports::Ports;
 use paddock_kernel::ports::items::StoreError;
 use paddock_kernel::rate_limits::{self, Limit, LimitError, Usage};
 
-use super::access_tokens::UNKNOWN_KEY;
+use super::access_tokens::{AccessTokens, UNKNOWN_KEY};
+use super::app_tokens::{self, AppClaims, Resource};
 use super::claims::Claims;
 use super::personal_tokens::{self, AuthError, Scope, TokenGrant};
 use super::refresh_tokens;
@@ -29,6 +30,14 @@ use super::signing_keys::{SigningKeyError, SigningKeys};
 
 /// The rate-limit scope of requests made with a personal access token (subject: its id).
 pub const TOKEN_REQUESTS_SCOPE: &str = "token-requests";
+
+/// The rate-limit scope of requests made with an app's tokens for one driver (subject: the
+/// grant).
+pub const GRANT_REQUESTS_SCOPE: &str = "grant-requests";
+
+/// The rate-limit scope of requests made with an app's tokens for all its drivers (subject:
+/// the app's client id).
+pub const APP_REQUESTS_SCOPE: &str = "app-requests";
 
 /// How often, at most, a token signed by a key this process has not read makes it read the
 /// keys again (another instance read a rotation first).
@@ -41,6 +50,8 @@ pub enum Credential<'a> {
     AccessToken(&'a str),
     /// A driver's personal access token.
     PersonalToken(&'a str),
+    /// An app's access token, from a driver's consent.
+    AppToken(&'a str),
 }
 
 impl<'a> Credential<'a> {
@@ -48,6 +59,8 @@ impl<'a> Credential<'a> {
     pub fn from_bearer(token: &'a str) -> Self {
         if personal_tokens::is_personal_token(token) {
             Self::PersonalToken(token)
+        } else if app_tokens::is_app_token(token) {
+            Self::AppToken(token)
         } else {
             Self::AccessToken(token)
         }
@@ -73,6 +86,8 @@ pub enum Via {
     SignIn(Arc<Claims>),
     /// A personal access token.
     PersonalToken(Arc<TokenGrant>),
+    /// An app's access token, with its verified claims.
+    App(Arc<AppClaims>),
 }
 
 /// Who is calling, admitted whole.
@@ -92,14 +107,14 @@ impl Caller {
     pub fn claims(&self) -> Option<&Claims> {
         match &self.via {
             Via::SignIn(claims) => Some(claims),
-            Via::PersonalToken(_) => None,
+            Via::PersonalToken(_) | Via::App(_) => None,
         }
     }
 
     /// The personal access token the caller used, if any.
     pub fn token(&self) -> Option<&TokenGrant> {
         match &self.via {
-            Via::SignIn(_) => None,
+            Via::SignIn(_) | Via::App(_) => None,
             Via::PersonalToken(grant) => Some(grant),
         }
     }
@@ -152,8 +167,12 @@ pub struct Door<'a> {
     pub jwt: &'a JwtSettings,
     /// How long the keys read are used before they are read again (`Secrets__RefreshSeconds`).
     pub keys_refresh: Duration,
-    /// `Limits__TokenRequestsPerMinute`.
+    /// `Limits__TokenRequestsPerMinute`: per personal access token, and per app grant.
     pub token_requests_per_minute: u32,
+    /// `Limits__AppRequestsPerMinute`: per app, over all its drivers.
+    pub app_requests_per_minute: u32,
+    /// The resource whose requests this door admits (an app's token names one).
+    pub resource: Resource,
 }
 
 impl Door<'_> {
@@ -182,24 +201,124 @@ impl Door<'_> {
                 })
             }
             Credential::PersonalToken(token) => {
-                let scopes = match &required {
-                    Required::Scope(scope) => std::slice::from_ref(scope),
-                    Required::AnyScope(scopes) => scopes,
-                    Required::SignIn => {
-                        return Err(AuthenticationError::NotAllowed(
-                            "personal access tokens cannot be used on this route: it needs a \
-                             signed-in session"
-                                .into(),
-                        ));
-                    }
-                };
+                let scopes = token_scopes(&required, "personal access tokens")?;
                 let caller = self.personal_token(token, scopes).await?;
                 Ok(Unconfirmed {
                     caller,
                     family: None,
                 })
             }
+            Credential::AppToken(token) => {
+                let scopes = token_scopes(&required, "an app's tokens")?;
+                let caller = self.app_token(token, scopes).await?;
+                Ok(Unconfirmed {
+                    caller,
+                    family: None,
+                })
+            }
         }
+    }
+
+    /// The keys of the current access tokens, read again when due.
+    async fn signing_keys(&self, refresh: Duration) -> Result<Arc<AccessTokens>, SigningKeyError> {
+        match self.keys.with_fresh(refresh, Arc::clone) {
+            Some(keys) => Ok(keys),
+            None => {
+                self.keys
+                    .get(self.ports.secrets.as_ref(), self.jwt, refresh)
+                    .await
+            }
+        }
+    }
+
+    /// An app's access token checked whole: its signature, audience and expiry, its scope,
+    /// its grant not revoked, and the rate limits of the grant and of the app, in one round
+    /// trip.
+    async fn app_token(
+        &self,
+        token: &str,
+        scopes: &[Scope],
+    ) -> Result<Caller, AuthenticationError> {
+        let now = self.ports.clock.unix();
+        let mut verdict = app_tokens::verify(
+            &*self.signing_keys(self.keys_refresh).await?,
+            token,
+            self.resource,
+            now,
+        );
+        if verdict == Err(UNKNOWN_KEY) {
+            let reread = UNKNOWN_KEY_REREAD.min(self.keys_refresh.max(Duration::from_secs(1)));
+            verdict = app_tokens::verify(
+                &*self.signing_keys(reread).await?,
+                token,
+                self.resource,
+                now,
+            );
+        }
+        let claims = verdict.map_err(|reason| AuthenticationError::Refused(reason.into()))?;
+        let granted = claims.scopes();
+        if !scopes.iter().any(|scope| granted.contains(scope)) {
+            return Err(AuthenticationError::NotAllowed(format!(
+                "this app's token lacks the scope {} that this route needs",
+                scope_names(scopes)
+            )));
+        }
+        let per_grant = Limit::new("n", self.token_requests_per_minute);
+        let per_app = Limit::new("n", self.app_requests_per_minute);
+        let (active, grant, app) = futures::join!(
+            refresh_tokens::family_active(self.ports, &claims.gid, &claims.sub),
+            self.count(
+                GRANT_REQUESTS_SCOPE,
+                &claims.gid,
+                &per_grant,
+                "for this driver"
+            ),
+            self.count(
+                APP_REQUESTS_SCOPE,
+                &claims.client_id,
+                &per_app,
+                "for all its drivers"
+            ),
+        );
+        if !active? {
+            return Err(AuthenticationError::Refused(
+                "the driver's grant to this app has been revoked".into(),
+            ));
+        }
+        let (grant, app) = (grant?, app?);
+        Ok(Caller {
+            user_id: claims.sub.clone(),
+            via: Via::App(Arc::new(claims)),
+            usage: Some(if app.remaining < grant.remaining {
+                app
+            } else {
+                grant
+            }),
+        })
+    }
+
+    /// Counts one request of an app against the limit of `scope` for `subject`.
+    async fn count(
+        &self,
+        scope: &str,
+        subject: &str,
+        limit: &Limit,
+        whose: &str,
+    ) -> Result<Usage, AuthenticationError> {
+        limited(
+            rate_limits::hit_with_usage(self.ports, scope, subject, 60, limit).await,
+            |max| {
+                format!(
+                    "too many requests from this app {whose}: at most {max} a minute \
+                 (Limits__{}RequestsPerMinute)",
+                    if scope == APP_REQUESTS_SCOPE {
+                        "App"
+                    } else {
+                        "Token"
+                    }
+                )
+            },
+        )
     }
 
     /// The claims of `token` if it is a valid, unexpired access token of the current keys
@@ -249,10 +368,9 @@ impl Door<'_> {
                 AuthError::Store(s) => AuthenticationError::Store(s),
             })?;
         if !scopes.iter().any(|scope| grant.allows(*scope)) {
-            let named: Vec<String> = scopes.iter().map(|s| format!("`{}`", s.name())).collect();
             return Err(AuthenticationError::NotAllowed(format!(
                 "this personal access token lacks the scope {} that this route needs",
-                named.join(" or ")
+                scope_names(scopes)
             )));
         }
         let now = self.ports.clock.unix();
@@ -285,24 +403,58 @@ impl Door<'_> {
             &limit,
         )
         .await;
-        match counted {
-            Ok(usage) => Ok(usage),
-            Err(LimitError::Limited(limited)) => Err(AuthenticationError::Limited {
-                message: format!(
-                    "too many requests with this personal access token: at most {} a minute \
-                     (Limits__TokenRequestsPerMinute), retry in {} seconds",
-                    limited.max, limited.retry_after_secs
-                ),
-                retry_after_secs: limited.retry_after_secs,
-                usage: Usage {
-                    limit: limited.max,
-                    remaining: 0,
-                    reset_secs: limited.retry_after_secs,
-                },
-            }),
-            Err(LimitError::Store(e)) => Err(e.into()),
-        }
+        limited(counted, |max| {
+            format!(
+                "too many requests with this personal access token: at most {max} a minute \
+                 (Limits__TokenRequestsPerMinute)"
+            )
+        })
     }
+}
+
+/// A count's usage, or the refusal of a request over the limit (`why` of the limit's most).
+fn limited(
+    counted: Result<Usage, LimitError>,
+    why: impl FnOnce(u32) -> String,
+) -> Result<Usage, AuthenticationError> {
+    match counted {
+        Ok(usage) => Ok(usage),
+        Err(LimitError::Limited(limited)) => Err(AuthenticationError::Limited {
+            message: format!(
+                "{}, retry in {} seconds",
+                why(limited.max),
+                limited.retry_after_secs
+            ),
+            retry_after_secs: limited.retry_after_secs,
+            usage: Usage {
+                limit: limited.max,
+                remaining: 0,
+                reset_secs: limited.retry_after_secs,
+            },
+        }),
+        Err(LimitError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// The scopes a token may be admitted with for `required`; a route that needs a sign-in
+/// refuses `kind` (403).
+fn token_scopes<'r>(
+    required: &'r Required,
+    kind: &str,
+) -> Result<&'r [Scope], AuthenticationError> {
+    match required {
+        Required::Scope(scope) => Ok(std::slice::from_ref(scope)),
+        Required::AnyScope(scopes) => Ok(scopes),
+        Required::SignIn => Err(AuthenticationError::NotAllowed(format!(
+            "{kind} cannot be used on this route: it needs a signed-in session"
+        ))),
+    }
+}
+
+/// `scopes` as a route's refusal names them: `` `a` or `b` ``.
+fn scope_names(scopes: &[Scope]) -> String {
+    let named: Vec<String> = scopes.iter().map(|s| format!("`{}`", s.name())).collect();
+    named.join(" or ")
 }
 
 impl Unconfirmed {

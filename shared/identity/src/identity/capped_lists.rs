@@ -1,4 +1,4 @@
-//! Caps on the length of a driver's lists (personal access tokens, webhook subscriptions)
+//! Caps on the length of a driver's lists (personal access tokens, webhook subscriptions, apps)
 //! that hold when additions arrive at once.
 //!
 //! Counting the list's rows and then writing a new one lets every request that counted
@@ -22,6 +22,8 @@ pub enum CappedList {
     PersonalTokens,
     /// Webhook subscriptions.
     WebhookSubscriptions,
+    /// OAuth apps the driver registered.
+    Apps,
 }
 
 impl CappedList {
@@ -30,6 +32,7 @@ impl CappedList {
         match self {
             Self::PersonalTokens => "personalTokensVersion",
             Self::WebhookSubscriptions => "webhooksVersion",
+            Self::Apps => "appsVersion",
         }
     }
 }

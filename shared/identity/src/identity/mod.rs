@@ -2,12 +2,14 @@
 //! codes and the desktop sign-in flow with identity providers.
 
 pub mod access_tokens;
+pub mod app_tokens;
 pub mod authentication;
 pub mod capped_lists;
 pub mod claims;
 pub mod exchange_codes;
 pub mod fields;
 pub mod password_changes;
+pub mod password_sign_in;
 pub mod passwords;
 pub mod personal_tokens;
 pub mod profiles;

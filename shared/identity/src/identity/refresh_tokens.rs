@@ -74,12 +74,16 @@ fn token_op(
     previous: Option<&str>,
     user_id: &UserId,
     family_id: &str,
+    client: Option<&str>,
     now: OffsetDateTime,
 ) -> TxOp {
     let expires = now.unix_timestamp() + LIFETIME_SECS;
     let mut attributes = json!({"userId": user_id, "familyId": family_id, "used": false, "expiresAt": expires, TTL: expires});
     if let Some(previous) = previous {
         attributes["previous"] = previous.into();
+    }
+    if let Some(client) = client {
+        attributes["clientId"] = client.into();
     }
     TxOp::Put {
         table: Table::Tokens,
@@ -118,7 +122,7 @@ pub(crate) fn new_family_ops(ports: &Ports, user_id: &UserId) -> (Issued, Vec<Tx
     };
     let ops = vec![
         family,
-        token_op(&raw, None, user_id, &family_id, now),
+        token_op(&raw, None, user_id, &family_id, None, now),
         index,
         // A sign-in that raced the account's deletion gets no tokens.
         super::users::not_deleted_op(user_id),
@@ -154,6 +158,71 @@ pub async fn issue_new_family_with(
         Err(e) => return Err(e),
     }
     Ok(issued)
+}
+
+/// The writes of a new family for `client`'s grant from `user_id` (an OAuth app's consent),
+/// without a token yet: each code the app exchanges adds one ([`added_token_ops`]).
+pub fn app_family_ops(ports: &Ports, user_id: &UserId, client: &str) -> (String, Vec<TxOp>) {
+    let now = ports.clock.unix();
+    let family_id = uuid::Uuid::new_v4().to_string();
+    let ops = vec![
+        TxOp::Put {
+            table: Table::Tokens,
+            item: item(
+                &family_key(&family_id),
+                json!({"userId": user_id, "revoked": false, "currentToken": "", "clientId": client,
+                       TTL: now + LIFETIME_SECS}),
+            ),
+            condition: Some(Condition::NotExists),
+        },
+        TxOp::Put {
+            table: Table::Tokens,
+            item: item(
+                &user_family_key(user_id, &family_id),
+                json!({TTL: now + LIFETIME_SECS}),
+            ),
+            condition: None,
+        },
+    ];
+    (family_id, ops)
+}
+
+/// The writes that add a first token to `client`'s family `family_id` (an app exchanging a
+/// code), conditioned on the family being live, and the token.
+pub fn added_token_ops(
+    ports: &Ports,
+    user_id: &UserId,
+    family_id: &str,
+    client: &str,
+) -> (Issued, Vec<TxOp>) {
+    let now = ports.clock.now();
+    let raw = paddock_kernel::hashing::random_token(32);
+    let ttl = now.unix_timestamp() + LIFETIME_SECS;
+    let ops = vec![
+        TxOp::Update {
+            table: Table::Tokens,
+            key: family_key(family_id),
+            update: Update::set(TTL, ttl)
+                .and_set("currentToken", paddock_kernel::hashing::sha256_hex(&raw)),
+            condition: Some(Condition::And(vec![
+                Condition::Exists,
+                Condition::eq("revoked", false),
+                Condition::eq("clientId", client),
+            ])),
+        },
+        token_op(&raw, None, user_id, family_id, Some(client), now),
+        TxOp::Put {
+            table: Table::Tokens,
+            item: item(&user_family_key(user_id, family_id), json!({TTL: ttl})),
+            condition: None,
+        },
+    ];
+    let issued = Issued {
+        raw,
+        family_id: family_id.to_owned(),
+        user_id: user_id.clone(),
+    };
+    (issued, ops)
 }
 
 /// Why a refresh was refused (all answer 401).
@@ -194,6 +263,21 @@ where
     F: Fn(UserId) -> Fut,
     Fut: Future<Output = Result<T, StoreError>>,
 {
+    rotate_for(ports, raw, None, beside).await
+}
+
+/// [`rotate_with`] for the tokens of `client` (an OAuth app; `None`: a sign-in's): a token
+/// of any other is refused as invalid, so neither can be refreshed where the other is.
+pub async fn rotate_for<T, F, Fut>(
+    ports: &Ports,
+    raw: &str,
+    client: Option<&str>,
+    beside: F,
+) -> Result<(Issued, T), RefreshError>
+where
+    F: Fn(UserId) -> Fut,
+    Fut: Future<Output = Result<T, StoreError>>,
+{
     let key = token_key(raw);
     let beside = &beside;
     let conflict = |e: &RefreshError| matches!(e, RefreshError::Store(StoreError::Conflict));
@@ -212,6 +296,9 @@ where
             .parse::<UserId>()
             .map_err(|e| StoreError::Unavailable(format!("corrupt refresh token: userId: {e}")))?;
         let family_id = text("familyId");
+        if current.get("clientId").and_then(Value::as_str) != client {
+            return Err(RefreshError::Invalid);
+        }
         if current.get("used").and_then(Value::as_bool) != Some(false) {
             revoke_family(ports, &family_id).await?;
             return Err(RefreshError::Replayed);
@@ -245,6 +332,7 @@ where
                 Some(&paddock_kernel::hashing::sha256_hex(raw)),
                 &user_id,
                 &family_id,
+                client,
                 now,
             ),
             // The index entry lives as long as the family it points to.
@@ -309,6 +397,20 @@ pub async fn family_of(ports: &Ports, raw: &str) -> Result<Option<(String, Strin
         Some((
             t.get("userId")?.as_str()?.to_owned(),
             t.get("familyId")?.as_str()?.to_owned(),
+        ))
+    }))
+}
+
+/// The family and the app of a live refresh token an OAuth app holds, if it is one.
+pub async fn app_family_of(
+    ports: &Ports,
+    raw: &str,
+) -> Result<Option<(String, String)>, StoreError> {
+    let token = ports.items.get(Table::Tokens, &token_key(raw)).await?;
+    Ok(token.and_then(|t| {
+        Some((
+            t.get("familyId")?.as_str()?.to_owned(),
+            t.get("clientId")?.as_str()?.to_owned(),
         ))
     }))
 }

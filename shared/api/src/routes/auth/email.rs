@@ -18,10 +18,9 @@ use paddock_core::credentials;
 use paddock_core::identity::fields::{DisplayName, Email, Password, login_password};
 use paddock_core::identity::password_changes::PasswordChangeError;
 use paddock_core::identity::users::{self, RegisterError, User};
-use paddock_core::identity::{refresh_tokens, registration};
-use paddock_core::ports::items::StoreError;
+use paddock_core::identity::{password_sign_in, refresh_tokens, registration};
 use paddock_core::problems::{FieldProblems, Problems};
-use paddock_core::rate_limits::{self, Limit, LimitError};
+use paddock_core::rate_limits::{self, Limit};
 
 /// `POST /v1/auth/register` body.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -121,7 +120,7 @@ impl TryFrom<SetPasswordRequest> for SetPasswordForm {
 
 /// The per-address cap on registrations and logins.
 fn address_limit(state: &AppState) -> Limit {
-    Limit::new("all", state.settings.auth.attempts_per_address)
+    password_sign_in::address_limit(&state.settings.auth)
 }
 
 /// Creates an account and signs it in.
@@ -238,11 +237,7 @@ fn failure_limit(state: &AppState) -> [Limit; 1] {
 
 /// Counts a failed attempt against the account; only a store failure is an error here.
 async fn count_failure(state: &AppState, scope: &str, subject: &str) -> Result<(), ApiError> {
-    let window = state.settings.auth.failed_login_window_secs;
-    match rate_limits::hit(&state.ports, scope, subject, window, &failure_limit(state)).await {
-        Ok(()) | Err(LimitError::Limited(_)) => Ok(()),
-        Err(LimitError::Store(e)) => Err(e.into()),
-    }
+    Ok(password_sign_in::count_failure(&state.ports, &state.settings.auth, scope, subject).await?)
 }
 
 /// Signs in with email and password.
@@ -291,99 +286,15 @@ async fn sign_in(
             return Err(e);
         }
     };
-    let account = account_subject(&email);
-    // What the sign-in decides by, read at once: the address's log, the account's failure
-    // log, the email's claim and whether the account signed in from this address before.
-    let keys = vec![
-        rate_limits::main_log("auth", addr),
-        rate_limits::main_log("login-failures", &account),
-        users::email_claim_key(&email.normalized()),
-        rate_limits::known_address(&account, addr),
-    ];
-    let [address_log, failure_log, claim, known]: [Option<_>; 4] = state
-        .ports
-        .items
-        .get_many(keys)
-        .await?
-        .try_into()
-        .map_err(|_| {
-            ApiError::from(StoreError::Unavailable(
-                "a read answered other items".into(),
-            ))
-        })?;
-    let claim = users::email_claim_of(claim)?;
-    let known = known.is_some();
-    rate_limits::refusal_in(
+    let (user, remember) = password_sign_in::check(
         &state.ports,
-        address_log.as_ref(),
-        auth.rate_window_secs,
-        &[address_limit(state)],
-    )?;
-    // One update counts the attempt against the address and against (address, account);
-    // the account is read beside it (used only if the password matches).
-    let limits = [
-        address_limit(state),
-        Limit::new(
-            format!("account:{account}"),
-            auth.login_attempts_per_account,
-        ),
-    ];
-    let (counted, user) = futures::join!(
-        rate_limits::hit_read(
-            &state.ports,
-            "auth",
-            addr,
-            auth.rate_window_secs,
-            &limits,
-            None,
-            address_log,
-        ),
-        async {
-            match &claim {
-                Some(claim) => users::get(&state.ports, &claim.user_id).await,
-                None => Ok(None),
-            }
-        }
-    );
-    counted?;
-    let user = user?;
-    // Guessing one account from many addresses: past the per-account failure limit, an
-    // address the account never signed in from gets a few attempts of its own per failure
-    // window. Slowed, not shut out: the budget is keyed by the address, so failures from
-    // elsewhere cannot use up the owner's, and the right password still signs in.
-    let failures = rate_limits::refusal_in(
-        &state.ports,
-        failure_log.as_ref(),
-        auth.failed_login_window_secs,
-        &failure_limit(state),
-    );
-    if failures.is_err() && !known {
-        let guarded = [Limit::new("n", auth.guarded_attempts_per_address)];
-        // Beside the account's failure log, so it goes with the account's counters.
-        rate_limits::hit_log(
-            &state.ports,
-            "login-failures",
-            &account,
-            &format!("guarded#{addr}"),
-            auth.failed_login_window_secs,
-            &guarded,
-        )
-        .await?;
-    }
-
-    let hash = claim.as_ref().and_then(|c| c.password_hash.clone());
-    // An unknown email verifies against a dummy hash: same answer, same time.
-    let matches = state.passwords()?.verify(password, hash).await?;
-    let user = match (matches, claim) {
-        (true, Some(_)) => user,
-        _ => None,
-    };
-    let Some(user) = user else {
-        count_failure(state, "login-failures", &account).await?;
-        return Err(ApiError::Unauthorized("invalid email or password".into()));
-    };
-    // The address is remembered in the sign-in's own transaction.
-    let remember = (!known).then(|| rate_limits::remember_address_op(&state.ports, &account, addr));
+        state.passwords()?,
+        auth,
+        addr,
+        &email,
+        password,
+    )
+    .await?;
     let issued = refresh_tokens::issue_new_family_with(
         &state.ports,
         &user.id,
