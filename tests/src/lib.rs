@@ -14,6 +14,7 @@ pub mod lambda_events;
 pub mod lambda_runtime_api;
 pub mod local_api;
 pub mod loopback_http;
+pub mod oauth_flow;
 pub mod own_process;
 pub mod process_memory;
 pub mod webhook_receiver;
@@ -393,6 +394,25 @@ impl TestApp {
     ) -> (u16, serde_json::Value) {
         let (status, body, _) = self.send_auth(method, path, token, body).await;
         (status, body)
+    }
+
+    /// DELETE `path` with a bearer token; answers the status and the envelope, if any (a
+    /// 204 has none: `Value::Null`).
+    pub async fn delete_auth(&self, path: &str, token: &str) -> (u16, serde_json::Value) {
+        let url = format!("{}{path}", self.address);
+        let response = self
+            .client
+            .delete(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request");
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.expect("a body");
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+        )
     }
 
     /// GET `path`.

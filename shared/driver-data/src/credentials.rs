@@ -3,7 +3,8 @@
 //! Whoever held an account before it was taken over by the verified owner of its email,
 //! before its password was changed, or before it was deleted, may have made credentials of
 //! every kind: sign-ins, one-time exchange codes, personal access tokens, webhook
-//! subscriptions (a standing feed of the driver's events to a receiver of their choosing).
+//! subscriptions (a standing feed of the driver's events to a receiver of their choosing),
+//! and grants to OAuth apps.
 //! Each of those three paths calls [`end_all`] ([`change_password`], [`provider_sign_in`],
 //! the deletion's start), which ends every kind in [`Credential::ALL`],
 //! so a kind added to the list is ended by all of them at once. Every kind of driver data
@@ -15,6 +16,7 @@
 //! its receiver to confirm again ([`paddock_social::webhooks::verification`]). A takeover and a
 //! deletion delete them.
 
+use paddock_authorization::grants;
 use paddock_identity::identity::fields::Password;
 use paddock_identity::identity::password_changes::{self, PasswordChangeError, PasswordChanged};
 use paddock_identity::identity::passwords::PasswordHasher;
@@ -36,15 +38,18 @@ pub enum Credential {
     PersonalTokens,
     /// Webhook subscriptions.
     WebhookSubscriptions,
+    /// Grants to OAuth apps, with their access and refresh tokens.
+    AppGrants,
 }
 
 impl Credential {
     /// Every kind, in the order they are ended (sign-ins first: they can make the others).
-    pub const ALL: [Credential; 4] = [
+    pub const ALL: [Credential; 5] = [
         Self::SignIns,
         Self::ExchangeCodes,
         Self::PersonalTokens,
         Self::WebhookSubscriptions,
+        Self::AppGrants,
     ];
 
     /// The kind's name in logs.
@@ -54,6 +59,7 @@ impl Credential {
             Self::ExchangeCodes => "exchangeCodes",
             Self::PersonalTokens => "personalTokens",
             Self::WebhookSubscriptions => "webhookSubscriptions",
+            Self::AppGrants => "appGrants",
         }
     }
 
@@ -76,6 +82,7 @@ impl Credential {
                 }
                 Cause::Takeover | Cause::Deletion => subscriptions::delete_all(ports, user).await,
             },
+            Self::AppGrants => grants::revoke_all(ports, user).await,
         }
     }
 }
@@ -136,6 +143,7 @@ pub async fn end_all(ports: &Ports, user: &UserId, cause: Cause<'_>) -> Result<E
         exchange_codes = ended.of(Credential::ExchangeCodes),
         personal_tokens = ended.of(Credential::PersonalTokens),
         webhook_subscriptions = ended.of(Credential::WebhookSubscriptions),
+        app_grants = ended.of(Credential::AppGrants),
         "credentials ended"
     );
     Ok(ended)

@@ -8,12 +8,12 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use paddock_authorization::apps::{self, AppError, AppView, ClientType, NewApp, RegisteredApp};
 use paddock_http::envelope;
 use paddock_http::http::auth_user::{Caller, scope};
 use paddock_http::http::envelope::with_status;
 use paddock_http::http::{ApiError, ApiJson, ok};
 use paddock_http::state::AppState;
-use paddock_oauth::apps::{self, AppError, AppView, ClientType, NewApp, RegisteredApp};
 
 /// `POST /v1/apps` body.
 #[derive(Debug, Deserialize, ToSchema)]

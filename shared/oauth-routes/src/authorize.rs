@@ -19,6 +19,8 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use crate::consent_page::{self, AppShown};
 use crate::form::{Params, cookie, is_form};
+use paddock_authorization::authorization::{self, AuthorizationRequest, PARAMETERS, Refusal};
+use paddock_authorization::consent_sessions;
 use paddock_core::identity::fields::{Email, login_password};
 use paddock_core::identity::password_sign_in::{self, SignInError};
 use paddock_core::identity::users;
@@ -27,8 +29,6 @@ use paddock_core::ports::items::StoreError;
 use paddock_http::http::auth_user::ClientAddr;
 use paddock_http::http::public_url::PublicUrl;
 use paddock_http::state::AppState;
-use paddock_oauth::authorization::{self, AuthorizationRequest, PARAMETERS, Refusal};
-use paddock_oauth::consent_sessions;
 
 /// The cookie of a driver signed in on the consent pages.
 const SESSION_COOKIE: &str = "paddock_oauth_session";

@@ -7,11 +7,11 @@ use http::StatusCode;
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use paddock_authorization::grants::{self, GrantView};
 use paddock_http::envelope;
 use paddock_http::http::auth_user::{Caller, scope};
 use paddock_http::http::{ApiError, ok};
 use paddock_http::state::AppState;
-use paddock_oauth::grants::{self, GrantView};
 
 /// The apps the caller authorised.
 #[derive(Debug, Serialize, ToSchema)]

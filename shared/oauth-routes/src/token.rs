@@ -10,10 +10,10 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::form::{Params, basic_credentials, is_form};
+use paddock_authorization::errors::{ErrorCode, OAuthError};
+use paddock_authorization::tokens::{self, Client, Exchange, TokenAnswer};
 use paddock_http::http::public_url::PublicUrl;
 use paddock_http::state::AppState;
-use paddock_oauth::errors::{ErrorCode, OAuthError};
-use paddock_oauth::tokens::{self, Client, Exchange, TokenAnswer};
 
 /// An OAuth error answer (RFC 6749 §5.2).
 #[derive(Debug, Serialize, ToSchema)]

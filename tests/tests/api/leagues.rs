@@ -9,21 +9,6 @@ use paddock_tests::TestApp;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-/// DELETE `path`; answers the status and the envelope, if any (a 204 has none).
-async fn delete(app: &TestApp, path: &str, token: &str) -> (u16, Value) {
-    let response = app
-        .client
-        .delete(format!("{}{path}", app.address))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let bytes = response.bytes().await.unwrap();
-    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    (status, body)
-}
-
 /// Makes a league; answers its data.
 async fn create(app: &TestApp, token: &str, name: &str) -> Value {
     let body = json!({"name": name, "description": "One track a week"});
@@ -114,7 +99,7 @@ async fn a_league_is_made_joined_handed_on_and_closed(app: TestApp, clock: Arc<M
     );
     // Cy removes Bo, then leaves alone: the league closes and its code names nothing.
     let path = format!("/v1/leagues/{id}/members/{bo_id}");
-    let (status, body) = delete(&app, &path, &cy).await;
+    let (status, body) = app.delete_auth(&path, &cy).await;
     assert_eq!(status, 204, "{body}");
     let (status, _) = app
         .call(Method::GET, &format!("/v1/leagues/{id}"), &bo, None)
@@ -230,7 +215,7 @@ async fn another_drivers_league_is_not_found(app: TestApp) {
         "{refused}"
     );
     let path = format!("/v1/leagues/{id}/members/{eve_id}");
-    assert_eq!(delete(&app, &path, &ana).await.0, 404);
+    assert_eq!(app.delete_auth(&path, &ana).await.0, 404);
     // Without a sign-in: 401.
     let response = app.get(&format!("/v1/leagues/{id}")).await;
     assert_eq!(response.status(), 401);
@@ -307,7 +292,7 @@ async fn bad_input_is_refused_naming_the_field_and_the_rule(app: TestApp) {
         );
     }
     let path = format!("/v1/leagues/{id}/members/{ana_id}");
-    let (status, refused) = delete(&app, &path, &ana).await;
+    let (status, refused) = app.delete_auth(&path, &ana).await;
     assert_eq!(status, 400, "{refused}");
     // Five leagues owned at most.
     for n in 0..4 {

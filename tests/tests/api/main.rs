@@ -25,6 +25,7 @@ mod leagues;
 mod local_server;
 mod log_lines;
 mod metrics_scrapes;
+mod oauth;
 mod preview_renders;
 mod profile;
 mod rate_limits;

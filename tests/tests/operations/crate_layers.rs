@@ -31,7 +31,7 @@ const NOT_IN_CORE: [&str; 14] = [
 /// camelCase key adapter.
 /// Above them the domain's crates follow the domain's own graph, from the platform and the
 /// kernel up to a driver's data, and `paddock-core` gathers them for the layers above.
-const LAYERS: [(&str, &[&str]); 23] = [
+const LAYERS: [(&str, &[&str]); 25] = [
     ("paddock-hidden-characters", &[]),
     ("paddock-zip-check", &["paddock-hidden-characters"]),
     ("paddock-webhook-address", &[]),
@@ -97,6 +97,14 @@ const LAYERS: [(&str, &[&str]); 23] = [
         ],
     ),
     (
+        "paddock-authorization",
+        &[
+            "paddock-hidden-characters",
+            "paddock-kernel",
+            "paddock-identity",
+        ],
+    ),
+    (
         "paddock-driver-data",
         &[
             "paddock-platform",
@@ -107,6 +115,7 @@ const LAYERS: [(&str, &[&str]); 23] = [
             "paddock-social",
             "paddock-packs",
             "paddock-competitions",
+            "paddock-authorization",
         ],
     ),
     (
@@ -148,12 +157,17 @@ const LAYERS: [(&str, &[&str]); 23] = [
         &["paddock-core", "paddock-board-pages", "paddock-http"],
     ),
     (
+        "paddock-oauth-routes",
+        &["paddock-core", "paddock-authorization", "paddock-http"],
+    ),
+    (
         "paddock-api",
         &[
             "paddock-core",
             "paddock-clients",
             "paddock-http",
             "paddock-pages",
+            "paddock-oauth-routes",
         ],
     ),
     (

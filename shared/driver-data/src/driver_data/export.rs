@@ -121,7 +121,9 @@ pub fn exported(kind: DriverData) -> bool {
         | DriverData::UsageCounters
         | DriverData::SignInAddresses
         | DriverData::RequestKeys
-        | DriverData::Webhooks => true,
+        | DriverData::Webhooks
+        | DriverData::Apps
+        | DriverData::AppGrants => true,
     }
 }
 
@@ -354,6 +356,16 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
                 paddock_social::webhooks::subscriptions::exported(ports, user).await?
             {
                 array.push(&subscription).await?;
+            }
+        }
+        DriverData::Apps => {
+            for app in paddock_authorization::apps::exported(ports, user).await? {
+                array.push(&app).await?;
+            }
+        }
+        DriverData::AppGrants => {
+            for grant in paddock_authorization::grants::exported(ports, user).await? {
+                array.push(&grant).await?;
             }
         }
         DriverData::UsageCounters => {

@@ -15,6 +15,7 @@ pub mod export;
 use serde_json::Value;
 
 use crate::credentials::Credential;
+use paddock_authorization::grants::GRANT_PREFIX;
 use paddock_boards::leaderboards::lap_history::LAP_HISTORY_PREFIX;
 use paddock_competitions::leagues;
 use paddock_identity::identity::personal_tokens::TOKEN_INDEX_PREFIX;
@@ -104,11 +105,20 @@ pub enum DriverData {
     /// Exports handed out through the blob store (AWS: blobs `exports/<id>/<export>.json`,
     /// offered by a presigned URL, expired after a day by the bucket's lifecycle rule).
     Exports,
+    /// OAuth apps the driver registered (`tokens`: `APP#<client id>` / `APP` and the
+    /// driver's list `USER#<id>` / `APP#<client id>`). Deleting one ends every driver's grant
+    /// to it. Exported without their secrets' hashes.
+    Apps,
+    /// The driver's grants to OAuth apps (`tokens`: `USER#<id>` / `GRANT#<client id>`, each
+    /// app's row `APP#<client id>` / `GRANT#<id>`, and codes not yet exchanged
+    /// `OAUTHCODE#<hash>` / `CODE`). Their tokens are refresh-token families, as sign-ins'
+    /// ([`Self::SignIns`]). Revoked at once on deletion.
+    AppGrants,
 }
 
 impl DriverData {
     /// Every kind, in export order.
-    pub const ALL: [DriverData; 25] = [
+    pub const ALL: [DriverData; 27] = [
         Self::Profile,
         Self::EmailSignIn,
         Self::ProviderLinks,
@@ -134,6 +144,8 @@ impl DriverData {
         Self::Webhooks,
         Self::PendingEvents,
         Self::Exports,
+        Self::Apps,
+        Self::AppGrants,
     ];
 
     /// The credential this kind is, if it is one: what a takeover, a password change and the
@@ -145,6 +157,7 @@ impl DriverData {
             Self::ExchangeCodes => Some(Credential::ExchangeCodes),
             Self::AccessTokens => Some(Credential::PersonalTokens),
             Self::Webhooks => Some(Credential::WebhookSubscriptions),
+            Self::AppGrants => Some(Credential::AppGrants),
             // The password is removed or replaced by each of those paths itself, and provider
             // links are the verified owner's own; the rest grants nothing.
             Self::Profile
@@ -166,7 +179,9 @@ impl DriverData {
             | Self::SignInAddresses
             | Self::RequestKeys
             | Self::PendingEvents
-            | Self::Exports => None,
+            | Self::Exports
+            // An app the driver runs acts for other drivers, never for its owner's account.
+            | Self::Apps => None,
         }
     }
 
@@ -198,6 +213,8 @@ impl DriverData {
             Self::PendingEvents => "pendingEvents",
             Self::Webhooks => "webhooks",
             Self::Exports => "exports",
+            Self::Apps => "apps",
+            Self::AppGrants => "appGrants",
         }
     }
 
@@ -222,6 +239,13 @@ impl DriverData {
             Table::Tokens if pk == user_pk && sk.starts_with(TOKEN_INDEX_PREFIX) => {
                 Self::AccessTokens
             }
+            Table::Tokens if pk == user_pk && sk.starts_with("APP#") => Self::Apps,
+            Table::Tokens if pk.starts_with("APP#") && sk == "APP" && mine("ownerId") => Self::Apps,
+            Table::Tokens if pk == user_pk && sk.starts_with(GRANT_PREFIX) => Self::AppGrants,
+            Table::Tokens if pk.starts_with("APP#") && sk == format!("{GRANT_PREFIX}{user}") => {
+                Self::AppGrants
+            }
+            Table::Tokens if pk.starts_with("OAUTHCODE#") && mine("userId") => Self::AppGrants,
             Table::Sessions if pk == user_pk && sk.starts_with("SESSION#") => Self::Sessions,
             Table::Sessions if pk == user_pk && sk.starts_with("CLIENT#") => Self::UploadRecords,
             Table::Tracks if pk == "JOBS" && mine("userId") => Self::TrackJobs,

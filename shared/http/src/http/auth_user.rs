@@ -16,12 +16,11 @@ use std::sync::{Arc, OnceLock};
 
 use super::ApiError;
 use crate::state::AppState;
-use paddock_core::identity::app_tokens;
 use paddock_core::identity::authentication::{
     self, AuthenticationError, Credential, Required, Unconfirmed,
 };
 use paddock_core::identity::claims::Claims;
-use paddock_core::identity::personal_tokens::{self, Scope, TokenGrant};
+use paddock_core::identity::personal_tokens::{Scope, TokenGrant};
 use paddock_core::ids::UserId;
 use paddock_core::rate_limits::{Usage, address_group};
 
@@ -227,13 +226,6 @@ impl<R: Requirement, C: Confirmation> FromRequestParts<AppState> for Caller<R, C
         let slot = parts.extensions.get::<RateLimitSlot>();
         Self::from_authorization(parts.headers.get(header::AUTHORIZATION), slot, state).await
     }
-}
-
-/// Whether a request's headers carry a token whose requests are counted: a personal access
-/// token or an app's (by its prefix only).
-pub fn carries_counted_token(headers: &http::HeaderMap) -> bool {
-    bearer(headers)
-        .is_some_and(|t| personal_tokens::is_personal_token(t) || app_tokens::is_app_token(t))
 }
 
 /// The client's address as rate limits count it: API Gateway's source IP in Lambda, the

@@ -7,7 +7,6 @@ use paddock_core::coaching::coach::CoachError;
 use paddock_core::coaching::llm::LlmError;
 use paddock_core::competition_events::EventError;
 use paddock_core::identity::authentication::AuthenticationError;
-use paddock_core::identity::password_sign_in::SignInError;
 use paddock_core::identity::passwords::PasswordError;
 use paddock_core::identity::signing_keys::SigningKeyError;
 use paddock_core::leaderboards::cache::PageError;
@@ -88,12 +87,6 @@ answers! {
             retry_after_secs,
         },
         PasswordError::Failed(cause) => Self::Internal(anyhow::anyhow!(cause)),
-    };
-    SignInError => |e| match e {
-        SignInError::WrongCredentials => Self::Unauthorized(e.to_string()),
-        SignInError::Limited(l) => l.into(),
-        SignInError::Hashing(h) => h.into(),
-        SignInError::Store(s) => s.into(),
     };
     AuthenticationError => |e| match e {
         AuthenticationError::Refused(reason) => Self::Unauthorized(reason),

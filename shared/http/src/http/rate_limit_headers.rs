@@ -12,11 +12,14 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderName, HeaderValue};
 
-use super::auth_user::{RateLimitSlot, carries_counted_token};
+use super::auth_user::{RateLimitSlot, bearer};
+use paddock_core::identity::{app_tokens, personal_tokens};
 
 /// Gives a counted token's request a rate-limit slot, and its answer the slot's headers.
 pub(crate) async fn rate_limit_headers(mut req: Request, next: Next) -> Response {
-    if !carries_counted_token(req.headers()) {
+    // A token whose requests are counted (by its prefix only).
+    let counted = |t: &str| personal_tokens::is_personal_token(t) || app_tokens::is_app_token(t);
+    if !bearer(req.headers()).is_some_and(counted) {
         return next.run(req).await;
     }
     let slot = RateLimitSlot::default();

@@ -52,6 +52,7 @@ const HTTP_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("profile", "/v1/profile", "/v1/profile"),
     ("webhooks", "/v1/webhooks", "/v1/webhooks"),
     ("leagues", "/v1/leagues", "/v1/leagues/join"),
+    ("oauth", "/v1/apps", "/v1/apps"),
     ("health", "/health/ready?detail=1", "/health"),
 ];
 

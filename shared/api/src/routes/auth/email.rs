@@ -17,8 +17,9 @@ use crate::state::AppState;
 use paddock_core::credentials;
 use paddock_core::identity::fields::{DisplayName, Email, Password, login_password};
 use paddock_core::identity::password_changes::PasswordChangeError;
+use paddock_core::identity::password_sign_in::{self, SignInError};
 use paddock_core::identity::users::{self, RegisterError, User};
-use paddock_core::identity::{password_sign_in, refresh_tokens, registration};
+use paddock_core::identity::{refresh_tokens, registration};
 use paddock_core::problems::{FieldProblems, Problems};
 use paddock_core::rate_limits::{self, Limit};
 
@@ -294,7 +295,13 @@ async fn sign_in(
         &email,
         password,
     )
-    .await?;
+    .await
+    .map_err(|e| match e {
+        SignInError::WrongCredentials => ApiError::Unauthorized(e.to_string()),
+        SignInError::Limited(l) => l.into(),
+        SignInError::Hashing(h) => h.into(),
+        SignInError::Store(s) => s.into(),
+    })?;
     let issued = refresh_tokens::issue_new_family_with(
         &state.ports,
         &user.id,

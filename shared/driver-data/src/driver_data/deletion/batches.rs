@@ -67,6 +67,10 @@ pub(super) async fn delete_batch(
         DriverData::Leagues => paddock_competitions::leagues::leave_all(ports, user)
             .await
             .map_err(crate::driver_data::league_store_error),
+        DriverData::Apps => Ok(paddock_authorization::apps::remove_all(ports, user).await? as u64),
+        DriverData::AppGrants => {
+            Ok(paddock_authorization::grants::revoke_all(ports, user).await? as u64)
+        }
         DriverData::Webhooks => {
             partition_batch(
                 ports,

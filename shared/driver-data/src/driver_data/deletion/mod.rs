@@ -50,9 +50,12 @@ use batches::*;
 /// The order the job deletes in: what is found through another kind goes before it (entries
 /// through the board index, jobs and points through sessions, tokens through their family),
 /// and the profile, which the job resumes from, goes last.
-pub const ORDER: [DriverData; 25] = [
-    // First, so nothing more is delivered to the driver's receivers.
+pub const ORDER: [DriverData; 27] = [
+    // First, so nothing more is delivered to the driver's receivers, and no app acts for them.
     DriverData::Webhooks,
+    DriverData::AppGrants,
+    // The driver's apps, and every other driver's grant to them.
+    DriverData::Apps,
     DriverData::LeaderboardEntries,
     DriverData::LapHistory,
     DriverData::TrackPoints,

@@ -18,6 +18,7 @@ use utoipa::ToSchema;
 
 use crate::errors::{ErrorCode, OAuthError};
 use crate::grants;
+use crate::keys::{APP_PREFIX, app_key};
 use crate::redirect_uris;
 use paddock_identity::identity::capped_lists::{CappedList, ListVersion};
 use paddock_identity::identity::users::not_deleted_op;
@@ -39,13 +40,6 @@ pub const MAX_NAME_CHARS: usize = 64;
 pub const CLIENT_ID_PREFIX: &str = "pdc_";
 /// What every client secret starts with.
 const SECRET_PREFIX: &str = "pdcs_";
-/// Sort-key prefix of an owner's app rows and of an app's grant rows.
-pub(crate) const APP_PREFIX: &str = "APP#";
-
-/// The key of an app's record.
-pub(crate) fn app_key(client_id: &str) -> Key {
-    Key::new(format!("{APP_PREFIX}{client_id}"), "APP")
-}
 
 fn owner_key(owner: &UserId, client_id: &str) -> Key {
     Key::new(format!("USER#{owner}"), format!("{APP_PREFIX}{client_id}"))

@@ -151,6 +151,7 @@ pub async fn check(
     if scopes.is_empty() {
         return Err(back(ErrorCode::InvalidScope, "scope: is required".into()));
     }
+    scopes.sort();
     let resource = match value("resource") {
         None => Resource::RestApi,
         Some(uri) => Resource::named(issuer, uri).ok_or_else(|| {
@@ -210,7 +211,11 @@ impl AuthorizationRequest {
         issuer: &str,
         user: &UserId,
     ) -> Result<String, StoreError> {
-        let grant = grants::approve(ports, user, &self.app, &self.scopes).await?;
+        let app = grants::Approved {
+            client_id: &self.app.client_id,
+            name: &self.app.name,
+        };
+        let grant = grants::approve(ports, user, app, &self.scopes).await?;
         let code = codes::issue(
             ports,
             &CodeGrant {

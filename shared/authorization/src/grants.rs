@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
-use crate::apps::{APP_PREFIX, App, app_key};
+use crate::keys::{APP_PREFIX, app_key};
 use paddock_identity::identity::personal_tokens::Scope;
 use paddock_identity::identity::refresh_tokens::{self, app_family_ops};
 use paddock_identity::identity::users::not_deleted_op;
@@ -147,16 +147,25 @@ pub async fn live_row(
     Ok(row.as_ref().and_then(Grant::of))
 }
 
+/// The app a driver approves: its client id and the name they saw.
+#[derive(Debug, Clone, Copy)]
+pub struct Approved<'a> {
+    /// The app's client id.
+    pub client_id: &'a str,
+    /// The app's name.
+    pub name: &'a str,
+}
+
 /// Records `user`'s consent to `app` for `scopes`: a new grant with a new family, or the
 /// live grant widened to them. Answers the grant.
 pub async fn approve(
     ports: &Ports,
     user: &UserId,
-    app: &App,
+    app: Approved<'_>,
     scopes: &[Scope],
 ) -> Result<Grant, StoreError> {
     let now = ports.clock.unix();
-    if let Some(mut grant) = live(ports, user, &app.client_id).await? {
+    if let Some(mut grant) = live(ports, user, app.client_id).await? {
         let mut widened = grant.scopes.clone();
         widened.extend(scopes.iter().filter(|s| !grant.scopes.contains(s)));
         widened.sort();
@@ -166,8 +175,8 @@ pub async fn approve(
             .items
             .update(
                 Table::Tokens,
-                &grant_key(user, &app.client_id),
-                Update::set("scopes", names).and_set("appName", app.name.as_str()),
+                &grant_key(user, app.client_id),
+                Update::set("scopes", names).and_set("appName", app.name),
                 Some(same_family),
             )
             .await?;
@@ -176,9 +185,9 @@ pub async fn approve(
     }
     let existed = ports
         .items
-        .get(Table::Tokens, &grant_key(user, &app.client_id))
+        .get(Table::Tokens, &grant_key(user, app.client_id))
         .await?;
-    let (family_id, mut ops) = app_family_ops(ports, user, &app.client_id);
+    let (family_id, mut ops) = app_family_ops(ports, user, app.client_id);
     let mut sorted = scopes.to_vec();
     sorted.sort();
     let names: Vec<&str> = sorted.iter().map(|s| s.name()).collect();
@@ -196,15 +205,12 @@ pub async fn approve(
     ops.extend([
         TxOp::Put {
             table: Table::Tokens,
-            item: item(&grant_key(user, &app.client_id), row),
+            item: item(&grant_key(user, app.client_id), row),
             condition: Some(as_read),
         },
         TxOp::Put {
             table: Table::Tokens,
-            item: item(
-                &app_grant_key(&app.client_id, user),
-                json!({"userId": user}),
-            ),
+            item: item(&app_grant_key(app.client_id, user), json!({"userId": user})),
             condition: None,
         },
         not_deleted_op(user),
@@ -213,8 +219,8 @@ pub async fn approve(
         // A new driver for the app (the app must still exist).
         ops.push(TxOp::Update {
             table: Table::Tokens,
-            key: app_key(&app.client_id),
-            update: Update::set("clientId", app.client_id.as_str()).and_add("grants", 1),
+            key: app_key(app.client_id),
+            update: Update::set("clientId", app.client_id).and_add("grants", 1),
             condition: Some(Condition::Exists),
         });
     }
@@ -224,8 +230,8 @@ pub async fn approve(
         Err(e) => return Err(e),
     }
     Ok(Grant {
-        client_id: app.client_id.clone(),
-        app_name: app.name.clone(),
+        client_id: app.client_id.to_owned(),
+        app_name: app.name.to_owned(),
         family_id,
         scopes: sorted,
         created_at: now,

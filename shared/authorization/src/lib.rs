@@ -10,5 +10,6 @@ pub mod codes;
 pub mod consent_sessions;
 pub mod errors;
 pub mod grants;
+mod keys;
 pub mod redirect_uris;
 pub mod tokens;
