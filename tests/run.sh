@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of Paddock on a fresh machine:
 #   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
-#   missing; cfn-lint, aws-sam-translator, schemathesis, openapi-python-client and standardwebhooks into a venv; the `oidc-provider`
+#   missing; cfn-lint, aws-sam-translator, schemathesis, openapi-python-client, standardwebhooks and
+#   authlib (the OAuth app's client) into a venv; the `oidc-provider`
 #   OpenID Connect provider, axe-core, Redocly CLI, openapi-typescript and openapi-fetch from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
 #   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
 #   provider and chromedriver on loopback, lints the SAM template and checks what the SAM
@@ -60,6 +61,10 @@ fi
 # The Standard Webhooks reference library, which tests/tests/api/webhooks/ verifies deliveries with.
 if ! "$tools/venv/bin/python" -c 'import standardwebhooks' 2>/dev/null; then
   "$tools/venv/bin/pip" install -q standardwebhooks==1.1.0
+fi
+# Authlib: the OAuth app of tests/clients/oauth_app.py, a client library used unmodified.
+if ! "$tools/venv/bin/python" -c 'import authlib, sys; sys.exit(authlib.__version__ != "1.6.5")' 2>/dev/null; then
+  "$tools/venv/bin/pip" install -q authlib==1.6.5 requests
 fi
 mkdir -p "$tools/oidc"
 cp "$root/tests/oidc/package.json" "$root/tests/oidc/provider.mjs" "$tools/oidc/"
@@ -187,6 +192,7 @@ mkdir -p "$python_client"
 openapi-python-client generate --url "$api/openapi.json" --output-path "$python_client/paddock_client" \
   --meta none --config "$root/tests/clients/python-client.yaml" --fail-on-warning
 PYTHONPATH="$python_client" "$tools/venv/bin/python" "$root/tests/clients/flow.py" "$api"
+"$tools/venv/bin/python" "$root/tests/clients/oauth_app.py" "$api"
 cp "$root/tests/clients/tsconfig.json" "$root/tests/clients/flow.mjs" "$tools/clients/"
 "$tools/clients/node_modules/.bin/openapi-typescript" "$api/openapi.json" -o "$tools/clients/paddock-api.d.ts" \
   2>&1 | tee "$log_dir/openapi-typescript.log"

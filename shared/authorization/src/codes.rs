@@ -1,7 +1,9 @@
 //! Authorization codes: what a driver's approval hands the app, exchanged once for tokens.
 //!
-//! Key (table `tokens`): `OAUTHCODE#<sha256 hex of the code>` / `CODE`: `{clientId, userId,
-//! familyId, redirectUri, codeChallenge, scopes, resource, expiresAt, used, ttl}`. A code is
+//! Keys (table `tokens`): `OAUTHCODE#<sha256 hex of the code>` / `CODE`: `{clientId, userId,
+//! familyId, redirectUri, codeChallenge, scopes, resource, expiresAt, used, ttl}`, and the
+//! driver's index of them, `USER#<user id>` / `OAUTHCODE#<hash>` (same expiry), so the end of
+//! the driver's grants and the account's deletion remove them. A code is
 //! good for a minute and is marked used by a conditional write, so of two exchanges exactly
 //! one gets it. The row stays ten minutes, so a second exchange is known as a replay: the
 //! tokens issued for the code are then revoked (RFC 6749 §4.1.2), by revoking the grant's
@@ -17,7 +19,9 @@ use paddock_identity::identity::refresh_tokens;
 use paddock_kernel::hashing::{random_token, s256, sha256_hex};
 use paddock_kernel::ids::UserId;
 use paddock_kernel::ports::Ports;
-use paddock_kernel::ports::items::{Condition, Item, Key, StoreError, TTL, Update, item};
+use paddock_kernel::ports::items::{
+    Condition, Item, Key, Query, SK, StoreError, TTL, TxOp, Update, item,
+};
 use paddock_kernel::tables::Table;
 
 /// How long a code can be exchanged.
@@ -25,8 +29,19 @@ pub const LIFETIME_SECS: i64 = 60;
 /// How long its row is kept, so a replay is told from an unknown code.
 const KEPT_SECS: i64 = 600;
 
+/// Sort-key prefix of a driver's index of codes, and partition prefix of a code.
+const CODE_PREFIX: &str = "OAUTHCODE#";
+
 fn code_key(code: &str) -> Key {
-    Key::new(format!("OAUTHCODE#{}", sha256_hex(code)), "CODE")
+    code_key_of_hash(&sha256_hex(code))
+}
+
+fn code_key_of_hash(hash: &str) -> Key {
+    Key::new(format!("{CODE_PREFIX}{hash}"), "CODE")
+}
+
+fn index_key(user: &UserId, hash: &str) -> Key {
+    Key::new(format!("USER#{user}"), format!("{CODE_PREFIX}{hash}"))
 }
 
 /// What a code stands for.
@@ -65,15 +80,55 @@ pub async fn issue(
         "resource": resource, "expiresAt": now + LIFETIME_SECS, "used": false,
         TTL: now + KEPT_SECS,
     });
-    ports
-        .items
-        .put(
-            Table::Tokens,
-            item(&code_key(&code), row),
-            Some(Condition::NotExists),
-        )
-        .await?;
+    let hash = sha256_hex(&code);
+    let ops = vec![
+        TxOp::Put {
+            table: Table::Tokens,
+            item: item(&code_key_of_hash(&hash), row),
+            condition: Some(Condition::NotExists),
+        },
+        TxOp::Put {
+            table: Table::Tokens,
+            item: item(
+                &index_key(&grant.user_id, &hash),
+                json!({TTL: now + KEPT_SECS}),
+            ),
+            condition: None,
+        },
+    ];
+    ports.items.transact(ops).await?;
     Ok(code)
+}
+
+/// Removes every code of `user` with its index row (their grants end, or the account goes);
+/// answers how many codes were still there.
+pub async fn remove_all(ports: &Ports, user: &UserId) -> Result<usize, StoreError> {
+    let page = ports
+        .items
+        .query(Query::partition(Table::Tokens, format!("USER#{user}")).begins_with(CODE_PREFIX))
+        .await?;
+    let mut removed = 0;
+    for row in &page.items {
+        let sk = row.get(SK).and_then(Value::as_str);
+        let Some(hash) = sk.and_then(|sk| sk.strip_prefix(CODE_PREFIX)) else {
+            continue;
+        };
+        let mine = Some(Condition::eq("userId", user.as_str()));
+        match ports
+            .items
+            .delete(Table::Tokens, &code_key_of_hash(hash), mine)
+            .await
+        {
+            Ok(found) => removed += usize::from(found.is_some()),
+            Err(e) if e.is_condition_failed_at(0) => {}
+            Err(e) => return Err(e),
+        }
+        ports
+            .items
+            .delete(Table::Tokens, &index_key(user, hash), None)
+            .await?;
+    }
+    Ok(removed)
 }
 
 fn invalid_grant(why: &str) -> OAuthError {

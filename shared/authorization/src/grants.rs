@@ -388,9 +388,10 @@ pub async fn revoke(ports: &Ports, user: &UserId, client_id: &str) -> Result<boo
     }
 }
 
-/// Ends every grant of `user` (a password change, a takeover, the account's deletion);
-/// answers how many.
+/// Ends every grant of `user` (a password change, a takeover, the account's deletion), and
+/// removes the codes not yet exchanged; answers how many grants ended.
 pub async fn revoke_all(ports: &Ports, user: &UserId) -> Result<usize, StoreError> {
+    crate::codes::remove_all(ports, user).await?;
     let mut ended = 0;
     for grant in all_of(ports, user).await? {
         ended += usize::from(revoke(ports, user, &grant.client_id).await?);

@@ -16,6 +16,7 @@ use paddock_core::queues::QueueName;
 use paddock_core::tables::Table;
 use paddock_core::workers;
 use paddock_tests::fake_llm::FakeLlm;
+use paddock_tests::oauth_flow;
 use paddock_tests::{
     Backend, TestApp, envelope, every_blob, every_item, on_both_backends, ports, session_body,
     spawn_with, unique,
@@ -455,6 +456,15 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         .call(reqwest::Method::POST, "/v1/leagues", &token, body)
         .await;
     assert_eq!(status, 201, "{league}");
+    // An app of her own, which she also lets act for her (a grant, and a code exchanged).
+    let client = oauth_flow::register_app(app, &token, "https://bot.example.com/cb", false).await;
+    let pkce = oauth_flow::Pkce::new();
+    let query = oauth_flow::authorize_query(&client, &pkce, "profile:read", &[]);
+    let approved = oauth_flow::Browser::new(app)
+        .consent(&query, &email, PASSWORD)
+        .await;
+    let (status, tokens) = oauth_flow::exchange_code(app, &client, &approved, &pkce).await;
+    assert_eq!(status, 200, "{tokens}");
     Seeded {
         user_id,
         email,

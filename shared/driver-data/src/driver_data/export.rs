@@ -214,7 +214,9 @@ async fn write_kind<W: AsyncWrite + Unpin + Send>(
                     continue;
                 };
                 let key = paddock_identity::identity::refresh_tokens::family_key(&id);
-                if let Some(family) = ports.items.get(Table::Tokens, &key).await? {
+                // An app's grant is a family too; it is exported with the grants.
+                let family = ports.items.get(Table::Tokens, &key).await?;
+                if let Some(family) = family.filter(|f| f.get("clientId").is_none()) {
                     let expires = family.get(TTL).and_then(Value::as_i64);
                     let sign_in = json!({
                         "id": id,

@@ -110,8 +110,8 @@ pub enum DriverData {
     /// to it. Exported without their secrets' hashes.
     Apps,
     /// The driver's grants to OAuth apps (`tokens`: `USER#<id>` / `GRANT#<client id>`, each
-    /// app's row `APP#<client id>` / `GRANT#<id>`, and codes not yet exchanged
-    /// `OAUTHCODE#<hash>` / `CODE`). Their tokens are refresh-token families, as sign-ins'
+    /// app's row `APP#<client id>` / `GRANT#<id>`, and codes of the last ten minutes
+    /// `OAUTHCODE#<hash>` / `CODE` with their index `USER#<id>` / `OAUTHCODE#<hash>`). Their tokens are refresh-token families, as sign-ins'
     /// ([`Self::SignIns`]). Revoked at once on deletion.
     AppGrants,
 }
@@ -246,6 +246,7 @@ impl DriverData {
                 Self::AppGrants
             }
             Table::Tokens if pk.starts_with("OAUTHCODE#") && mine("userId") => Self::AppGrants,
+            Table::Tokens if pk == user_pk && sk.starts_with("OAUTHCODE#") => Self::AppGrants,
             Table::Sessions if pk == user_pk && sk.starts_with("SESSION#") => Self::Sessions,
             Table::Sessions if pk == user_pk && sk.starts_with("CLIENT#") => Self::UploadRecords,
             Table::Tracks if pk == "JOBS" && mine("userId") => Self::TrackJobs,
