@@ -3,6 +3,8 @@
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::json;
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
 
 /// An environment variable the browser tests need; they run from `./tests/run.sh`.
 pub fn env(name: &str) -> String {
@@ -69,4 +71,45 @@ pub async fn click_through(client: &Client, locator: Locator<'_>) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the click on a page at {before} led to no other page within 10 s");
+}
+
+/// A native app's loopback listener (the desktop client's, an OAuth app's): answers one
+/// request to `/callback` and reports its path and query.
+pub async fn loopback_listener() -> (String, tokio::task::JoinHandle<String>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let redirect = format!(
+        "http://127.0.0.1:{}/callback",
+        listener.local_addr().unwrap().port()
+    );
+    let task = tokio::spawn(async move {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 8192];
+            let n = sock.read(&mut buf).await.unwrap();
+            let head = String::from_utf8_lossy(&buf[..n]).to_string();
+            let target = head
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned();
+            let page = "<html><body>Signed in. You can close this window.</body></html>";
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
+                page.len()
+            );
+            let _ = sock.write_all(answer.as_bytes()).await;
+            if target.starts_with("/callback") {
+                return target;
+            }
+        }
+    });
+    (redirect, task)
+}
+
+/// The query parameter `name` of a request target (`/callback?...`).
+pub fn query_param(target: &str, name: &str) -> Option<String> {
+    let url = reqwest::Url::parse(&format!("http://x{target}")).ok()?;
+    url.query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
 }

@@ -7,14 +7,12 @@ use fantoccini::Locator;
 use paddock_clients::identity_providers::{ProviderConfig, ProviderKind};
 use paddock_core::config::Settings;
 use paddock_core::hashing::{random_token, s256};
-use paddock_tests::browser::{env, open_browser};
+use paddock_tests::browser::{env, loopback_listener, open_browser, query_param};
 use paddock_tests::{TestApp, envelope, spawn_with};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 /// The server, configured with the test provider under the name `oidc`, on the port the
 /// provider has registered as its redirect target.
@@ -44,51 +42,12 @@ async fn app_with_provider(registered_port: bool) -> TestApp {
     spawn_with(settings, ports, dir).await
 }
 
-/// The desktop client's loopback listener: answers one request and reports its query.
-async fn desktop_listener() -> (String, tokio::task::JoinHandle<String>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let redirect = format!(
-        "http://127.0.0.1:{}/callback",
-        listener.local_addr().unwrap().port()
-    );
-    let task = tokio::spawn(async move {
-        loop {
-            let (mut sock, _) = listener.accept().await.unwrap();
-            let mut buf = vec![0u8; 8192];
-            let n = sock.read(&mut buf).await.unwrap();
-            let head = String::from_utf8_lossy(&buf[..n]).to_string();
-            let target = head
-                .split_whitespace()
-                .nth(1)
-                .unwrap_or_default()
-                .to_owned();
-            let page = "<html><body>Signed in. You can close this window.</body></html>";
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{page}",
-                page.len()
-            );
-            let _ = sock.write_all(answer.as_bytes()).await;
-            if target.starts_with("/callback") {
-                return target;
-            }
-        }
-    });
-    (redirect, task)
-}
-
-fn query_param(target: &str, name: &str) -> Option<String> {
-    let url = reqwest::Url::parse(&format!("http://x{target}")).ok()?;
-    url.query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-}
-
 /// Plays the desktop client and the user once: starts the flow for a fresh PKCE pair and a
 /// fresh loopback listener, signs in at the provider's form in the browser, and returns the
 /// query the listener received, the verifier, and the browser's final URL.
 async fn sign_in_in_browser(app: &TestApp, login: &str) -> (String, String, String) {
     let verifier = random_token(48);
-    let (redirect, listener) = desktop_listener().await;
+    let (redirect, listener) = loopback_listener().await;
     let start = format!(
         "{}/v1/auth/login/oidc?redirect_uri={redirect}&code_challenge={}",
         app.address,

@@ -14,7 +14,11 @@ use axum::extract::ConnectInfo;
 use http::{Request, StatusCode};
 use http_body_util::BodyExt;
 use paddock_api::state::AppState;
+use paddock_authorization::grants;
 use paddock_aws::DynamoItemStore;
+use paddock_core::identity::app_tokens::{self, AppTokenRequest, Resource};
+use paddock_core::identity::personal_tokens::Scope;
+use paddock_core::ids::UserId;
 use paddock_core::ports::{Clock, ManualClock};
 use paddock_tests::counting_items::{Counted, CountingItems, grouped};
 use paddock_tests::{Backend, ports, session_body};
@@ -52,6 +56,7 @@ const LIMITS: &[(&str, u64, u64)] = &[
     ("GET /v1/profile/me", 2, 1),
     ("GET /v1/achievements", 3, 1),
     ("GET /v1/sessions (personal access token)", 5, 4),
+    ("GET /v1/sessions (an app's token)", 6, 3),
 ];
 
 /// What each store call is held, as a round trip takes a few milliseconds: long enough that
@@ -76,6 +81,8 @@ struct Meter {
     dynamo: Option<Arc<DynamoItemStore>>,
     clock: Arc<ManualClock>,
     costs: Vec<Cost>,
+    /// The routes' state: its ports and keys make an app's grant and token directly.
+    state: AppState,
 }
 
 impl Meter {
@@ -108,12 +115,36 @@ impl Meter {
         // The temporary directory of the embedded store lives as long as the test.
         std::mem::forget(t.dir);
         Self {
-            router: paddock_api::routes::app_router(state),
+            router: paddock_api::routes::app_router(state.clone()),
+            state,
             counting,
             dynamo,
             clock,
             costs: Vec::new(),
         }
+    }
+
+    /// An access token of a fresh grant of `user_id` to the app `client_id`, for `scopes`,
+    /// made through the domain (the consent page's forms are another test's).
+    async fn app_token(&self, user_id: &str, client_id: &str, scopes: &[Scope]) -> String {
+        let user: UserId = user_id.parse().unwrap();
+        let app = grants::Approved {
+            client_id,
+            name: "trips",
+        };
+        let grant = grants::approve(&self.state.ports, &user, app, scopes)
+            .await
+            .unwrap();
+        let keys = self.state.access_tokens().await.unwrap();
+        let request = AppTokenRequest {
+            issuer: "https://paddock.example",
+            user_id: &user,
+            client_id,
+            grant_id: &grant.family_id,
+            scopes,
+            resource: Resource::RestApi,
+        };
+        app_tokens::issue(&keys, &request, self.state.ports.clock.now()).0
     }
 
     fn capacity(&self) -> (f64, f64) {
@@ -193,6 +224,7 @@ async fn each_request_kind(m: &mut Meter) {
         )
         .await;
     assert_eq!(status, 201, "{body}");
+    let user_id = body["data"]["user"]["id"].as_str().unwrap().to_owned();
     let login = json!({"email": "trips@example.com", "password": "correct horse battery"});
     let (status, body) = m
         .call(
@@ -355,6 +387,22 @@ async fn each_request_kind(m: &mut Meter) {
             Some(&personal),
             None,
         )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // An app's token: its grant, and the grant's and the app's rate limits, read at once.
+    let registered = json!({"name": "trips", "redirectUris": ["https://bot.example.com/cb"]});
+    let (status, body) = m
+        .call(None, "POST", "/v1/apps", token, Some(registered))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let client_id = body["data"]["app"]["clientId"].as_str().unwrap().to_owned();
+    let app_token = m
+        .app_token(&user_id, &client_id, &[Scope::SessionsRead])
+        .await;
+    let what = "GET /v1/sessions (an app's token)";
+    let (status, body) = m
+        .call(Some(what), "GET", "/v1/sessions", Some(&app_token), None)
         .await;
     assert_eq!(status, 200, "{body}");
 

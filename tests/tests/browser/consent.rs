@@ -1,0 +1,84 @@
+//! The OAuth consent page in headless Chromium: a driver signs in on the page and allows an
+//! app; both the sign-in form and the consent pass axe-core with no serious or critical
+//! violation and fit a phone's width; the browser lands on the app's loopback listener with a
+//! code, the app's `state` and the issuer, and the code is exchanged with its PKCE verifier.
+
+use fantoccini::Locator;
+use paddock_tests::browser::{loopback_listener, open_browser, query_param};
+use paddock_tests::oauth_flow::{
+    Pkce, authorize_query, driver_with_password, exchange_code, register_app,
+};
+use std::time::Duration;
+
+use super::board_pages::{accessible, photograph};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_driver_allows_an_app_in_a_browser() {
+    let app = paddock_tests::spawn_app().await;
+    let (owner, _) = app.driver("Owner").await;
+    let (_, _, email) = driver_with_password(&app, "Dee").await;
+    let mut client = register_app(&app, &owner, "http://127.0.0.1/callback", false).await;
+    let (redirect, listener) = loopback_listener().await;
+    // A native app listens on a port of its own choosing (RFC 8252 §7.3).
+    client.redirect_uri = redirect.clone();
+    let pkce = Pkce::new();
+    let query = authorize_query(&client, &pkce, "profile:read boards:read", &[]);
+    let browser = open_browser().await;
+    browser
+        .goto(&format!("{}/oauth/authorize?{query}", app.address))
+        .await
+        .unwrap();
+    accessible(&browser, "the consent page's sign-in").await;
+    photograph(&browser, "consent-sign-in").await;
+    browser
+        .find(Locator::Css("input[name=email]"))
+        .await
+        .unwrap()
+        .send_keys(&email)
+        .await
+        .unwrap();
+    browser
+        .find(Locator::Css("input[name=password]"))
+        .await
+        .unwrap()
+        .send_keys("correct horse battery")
+        .await
+        .unwrap();
+    browser
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let allow = browser
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css("button[value=approve]"))
+        .await
+        .unwrap();
+    let page = browser.source().await.unwrap();
+    assert!(
+        page.contains("League Bot") && page.contains("Owner"),
+        "{page}"
+    );
+    assert!(page.contains("See your profile"), "{page}");
+    accessible(&browser, "the consent page").await;
+    photograph(&browser, "consent").await;
+    allow.click().await.unwrap();
+    let target = tokio::time::timeout(Duration::from_secs(20), listener)
+        .await
+        .expect("the browser reached the app's listener")
+        .unwrap();
+    browser.close().await.unwrap();
+    assert_eq!(query_param(&target, "state").as_deref(), Some("state-1"));
+    assert_eq!(query_param(&target, "iss"), Some(app.address.clone()));
+    let approved = paddock_tests::oauth_flow::Answer {
+        status: 303,
+        location: Some(format!("{redirect}{}", &target["/callback".len()..])),
+        headers: Default::default(),
+        body: String::new(),
+    };
+    let (status, tokens) = exchange_code(&app, &client, &approved, &pkce).await;
+    assert_eq!(status, 200, "{tokens}");
+}
