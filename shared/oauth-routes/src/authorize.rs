@@ -50,7 +50,9 @@ fn page(status: StatusCode, html: String, app_origin: Option<&str>) -> Response 
     set(headers, header::CONTENT_TYPE, "text/html; charset=utf-8");
     set(headers, header::CACHE_CONTROL, "no-store");
     set(headers, header::X_FRAME_OPTIONS, "DENY");
-    set(headers, header::REFERRER_POLICY, "no-referrer");
+    // Not `no-referrer`: under it a browser sends `Origin: null` with the page's own forms,
+    // which the form check could not tell from another site's. The app is told nothing.
+    set(headers, header::REFERRER_POLICY, "same-origin");
     set(
         headers,
         header::CONTENT_SECURITY_POLICY,

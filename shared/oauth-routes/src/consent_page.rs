@@ -86,7 +86,7 @@ fn document(title: &str, body: Markup) -> String {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
-                meta name="referrer" content="no-referrer";
+                meta name="referrer" content="same-origin";
                 title { (title) " · Paddock" }
                 style { (PreEscaped(STYLE)) }
             }

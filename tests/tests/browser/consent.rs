@@ -51,12 +51,19 @@ async fn a_driver_allows_an_app_in_a_browser() {
         .click()
         .await
         .unwrap();
-    let allow = browser
+    let allow = match browser
         .wait()
         .at_most(Duration::from_secs(15))
         .for_element(Locator::Css("button[value=approve]"))
         .await
-        .unwrap();
+    {
+        Ok(allow) => allow,
+        Err(e) => panic!(
+            "no consent after signing in ({e}): at {} {}",
+            browser.current_url().await.unwrap(),
+            browser.source().await.unwrap()
+        ),
+    };
     let page = browser.source().await.unwrap();
     assert!(
         page.contains("League Bot") && page.contains("Owner"),
