@@ -6,9 +6,10 @@ use aws_sdk_sqs::types::{
     DeleteMessageBatchRequestEntry, MessageSystemAttributeName, MessageSystemAttributeNameForSends,
     MessageSystemAttributeValue, QueueAttributeName, SendMessageBatchRequestEntry,
 };
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::describe;
+use super::{OnFirstUse, describe};
 use paddock_core::ports::queue::{
     EventQueue, MAX_MESSAGE_BYTES, MAX_SEND_DELAY, QueueError, ReceivedMessage,
 };
@@ -16,16 +17,18 @@ use paddock_core::trace_context::EventHeader;
 
 /// An SQS queue and its dead-letter queue.
 pub struct SqsQueue {
-    client: Client,
+    // Shared by the queues of one process, each of which may be the first to use it.
+    client: Arc<OnFirstUse<Client>>,
     url: String,
     dead_letter_url: Option<String>,
     visibility: Duration,
 }
 
 impl SqsQueue {
-    /// The queue at `url`; `dead_letter_url` receives poison messages.
-    pub fn new(
-        client: Client,
+    /// The queue at `url`; `dead_letter_url` receives poison messages. The client is built at
+    /// the first call of any queue sharing it.
+    pub fn on_first_use(
+        client: Arc<OnFirstUse<Client>>,
         url: impl Into<String>,
         dead_letter_url: Option<String>,
         visibility: Duration,
@@ -79,6 +82,7 @@ impl EventQueue for SqsQueue {
                 .collect::<Result<Vec<_>, _>>()?;
             let out = self
                 .client
+                .get()
                 .send_message_batch()
                 .queue_url(&self.url)
                 .set_entries(Some(entries))
@@ -102,6 +106,7 @@ impl EventQueue for SqsQueue {
         }
         let mut request = self
             .client
+            .get()
             .send_message()
             .queue_url(&self.url)
             .delay_seconds(secs(delay.min(MAX_SEND_DELAY)));
@@ -131,6 +136,7 @@ impl EventQueue for SqsQueue {
     ) -> Result<Vec<ReceivedMessage>, QueueError> {
         let out = self
             .client
+            .get()
             .receive_message()
             .queue_url(&self.url)
             .max_number_of_messages(max.clamp(1, 10) as i32)
@@ -162,6 +168,7 @@ impl EventQueue for SqsQueue {
 
     async fn ack(&self, receipt: &str) -> Result<(), QueueError> {
         self.client
+            .get()
             .delete_message()
             .queue_url(&self.url)
             .receipt_handle(receipt)
@@ -186,6 +193,7 @@ impl EventQueue for SqsQueue {
                 .collect::<Result<Vec<_>, _>>()?;
             let out = self
                 .client
+                .get()
                 .delete_message_batch()
                 .queue_url(&self.url)
                 .set_entries(Some(entries))
@@ -205,6 +213,7 @@ impl EventQueue for SqsQueue {
 
     async fn retry_later(&self, receipt: &str, delay: Duration) -> Result<(), QueueError> {
         self.client
+            .get()
             .change_message_visibility()
             .queue_url(&self.url)
             .receipt_handle(receipt)
@@ -222,6 +231,7 @@ impl EventQueue for SqsQueue {
         };
         tracing::warn!(message_id = %message.id, %reason, "moving message to the dead-letter queue");
         self.client
+            .get()
             .send_message()
             .queue_url(dlq)
             .message_body(&message.body)
@@ -238,6 +248,7 @@ impl EventQueue for SqsQueue {
         // Peek: a zero visibility timeout leaves the messages where they are.
         let out = self
             .client
+            .get()
             .receive_message()
             .queue_url(dlq)
             .max_number_of_messages(max.clamp(1, 10) as i32)
@@ -256,6 +267,7 @@ impl EventQueue for SqsQueue {
     async fn depth(&self) -> Result<Option<u64>, QueueError> {
         let out = self
             .client
+            .get()
             .get_queue_attributes()
             .queue_url(&self.url)
             .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)

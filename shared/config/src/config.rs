@@ -1,13 +1,12 @@
 //! Configuration from environment variables in .NET style (`Section__Key`).
 //!
 //! Every key, with its default and bounds, is listed in [`keys`], which declares the typed
-//! settings structs and which docs/configuration.md shows. The values come in layers
-//! ([`figment`]): the list's defaults under the variables that are set; a bad value fails
-//! start-up with a message naming the key and the rule.
+//! settings structs and which docs/configuration.md shows. The values come in layers: the
+//! list's defaults under the variables that are set, each value read into its field by
+//! [`figment`]; a bad value fails start-up with a message naming the key and the rule.
 
 use figment::Figment;
 use figment::providers::Serialized;
-use figment::value::Dict;
 use serde::de::DeserializeOwned;
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
@@ -113,28 +112,21 @@ impl Settings {
 /// The layers a value is read from: the defaults of [`keys`], then the variables set (a value
 /// of spaces only counts as unset).
 pub(crate) struct Source {
-    /// The layers merged once: figment merges every layer again on each lookup, which for
-    /// every key over a Lambda function's whole environment was a third of its start.
-    merged: Dict,
-    /// The variables, for the keys whose names hold a part the operator chooses.
+    /// The variables set. The defaults layer is the list itself: a key's value is its variable
+    /// or else its default, looked up when the key is read. Merging the two layers with
+    /// figment serialised both whole (the defaults and the process's environment) for a
+    /// Lambda function's start, then took one entry per key.
     vars: HashMap<String, String>,
 }
 
 impl Source {
     pub(crate) fn new(vars: &HashMap<String, String>) -> Self {
-        let defaults: BTreeMap<&str, String> = keys::all()
-            .filter_map(|key| Some((key.name, key.default_text()?)))
-            .collect();
-        let vars: HashMap<String, String> = vars
+        let vars = vars
             .iter()
             .map(|(name, value)| (name.clone(), value.trim().to_owned()))
             .filter(|(_, value)| !value.is_empty())
             .collect();
-        let merged = Figment::from(Serialized::defaults(defaults))
-            .merge(Serialized::defaults(vars.clone()))
-            .extract()
-            .unwrap_or_default();
-        Self { merged, vars }
+        Self { vars }
     }
 
     /// A variable the list names by pattern (`Queue__Feed__Url`, a provider's field).
@@ -145,17 +137,26 @@ impl Source {
     /// The key's value as `T`, within the key's bounds when it has some; an unset key
     /// without a default is `None` for an `Option`, and required otherwise.
     fn value<T: DeserializeOwned>(&self, key: &keys::Key) -> Result<T, ConfigError> {
-        let Some(found) = self.merged.get(key.name) else {
+        let Some(text) = self.var(key.name).or_else(|| key.default_text()) else {
             let unset = serde::de::value::UnitDeserializer::<serde::de::value::Error>::new();
             return T::deserialize(unset).map_err(|_| bad(key.name, "is required"));
         };
-        let text = found.as_str().unwrap_or_default();
         if key.bounds.is_some() {
-            key.whole_number(text)?;
+            key.whole_number(&text)?;
         }
-        Figment::from(Serialized::default(key.name, found))
+        Figment::from(Serialized::default(key.name, &text))
             .extract_inner_lossy(key.name)
             .map_err(|e| bad(key.name, &format!("{text:?} is not valid: {}", e.kind)))
+    }
+}
+
+impl AuthSettings {
+    /// `Auth__HashingThreads`, or the cores when it is unset. Counted here, by the functions
+    /// that hash passwords, rather than when the settings are read: finding the cores reads
+    /// the process's cgroup files, which every other function's start would pay for nothing.
+    pub fn hashing_thread_count(&self) -> usize {
+        self.hashing_threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
     }
 }
 
@@ -255,10 +256,6 @@ fn user_ids(v: Option<String>) -> Result<Vec<UserId>, String> {
     let ids = text.split(',').map(str::trim).filter(|id| !id.is_empty());
     ids.map(|id| id.parse().map_err(|_| format!("{id:?} is not a user id")))
         .collect()
-}
-
-fn or_the_cores(v: Option<usize>) -> Result<usize, String> {
-    Ok(v.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)))
 }
 
 /// `Pages__AvatarHosts`: host names only (no scheme, port, path or IP address), so the

@@ -155,7 +155,7 @@ impl AppState {
         self.changed(|s| {
             s.providers = providers::from_configs(&s.settings.auth.providers);
             s.passwords = Some(Arc::new(PasswordHasher::start(
-                s.settings.auth.hashing_threads,
+                s.settings.auth.hashing_thread_count(),
                 s.settings.auth.hashing_wait,
             )));
         })

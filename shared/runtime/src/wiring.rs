@@ -182,18 +182,14 @@ impl AwsWiring {
 
     #[cfg(feature = "sqs")]
     async fn with_sqs(mut self, names: &[QueueName]) -> anyhow::Result<Self> {
-        let limits = paddock_aws::call_limits::SQS;
-        let sqs = aws_sdk_sqs::Client::from_conf(
-            aws_sdk_sqs::config::Builder::from(&self.sdk)
-                .retry_config(limits.retry_config())
-                .timeout_config(limits.timeout_config())
-                .build(),
-        );
+        let sdk = self.sdk.clone();
+        let sqs = Arc::new(paddock_aws::OnFirstUse::new(move || sqs_client(&sdk)));
         for &name in names {
             let urls = self.settings.queue_urls.entry(name).or_default();
             if self.settings.create_resources && urls.url.is_none() {
                 let (queue, dlq) =
-                    paddock_aws::provision::create_queues(&sqs, &format!("paddock-{name}")).await?;
+                    paddock_aws::provision::create_queues(sqs.get(), &format!("paddock-{name}"))
+                        .await?;
                 urls.url = Some(queue);
                 urls.dead_letter_url.get_or_insert(dlq);
             }
@@ -203,7 +199,7 @@ impl AwsWiring {
                     name.config_section()
                 )
             })?;
-            let queue = paddock_aws::SqsQueue::new(
+            let queue = paddock_aws::SqsQueue::on_first_use(
                 sqs.clone(),
                 url,
                 urls.dead_letter_url.clone(),
@@ -280,6 +276,20 @@ fn unlinked(feature: &str, what: &str) -> String {
     format!(
         "{what} cannot be wired: this binary is built without the `{feature}` feature of \
          paddock-runtime"
+    )
+}
+
+/// An SQS client, built at the first call of a queue ([`paddock_aws::OnFirstUse`]): a
+/// consumer's invocation calls SQS only to put a record back or aside, and the relay's only
+/// when it has events to send.
+#[cfg(feature = "sqs")]
+fn sqs_client(sdk: &aws_config::SdkConfig) -> aws_sdk_sqs::Client {
+    let limits = paddock_aws::call_limits::SQS;
+    aws_sdk_sqs::Client::from_conf(
+        aws_sdk_sqs::config::Builder::from(sdk)
+            .retry_config(limits.retry_config())
+            .timeout_config(limits.timeout_config())
+            .build(),
     )
 }
 

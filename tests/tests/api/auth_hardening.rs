@@ -245,7 +245,7 @@ async fn probing_emails_through_registration_is_bounded_per_address(backend: Bac
 
 async fn a_hashing_flood_is_answered_503_and_loses_nothing(backend: Backend) {
     let (app, _) = spawn_configured(backend, |s| {
-        s.auth.hashing_threads = 1;
+        s.auth.hashing_threads = Some(1);
         s.auth.hashing_wait = Duration::from_millis(1);
     })
     .await;

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use quick_cache::sync::{EntryAction, EntryResult};
@@ -165,10 +165,15 @@ fn pages_of<K: KeyBytes + Eq + std::hash::Hash + Clone>(max_bytes: u64) -> Pages
 /// previews.
 pub struct BoardCache {
     lifetime: Duration,
-    pages: Option<Pages<PageKey>>,
-    drivers: Option<Pages<DriverPageKey>>,
+    /// About the bytes of board pages kept (driver pages and previews get a quarter each).
+    max_bytes: u64,
+    // Each table is made when it first keeps a page: making one sizes its entries for its
+    // bytes and counts the cores for its shards, which every HTTP function's start paid,
+    // though most of them never show a board.
+    pages: OnceLock<Pages<PageKey>>,
+    drivers: OnceLock<Pages<DriverPageKey>>,
     /// PNGs of tens of kilobytes, each hundreds of milliseconds of CPU to draw.
-    previews: Option<Pages<PreviewKey>>,
+    previews: OnceLock<Pages<PreviewKey>>,
     /// When expired pages were last dropped (milliseconds since `started`).
     purged_ms: AtomicU64,
     started: Instant,
@@ -178,21 +183,25 @@ impl BoardCache {
     /// A cache keeping pages for `lifetime` (zero: every read goes to the store), holding
     /// about `max_bytes` of page bodies at most.
     pub fn new(lifetime: Duration, max_bytes: u64) -> Self {
-        // A typical page is a few kilobytes: the entry table is sized for that. Driver pages
-        // get a quarter of the bytes of board pages (fewer links, shared less).
-        // Previews get a quarter too: far fewer of them are asked for (a link's first
-        // showing), each far costlier to draw than to keep.
-        let pages = (!lifetime.is_zero()).then(|| pages_of(max_bytes));
-        let drivers = (!lifetime.is_zero()).then(|| pages_of(max_bytes / 4));
-        let previews = (!lifetime.is_zero()).then(|| pages_of(max_bytes / 4));
         Self {
             lifetime,
-            pages,
-            drivers,
-            previews,
+            max_bytes,
+            pages: OnceLock::new(),
+            drivers: OnceLock::new(),
+            previews: OnceLock::new(),
             purged_ms: AtomicU64::new(0),
             started: Instant::now(),
         }
+    }
+
+    /// `table`, made now if this is its first page, holding about `max_bytes`; none when pages
+    /// are not kept (a zero lifetime).
+    fn kept<'a, K: KeyBytes + Eq + std::hash::Hash + Clone>(
+        &self,
+        table: &'a OnceLock<Pages<K>>,
+        max_bytes: u64,
+    ) -> Option<&'a Pages<K>> {
+        (!self.lifetime.is_zero()).then(|| table.get_or_init(|| pages_of(max_bytes)))
     }
 
     /// The cache lifetime.
@@ -207,7 +216,9 @@ impl BoardCache {
         L: FnOnce(PageKey) -> F,
         F: Future<Output = Result<RenderedPage, PageError>>,
     {
-        self.cached(self.pages.as_ref(), key, load).await
+        // A typical page is a few kilobytes: the entry table is sized for that.
+        self.cached(self.kept(&self.pages, self.max_bytes), key, load)
+            .await
     }
 
     /// The driver page `key`, as [`Self::page`] does for boards (its lifetime is the same; a
@@ -217,7 +228,9 @@ impl BoardCache {
         L: FnOnce(DriverPageKey) -> F,
         F: Future<Output = Result<RenderedPage, E>>,
     {
-        self.cached(self.drivers.as_ref(), key, load).await
+        // A quarter of the bytes of board pages: fewer links, shared less.
+        self.cached(self.kept(&self.drivers, self.max_bytes / 4), key, load)
+            .await
     }
 
     /// The link preview `key`, as [`Self::page`] does for boards: a board's is dropped with
@@ -228,7 +241,10 @@ impl BoardCache {
         L: FnOnce(PreviewKey) -> F,
         F: Future<Output = Result<RenderedPage, E>>,
     {
-        self.cached(self.previews.as_ref(), key, load).await
+        // A quarter too: far fewer of them are asked for (a link's first showing), each far
+        // costlier to draw than to keep.
+        self.cached(self.kept(&self.previews, self.max_bytes / 4), key, load)
+            .await
     }
 
     async fn cached<K, L, F, E>(
@@ -296,11 +312,6 @@ impl BoardCache {
     /// Drops the expired pages, at most once a lifetime (on a miss, so an idle cache costs
     /// nothing).
     fn purge_expired(&self, now: Instant) {
-        let (Some(pages), Some(drivers), Some(previews)) =
-            (&self.pages, &self.drivers, &self.previews)
-        else {
-            return;
-        };
         let now_ms =
             u64::try_from(now.duration_since(self.started).as_millis()).unwrap_or(u64::MAX);
         let last = self.purged_ms.load(Ordering::Relaxed);
@@ -313,28 +324,34 @@ impl BoardCache {
         {
             return;
         }
-        pages.retain(|_, cached| cached.expires > now);
-        drivers.retain(|_, cached| cached.expires > now);
-        previews.retain(|_, cached| cached.expires > now);
+        if let Some(pages) = self.pages.get() {
+            pages.retain(|_, cached| cached.expires > now);
+        }
+        if let Some(drivers) = self.drivers.get() {
+            drivers.retain(|_, cached| cached.expires > now);
+        }
+        if let Some(previews) = self.previews.get() {
+            previews.retain(|_, cached| cached.expires > now);
+        }
     }
 
     /// Forgets the pages and previews of every board of `track_id` (a submission changed
     /// them).
     pub fn invalidate(&self, track_id: &TrackId) {
-        if let Some(pages) = &self.pages {
+        if let Some(pages) = self.pages.get() {
             pages.retain(|k, _| k.board.track != *track_id);
         }
-        if let Some(previews) = &self.previews {
+        if let Some(previews) = self.previews.get() {
             previews.retain(|k, _| !k.shows_track(track_id));
         }
     }
 
     /// Forgets the pages and preview of driver `user_id` (renamed, deleted, or a new best).
     pub fn forget_driver(&self, user_id: &UserId) {
-        if let Some(drivers) = &self.drivers {
+        if let Some(drivers) = self.drivers.get() {
             drivers.retain(|k, _| k.user_id != *user_id);
         }
-        if let Some(previews) = &self.previews {
+        if let Some(previews) = self.previews.get() {
             previews.retain(|k, _| !k.shows_driver(user_id));
         }
     }
@@ -471,7 +488,7 @@ mod tests {
         let again = cache.page(key(1, None), load(4)).await.unwrap();
         assert_eq!(again.etag, "\"4\"");
         // Many pages of 1 KB: the cache keeps about its budget, not all of them.
-        let pages = cache.pages.as_ref().unwrap();
+        let pages = cache.pages.get().unwrap();
         for n in 0..500 {
             let after = format!("RANK#{n:010}");
             cache.page(key(2, Some(&after)), load(n)).await.unwrap();
@@ -505,6 +522,6 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(150)).await;
         assert_eq!(read_by_16_at_once(&cache, 2).await, 1);
         // That miss dropped the ten expired pages nobody read again.
-        assert_eq!(cache.pages.as_ref().unwrap().len(), 1);
+        assert_eq!(cache.pages.get().unwrap().len(), 1);
     }
 }

@@ -284,7 +284,7 @@ settings! {
             "attempts per (client address, account) per failure window while the account is over its failure limit"
         failed_login_window_secs: i64 as AUTH_FAILED_LOGIN_WINDOW_SECONDS = "Auth__FailedLoginWindowSeconds" Number(3600) in 1..=604_800;
             "the window of that limit"
-        hashing_threads: usize as AUTH_HASHING_THREADS = "Auth__HashingThreads" Derived("the cores") in 1..=256 => super::or_the_cores;
+        hashing_threads: Option<usize> as AUTH_HASHING_THREADS = "Auth__HashingThreads" Derived("the cores") in 1..=256;
             "password hashes computed at once, each thread with one 19 MiB block, allocated at its first hash and kept"
         hashing_wait: Duration as AUTH_HASHING_WAIT_MILLIS = "Auth__HashingWaitMillis" Number(2000) in 1..=60_000 => super::per::<1>;
             "how long a sign-in waits for a free hashing thread before it is answered 503 with `Retry-After`"

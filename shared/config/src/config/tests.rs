@@ -248,7 +248,7 @@ fn values_of_their_own_kind_keep_their_rules() {
         s.auth.public_url.as_deref(),
         Some("https://paddock.example")
     );
-    assert_eq!(s.auth.hashing_threads, 3);
+    assert_eq!(s.auth.hashing_threads, Some(3));
     assert_eq!(s.auth.hashing_wait, Duration::from_millis(250));
     assert_eq!(
         (s.backend, s.bucket.as_deref()),

@@ -118,7 +118,7 @@ fn derived_defaults_are_described_as_the_code_works_them_out() {
         ["lh3.googleusercontent.com", "cdn.discordapp.com"]
     );
     assert_eq!(
-        settings(&[]).auth.hashing_threads,
+        settings(&[]).auth.hashing_thread_count(),
         std::thread::available_parallelism().map_or(1, usize::from),
         "Auth__HashingThreads defaults to the cores"
     );
