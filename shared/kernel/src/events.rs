@@ -112,12 +112,14 @@ impl EventKind {
 }
 
 /// `session.uploaded`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionUploaded {
     /// The session.
+    #[schema(value_type = String, format = Uuid)]
     pub session_id: SessionId,
     /// The canonical track.
+    #[schema(value_type = String, format = Uuid)]
     pub track_id: TrackId,
     /// The game, e.g. `acc`.
     pub game_id: String,
@@ -136,6 +138,7 @@ pub struct SessionUploaded {
     /// Laps in the session.
     pub lap_count: usize,
     /// The track-map job of the session's track points, if it had any.
+    #[schema(ignore)]
     pub job_id: Option<JobId>,
     /// Laps the client marked valid. (Fields added after the first release read as their
     /// default from events written before them.)
@@ -150,18 +153,21 @@ pub struct SessionUploaded {
 }
 
 /// `leaderboard.submit`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LeaderboardSubmitted {
     /// The canonical track.
+    #[schema(value_type = String, format = Uuid)]
     pub track_id: TrackId,
     /// The session.
+    #[schema(value_type = String, format = Uuid)]
     pub session_id: SessionId,
     /// Lap time in milliseconds.
     pub lap_time_ms: i64,
     /// The driver's entry before this submission.
     pub previous_best_ms: Option<i64>,
     /// Whether the lap replaced (or created) the driver's entry.
+    #[schema(ignore)]
     pub improved: bool,
     /// The driver's rank the submission answered with (1 is fastest).
     #[serde(default)]
@@ -181,14 +187,17 @@ pub struct LeaderboardSubmitted {
     /// A new best's place on the track's board, for telling the drivers it passed; absent
     /// on other submissions and on events written before the webhooks consumer told them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(ignore)]
     pub passing: Option<Passing>,
     /// A new best in its car: its place on the car's board, for telling the drivers it passed
     /// there; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(ignore)]
     pub car_passing: Option<Passing>,
     /// Where the lap landed in each competition event it improved the driver's entry in, for
     /// telling the entrants it passed there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(ignore)]
     pub event_passing: Vec<EventPassing>,
 }
 
@@ -229,7 +238,7 @@ pub struct TrackProcessRequested {
 }
 
 /// `achievement.unlocked`; the event's `occurredAt` is the unlock time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AchievementUnlocked {
     /// The catalogue id, e.g. `first-session`.
@@ -239,6 +248,7 @@ pub struct AchievementUnlocked {
     /// What it was awarded for.
     pub description: String,
     /// The event that unlocked it.
+    #[schema(ignore)]
     pub cause_event_id: Uuid,
 }
 
@@ -261,17 +271,20 @@ pub struct AccountDeleted {
 }
 
 /// `event.finished`: the event's user is an entrant of a competition event that has closed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventFinished {
     /// The competition event.
+    #[schema(value_type = String, format = Uuid)]
     pub event_id: EventId,
     /// Its name.
     pub name: String,
     /// The league holding it; absent for a public event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = Uuid)]
     pub league_id: Option<LeagueId>,
     /// The track.
+    #[schema(value_type = String, format = Uuid)]
     pub track_id: TrackId,
     /// The track as the game names it (with its layout).
     pub track_name: String,
@@ -285,16 +298,19 @@ pub struct EventFinished {
 
 /// `event.started`: the event's user is a member of the league holding a competition event
 /// whose window has opened (each member told once).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EventStarted {
     /// The competition event.
+    #[schema(value_type = String, format = Uuid)]
     pub event_id: EventId,
     /// Its name.
     pub name: String,
     /// The league holding it.
+    #[schema(value_type = String, format = Uuid)]
     pub league_id: LeagueId,
     /// The track.
+    #[schema(value_type = String, format = Uuid)]
     pub track_id: TrackId,
     /// The track as the game names it (with its layout).
     pub track_name: String,
@@ -306,13 +322,15 @@ pub struct EventStarted {
 }
 
 /// `board.passed`: the event's user is the driver who was passed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BoardPassed {
     /// The canonical track of the board.
+    #[schema(value_type = String, format = Uuid)]
     pub track_id: TrackId,
-    /// The board's car (folded), or `None` for the track's board.
-    #[serde(default)]
+    /// The board's car (folded), or `None` for the track's board (`vehicleName`, as the car is
+    /// named everywhere else; events queued before the name changed read as `vehicle`).
+    #[serde(default, rename = "vehicleName", alias = "vehicle")]
     pub vehicle: Option<String>,
     /// The game, e.g. `acc`.
     pub game_id: String,
@@ -330,14 +348,16 @@ pub struct BoardPassed {
     pub passed_by: PassedBy,
     /// The competition event whose standings it was, when not the track's or a car's board.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = Uuid)]
     pub event_id: Option<EventId>,
 }
 
 /// The driver who passed, as the board shows them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PassedBy {
     /// Their id.
+    #[schema(value_type = String, format = Uuid)]
     pub user_id: UserId,
     /// Their name on the board.
     pub display_name: String,

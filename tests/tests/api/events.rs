@@ -878,11 +878,11 @@ async fn an_entrant_passed_in_an_event_hears_of_it(app: TestApp) {
     assert_eq!(in_event["passedBy"]["userId"], cy_id.as_str());
     assert!(
         told.iter()
-            .any(|d| d.get("eventId").is_none() && d["vehicle"].is_null()),
+            .any(|d| d.get("eventId").is_none() && d["vehicleName"].is_null()),
         "the track's: {told:?}"
     );
     assert!(
-        told.iter().any(|d| d["vehicle"] == CAR.to_lowercase()),
+        told.iter().any(|d| d["vehicleName"] == CAR.to_lowercase()),
         "the car's: {told:?}"
     );
 }

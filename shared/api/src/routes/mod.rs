@@ -20,6 +20,7 @@ pub mod sessions;
 mod sharepack_bodies;
 pub mod sharepacks;
 pub(crate) mod tracks;
+mod webhook_descriptions;
 pub(crate) mod webhooks;
 
 use axum::Router;

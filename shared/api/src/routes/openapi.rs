@@ -45,7 +45,9 @@ pub(crate) async fn openapi_json(State(state): State<AppState>) -> Response {
 }
 
 fn serialised(shape: MetricsShape) -> Bytes {
-    Bytes::from(serde_json::to_vec(&document_for(shape)).expect("the document serialises"))
+    let mut doc = serde_json::to_value(document_for(shape)).expect("the document serialises");
+    super::webhook_descriptions::add_to(&mut doc);
+    Bytes::from(serde_json::to_vec(&doc).expect("the document serialises"))
 }
 
 /// Which `GET /metrics` a process serves, for the security the document states for it.

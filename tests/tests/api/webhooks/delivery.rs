@@ -332,7 +332,7 @@ pub(super) async fn a_passed_driver_hears_of_it_once_per_window(app: TestApp) {
     let on = |car: bool| {
         bodies
             .iter()
-            .find(|b| b["data"]["vehicle"].is_null() != car)
+            .find(|b| b["data"]["vehicleName"].is_null() != car)
             .unwrap_or_else(|| panic!("car board {car}: {bodies:?}"))
     };
     for (body, vehicle) in [
@@ -348,7 +348,7 @@ pub(super) async fn a_passed_driver_hears_of_it_once_per_window(app: TestApp) {
         assert_eq!(data["passedBy"]["displayName"], "Cy");
         assert_eq!(data["passedBy"]["lapTimeMs"], 89_000);
         assert_eq!(data["trackName"], "Spa-Francorchamps");
-        assert_eq!(data["vehicle"], vehicle, "{data}");
+        assert_eq!(data["vehicleName"], vehicle, "{data}");
     }
 
     // Within the window, Cy improving again (passing nobody new) and Bo passing Ana say
