@@ -739,7 +739,9 @@ async fn a_board_loaded_in_the_older_layout_reads_as_the_current_one_after_the_b
             break;
         }
     }
-    assert_eq!(counted, 40, "each entry of the older board counted once");
+    // The local server's maintenance tick may run a step of the backfill meanwhile and count
+    // some of them itself: the reads below (totals included) show each was counted once.
+    assert!(counted <= 40, "{counted} counted for 40 entries");
     let (older, current) = (older.id().to_string(), current.id().to_string());
     let rows = rows_with_cars(&app, &current).await;
     assert_eq!(rows.len(), 40);
