@@ -437,6 +437,22 @@ async fn malformed_forged_and_unknown_tokens_are_refused(app: TestApp) {
     assert_eq!(status, 200);
     let (status, _) = send(&app, reqwest::Method::GET, "/v1/profile", token, None).await;
     assert_eq!(status, 200);
+    // On a public route too, a token of no form of ours is refused rather than ignored; one of
+    // a known form (an expired sign-in's, say) is left to the route, which reads without it.
+    let board = "/v1/leaderboards?gameId=acc&trackName=Monza&trackLayout=";
+    for (presented, rule) in [
+        ("pdk_short", "malformed personal access token"),
+        ("not-a-token", "invalid token"),
+    ] {
+        let (status, answer) = send(&app, reqwest::Method::GET, board, presented, None).await;
+        assert_eq!(
+            (status, error(&answer)),
+            (401, rule),
+            "{presented}: {answer}"
+        );
+    }
+    let (status, answer) = send(&app, reqwest::Method::GET, board, "aaa.bbb.ccc", None).await;
+    assert_eq!(status, 200, "{answer}");
 }
 
 async fn a_password_change_revokes_every_token(app: TestApp) {

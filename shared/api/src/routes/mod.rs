@@ -6,6 +6,7 @@
 pub(crate) mod activity;
 pub mod ai;
 pub mod auth;
+mod bearer_form;
 pub(crate) mod envelopes;
 pub(crate) mod events;
 pub(crate) mod health;
@@ -208,6 +209,9 @@ pub fn group_router(routes: Router<AppState>, state: AppState) -> Router {
         state.settings.max_body_bytes,
         state.settings.request_timeout,
     );
+    let routes = routes.layer(axum::middleware::from_fn(
+        bearer_form::refuse_malformed_bearer,
+    ));
     with_service_layers(routes.with_state(state), limit, timeout)
 }
 

@@ -194,6 +194,12 @@ impl CommonResponses {
             .any(|r| serde_json::to_string(r).is_ok_and(|s| s.contains("[\"")));
         if secured {
             common.push(("401", "Missing, invalid, expired or revoked token"));
+        } else {
+            // The routes' layer refuses a bearer token of no form of ours, on public routes too.
+            common.push((
+                "401",
+                "A bearer token was sent that is of no form this service issues",
+            ));
         }
         if scoped {
             common.extend([
