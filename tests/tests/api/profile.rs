@@ -322,6 +322,8 @@ struct Seeded {
     personal_token: String,
     /// The signing secret of the driver's webhook subscription.
     webhook_secret: String,
+    /// Another driver's access token from the driver's own app.
+    app_token_of_another: String,
 }
 
 /// Writes one of every kind of driver data through the API (and an exchange code, whose
@@ -465,6 +467,15 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         .await;
     let (status, tokens) = oauth_flow::exchange_code(app, &client, &approved, &pkce).await;
     assert_eq!(status, 200, "{tokens}");
+    // Another driver lets her app act for him: the deletion ends his grant with the app.
+    let (_, _, dan_email) = oauth_flow::driver_with_password(app, "Dan").await;
+    let pkce = oauth_flow::Pkce::new();
+    let query = oauth_flow::authorize_query(&client, &pkce, "profile:read", &[]);
+    let approved = oauth_flow::Browser::new(app)
+        .consent(&query, &dan_email, PASSWORD)
+        .await;
+    let (status, dans) = oauth_flow::exchange_code(app, &client, &approved, &pkce).await;
+    assert_eq!(status, 200, "{dans}");
     Seeded {
         user_id,
         email,
@@ -475,6 +486,7 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         pack_id,
         personal_token,
         webhook_secret,
+        app_token_of_another: dans["access_token"].as_str().unwrap().to_owned(),
     }
 }
 
@@ -772,6 +784,16 @@ async fn export_and_deletion(app: TestApp, fake: &FakeLlm, backend: Backend) {
     let (items, blobs) = left_behind(&app, &needles).await;
     assert!(items.is_empty(), "left behind: {items:?}");
     assert!(blobs.is_empty(), "left behind: {blobs:?}");
+    // Her app went with her, and with it another driver's grant to it.
+    let (status, _) = app
+        .call(
+            reqwest::Method::GET,
+            "/v1/profile/me",
+            &cleo.app_token_of_another,
+            None,
+        )
+        .await;
+    assert_eq!(status, 401);
     // (The failed login above, made after the deletion, is counted like any unknown email's,
     // so that counter may outlive the job.)
     let counters = every_item(&app.settings)
