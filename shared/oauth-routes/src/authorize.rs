@@ -18,7 +18,8 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use crate::consent_page::{self, AppShown};
-use crate::form::{Params, cookie, is_form};
+use crate::form::{Params, is_form};
+use paddock_http::cookies::value as cookie;
 use paddock_authorization::authorization::{self, AuthorizationRequest, PARAMETERS, Refusal};
 use paddock_authorization::consent_sessions;
 use paddock_core::identity::fields::{Email, login_password};

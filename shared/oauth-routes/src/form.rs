@@ -1,6 +1,7 @@
 //! What the OAuth endpoints read from a request besides JSON: `application/x-www-form-urlencoded`
-//! bodies and queries (where a parameter given twice is an error, RFC 6749 §3.1), cookies,
-//! and a client's HTTP Basic credentials (RFC 6749 §2.3.1).
+//! bodies and queries (where a parameter given twice is an error, RFC 6749 §3.1), and a
+//! client's HTTP Basic credentials (RFC 6749 §2.3.1). Read by hand: the typed-header crates'
+//! Basic credentials are not form-urlencoded first, as the RFC has a client send them.
 
 use base64::Engine;
 use http::{HeaderMap, header};
@@ -42,18 +43,6 @@ pub(crate) fn is_form(headers: &HeaderMap) -> bool {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<mime::Mime>().ok())
         .is_some_and(|m| m.essence_str() == "application/x-www-form-urlencoded")
-}
-
-/// The value of cookie `name`, if the request carries it.
-pub(crate) fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
 }
 
 /// The client id and secret of an `Authorization: Basic` header (each form-urlencoded, RFC

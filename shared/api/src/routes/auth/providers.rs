@@ -203,17 +203,6 @@ pub struct CallbackQuery {
     pub error: Option<String>,
 }
 
-fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v.to_owned())
-}
-
 /// The provider's redirect target: signs the user in and sends the browser to the desktop
 /// listener with a one-time code (never a token).
 #[utoipa::path(get, path = "/v1/auth/callback/{provider}", operation_id = "completeProviderLogin", tag = "auth",
@@ -246,7 +235,7 @@ async fn complete_sign_in(
     let flow_state = query
         .state
         .ok_or_else(|| ApiError::invalid("state", "is required"))?;
-    let cookie = cookie_value(&headers, FLOW_COOKIE).ok_or_else(|| {
+    let cookie = paddock_http::cookies::value(&headers, FLOW_COOKIE).map(str::to_owned).ok_or_else(|| {
         ApiError::BadRequest("sign-in cookie missing: start again from the desktop app".into())
     })?;
     if !bool::from(subtle::ConstantTimeEq::ct_eq(
