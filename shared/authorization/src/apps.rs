@@ -295,7 +295,7 @@ pub async fn change(
     name: Option<String>,
     redirect_uris: Option<Vec<String>>,
 ) -> Result<AppView, AppError> {
-    owned(ports, owner, client_id).await?;
+    // The update's condition refuses another driver's app, or none: no read before it.
     let mut update = Update::set("ownerId", owner.as_str());
     if let Some(name) = name {
         update = update.and_set("name", name);

@@ -282,14 +282,28 @@ pub async fn of_family(
         .filter(|g| g.family_id == family_id))
 }
 
-/// The apps `user` authorised, with live grants, by app name.
+/// The apps `user` authorised, with live grants, by app name. The grants' families are read
+/// in one batch.
 pub async fn list(ports: &Ports, user: &UserId) -> Result<Vec<GrantView>, StoreError> {
-    let mut live_grants = Vec::new();
-    for grant in all_of(ports, user).await? {
-        if refresh_tokens::family_active(ports, &grant.family_id, user).await? {
-            live_grants.push(grant.view());
-        }
-    }
+    let grants = all_of(ports, user).await?;
+    let keys = (grants.iter())
+        .map(|g| (Table::Tokens, refresh_tokens::family_key(&g.family_id)))
+        .collect();
+    let families = if grants.is_empty() {
+        Vec::new()
+    } else {
+        ports.items.get_many(keys).await?
+    };
+    let live = |family: &Option<Item>| {
+        family.as_ref().is_some_and(|f| {
+            f.get("revoked").and_then(Value::as_bool) == Some(false)
+                && f.get("userId").and_then(Value::as_str) == Some(user.as_str())
+        })
+    };
+    let mut live_grants: Vec<GrantView> = (grants.iter().zip(&families))
+        .filter(|(_, family)| live(family))
+        .map(|(grant, _)| grant.view())
+        .collect();
     live_grants.sort_by(|a, b| a.app_name.cmp(&b.app_name));
     Ok(live_grants)
 }

@@ -19,7 +19,6 @@ use http::{HeaderMap, HeaderValue, StatusCode, header};
 
 use crate::consent_page::{self, AppShown};
 use crate::form::{Params, is_form};
-use paddock_http::cookies::value as cookie;
 use paddock_authorization::authorization::{self, AuthorizationRequest, PARAMETERS, Refusal};
 use paddock_authorization::consent_sessions;
 use paddock_core::identity::fields::{Email, login_password};
@@ -27,6 +26,7 @@ use paddock_core::identity::password_sign_in::{self, SignInError};
 use paddock_core::identity::users;
 use paddock_core::ids::UserId;
 use paddock_core::ports::items::StoreError;
+use paddock_http::cookies::value as cookie;
 use paddock_http::http::auth_user::ClientAddr;
 use paddock_http::http::public_url::PublicUrl;
 use paddock_http::state::AppState;

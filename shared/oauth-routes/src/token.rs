@@ -7,11 +7,13 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde::Serialize;
+use std::sync::Arc;
 use utoipa::ToSchema;
 
 use crate::form::{Params, basic_credentials, is_form};
 use paddock_authorization::errors::{ErrorCode, OAuthError};
 use paddock_authorization::tokens::{self, Client, Exchange, TokenAnswer};
+use paddock_core::identity::access_tokens::AccessTokens;
 use paddock_http::http::public_url::PublicUrl;
 use paddock_http::state::AppState;
 
@@ -223,13 +225,7 @@ async fn exchange(
             ));
         }
     };
-    let keys = state.access_tokens().await.map_err(|e| {
-        tracing::error!(error = %e, "no signing keys for an OAuth token");
-        OAuthError::new(
-            ErrorCode::TemporarilyUnavailable,
-            "the service could not answer; retry",
-        )
-    })?;
+    let keys = signing_keys(state).await?;
     let client = Client {
         id: &form.id,
         secret: form.secret.as_deref(),
@@ -255,28 +251,30 @@ pub(crate) async fn revoke(
         Ok(form) => form,
         Err((e, basic)) => return refused(e, basic),
     };
-    let token = match form.params.one("token") {
-        Ok(Some(token)) => token,
-        Ok(None) => return refused(OAuthError::invalid("token", "is required"), form.basic),
-        Err(why) => return refused(OAuthError::new(ErrorCode::InvalidRequest, why), form.basic),
-    };
-    let keys = match state.access_tokens().await {
-        Ok(keys) => keys,
-        Err(e) => {
-            tracing::error!(error = %e, "no signing keys for an OAuth revocation");
-            let why = "the service could not answer; retry";
-            return refused(
-                OAuthError::new(ErrorCode::TemporarilyUnavailable, why),
-                form.basic,
-            );
-        }
-    };
+    match revoke_for(&state, &form).await {
+        Ok(()) => (StatusCode::OK, [(header::CACHE_CONTROL, "no-store")]).into_response(),
+        Err(e) => refused(e, form.basic),
+    }
+}
+
+async fn revoke_for(state: &AppState, form: &ClientForm) -> Result<(), OAuthError> {
+    let token = form
+        .params
+        .one("token")
+        .map_err(|why| OAuthError::new(ErrorCode::InvalidRequest, why))?
+        .ok_or_else(|| OAuthError::invalid("token", "is required"))?;
     let client = Client {
         id: &form.id,
         secret: form.secret.as_deref(),
     };
-    match tokens::revoke(&state.ports, &keys, client, token).await {
-        Ok(()) => (StatusCode::OK, [(header::CACHE_CONTROL, "no-store")]).into_response(),
-        Err(e) => refused(e, form.basic),
-    }
+    tokens::revoke(&state.ports, &*signing_keys(state).await?, client, token).await
+}
+
+/// The signing keys, or a refusal the client may retry (logged: a deployment without keys).
+async fn signing_keys(state: &AppState) -> Result<Arc<AccessTokens>, OAuthError> {
+    state.access_tokens().await.map_err(|e| {
+        tracing::error!(error = %e, "no signing keys for an OAuth endpoint");
+        let why = "the service could not answer; retry";
+        OAuthError::new(ErrorCode::TemporarilyUnavailable, why)
+    })
 }

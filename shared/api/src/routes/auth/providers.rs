@@ -235,9 +235,11 @@ async fn complete_sign_in(
     let flow_state = query
         .state
         .ok_or_else(|| ApiError::invalid("state", "is required"))?;
-    let cookie = paddock_http::cookies::value(&headers, FLOW_COOKIE).map(str::to_owned).ok_or_else(|| {
-        ApiError::BadRequest("sign-in cookie missing: start again from the desktop app".into())
-    })?;
+    let cookie = paddock_http::cookies::value(&headers, FLOW_COOKIE)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            ApiError::BadRequest("sign-in cookie missing: start again from the desktop app".into())
+        })?;
     if !bool::from(subtle::ConstantTimeEq::ct_eq(
         cookie.as_bytes(),
         flow_state.as_bytes(),
