@@ -8,6 +8,7 @@ pub mod browser;
 pub mod captured_log;
 pub mod counted_routes;
 pub mod counting_items;
+pub mod document_server;
 pub mod fake_llm;
 pub mod fault_proxy;
 pub mod lambda_events;

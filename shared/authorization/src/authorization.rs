@@ -4,11 +4,16 @@
 //!
 //! Until the app and its redirect URI are known to match, nothing is sent to that URI: the
 //! refusal is shown to the driver instead (§4.1.2.1). After, every refusal goes back to the
-//! app with its RFC code.
+//! app with its RFC code. The app is a registered one (`pdc_...`) or a client known by its
+//! metadata document's URL ([`client_documents`]); a document that cannot be read or breaks
+//! a rule is shown to the driver like an unknown app.
+
+use std::sync::Arc;
 
 use url::Url;
 
 use crate::apps::{self, App};
+use crate::client_documents::{self, ClientDocument, ClientDocuments};
 use crate::codes::{self, CodeGrant};
 use crate::errors::ErrorCode;
 use crate::grants;
@@ -21,11 +26,46 @@ use paddock_kernel::ports::items::StoreError;
 /// The longest `state` accepted.
 pub const MAX_STATE_CHARS: usize = 512;
 
+/// The client an authorization request comes from.
+#[derive(Debug, Clone)]
+pub enum RequestingClient {
+    /// An app a driver registered.
+    Registered(App),
+    /// A client known by its metadata document's URL: no owner, public.
+    Document(Arc<ClientDocument>),
+}
+
+impl RequestingClient {
+    /// Its client id.
+    pub fn client_id(&self) -> &str {
+        match self {
+            Self::Registered(app) => &app.client_id,
+            Self::Document(document) => &document.client_id,
+        }
+    }
+
+    /// Its name, as drivers read it on the consent page.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Registered(app) => &app.name,
+            Self::Document(document) => &document.name,
+        }
+    }
+
+    /// Whether `presented` is one of its redirect URIs.
+    pub fn redirects_to(&self, presented: &str) -> bool {
+        match self {
+            Self::Registered(app) => app.redirects_to(presented),
+            Self::Document(document) => document.redirects_to(presented),
+        }
+    }
+}
+
 /// A checked authorization request.
 #[derive(Debug, Clone)]
 pub struct AuthorizationRequest {
     /// The app asking.
-    pub app: App,
+    pub client: RequestingClient,
     /// Where the answer goes (one the app registered).
     pub redirect_uri: String,
     /// The app's `state`, sent back unchanged.
@@ -64,9 +104,11 @@ pub const PARAMETERS: [&str; 8] = [
     "resource",
 ];
 
-/// Checks the request's query `pairs` as the server at `issuer` serves it.
+/// Checks the request's query `pairs` as the server at `issuer` serves it; a client known by
+/// its document's URL is read through `documents`.
 pub async fn check(
     ports: &Ports,
+    documents: &ClientDocuments,
     issuer: &str,
     pairs: &[(String, String)],
 ) -> Result<AuthorizationRequest, Refusal> {
@@ -84,14 +126,29 @@ pub async fn check(
     let Some(client_id) = value("client_id") else {
         return page("client_id: is required");
     };
-    let Some(app) = apps::find(ports, client_id).await? else {
-        return page("client_id: no app is registered with this id");
+    let client = if client_documents::is_document_client(client_id) {
+        match documents.document(client_id, ports.clock.unix()).await {
+            Ok(document) => RequestingClient::Document(document),
+            Err(refused) => return page(&refused.to_string()),
+        }
+    } else {
+        let Some(app) = apps::find(ports, client_id).await? else {
+            return page("client_id: no app is registered with this id");
+        };
+        RequestingClient::Registered(app)
     };
     let Some(redirect_uri) = value("redirect_uri") else {
         return page("redirect_uri: is required");
     };
-    if !app.redirects_to(redirect_uri) {
-        return page("redirect_uri: is not one of the app's registered redirect URIs");
+    if !client.redirects_to(redirect_uri) {
+        return page(match client {
+            RequestingClient::Registered(_) => {
+                "redirect_uri: is not one of the app's registered redirect URIs"
+            }
+            RequestingClient::Document(_) => {
+                "redirect_uri: is not one of the redirect URIs of the client's metadata document"
+            }
+        });
     }
     let state = value("state").map(str::to_owned);
     let back = |code: ErrorCode, description: String| {
@@ -164,7 +221,7 @@ pub async fn check(
         })?,
     };
     Ok(AuthorizationRequest {
-        app,
+        client,
         redirect_uri: redirect_uri.to_owned(),
         state,
         code_challenge: challenge.to_owned(),
@@ -199,7 +256,7 @@ fn answer_url(
 impl AuthorizationRequest {
     /// Whether `user` already approved these scopes for this app (the page is skipped).
     pub async fn already_approved(&self, ports: &Ports, user: &UserId) -> Result<bool, StoreError> {
-        let grant = grants::live(ports, user, &self.app.client_id).await?;
+        let grant = grants::live(ports, user, self.client.client_id()).await?;
         Ok(grant.is_some_and(|g| g.covers(&self.scopes)))
     }
 
@@ -212,14 +269,14 @@ impl AuthorizationRequest {
         user: &UserId,
     ) -> Result<String, StoreError> {
         let app = grants::Approved {
-            client_id: &self.app.client_id,
-            name: &self.app.name,
+            client_id: self.client.client_id(),
+            name: self.client.name(),
         };
         let grant = grants::approve(ports, user, app, &self.scopes).await?;
         let code = codes::issue(
             ports,
             &CodeGrant {
-                client_id: self.app.client_id.clone(),
+                client_id: self.client.client_id().to_owned(),
                 user_id: user.clone(),
                 family_id: grant.family_id,
                 redirect_uri: self.redirect_uri.clone(),

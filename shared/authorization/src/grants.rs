@@ -8,7 +8,9 @@
 //! Keys (table `tokens`):
 //! - `USER#<user id>` / `GRANT#<client id>`: `{clientId, appName, familyId, scopes,
 //!   createdAt, lastUsedAt?}`.
-//! - `APP#<client id>` / `GRANT#<user id>`: `{userId}`, the app's drivers.
+//! - `APP#<client id>` / `GRANT#<user id>`: `{userId}`, the app's drivers, for a registered
+//!   app only (its deletion ends their grants, and it counts them). A client known by its
+//!   metadata document's URL has no app row, no count and no such list.
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -33,6 +35,12 @@ const LAST_USED_EVERY_SECS: i64 = 60;
 
 fn grant_key(user: &UserId, client_id: &str) -> Key {
     Key::new(format!("USER#{user}"), format!("{GRANT_PREFIX}{client_id}"))
+}
+
+/// Whether `client_id` is a registered app's (which counts its drivers), not a client known
+/// by its metadata document.
+fn registered(client_id: &str) -> bool {
+    !crate::client_documents::is_document_client(client_id)
 }
 
 fn app_grant_key(client_id: &str, user: &UserId) -> Key {
@@ -202,20 +210,20 @@ pub async fn approve(
         Some(old) => Condition::eq("familyId", old),
         None => Condition::NotExists,
     };
-    ops.extend([
-        TxOp::Put {
-            table: Table::Tokens,
-            item: item(&grant_key(user, app.client_id), row),
-            condition: Some(as_read),
-        },
-        TxOp::Put {
+    ops.push(TxOp::Put {
+        table: Table::Tokens,
+        item: item(&grant_key(user, app.client_id), row),
+        condition: Some(as_read),
+    });
+    ops.push(not_deleted_op(user));
+    if registered(app.client_id) {
+        ops.push(TxOp::Put {
             table: Table::Tokens,
             item: item(&app_grant_key(app.client_id, user), json!({"userId": user})),
             condition: None,
-        },
-        not_deleted_op(user),
-    ]);
-    if existed.is_none() {
+        });
+    }
+    if existed.is_none() && registered(app.client_id) {
         // A new driver for the app (the app must still exist).
         ops.push(TxOp::Update {
             table: Table::Tokens,
@@ -370,24 +378,26 @@ pub async fn revoke(ports: &Ports, user: &UserId, client_id: &str) -> Result<boo
         return Ok(false);
     };
     refresh_tokens::revoke_family(ports, &grant.family_id).await?;
-    let mut ops = vec![
-        TxOp::Delete {
-            table: Table::Tokens,
-            key: grant_key(user, client_id),
-            condition: Some(Condition::eq("familyId", grant.family_id.as_str())),
-        },
-        TxOp::Delete {
-            table: Table::Tokens,
-            key: app_grant_key(client_id, user),
-            condition: None,
-        },
-        TxOp::Update {
-            table: Table::Tokens,
-            key: app_key(client_id),
-            update: Update::set("clientId", client_id).and_add("grants", -1),
-            condition: Some(Condition::Exists),
-        },
-    ];
+    let mut ops = vec![TxOp::Delete {
+        table: Table::Tokens,
+        key: grant_key(user, client_id),
+        condition: Some(Condition::eq("familyId", grant.family_id.as_str())),
+    }];
+    if registered(client_id) {
+        ops.extend([
+            TxOp::Delete {
+                table: Table::Tokens,
+                key: app_grant_key(client_id, user),
+                condition: None,
+            },
+            TxOp::Update {
+                table: Table::Tokens,
+                key: app_key(client_id),
+                update: Update::set("clientId", client_id).and_add("grants", -1),
+                condition: Some(Condition::Exists),
+            },
+        ]);
+    }
     loop {
         match ports.items.transact(ops.clone()).await {
             Ok(()) => return Ok(true),

@@ -9,7 +9,8 @@
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::apps::{self, App};
+use crate::apps;
+use crate::client_documents;
 use crate::codes;
 use crate::errors::{ErrorCode, OAuthError};
 use crate::grants::{self, Grant};
@@ -69,8 +70,20 @@ pub struct TokenAnswer {
     pub scope: String,
 }
 
-/// The app of `client`, authenticated.
-pub async fn authenticate_client(ports: &Ports, client: Client<'_>) -> Result<App, OAuthError> {
+/// The client id of `client`, authenticated: a registered app by its secret or by sending
+/// none (public), a client known by its metadata document by sending none (it is public; its
+/// codes and refresh tokens are bound to its client id, and its document was read when the
+/// driver consented).
+pub async fn authenticate_client(ports: &Ports, client: Client<'_>) -> Result<String, OAuthError> {
+    if client_documents::is_document_client(client.id) {
+        if client.secret.is_some() {
+            return Err(OAuthError::new(
+                ErrorCode::InvalidClient,
+                "a client known by its metadata document is public and has no secret: send client_id alone, with PKCE",
+            ));
+        }
+        return Ok(client.id.to_owned());
+    }
     let app = apps::find(ports, client.id).await?.ok_or_else(|| {
         OAuthError::new(
             ErrorCode::InvalidClient,
@@ -78,7 +91,7 @@ pub async fn authenticate_client(ports: &Ports, client: Client<'_>) -> Result<Ap
         )
     })?;
     app.authenticate(client.secret)?;
-    Ok(app)
+    Ok(app.client_id)
 }
 
 /// Answers `exchange` for `client`: tokens signed by `keys`, issued by `issuer`.
@@ -89,7 +102,7 @@ pub async fn exchange(
     client: Client<'_>,
     exchange: Exchange<'_>,
 ) -> Result<TokenAnswer, OAuthError> {
-    let app = authenticate_client(ports, client).await?;
+    let client_id = authenticate_client(ports, client).await?;
     let (user, family, refresh, scopes, resource, grant) = match exchange {
         Exchange::Code {
             code,
@@ -97,8 +110,7 @@ pub async fn exchange(
             verifier,
             resource,
         } => {
-            let redeemed =
-                codes::redeem(ports, code, &app.client_id, redirect_uri, verifier).await?;
+            let redeemed = codes::redeem(ports, code, &client_id, redirect_uri, verifier).await?;
             if let Some(asked) = resource
                 && Resource::named(issuer, asked) != Some(redeemed.resource)
             {
@@ -107,20 +119,12 @@ pub async fn exchange(
                     "resource: is not the one of the authorization request",
                 ));
             }
-            let grant = grants::of_family(
-                ports,
-                &redeemed.user_id,
-                &app.client_id,
-                &redeemed.family_id,
-            )
-            .await?
-            .ok_or_else(revoked)?;
-            let (issued, ops) = added_token_ops(
-                ports,
-                &redeemed.user_id,
-                &redeemed.family_id,
-                &app.client_id,
-            );
+            let grant =
+                grants::of_family(ports, &redeemed.user_id, &client_id, &redeemed.family_id)
+                    .await?
+                    .ok_or_else(revoked)?;
+            let (issued, ops) =
+                added_token_ops(ports, &redeemed.user_id, &redeemed.family_id, &client_id);
             match ports.items.transact(ops).await {
                 Ok(()) => {}
                 Err(e) if e.is_condition_failed_at(0) => return Err(revoked()),
@@ -140,7 +144,7 @@ pub async fn exchange(
             scope,
             resource,
         } => {
-            let client_id = app.client_id.as_str();
+            let client_id = client_id.as_str();
             let read_grant = |user: UserId| async move {
                 let grant = grants::live_row(ports, &user, client_id).await?;
                 Ok((user, grant))
@@ -169,7 +173,7 @@ pub async fn exchange(
     let request = AppTokenRequest {
         issuer,
         user_id: &user,
-        client_id: &app.client_id,
+        client_id: &client_id,
         grant_id: &family,
         scopes: &scopes,
         resource,
@@ -230,18 +234,18 @@ pub async fn revoke(
     client: Client<'_>,
     token: &str,
 ) -> Result<(), OAuthError> {
-    let app = authenticate_client(ports, client).await?;
+    let client_id = authenticate_client(ports, client).await?;
     let family = if app_tokens::is_app_token(token) {
         let now = ports.clock.unix();
         Resource::ALL
             .into_iter()
             .find_map(|r| app_tokens::verify(keys, token, r, now).ok())
-            .filter(|claims| claims.client_id == app.client_id)
+            .filter(|claims| claims.client_id == client_id)
             .map(|claims| claims.gid)
     } else {
         refresh_tokens::app_family_of(ports, token)
             .await?
-            .filter(|(_, client_id)| *client_id == app.client_id)
+            .filter(|(_, owner)| *owner == client_id)
             .map(|(family, _)| family)
     };
     if let Some(family) = family {

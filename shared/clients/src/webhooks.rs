@@ -19,11 +19,12 @@ use paddock_core::webhooks::client::{
     DeliveryFailure, MAX_ANSWER_BYTES, TIMEOUT, WebhookAnswer, WebhookClient, WebhookRequest,
 };
 
-/// Resolves names and refuses any that reach an address the rules forbid.
+/// Resolves names and refuses any that reach an address the rules forbid (the webhook
+/// client's, and the client metadata documents' fetcher's).
 #[derive(Debug, Clone, Copy)]
-struct CheckedResolver {
-    policy: Policy,
-    plain_http: bool,
+pub(crate) struct CheckedResolver {
+    pub(crate) policy: Policy,
+    pub(crate) plain_http: bool,
 }
 
 impl Resolve for CheckedResolver {
@@ -79,7 +80,7 @@ impl HttpsWebhookClient {
 }
 
 /// The rule a failed request's cause names, if a check refused it.
-fn refusal_in(error: &reqwest::Error) -> Option<Refused> {
+pub(crate) fn refusal_in(error: &reqwest::Error) -> Option<Refused> {
     let mut source = error.source();
     while let Some(cause) = source {
         if let Some(refused) = cause.downcast_ref::<Refused>() {

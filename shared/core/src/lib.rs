@@ -21,6 +21,9 @@
 /// The characters no text another person reads may hold (the `paddock-hidden-characters`
 /// crate, here under its old path).
 pub use ::hidden_characters;
+/// The clients known by their metadata document's URL (from `paddock-authorization`): the
+/// adapters fetch the documents, the HTTP state keeps them.
+pub use paddock_authorization::client_documents;
 pub use paddock_boards::leaderboards;
 pub use paddock_competitions::events as competition_events;
 pub use paddock_competitions::leagues;

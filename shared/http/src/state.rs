@@ -5,8 +5,10 @@ use std::sync::Arc;
 use http::HeaderValue;
 
 use crate::metrics_readout::MetricsReadout;
+use paddock_clients::client_documents::HttpsDocumentFetcher;
 use paddock_clients::identity_providers::{self as providers, Providers};
 use paddock_clients::webhooks::HttpsWebhookClient;
+use paddock_core::client_documents::{self, ClientDocuments};
 use paddock_core::coaching::llm::LanguageModel;
 use paddock_core::config::Settings;
 use paddock_core::identity::access_tokens::{AccessTokens, Claims};
@@ -66,6 +68,10 @@ pub struct SharedState {
     /// The client that asks a webhook receiver to confirm a subscription; set by
     /// [`AppState::with_webhook_client`] (the webhooks group).
     webhook_client: Option<Arc<dyn WebhookClient>>,
+    /// The metadata documents of OAuth clients known by their URL, fetched under the webhook
+    /// address rules and kept a while; set by [`AppState::with_client_documents`] (the oauth
+    /// group).
+    client_documents: Option<Arc<ClientDocuments>>,
 }
 
 impl AppState {
@@ -92,6 +98,7 @@ impl AppState {
             coach: None,
             metrics_readout: None,
             webhook_client: None,
+            client_documents: None,
         }))
     }
 
@@ -122,6 +129,24 @@ impl AppState {
             let policy = address_policy(&s.settings);
             s.webhook_client = Some(Arc::new(HttpsWebhookClient::new(policy)));
         })
+    }
+
+    /// The same state with the fetcher of OAuth clients' metadata documents, under the
+    /// configured address rules (`Webhooks__AllowLoopbackHttp`, as for webhooks).
+    #[must_use]
+    pub fn with_client_documents(self) -> Self {
+        self.changed(|s| {
+            let fetcher = HttpsDocumentFetcher::new(address_policy(&s.settings));
+            s.client_documents = Some(Arc::new(ClientDocuments::new(Arc::new(fetcher))));
+        })
+    }
+
+    /// The OAuth clients' metadata documents; without a fetcher (a process not given one),
+    /// none can be read.
+    pub fn client_documents(&self) -> Arc<ClientDocuments> {
+        self.client_documents
+            .clone()
+            .unwrap_or_else(|| Arc::new(ClientDocuments::new(Arc::new(client_documents::Unwired))))
     }
 
     /// The client of webhook receivers; without one (a process not given it), every receiver

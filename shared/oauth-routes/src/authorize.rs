@@ -17,9 +17,11 @@ use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use crate::consent_page::{self, AppShown};
+use crate::consent_page::{self, AppShown, Maker};
 use crate::form::{Params, is_form};
-use paddock_authorization::authorization::{self, AuthorizationRequest, PARAMETERS, Refusal};
+use paddock_authorization::authorization::{
+    self, AuthorizationRequest, PARAMETERS, Refusal, RequestingClient,
+};
 use paddock_authorization::consent_sessions;
 use paddock_core::identity::fields::{Email, login_password};
 use paddock_core::identity::password_sign_in::{self, SignInError};
@@ -99,7 +101,7 @@ async fn checked(
     pairs: &[(String, String)],
     status: StatusCode,
 ) -> Result<AuthorizationRequest, Response> {
-    authorization::check(&state.ports, issuer, pairs)
+    authorization::check(&state.ports, &state.client_documents(), issuer, pairs)
         .await
         .map_err(|refusal| match refusal {
             Refusal::Page(message) => problem(
@@ -159,7 +161,7 @@ async fn signed_in(
 /// Everything a page needs to show about the request.
 struct Shown {
     app_name: String,
-    owner: String,
+    maker: Maker,
     params: Vec<(String, String)>,
     form_cookie: String,
     new_form_cookie: bool,
@@ -172,14 +174,21 @@ async fn shown(
     pairs: &[(String, String)],
     headers: &HeaderMap,
 ) -> Result<Shown, StoreError> {
-    let owner = users::get(&state.ports, &request.app.owner_id).await?;
+    let maker = match &request.client {
+        RequestingClient::Registered(app) => Maker::Driver(
+            users::get(&state.ports, &app.owner_id)
+                .await?
+                .map_or_else(|| "a Paddock driver".into(), |o| o.display_name),
+        ),
+        RequestingClient::Document(document) => Maker::Site(document.host.clone()),
+    };
     let (form_cookie, new_form_cookie) = match cookie(headers, FORM_COOKIE) {
         Some(value) if value.len() == 43 => (value.to_owned(), false),
         _ => (paddock_core::hashing::random_token(32), true),
     };
     Ok(Shown {
-        app_name: request.app.name.clone(),
-        owner: owner.map_or_else(|| "a Paddock driver".into(), |o| o.display_name),
+        app_name: request.client.name().to_owned(),
+        maker,
         params: pairs.to_vec(),
         form_cookie,
         new_form_cookie,
@@ -199,7 +208,7 @@ async fn form_page(
 ) -> Response {
     let app = AppShown {
         name: &shown.app_name,
-        owner: &shown.owner,
+        maker: &shown.maker,
     };
     let csrf = form_token(&shown.form_cookie);
     let html = match driver {
@@ -243,7 +252,7 @@ async fn approved(
 /// needed); a driver who approved the same scopes before goes back to the app at once.
 #[utoipa::path(get, path = "/oauth/authorize", operation_id = "authorizeApp", tag = "oauth",
     params(("response_type" = String, Query, description = "`code`"),
-           ("client_id" = String, Query, description = "The app's client id"),
+           ("client_id" = String, Query, description = "The app's client id, or the https URL of the client's metadata document"),
            ("redirect_uri" = String, Query, description = "One of the app's redirect URIs, byte for byte (a loopback URI's port may differ)"),
            ("state" = String, Query, description = "Sent back unchanged (at most 512 characters)"),
            ("code_challenge" = String, Query, description = "PKCE: base64url of the SHA-256 of the verifier (43 characters)"),
@@ -253,7 +262,7 @@ async fn approved(
     security(()),
     responses((status = 200, description = "The consent page, or the sign-in form before it", content_type = "text/html", body = String),
               (status = 302, description = "Back to the app: a code (already approved) or an error, with `state` and `iss`"),
-              (status = 400, description = "An unknown app or redirect URI: shown, never sent to the URI", content_type = "text/html", body = String)))]
+              (status = 400, description = "An unknown app or redirect URI, or a client metadata document that cannot be read or breaks a rule: shown, never sent to the URI", content_type = "text/html", body = String)))]
 pub(crate) async fn authorize(
     State(state): State<AppState>,
     PublicUrl(issuer): PublicUrl,

@@ -61,12 +61,20 @@ pub(crate) fn scope_words(scope: Scope) -> &'static str {
     }
 }
 
+/// Who an app comes from.
+pub(crate) enum Maker {
+    /// A registered app: its owner's display name.
+    Driver(String),
+    /// A client known by its metadata document: the host of the document's URL.
+    Site(String),
+}
+
 /// The app a page is about.
 pub(crate) struct AppShown<'a> {
     /// Its name.
     pub name: &'a str,
-    /// Its owner's display name.
-    pub owner: &'a str,
+    /// Who it comes from.
+    pub maker: &'a Maker,
 }
 
 /// The hidden fields that carry the authorization request and the form's token.
@@ -132,7 +140,19 @@ pub(crate) fn consent(
 ) -> String {
     let body = html! {
         h1 { "Allow " bdi { (app.name) } " to act for you?" }
-        p.meta { "An app made by " bdi { (app.owner) } ". You are signed in as " bdi { (driver) } "." }
+        @match app.maker {
+            Maker::Driver(owner) => {
+                p.meta { "An app made by " bdi { (owner) } ". You are signed in as " bdi { (driver) } "." }
+            }
+            Maker::Site(host) => {
+                p.meta {
+                    "An app identified by its address at " strong { bdi { (host) } }
+                    ", not registered on Paddock: its name is the one it gives itself. "
+                    "Allow it only if you trust " bdi { (host) } ". You are signed in as "
+                    bdi { (driver) } "."
+                }
+            }
+        }
         p { "It asks to:" }
         ul {
             @for scope in scopes {

@@ -43,6 +43,9 @@ pub(crate) struct AuthorizationServerMetadata {
     /// The REST API's and the MCP endpoint's identifiers, the values `resource` may take
     /// (RFC 8707).
     pub resources_supported: Vec<String>,
+    /// Always true: a `client_id` may be the https URL of the client's metadata document
+    /// (draft-ietf-oauth-client-id-metadata-document), with no registration.
+    pub client_id_metadata_document_supported: bool,
 }
 
 const CLIENT_AUTH: [&str; 3] = ["none", "client_secret_basic", "client_secret_post"];
@@ -66,6 +69,7 @@ pub(crate) async fn metadata(PublicUrl(issuer): PublicUrl) -> Response {
         code_challenge_methods_supported: ["S256"],
         authorization_response_iss_parameter_supported: true,
         resources_supported: Resource::ALL.iter().map(|r| r.uri(&issuer)).collect(),
+        client_id_metadata_document_supported: true,
         issuer,
     };
     let mut response = axum::Json(metadata).into_response();

@@ -43,7 +43,8 @@ impl Application {
             state: AppState::new(ports, settings)
                 .with_identity_providers()
                 .with_coach()
-                .with_webhook_client(),
+                .with_webhook_client()
+                .with_client_documents(),
         })
     }
 

@@ -173,6 +173,9 @@ pub fn serve(group: Group) -> impl Future<Output = Result<(), Error>> {
         if needs.webhook_receivers {
             state = state.with_webhook_client();
         }
+        if needs.client_documents {
+            state = state.with_client_documents();
+        }
         if let Some(source) = metrics {
             state = state.with_metrics_source(source);
         }

@@ -26,6 +26,7 @@ mod local_server;
 mod log_lines;
 mod metrics_scrapes;
 mod oauth;
+mod oauth_client_documents;
 mod preview_renders;
 mod profile;
 mod rate_limits;

@@ -100,6 +100,7 @@ const LAYERS: [(&str, &[&str]); 25] = [
         "paddock-authorization",
         &[
             "paddock-hidden-characters",
+            "paddock-webhook-address",
             "paddock-kernel",
             "paddock-identity",
         ],
@@ -131,6 +132,7 @@ const LAYERS: [(&str, &[&str]); 25] = [
             "paddock-social",
             "paddock-packs",
             "paddock-competitions",
+            "paddock-authorization",
             "paddock-driver-data",
         ],
     ),

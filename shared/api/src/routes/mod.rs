@@ -76,6 +76,8 @@ pub struct Needs {
     pub metrics: bool,
     /// The HTTPS client of webhook receivers (a subscription's receiver confirms it).
     pub webhook_receivers: bool,
+    /// The HTTPS fetcher of OAuth clients' metadata documents (a client known by its URL).
+    pub client_documents: bool,
 }
 
 impl Group {
@@ -136,8 +138,14 @@ impl Group {
                 ..secrets
             },
             // Password hashing: the consent page signs drivers in.
-            Group::Auth | Group::Oauth => Needs {
+            Group::Auth => Needs {
                 identity_providers: true,
+                ..secrets
+            },
+            // And the documents of clients known by their URL.
+            Group::Oauth => Needs {
+                identity_providers: true,
+                client_documents: true,
                 ..secrets
             },
             // Blobs: session points, track maps, packs, exports.

@@ -184,7 +184,7 @@ settings! {
         app_requests_per_minute: u32 as LIMITS_APP_REQUESTS_PER_MINUTE = "Limits__AppRequestsPerMinute" Number(6000) in 1..=10_000_000;
             "requests per OAuth app in any 60 seconds, over all the drivers it acts for (each driver's grant also has `Limits__TokenRequestsPerMinute`); answered as for a personal access token"
         webhooks_allow_loopback_http: bool as WEBHOOKS_ALLOW_LOOPBACK_HTTP = "Webhooks__AllowLoopbackHttp" Text("false") => super::boolean;
-            "local tests only, never in AWS: `true` lets webhook subscriptions use `http` and loopback addresses (127.0.0.0/8, ::1); every other address rule stays"
+            "local tests only, never in AWS: `true` lets webhook subscriptions, and OAuth clients' metadata documents (a `client_id` that is a URL), use `http` and loopback addresses (127.0.0.0/8, ::1); every other address rule stays"
         event_operators: Vec<UserId> as EVENTS_OPERATORS = "Events__Operators" Unset => super::user_ids;
             "the drivers (user ids, comma-separated) who make public competition events (`POST /v1/events`); nobody when unset"
         new_boards_per_day: u32 as LIMITS_NEW_BOARDS_PER_DAY = "Limits__NewBoardsPerDay" Number(50) in 1..=1_000_000;
