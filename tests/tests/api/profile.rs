@@ -15,6 +15,7 @@ use paddock_core::ports::{Clock, Ports};
 use paddock_core::queues::QueueName;
 use paddock_core::tables::Table;
 use paddock_core::workers;
+use paddock_tests::document_server::Served;
 use paddock_tests::fake_llm::FakeLlm;
 use paddock_tests::oauth_flow;
 use paddock_tests::{
@@ -476,6 +477,21 @@ async fn seed(app: &TestApp, backend_llm: &FakeLlm) -> Seeded {
         .await;
     let (status, dans) = oauth_flow::exchange_code(app, &client, &approved, &pkce).await;
     assert_eq!(status, 200, "{dans}");
+    // A client known by its metadata document acts for her too: a grant with no app's rows.
+    let server = paddock_tests::document_server::DocumentServer::start().await;
+    let id = server.url("/pit-wall.json");
+    let document = json!({"client_id": id, "redirect_uris": ["http://127.0.0.1/callback"]});
+    server.serve("/pit-wall.json", Served::json(&document));
+    let (pkce, browser) = (oauth_flow::Pkce::new(), oauth_flow::Browser::new(app));
+    let client = oauth_flow::RegisteredApp {
+        client_id: id,
+        secret: None,
+        redirect_uri: "http://127.0.0.1/callback".into(),
+    };
+    let query = oauth_flow::authorize_query(&client, &pkce, "profile:read", &[]);
+    let approved = browser.consent(&query, &email, PASSWORD).await;
+    let (status, tokens) = oauth_flow::exchange_code(app, &client, &approved, &pkce).await;
+    assert_eq!(status, 200, "{tokens}");
     Seeded {
         user_id,
         email,
