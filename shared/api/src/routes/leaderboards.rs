@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::envelopes::envelope;
-use crate::http::auth_user::{Caller, Deferred, RateLimitSlot, scope};
+use crate::http::auth_user::{Admitted, Caller, Deferred, RateLimitSlot, scope};
 use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok};
 use crate::routes::leaderboard_answers::{LeaderboardEntry, LeaderboardPage, rendered};
 use crate::routes::paging;
@@ -158,6 +158,7 @@ pub async fn leaderboard(
             let caller = Caller::<scope::BoardsRead, Deferred>::from_authorization(
                 headers.authorization.as_ref(),
                 headers.rate_limit.as_ref(),
+                headers.admitted.as_ref(),
                 &state,
             )
             .await?;
@@ -215,6 +216,8 @@ pub struct BoardReadHeaders {
     authorization: Option<HeaderValue>,
     /// Where a personal access token's rate-limit usage goes, for `around=me`.
     rate_limit: Option<RateLimitSlot>,
+    /// A caller admitted already (a tool of the MCP server), for `around=me`.
+    admitted: Option<Admitted>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
@@ -225,6 +228,7 @@ impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
             if_none_match: parts.headers.get(header::IF_NONE_MATCH).cloned(),
             authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
             rate_limit: parts.extensions.get::<RateLimitSlot>().cloned(),
+            admitted: parts.extensions.get::<Admitted>().cloned(),
         })
     }
 }
