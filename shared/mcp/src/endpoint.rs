@@ -10,7 +10,7 @@
 //! called (403 `insufficient_scope` naming it) and the rate limits of the REST API, once per
 //! request. The tools answer through the REST routes with the caller admitted here.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::catalogue::{self, catalogue};
 use crate::jsonrpc::{self, Incoming};
-use crate::server::PaddockServer;
+use crate::server::{PaddockServer, RouteRefusal};
 use crate::{PROTOCOL_VERSIONS, Reads};
 use paddock_core::identity::app_tokens::Resource;
 use paddock_core::identity::authentication::{AuthenticationError, Credential, Required};
@@ -168,11 +168,6 @@ async fn transport(reads: Reads, state: &AppState, request: Request) -> Response
         Err(never) => match never {},
     }
 }
-
-/// Where a tool's route leaves why it refused the caller (401), for the endpoint to answer
-/// with instead of the transport's answer.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RouteRefusal(pub Arc<OnceLock<String>>);
 
 /// The refusals of the endpoint's door, each with `WWW-Authenticate` (RFC 6750 §3, RFC 9728
 /// §5.1).

@@ -2,6 +2,7 @@
 //! REST route with the caller the endpoint admitted.
 
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use axum::body::Body;
 use http::StatusCode;
@@ -16,7 +17,6 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use crate::catalogue::catalogue;
-use crate::endpoint::RouteRefusal;
 use crate::{PROTOCOL_VERSIONS, Reads, arguments};
 use paddock_http::http::auth_user::Admitted;
 use paddock_http::state::AppState;
@@ -28,6 +28,11 @@ const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 const INSTRUCTIONS: &str = "Paddock holds a sim-racing driver's synced sessions (with laps), \
     the boards of best laps per track and car, the driver's feed and achievements, and public \
     events. Every tool reads; none changes anything. Lap and gap times are milliseconds.";
+
+/// Where a tool's route leaves why it refused the caller (401), for the endpoint to answer
+/// with instead of the transport's answer.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RouteRefusal(pub Arc<OnceLock<String>>);
 
 /// The handler of one request.
 #[derive(Clone)]

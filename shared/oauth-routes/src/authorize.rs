@@ -26,8 +26,8 @@ use paddock_core::identity::password_sign_in::{self, SignInError};
 use paddock_core::identity::users;
 use paddock_core::ids::UserId;
 use paddock_core::ports::items::StoreError;
+use paddock_http::client_addr::ClientAddr;
 use paddock_http::cookies::value as cookie;
-use paddock_http::http::auth_user::ClientAddr;
 use paddock_http::http::public_url::PublicUrl;
 use paddock_http::state::AppState;
 

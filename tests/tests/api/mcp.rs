@@ -101,12 +101,9 @@ async fn initialized(app: &TestApp, token: &str) -> Value {
 
 async fn tools_answer_what_the_rest_api_answers(app: TestApp) {
     let (token, _) = app.driver("Mia").await;
-    let track_id = app
-        .submitted_lap(&token, 101_250, "Ferrari 296 GT3")
-        .await;
+    let track_id = app.submitted_lap(&token, 101_250, "Ferrari 296 GT3").await;
     let (rival, _) = app.driver("Rex").await;
-    app.submitted_lap(&rival, 100_900, "Ferrari 296 GT3")
-        .await;
+    app.submitted_lap(&rival, 100_900, "Ferrari 296 GT3").await;
     let init = initialized(&app, &token).await;
     assert_eq!(init["protocolVersion"], VERSION);
     assert!(init["capabilities"]["tools"].is_object(), "{init}");

@@ -23,8 +23,6 @@ use paddock_core::identity::personal_tokens::{Scope, TokenGrant};
 use paddock_core::ids::UserId;
 use paddock_core::rate_limits::Usage;
 
-pub use crate::client_addr::ClientAddr;
-
 /// The bearer token of a request's headers, if any.
 pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
     headers.get(header::AUTHORIZATION).and_then(bearer_of)

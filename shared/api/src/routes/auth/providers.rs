@@ -9,7 +9,6 @@ use serde::Deserialize;
 use std::sync::Arc;
 use utoipa::IntoParams;
 
-use crate::http::auth_user::ClientAddr;
 use crate::http::public_url::PublicUrl;
 use crate::http::{ApiError, ApiQuery};
 use crate::state::AppState;
@@ -21,6 +20,7 @@ use paddock_core::identity::provider_accounts::ProviderSignInError;
 use paddock_core::identity::sign_in_flows::{self, SignInFlow};
 use paddock_core::problems::{FieldProblems, Problems};
 use paddock_core::rate_limits::{self, Limit};
+use paddock_http::client_addr::ClientAddr;
 
 const FLOW_COOKIE: &str = "paddock_signin";
 
