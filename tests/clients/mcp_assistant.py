@@ -162,6 +162,7 @@ async def main():
                 "get_board": ({"trackId": track_id}, f"/v1/leaderboards?{board}"),
                 "get_my_standing": ({"trackId": track_id}, f"/v1/leaderboards/me?{board}"),
                 "list_board_cars": ({"trackId": track_id}, f"/v1/leaderboards/vehicles?{board}"),
+                "get_my_progress": ({"trackId": track_id}, f"/v1/leaderboards/me/progress?{board}"),
                 "list_my_feed": ({}, "/v1/feed"),
                 "list_my_achievements": ({}, "/v1/achievements"),
                 "list_events": ({}, "/v1/events"),

@@ -27,7 +27,7 @@ pub(crate) struct ToolSpec {
 }
 
 /// Every tool, in the order they are listed.
-pub(crate) const TOOLS: [ToolSpec; 11] = [
+pub(crate) const TOOLS: [ToolSpec; 12] = [
     tool("get_my_profile", "My profile", "getMyProfile"),
     tool("list_my_sessions", "My sessions", "listSessions"),
     tool(
@@ -44,6 +44,7 @@ pub(crate) const TOOLS: [ToolSpec; 11] = [
         "listLeaderboardVehicles",
         Scope::BoardsRead,
     ),
+    tool("get_my_progress", "My progress on a track", "getMyProgress"),
     tool("list_my_feed", "My feed", "listFeed"),
     tool(
         "list_my_achievements",

@@ -54,3 +54,19 @@ pub const RESOURCE_METADATA_PATH: &str = resource_metadata::PATH;
 pub fn tool_names() -> impl Iterator<Item = &'static str> {
     catalogue::TOOLS.iter().map(|tool| tool.name)
 }
+
+/// Each tool's name and the scopes it accepts (any one of them), read from `reads`'
+/// description as `tools/list` is.
+pub fn tool_scopes(reads: Reads) -> Vec<(&'static str, Vec<&'static str>)> {
+    catalogue::catalogue(reads)
+        .tools
+        .iter()
+        .zip(catalogue::TOOLS.iter())
+        .map(|(tool, spec)| (spec.name, tool.scopes.iter().map(|s| s.name()).collect()))
+        .collect()
+}
+
+/// The scopes the protected resource metadata and the 401 challenge name.
+pub fn scopes_named() -> Vec<&'static str> {
+    catalogue::scope_names()
+}

@@ -169,6 +169,11 @@ async fn tools_answer_what_the_rest_api_answers(app: TestApp) {
             json!({"trackId": track_id}),
             format!("/v1/leaderboards/vehicles?trackId={track_id}"),
         ),
+        (
+            "get_my_progress",
+            json!({"trackId": track_id}),
+            format!("/v1/leaderboards/me/progress?trackId={track_id}"),
+        ),
         ("list_my_feed", json!({}), "/v1/feed".to_owned()),
         (
             "list_my_achievements",
@@ -188,6 +193,20 @@ async fn tools_answer_what_the_rest_api_answers(app: TestApp) {
         assert_eq!(status, 200, "{path}: {through_rest}");
         assert_eq!(through_tool, through_rest, "{name} against GET {path}");
     }
+
+    // The driver's progress: her one submitted lap.
+    let progress = tool(
+        &app,
+        &token,
+        "get_my_progress",
+        json!({"trackId": track_id}),
+    )
+    .await;
+    assert_eq!(progress["data"]["bestLapMs"], 101_250, "{progress}");
+    assert_eq!(
+        progress["data"]["points"][0]["vehicleName"],
+        "Ferrari 296 GT3"
+    );
 
     // A question the route answers 404 is the tool's error, in the route's words.
     let missing = rpc(

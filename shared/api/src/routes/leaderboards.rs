@@ -29,6 +29,7 @@ pub fn routes<R: Routes>() -> R {
     R::empty()
         .operations(operations!(leaderboard))
         .operations(operations!(my_standing))
+        .operations(operations!(super::progress::my_progress))
         .operations(operations!(vehicles))
         .operations(operations!(submit_lap))
         .merge(pages::routes())
@@ -89,7 +90,7 @@ fn track_of(q: &LeaderboardQuery) -> Result<(TrackId, Named), ApiError> {
     }
 }
 
-fn track_id_param(id: &str) -> Result<TrackId, ApiError> {
+pub(super) fn track_id_param(id: &str) -> Result<TrackId, ApiError> {
     id.trim()
         .parse()
         .map_err(|_| ApiError::invalid("trackId", "must be a track id (UUID)"))

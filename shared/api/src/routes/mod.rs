@@ -17,6 +17,7 @@ mod mcp_reads;
 pub(crate) mod openapi;
 pub mod paging;
 pub(crate) mod profile;
+mod progress;
 pub use paddock_http::registry;
 pub mod sessions;
 mod sharepack_bodies;
