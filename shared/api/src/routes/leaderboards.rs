@@ -124,7 +124,9 @@ async fn track_for(
 
 /// Ranked best laps of a track, or of one car on it. Public; cached in the process for a
 /// few seconds, with `Cache-Control` and `ETag` (send `If-None-Match` for a 304). With
-/// `around=me` (token required), the page centred on the caller, not cached.
+/// `around=me` (token required), the page centred on the caller, not cached. A track named
+/// by gameId and trackName that nobody has raced yet (or a misspelt name) has an empty board
+/// and `track.sessionCount` 0; its `track.id` answers 404 until its first session.
 #[utoipa::path(get, path = "/v1/leaderboards", operation_id = "getLeaderboard", tag = "leaderboards", params(LeaderboardQuery),
     security((), ("bearer" = ["boards:read"])),
     responses((status = 200, description = "One page of the board", body = LeaderboardEnvelope),
