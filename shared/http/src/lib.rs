@@ -9,6 +9,7 @@
 // Everything the API and the runtime use is documented; CI turns warnings into errors.
 #![warn(missing_docs)]
 
+pub mod bearer;
 pub mod client_addr;
 pub mod cookies;
 pub mod envelope;

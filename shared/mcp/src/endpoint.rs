@@ -29,7 +29,8 @@ use crate::{PROTOCOL_VERSIONS, Reads};
 use paddock_core::identity::app_tokens::Resource;
 use paddock_core::identity::authentication::{AuthenticationError, Credential, Required};
 use paddock_core::identity::personal_tokens::Scope;
-use paddock_http::http::auth_user::{Admitted, RateLimitSlot, bearer};
+use paddock_http::bearer::bearer;
+use paddock_http::http::auth_user::{Admitted, RateLimitSlot};
 use paddock_http::http::public_url::PublicUrl;
 use paddock_http::state::AppState;
 

@@ -10,8 +10,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::http::ApiError;
-use crate::http::auth_user::bearer;
 use paddock_core::identity::{app_tokens, personal_tokens};
+use paddock_http::bearer::bearer;
 
 /// Refuses a request whose bearer token has no form of ours (401, as the door words it).
 pub(crate) async fn refuse_malformed_bearer(req: Request, next: Next) -> Response {
