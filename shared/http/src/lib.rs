@@ -17,6 +17,7 @@ pub mod envelope_schemas;
 pub mod http;
 pub mod metrics_access;
 pub mod metrics_readout;
+pub mod provider_flows;
 pub mod registry;
 pub mod schemas;
 pub mod state;
