@@ -2,14 +2,16 @@
 # Runs every test of Paddock on a fresh machine:
 #   installs what the tests talk to (Debian's Java, promtool, Chromium and chromedriver when
 #   missing; cfn-lint, aws-sam-translator, schemathesis, openapi-python-client, standardwebhooks and
-#   authlib (the OAuth app's client) into a venv; the `oidc-provider`
-#   OpenID Connect provider, axe-core, Redocly CLI, openapi-typescript and openapi-fetch from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
+#   authlib (the OAuth app's client) and the MCP Python SDK (the assistant's client) into a venv;
+#   the `oidc-provider` OpenID Connect provider, axe-core, Redocly CLI, openapi-typescript,
+#   openapi-fetch and the MCP conformance suite from npm; DynamoDB Local and moto_server through infra/emulators.sh), starts DynamoDB Local
 #   and moto_server (infra/emulators.sh, with a state directory of this run's own), the OIDC
 #   provider and chromedriver on loopback, lints the SAM template and checks what the SAM
 #   transform makes of it for each parameter set (tests/template/), runs schemathesis with every
 #   check against the local server's OpenAPI document, lints that document with Redocly's
 #   recommended rules and runs a short flow through a Python and a TypeScript client generated
-#   from it (tests/clients/), runs the Rust test suites (both adapter
+#   from it (tests/clients/), runs the MCP conformance suite and an assistant on the MCP Python
+#   SDK against the MCP endpoint, runs the Rust test suites (both adapter
 #   sets, the black-box scenarios again through the Lambda functions behind the local API, the
 #   browser sign-in and the board pages in the browser), and stops everything it started (by process id).
 # Extra arguments go to `cargo test` (e.g. `./tests/run.sh --test api auth::`).
@@ -65,6 +67,10 @@ fi
 # Authlib: the OAuth app of tests/clients/oauth_app.py, a client library used unmodified.
 if ! "$tools/venv/bin/python" -c 'import authlib, sys; sys.exit(authlib.__version__ != "1.6.5")' 2>/dev/null; then
   "$tools/venv/bin/pip" install -q authlib==1.6.5 requests
+fi
+# The official MCP Python SDK: the assistant of tests/clients/mcp_assistant.py, used unmodified.
+if ! "$tools/venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("mcp") != "2.3.0")' 2>/dev/null; then
+  "$tools/venv/bin/pip" install -q mcp==2.3.0
 fi
 mkdir -p "$tools/oidc"
 cp "$root/tests/oidc/package.json" "$root/tests/oidc/provider.mjs" "$tools/oidc/"
@@ -199,6 +205,34 @@ cp "$root/tests/clients/tsconfig.json" "$root/tests/clients/flow.mjs" "$tools/cl
 if grep -qi 'warn' "$log_dir/openapi-typescript.log"; then echo "openapi-typescript warned"; exit 1; fi
 "$tools/clients/node_modules/.bin/tsc" -p "$tools/clients"
 node "$tools/clients/flow.mjs" "$api"
+
+step "the MCP endpoint: the official conformance suite, then an assistant on the official MCP Python SDK"
+# The suite's client sends no credential: it reaches the endpoint through a forwarder that adds
+# a driver's personal access token (a driver's own setup for a tool without OAuth), on a server
+# whose public address is the forwarder's, as API Gateway's is in AWS.
+mcp_port=$(free_port)
+mcp_proxy_port=$(free_port)
+Data__Dir="$(mktemp -d -p "$log_dir")" Server__Address="127.0.0.1:$mcp_port" \
+  Auth__PublicUrl="http://127.0.0.1:$mcp_proxy_port" Limits__TokenRequestsPerMinute=1000000 \
+  Log__Format=json RUST_LOG=warn \
+  "$local_server" >"$log_dir/mcp-server.log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$mcp_port/health" mcp-server "$!"
+mcp_driver=$(curl -s -X POST "http://127.0.0.1:$mcp_port/v1/auth/register" -H 'content-type: application/json' \
+  -d '{"email":"assistant@example.com","password":"correct horse battery","displayName":"Assistant"}' \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["accessToken"])')
+mcp_token=$(curl -s -X POST "http://127.0.0.1:$mcp_port/v1/tokens" -H "authorization: Bearer $mcp_driver" \
+  -H 'content-type: application/json' \
+  -d '{"name":"assistant","scopes":["profile:read","sessions:read","boards:read","activity:read","events:read"]}' \
+  | python3 -c 'import json, sys; print(json.load(sys.stdin)["data"]["token"])')
+python3 "$root/tests/clients/bearer_proxy.py" "$mcp_proxy_port" "http://127.0.0.1:$mcp_port" "$mcp_token" \
+  >"$log_dir/mcp-proxy.log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$mcp_proxy_port/health" mcp-proxy "$!"
+(cd "$log_dir" && "$tools/clients/node_modules/.bin/conformance" server --url "http://127.0.0.1:$mcp_proxy_port/mcp" \
+  --expected-failures "$root/tests/clients/mcp-conformance-expected-failures.yml" -o "$log_dir/mcp-conformance" \
+  | tail -n 40)
+"$tools/venv/bin/python" "$root/tests/clients/mcp_assistant.py" "$api"
 kill "$fuzz_pid" 2>/dev/null || true
 fi
 

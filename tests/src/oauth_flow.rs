@@ -201,9 +201,15 @@ impl Browser {
 
     /// GET `/oauth/authorize?<query>`.
     pub async fn authorize(&self, query: &str) -> Answer {
+        self.authorize_path(&format!("/oauth/authorize?{query}"))
+            .await
+    }
+
+    /// GET `path` (and query) of the OAuth pages.
+    pub async fn authorize_path(&self, path: &str) -> Answer {
         let request = self
             .client
-            .get(format!("{}/oauth/authorize?{query}", self.base))
+            .get(format!("{}{path}", self.base))
             .header("cookie", self.cookie_header());
         self.answer(request.send().await.unwrap()).await
     }

@@ -9,12 +9,15 @@
 // Everything the API and the runtime use is documented; CI turns warnings into errors.
 #![warn(missing_docs)]
 
+pub mod bearer;
+pub mod client_addr;
 pub mod cookies;
 pub mod envelope;
 pub mod envelope_schemas;
 pub mod http;
 pub mod metrics_access;
 pub mod metrics_readout;
+pub mod provider_flows;
 pub mod registry;
 pub mod schemas;
 pub mod state;

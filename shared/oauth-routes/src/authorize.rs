@@ -28,13 +28,13 @@ use paddock_core::identity::password_sign_in::{self, SignInError};
 use paddock_core::identity::users;
 use paddock_core::ids::UserId;
 use paddock_core::ports::items::StoreError;
+use paddock_http::client_addr::ClientAddr;
 use paddock_http::cookies::value as cookie;
-use paddock_http::http::auth_user::ClientAddr;
 use paddock_http::http::public_url::PublicUrl;
 use paddock_http::state::AppState;
 
 /// The cookie of a driver signed in on the consent pages.
-const SESSION_COOKIE: &str = "paddock_oauth_session";
+pub(crate) const SESSION_COOKIE: &str = "paddock_oauth_session";
 /// The cookie whose hash the pages' forms carry.
 const FORM_COOKIE: &str = "paddock_oauth_form";
 /// How long the form cookie lives.
@@ -65,7 +65,7 @@ fn page(status: StatusCode, html: String, app_origin: Option<&str>) -> Response 
 }
 
 /// A page for a request that cannot go back to its app.
-fn problem(status: StatusCode, title: &str, message: &str) -> Response {
+pub(crate) fn problem(status: StatusCode, title: &str, message: &str) -> Response {
     page(status, consent_page::problem(title, message), None)
 }
 
@@ -81,7 +81,7 @@ fn back_to_app(status: StatusCode, url: &str) -> Response {
     response
 }
 
-fn unavailable(e: impl std::fmt::Display) -> Response {
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> Response {
     tracing::warn!(error = %e, "the consent page could not be answered");
     let mut response = problem(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -95,7 +95,7 @@ fn unavailable(e: impl std::fmt::Display) -> Response {
 }
 
 /// The checked request, or the answer that refuses it.
-async fn checked(
+pub(crate) async fn checked(
     state: &AppState,
     issuer: &str,
     pairs: &[(String, String)],
@@ -115,7 +115,13 @@ async fn checked(
 }
 
 /// A cookie of these pages (`Secure` when they are served over https).
-fn set_cookie(response: &mut Response, issuer: &str, name: &str, value: &str, max_age: i64) {
+pub(crate) fn set_cookie(
+    response: &mut Response,
+    issuer: &str,
+    name: &str,
+    value: &str,
+    max_age: i64,
+) {
     let secure = if issuer.starts_with("https://") {
         "; Secure"
     } else {
@@ -211,15 +217,15 @@ async fn form_page(
         maker: &shown.maker,
     };
     let csrf = form_token(&shown.form_cookie);
-    let html = match driver {
-        Some(driver) => {
-            let name = match users::get(&state.ports, driver).await {
-                Ok(user) => user.map(|u| u.display_name).unwrap_or_default(),
-                Err(e) => return unavailable(e),
-            };
-            consent_page::consent(&app, &request.scopes, &name, &shown.params, &csrf)
-        }
-        None => consent_page::sign_in(&app, &shown.params, &csrf, error),
+    let html = if let Some(driver) = driver {
+        let name = match users::get(&state.ports, driver).await {
+            Ok(user) => user.map(|u| u.display_name).unwrap_or_default(),
+            Err(e) => return unavailable(e),
+        };
+        consent_page::consent(&app, &request.scopes, &name, &shown.params, &csrf)
+    } else {
+        let providers: Vec<&str> = state.providers.keys().map(String::as_str).collect();
+        consent_page::sign_in(&app, &shown.params, &csrf, error, &providers)
     };
     let mut response = page(status, html, shown.app_origin.as_deref());
     if shown.new_form_cookie {

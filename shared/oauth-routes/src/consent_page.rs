@@ -23,6 +23,8 @@ input{font:inherit;width:100%;box-sizing:border-box;padding:.45rem .5rem;border:
 button{font:inherit;padding:.5rem 1rem;border-radius:4px;border:1px solid #0b57d0;background:#0b57d0;color:#fff;cursor:pointer}\
 button.secondary{background:#fff;color:#0b57d0}\
 a:focus,button:focus,input:focus{outline:3px solid #f2a900;outline-offset:2px}\
+.providers{margin-top:1.25rem;padding-top:1rem;border-top:1px solid #ddd}\
+a.provider{display:block;margin:.5rem 0;padding:.5rem 1rem;border:1px solid #0b57d0;border-radius:4px;color:#0b57d0;text-align:center;text-decoration:none}\
 .error{color:#a50e0e;font-weight:600}\
 ";
 
@@ -77,6 +79,14 @@ pub(crate) struct AppShown<'a> {
     pub maker: &'a Maker,
 }
 
+/// A provider's name as a button shows it: `google` is "Google".
+fn provider_label(name: &str) -> String {
+    let mut chars = name.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
 /// The hidden fields that carry the authorization request and the form's token.
 fn carried(params: &[(String, String)], csrf: &str) -> Markup {
     html! {
@@ -104,13 +114,18 @@ fn document(title: &str, body: Markup) -> String {
     .into_string()
 }
 
-/// The sign-in form, before the consent: `error` says why the last attempt failed.
+/// The sign-in form, before the consent: `error` says why the last attempt failed;
+/// `providers`: the identity providers a driver may sign in with instead (their names).
 pub(crate) fn sign_in(
     app: &AppShown<'_>,
     params: &[(String, String)],
     csrf: &str,
     error: Option<&str>,
+    providers: &[&str],
 ) -> String {
+    let request = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(params)
+        .finish();
     let body = html! {
         h1 { "Sign in to Paddock" }
         p { "to let " strong { bdi { (app.name) } } " act for you." }
@@ -125,6 +140,16 @@ pub(crate) fn sign_in(
             label for="password" { "Password" }
             input id="password" name="password" type="password" autocomplete="current-password" required;
             div.actions { button type="submit" { "Sign in" } }
+        }
+        @if !providers.is_empty() {
+            div.providers {
+                p { "Or sign in with" }
+                @for provider in providers {
+                    a.provider href=(format!("/oauth/provider/{provider}?{request}")) {
+                        (provider_label(provider))
+                    }
+                }
+            }
         }
     };
     document("Sign in", body)

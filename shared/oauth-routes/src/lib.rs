@@ -10,6 +10,7 @@ mod consent_page;
 mod form;
 mod grants;
 mod metadata;
+mod provider_sign_in;
 mod token;
 
 use paddock_http::registry::{Routes, operations};
@@ -23,6 +24,8 @@ pub fn routes<R: Routes>() -> R {
         .operations(operations!(grants::revoke))
         .operations(operations!(metadata::metadata))
         .operations(operations!(authorize::authorize, authorize::answer))
+        .operations(operations!(provider_sign_in::provider_sign_in))
+        .operations(operations!(provider_sign_in::signed_in_with_provider))
         .operations(operations!(token::token))
         .operations(operations!(token::revoke))
 }

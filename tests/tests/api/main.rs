@@ -24,6 +24,7 @@ mod leaderboards;
 mod leagues;
 mod local_server;
 mod log_lines;
+mod mcp;
 mod metrics_scrapes;
 mod oauth;
 mod oauth_client_documents;

@@ -689,6 +689,38 @@ async fn a_password_change_ends_every_grant(app: TestApp) {
     assert_eq!(granted["data"]["items"], json!([]), "{granted}");
 }
 
+/// The way back from a provider sign-in on the consent page takes only a code this browser
+/// started: without its cookie the driver is shown the request again, not signed in; a
+/// provider that is not configured is 404. (The whole way through a real provider is the
+/// browser test's, `sign_in.rs`.)
+async fn a_provider_sign_in_on_the_consent_page_is_this_browsers_own(app: TestApp) {
+    let (owner, _) = app.driver("Owner").await;
+    let client = register_app(&app, &owner, "https://bot.example.com/cb", false).await;
+    let query = authorize_query(&client, &Pkce::new(), "profile:read", &[]);
+    let browser = Browser::new(&app);
+    let unknown = browser
+        .authorize_path(&format!("/oauth/provider/nowhere?{query}"))
+        .await;
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    let request: String = form_urlencoded::byte_serialize(query.as_bytes()).collect();
+    let no_cookie = browser
+        .authorize_path(&format!("/oauth/signed-in?request={request}&code=forged"))
+        .await;
+    assert_eq!(no_cookie.status, 303);
+    let location = no_cookie.location.clone().unwrap_or_default();
+    assert!(location.starts_with("/oauth/authorize?"), "{location}");
+    let page = browser
+        .authorize(&location["/oauth/authorize?".len()..])
+        .await;
+    assert!(
+        page.body.contains("Sign in to Paddock"),
+        "not signed in: {}",
+        page.body
+    );
+    let missing = browser.authorize_path("/oauth/signed-in?code=x").await;
+    assert_eq!(missing.status, 400);
+}
+
 async fn the_metadata_names_the_endpoints(app: TestApp) {
     let metadata: Value = app
         .get("/.well-known/oauth-authorization-server")
@@ -725,5 +757,6 @@ paddock_tests::on_both_backends!(
         apps_are_their_owners_and_refuse_bad_input,
         a_password_change_ends_every_grant,
         the_metadata_names_the_endpoints,
+        a_provider_sign_in_on_the_consent_page_is_this_browsers_own,
     ],
 );

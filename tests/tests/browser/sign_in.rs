@@ -141,6 +141,79 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
     // against the same server.
     a_pre_hijacked_account_goes_to_the_verified_owner(&app).await;
     a_provider_account_is_exported_and_deleted_with_its_link(&app).await;
+    a_driver_signs_in_with_the_provider_on_the_consent_page(&app).await;
+}
+
+/// An app's consent page offers the provider beside the password form: the driver signs in
+/// at the provider, comes back to the consent, allows, and the app's listener gets a code for
+/// the provider's account.
+async fn a_driver_signs_in_with_the_provider_on_the_consent_page(app: &TestApp) {
+    use paddock_tests::oauth_flow::{Answer, Pkce, authorize_query, exchange_code, register_app};
+    let (owner, _) = app.driver("Owner").await;
+    let mut client = register_app(app, &owner, "http://127.0.0.1/callback", false).await;
+    let (redirect, listener) = loopback_listener().await;
+    client.redirect_uri = redirect.clone();
+    let pkce = Pkce::new();
+    let query = authorize_query(&client, &pkce, "profile:read", &[]);
+    let browser = open_browser().await;
+    browser
+        .goto(&format!("{}/oauth/authorize?{query}", app.address))
+        .await
+        .unwrap();
+    browser
+        .find(Locator::Css("a.provider"))
+        .await
+        .expect("the provider beside the password form")
+        .click()
+        .await
+        .unwrap();
+    let field = browser
+        .wait()
+        .at_most(Duration::from_secs(15))
+        .for_element(Locator::Css("input[name=login]"))
+        .await
+        .unwrap();
+    field.send_keys("nico@paddock.example").await.unwrap();
+    browser
+        .find(Locator::Css("input[name=password]"))
+        .await
+        .unwrap()
+        .send_keys("any password")
+        .await
+        .unwrap();
+    browser
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let allow = browser
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css("button[value=approve]"))
+        .await
+        .expect("the consent after signing in at the provider");
+    let page = browser.source().await.unwrap();
+    assert!(page.contains("Driver nico@paddock.example"), "{page}");
+    allow.click().await.unwrap();
+    let target = tokio::time::timeout(Duration::from_secs(20), listener)
+        .await
+        .expect("the browser reached the app's listener")
+        .unwrap();
+    browser.close().await.unwrap();
+    let approved = Answer {
+        status: 303,
+        location: Some(format!("{redirect}{}", &target["/callback".len()..])),
+        headers: Default::default(),
+        body: String::new(),
+    };
+    let (status, tokens) = exchange_code(app, &client, &approved, &pkce).await;
+    assert_eq!(status, 200, "{tokens}");
+    let token = tokens["access_token"].as_str().unwrap();
+    let (status, me) = envelope(app.get_auth("/v1/profile/me", token).await).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(me["data"]["email"], "nico@paddock.example");
 }
 
 /// A driver who signs in only through the provider: the export lists the provider identity

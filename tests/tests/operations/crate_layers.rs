@@ -31,7 +31,7 @@ const NOT_IN_CORE: [&str; 14] = [
 /// camelCase key adapter.
 /// Above them the domain's crates follow the domain's own graph, from the platform and the
 /// kernel up to a driver's data, and `paddock-core` gathers them for the layers above.
-const LAYERS: [(&str, &[&str]); 25] = [
+const LAYERS: [(&str, &[&str]); 26] = [
     ("paddock-hidden-characters", &[]),
     ("paddock-zip-check", &["paddock-hidden-characters"]),
     ("paddock-webhook-address", &[]),
@@ -162,6 +162,7 @@ const LAYERS: [(&str, &[&str]); 25] = [
         "paddock-oauth-routes",
         &["paddock-core", "paddock-authorization", "paddock-http"],
     ),
+    ("paddock-mcp-server", &["paddock-core", "paddock-http"]),
     (
         "paddock-api",
         &[
@@ -170,6 +171,7 @@ const LAYERS: [(&str, &[&str]); 25] = [
             "paddock-http",
             "paddock-pages",
             "paddock-oauth-routes",
+            "paddock-mcp-server",
         ],
     ),
     (

@@ -2,20 +2,23 @@
 //! included: a tool sending a mistyped token hears of it instead of reading anonymously. A
 //! token of a known form is left to the routes (a public route ignores an expired sign-in
 //! token, which the desktop client may still hold). The metrics scrape's own token is not a
-//! driver's and has no form of ours.
+//! driver's and has no form of ours; the MCP endpoint refuses tokens itself, in its
+//! protocol's words and with the challenge its clients discover the authorization server by.
 
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::http::ApiError;
-use crate::http::auth_user::bearer;
 use paddock_core::identity::{app_tokens, personal_tokens};
+use paddock_http::bearer::bearer;
 
 /// Refuses a request whose bearer token has no form of ours (401, as the door words it).
 pub(crate) async fn refuse_malformed_bearer(req: Request, next: Next) -> Response {
     let refusal = match bearer(req.headers()) {
-        Some(_) if req.uri().path() == super::health::METRICS_PATH => None,
+        Some(_) if [super::health::METRICS_PATH, mcp_server::PATH].contains(&req.uri().path()) => {
+            None
+        }
         Some(token) => malformed(token),
         None => None,
     };

@@ -9,11 +9,11 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::envelopes::envelope;
-use crate::http::auth_user::bearer;
 use crate::http::{ApiError, json_bytes, ok};
 use crate::metrics_access::{self, MetricsAccessError};
 use crate::state::AppState;
 use paddock_core::metrics;
+use paddock_http::bearer::bearer;
 
 /// Where the metrics are served.
 pub(crate) const METRICS_PATH: &str = "/metrics";

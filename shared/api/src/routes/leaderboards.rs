@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::envelopes::envelope;
-use crate::http::auth_user::{Caller, Deferred, RateLimitSlot, scope};
+use crate::http::auth_user::{Admitted, Caller, Deferred, RateLimitSlot, scope};
 use crate::http::{ApiError, ApiJson, ApiQuery, conditional, json_bytes, ok};
 use crate::routes::leaderboard_answers::{LeaderboardEntry, LeaderboardPage, rendered};
 use crate::routes::paging;
@@ -29,6 +29,7 @@ pub fn routes<R: Routes>() -> R {
     R::empty()
         .operations(operations!(leaderboard))
         .operations(operations!(my_standing))
+        .operations(operations!(super::progress::my_progress))
         .operations(operations!(vehicles))
         .operations(operations!(submit_lap))
         .merge(pages::routes())
@@ -89,7 +90,7 @@ fn track_of(q: &LeaderboardQuery) -> Result<(TrackId, Named), ApiError> {
     }
 }
 
-fn track_id_param(id: &str) -> Result<TrackId, ApiError> {
+pub(super) fn track_id_param(id: &str) -> Result<TrackId, ApiError> {
     id.trim()
         .parse()
         .map_err(|_| ApiError::invalid("trackId", "must be a track id (UUID)"))
@@ -123,7 +124,9 @@ async fn track_for(
 
 /// Ranked best laps of a track, or of one car on it. Public; cached in the process for a
 /// few seconds, with `Cache-Control` and `ETag` (send `If-None-Match` for a 304). With
-/// `around=me` (token required), the page centred on the caller, not cached.
+/// `around=me` (token required), the page centred on the caller, not cached. A track named
+/// by gameId and trackName that nobody has raced yet (or a misspelt name) has an empty board
+/// and `track.sessionCount` 0; its `track.id` answers 404 until its first session.
 #[utoipa::path(get, path = "/v1/leaderboards", operation_id = "getLeaderboard", tag = "leaderboards", params(LeaderboardQuery),
     security((), ("bearer" = ["boards:read"])),
     responses((status = 200, description = "One page of the board", body = LeaderboardEnvelope),
@@ -158,6 +161,7 @@ pub async fn leaderboard(
             let caller = Caller::<scope::BoardsRead, Deferred>::from_authorization(
                 headers.authorization.as_ref(),
                 headers.rate_limit.as_ref(),
+                headers.admitted.as_ref(),
                 &state,
             )
             .await?;
@@ -215,6 +219,8 @@ pub struct BoardReadHeaders {
     authorization: Option<HeaderValue>,
     /// Where a personal access token's rate-limit usage goes, for `around=me`.
     rate_limit: Option<RateLimitSlot>,
+    /// A caller admitted already (a tool of the MCP server), for `around=me`.
+    admitted: Option<Admitted>,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
@@ -225,6 +231,7 @@ impl<S: Send + Sync> FromRequestParts<S> for BoardReadHeaders {
             if_none_match: parts.headers.get(header::IF_NONE_MATCH).cloned(),
             authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
             rate_limit: parts.extensions.get::<RateLimitSlot>().cloned(),
+            admitted: parts.extensions.get::<Admitted>().cloned(),
         })
     }
 }

@@ -13,9 +13,11 @@ pub(crate) mod health;
 pub mod leaderboard_answers;
 pub mod leaderboards;
 pub(crate) mod leagues;
+mod mcp_reads;
 pub(crate) mod openapi;
 pub mod paging;
 pub(crate) mod profile;
+mod progress;
 pub use paddock_http::registry;
 pub mod sessions;
 mod sharepack_bodies;
@@ -58,6 +60,8 @@ pub enum Group {
     Leagues,
     /// OAuth: drivers' apps and grants, the consent page, the token and revocation endpoints.
     Oauth,
+    /// The MCP server: `/mcp` and its protected resource metadata.
+    Mcp,
 }
 
 /// What a group's handlers use beyond the item store, the outbox and the clock: a function
@@ -82,7 +86,7 @@ pub struct Needs {
 
 impl Group {
     /// Every group, in the order the local server merges them.
-    pub const ALL: [Group; 11] = [
+    pub const ALL: [Group; 12] = [
         Group::Health,
         Group::Auth,
         Group::Sessions,
@@ -94,6 +98,7 @@ impl Group {
         Group::Webhooks,
         Group::Leagues,
         Group::Oauth,
+        Group::Mcp,
     ];
 
     /// The group's name: its function's directory under `functions/` and its binary
@@ -111,6 +116,7 @@ impl Group {
             Group::Webhooks => "webhooks",
             Group::Leagues => "leagues",
             Group::Oauth => "oauth",
+            Group::Mcp => "mcp",
         }
     }
 
@@ -159,7 +165,7 @@ impl Group {
                 ..secrets
             },
             // Secrets: the signing key of sign-in tokens.
-            Group::Leagues => secrets,
+            Group::Leagues | Group::Mcp => secrets,
             Group::Webhooks => Needs {
                 webhook_receivers: true,
                 ..secrets
@@ -185,6 +191,7 @@ impl Group {
             Group::Webhooks => webhooks::routes(),
             Group::Leagues => events::routes(leagues::routes()),
             Group::Oauth => oauth_routes::routes(),
+            Group::Mcp => mcp_server::routes(mcp_reads::READS),
         }
     }
 
@@ -201,6 +208,7 @@ impl Group {
         match self {
             Group::Health => &[("GET", openapi::OPENAPI_PATH)],
             Group::Auth => &[("GET", auth::LEGACY_PROVIDER_LOGIN)],
+            Group::Mcp => &[("POST", mcp_server::PATH)],
             _ => &[],
         }
     }

@@ -7,14 +7,14 @@
 //! a token granted scope `X`. With [`Deferred`] as its second parameter, a sign-in's family is
 //! read beside the route's first reads ([`Caller::confirmed_with`]) instead of before them.
 
-use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::extract::FromRequestParts;
 use http::request::Parts;
 use http::{HeaderValue, header};
 use std::marker::PhantomData;
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
 use super::ApiError;
+use crate::bearer::bearer_of;
 use crate::state::AppState;
 use paddock_core::identity::authentication::{
     self, AuthenticationError, Credential, Required, Unconfirmed,
@@ -22,30 +22,13 @@ use paddock_core::identity::authentication::{
 use paddock_core::identity::claims::Claims;
 use paddock_core::identity::personal_tokens::{Scope, TokenGrant};
 use paddock_core::ids::UserId;
-use paddock_core::rate_limits::{Usage, address_group};
-
-/// The bearer token of a request's headers, if any.
-pub fn bearer(headers: &http::HeaderMap) -> Option<&str> {
-    headers.get(header::AUTHORIZATION).and_then(bearer_of)
-}
+use paddock_core::rate_limits::Usage;
 
 /// The bearer token of an `Authorization` value; 401 when there is none.
 fn required_bearer(authorization: Option<&HeaderValue>) -> Result<&str, ApiError> {
     authorization
         .and_then(bearer_of)
         .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))
-}
-
-/// The bearer token of an `Authorization` value, if it holds one. Read as bytes: a token is
-/// ASCII, and what else a header value may hold fails the token's verification anyway (a
-/// per-byte visibility check of `to_str` over a 300-byte token cost more than the rest).
-fn bearer_of(authorization: &HeaderValue) -> Option<&str> {
-    let value = authorization.as_bytes();
-    let space = value.iter().position(|b| *b == b' ')?;
-    let (scheme, token) = (&value[..space], value[space + 1..].trim_ascii());
-    (scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty())
-        .then(|| std::str::from_utf8(token).ok())
-        .flatten()
 }
 
 /// What a route requires of its caller, named by a type of [`scope`].
@@ -123,6 +106,19 @@ impl Confirmation for Deferred {
 #[derive(Debug, Clone, Default)]
 pub struct RateLimitSlot(pub(crate) Arc<OnceLock<Usage>>);
 
+impl RateLimitSlot {
+    /// Leaves `usage` for the answer's headers (the first left stays).
+    pub fn set(&self, usage: Usage) {
+        let _ = self.0.set(usage);
+    }
+}
+
+/// A caller the door admitted at another endpoint that answers through the routes (the MCP
+/// server's tools read through the REST routes), as a request extension: a route checks its
+/// own requirement against it ([`Unconfirmed::permits`]) instead of counting a second request.
+#[derive(Debug, Clone)]
+pub struct Admitted(pub Unconfirmed);
+
 /// The caller of a route that requires `R`, admitted by the domain's door.
 #[derive(Debug, Clone)]
 pub struct Caller<R: Requirement, C: Confirmation = Confirmed> {
@@ -133,11 +129,20 @@ pub struct Caller<R: Requirement, C: Confirmation = Confirmed> {
 impl<R: Requirement, C: Confirmation> Caller<R, C> {
     /// Authenticates an `Authorization` header's value against `R` (a sign-in's family
     /// confirmed as `C` says); `slot` takes a token's rate-limit usage for the answer's headers.
+    /// A caller `admitted` already is checked against `R` alone.
     pub async fn from_authorization(
         authorization: Option<&HeaderValue>,
         slot: Option<&RateLimitSlot>,
+        admitted: Option<&Admitted>,
         state: &AppState,
     ) -> Result<Self, ApiError> {
+        if let Some(Admitted(admitted)) = admitted {
+            admitted.permits(R::REQUIRED)?;
+            return Ok(Self {
+                held: C::hold(admitted.clone(), state).await?,
+                required: PhantomData,
+            });
+        }
         let credential = Credential::from_bearer(required_bearer(authorization)?);
         let admitted = state.door().authenticate(credential, R::REQUIRED).await;
         let usage = match &admitted {
@@ -223,52 +228,13 @@ impl<R: Requirement, C: Confirmation> FromRequestParts<AppState> for Caller<R, C
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let slot = parts.extensions.get::<RateLimitSlot>();
-        Self::from_authorization(parts.headers.get(header::AUTHORIZATION), slot, state).await
-    }
-}
-
-/// The client's address as rate limits count it: API Gateway's source IP in Lambda, the
-/// peer address locally (the connection's, or `ConnectInfo` where a server sets it), grouped by network (`rate_limits::address_group`: an IPv6 /64 is
-/// one client). Forwarding headers are not trusted (anyone can set them).
-#[derive(Debug, Clone)]
-pub struct ClientAddr(pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        use lambda_http::request::RequestContext;
-        if let Some(RequestContext::ApiGatewayV2(ctx)) = parts.extensions.get::<RequestContext>()
-            && let Some(ip) = ctx.http.source_ip.as_deref()
-        {
-            return Ok(Self(address_group(ip)));
-        }
-        let peer = parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0)
-            .or_else(super::serve::peer_address)
-            .map(|peer| address_group(&peer.ip().to_string()));
-        Ok(Self(peer.unwrap_or_else(|| "unknown".into())))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bearer_token_is_read_whatever_the_scheme_case_and_padding() {
-        let token = |v: &'static str| bearer_of(&HeaderValue::from_static(v)).map(str::to_owned);
-        assert_eq!(token("Bearer a.b.c"), Some("a.b.c".to_owned()));
-        assert_eq!(token("bearer   a.b.c  "), Some("a.b.c".to_owned()));
-        assert_eq!(token("BEARER a.b.c"), Some("a.b.c".to_owned()));
-        assert_eq!(token("Basic a.b.c"), None);
-        assert_eq!(token("Bearer"), None);
-        assert_eq!(token("Bearer    "), None);
-        assert_eq!(token("Bearera.b.c"), None);
-        let not_utf8 = HeaderValue::from_bytes(b"Bearer \xff\xfe").unwrap();
-        assert_eq!(bearer_of(&not_utf8), None);
+        let (slot, admitted) = (parts.extensions.get(), parts.extensions.get());
+        Self::from_authorization(
+            parts.headers.get(header::AUTHORIZATION),
+            slot,
+            admitted,
+            state,
+        )
+        .await
     }
 }

@@ -176,7 +176,9 @@ answers! {
         LlmError::Timeout => Self::GatewayTimeout("the AI provider did not answer in time".into()),
     };
     PageError => |e| match e {
-        PageError::TrackNotFound => Self::NotFound("track not found".into()),
+        PageError::TrackNotFound => Self::NotFound(
+            "track not found: an id answers once its track's first session is uploaded".into(),
+        ),
         PageError::Store(s) => s.into(),
     };
     SubmitLapError => |e| match e {

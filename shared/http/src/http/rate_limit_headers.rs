@@ -12,7 +12,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderName, HeaderValue};
 
-use super::auth_user::{RateLimitSlot, bearer};
+use super::auth_user::RateLimitSlot;
+use crate::bearer::bearer;
 use paddock_core::identity::{app_tokens, personal_tokens};
 
 /// Gives a counted token's request a rate-limit slot, and its answer the slot's headers.

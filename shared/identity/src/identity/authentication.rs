@@ -469,6 +469,25 @@ impl Unconfirmed {
         self.caller.usage
     }
 
+    /// Whether the credential that admitted the caller also allows `required`, with the
+    /// door's refusals: for a request answered on the caller's behalf by another endpoint (the
+    /// MCP server's tools answer through the REST routes), which counts no second request.
+    pub fn permits(&self, required: Required) -> Result<(), AuthenticationError> {
+        let (granted, kind) = match &self.caller.via {
+            Via::SignIn(_) => return Ok(()),
+            Via::PersonalToken(grant) => (grant.scopes.clone(), "personal access token"),
+            Via::App(claims) => (claims.scopes(), "app's token"),
+        };
+        let scopes = token_scopes(&required, &format!("{kind}s"))?;
+        if scopes.iter().any(|scope| granted.contains(scope)) {
+            return Ok(());
+        }
+        Err(AuthenticationError::NotAllowed(format!(
+            "this {kind} lacks the scope {} that this route needs",
+            scope_names(scopes)
+        )))
+    }
+
     /// The caller, once a sign-in's family is confirmed: not revoked, and the caller's own.
     pub async fn confirmed(self, ports: &Ports) -> Result<Caller, AuthenticationError> {
         if let Some(claims) = &self.family

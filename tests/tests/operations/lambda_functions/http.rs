@@ -9,7 +9,10 @@ use super::*;
 /// a binary body, no token, and a route of another group.
 #[tokio::test(flavor = "multi_thread")]
 pub(super) async fn http_functions_answer_as_the_local_server() {
-    let deployment = deployment().await;
+    let mut deployment = deployment().await;
+    // The local server on the domain the functions' events name, so that answers naming the
+    // public address (the MCP endpoint's metadata and challenges) are the same.
+    deployment.t.settings.auth.public_url = Some("https://api.example.com".into());
     let env = deployment.env.clone();
     let app = deployment.local_server().await;
     let (token, _) = app.driver("LambdaProbe").await;

@@ -53,6 +53,7 @@ const HTTP_FUNCTIONS: &[(&str, &str, &str)] = &[
     ("webhooks", "/v1/webhooks", "/v1/webhooks"),
     ("leagues", "/v1/leagues", "/v1/leagues/join"),
     ("oauth", "/v1/apps", "/v1/apps"),
+    ("mcp", "/.well-known/oauth-protected-resource/mcp", "/mcp"),
     ("health", "/health/ready?detail=1", "/health"),
 ];
 

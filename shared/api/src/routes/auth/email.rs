@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{token_response, tokens_for};
-use crate::http::auth_user::{Caller, ClientAddr, scope};
+use crate::http::auth_user::{Caller, scope};
 use crate::http::extract::json_body;
 use crate::http::{ApiError, ApiJson, ok};
 use crate::routes::envelopes::envelope;
@@ -22,6 +22,7 @@ use paddock_core::identity::users::{self, RegisterError, User};
 use paddock_core::identity::{refresh_tokens, registration};
 use paddock_core::problems::{FieldProblems, Problems};
 use paddock_core::rate_limits::{self, Limit};
+use paddock_http::client_addr::ClientAddr;
 
 /// `POST /v1/auth/register` body.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -4,25 +4,20 @@
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use http::{HeaderMap, HeaderValue, header};
-use oauth2::PkceCodeChallenge;
 use serde::Deserialize;
-use std::sync::Arc;
 use utoipa::IntoParams;
 
-use crate::http::auth_user::ClientAddr;
 use crate::http::public_url::PublicUrl;
 use crate::http::{ApiError, ApiQuery};
 use crate::state::AppState;
 use paddock_clients::identity_providers as providers;
 use paddock_core::credentials;
-use paddock_core::hashing::random_token;
 use paddock_core::identity::exchange_codes;
 use paddock_core::identity::provider_accounts::ProviderSignInError;
-use paddock_core::identity::sign_in_flows::{self, SignInFlow};
+use paddock_core::identity::sign_in_flows;
 use paddock_core::problems::{FieldProblems, Problems};
-use paddock_core::rate_limits::{self, Limit};
-
-const FLOW_COOKIE: &str = "paddock_signin";
+use paddock_http::client_addr::ClientAddr;
+use paddock_http::provider_flows::{self, FLOW_COOKIE, configured, provider_error};
 
 /// Query of `GET /v1/auth/login/{provider}`.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -118,76 +113,18 @@ pub async fn login_provider(
     ApiQuery(query): ApiQuery<LoginStart>,
 ) -> Result<Response, ApiError> {
     let form = LoginStartForm::try_from(query)?;
-    let provider_name = provider.to_ascii_lowercase();
-    let handle = configured(&state, &provider_name)?;
-    let auth = &state.settings.auth;
-    let limit = Limit::new("starts", auth.provider_starts_per_address);
-    rate_limits::hit(
-        &state.ports,
-        "provider-start",
-        &addr,
-        auth.rate_window_secs,
-        &[limit],
-    )
-    .await?;
-
-    let (pkce_challenge, pkce_verifier) = PkceCodeChallenge::new_random_sha256();
-    let flow_state = random_token(32);
-    let flow = SignInFlow {
-        provider: provider_name.clone(),
-        redirect_uri: form.redirect.to_string(),
-        code_challenge: form.code_challenge,
-        pkce_verifier: pkce_verifier.secret().clone(),
-        nonce: random_token(32),
-    };
-    sign_in_flows::save(&state.ports, &flow_state, &flow).await?;
-    let callback = providers::callback_url(&public_url, &provider_name);
-    let target = handle
-        .authorize_url(&callback, &flow_state, &flow.nonce, pkce_challenge)
-        .await
-        .map_err(provider_error)?;
-
-    let secure = if public_url.starts_with("https://") {
-        "; Secure"
-    } else {
-        ""
-    };
-    let cookie = format!(
-        "{FLOW_COOKIE}={flow_state}; Path=/v1/auth/callback; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
-        sign_in_flows::LIFETIME_SECS
-    );
-    let mut response = Redirect::to(&target).into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_str(&cookie).expect("cookie is ASCII"),
-    );
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    Ok(response)
-}
-
-/// The provider configured under `name`, or 404.
-fn configured(state: &AppState, name: &str) -> Result<Arc<providers::Provider>, ApiError> {
-    state
-        .providers
-        .get(name)
-        .cloned()
-        .ok_or_else(|| ApiError::NotFound(format!("sign-in provider {name} is not configured")))
-}
-
-fn provider_error(e: providers::ProviderError) -> ApiError {
-    match &e {
-        providers::ProviderError::Upstream(_) => ApiError::Backend {
-            message: "the sign-in provider is unavailable, please retry".into(),
-            cause: anyhow::Error::new(e),
+    let provider = provider.to_ascii_lowercase();
+    provider_flows::start(
+        &state,
+        provider_flows::Start {
+            provider: &provider,
+            addr: &addr,
+            public_url: &public_url,
+            redirect_uri: form.redirect.to_string(),
+            code_challenge: form.code_challenge,
         },
-        providers::ProviderError::Rejected(reason) => {
-            // A refused answer is not a server failure (400), so it is not in the error log.
-            tracing::warn!(%reason, "identity provider answer rejected");
-            ApiError::BadRequest("sign-in with the provider failed".into())
-        }
-    }
+    )
+    .await
 }
 
 /// Query of the provider's redirect back to us.

@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use utoipa::ToSchema;
 
 use super::{token_response, tokens_for};
-use crate::http::auth_user::{Caller, bearer, scope};
+use crate::http::auth_user::{Caller, scope};
 use crate::http::{ApiError, ApiJson, ok};
 use crate::routes::envelopes::envelope;
 use crate::state::AppState;
@@ -18,6 +18,7 @@ use paddock_core::identity::users;
 use paddock_core::ids::UserId;
 use paddock_core::ports::clock::rfc3339;
 use paddock_core::problems::{FieldProblems, Problems};
+use paddock_http::bearer::bearer;
 
 /// `POST /v1/auth/refresh` body.
 #[derive(Debug, Default, Deserialize, ToSchema)]
