@@ -29,7 +29,6 @@ pub fn routes<R: Routes>() -> R {
     R::empty()
         .operations(operations!(leaderboard))
         .operations(operations!(my_standing))
-        .operations(operations!(super::progress::my_progress))
         .operations(operations!(vehicles))
         .operations(operations!(submit_lap))
         .merge(pages::routes())

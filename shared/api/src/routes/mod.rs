@@ -183,7 +183,9 @@ impl Group {
                 .undocumented(openapi::OPENAPI_PATH, || get(openapi::openapi_json)),
             Group::Auth => auth::routes(),
             Group::Sessions => sessions::routes(),
-            Group::Leaderboards => leaderboards::routes(),
+            Group::Leaderboards => {
+                leaderboards::routes::<R>().operations(registry::operations!(progress::my_progress))
+            }
             Group::Activity => tracks::routes::<R>().merge(activity::routes()),
             Group::Ai => ai::routes(),
             Group::Sharepacks => sharepacks::routes(),
