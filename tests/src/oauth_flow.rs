@@ -159,8 +159,15 @@ pub struct Browser {
 impl Browser {
     /// A browser with no cookies, against `app`.
     pub fn new(app: &TestApp) -> Self {
+        Self::from_address(app, std::net::Ipv4Addr::LOCALHOST)
+    }
+
+    /// A browser with no cookies connecting from `address` (a loopback address: rate limits
+    /// count each one apart), against `app`.
+    pub fn from_address(app: &TestApp, address: std::net::Ipv4Addr) -> Self {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
+            .local_address(std::net::IpAddr::V4(address))
             .build()
             .expect("client");
         Self {

@@ -311,6 +311,13 @@ impl ClientDocuments {
         }
     }
 
+    /// Whether the document of `client_id` is kept at `now`: reading it fetches nothing.
+    pub fn is_kept(&self, client_id: &str, now: i64) -> bool {
+        self.kept
+            .get(client_id)
+            .is_some_and(|kept| kept.until > now)
+    }
+
     /// The checked document of `client_id` at `now` (unix seconds): kept, or fetched.
     pub async fn document(
         &self,

@@ -22,12 +22,13 @@ use crate::form::{Params, is_form};
 use paddock_authorization::authorization::{
     self, AuthorizationRequest, PARAMETERS, Refusal, RequestingClient,
 };
-use paddock_authorization::consent_sessions;
+use paddock_authorization::{client_documents, consent_sessions};
 use paddock_core::identity::fields::{Email, login_password};
 use paddock_core::identity::password_sign_in::{self, SignInError};
 use paddock_core::identity::users;
 use paddock_core::ids::UserId;
 use paddock_core::ports::items::StoreError;
+use paddock_core::rate_limits::{self, Limit, LimitError};
 use paddock_http::client_addr::ClientAddr;
 use paddock_http::cookies::value as cookie;
 use paddock_http::http::public_url::PublicUrl;
@@ -94,14 +95,43 @@ pub(crate) fn unavailable(e: impl std::fmt::Display) -> Response {
     response
 }
 
-/// The checked request, or the answer that refuses it.
+/// The checked request, or the answer that refuses it. A client's metadata document that
+/// must be fetched counts against the address `addr` (`Auth__ProviderStartsPerAddress`, as a
+/// provider sign-in's start does): these pages are public, and each fetch is a request this
+/// server sends wherever the `client_id` points.
 pub(crate) async fn checked(
     state: &AppState,
     issuer: &str,
+    addr: &str,
     pairs: &[(String, String)],
     status: StatusCode,
 ) -> Result<AuthorizationRequest, Response> {
-    authorization::check(&state.ports, &state.client_documents(), issuer, pairs)
+    let documents = state.client_documents();
+    let client_id = pairs.iter().find(|(k, _)| k == "client_id").map(|(_, v)| v);
+    if let Some(client_id) = client_id
+        && client_documents::is_document_client(client_id)
+        && !documents.is_kept(client_id, state.ports.clock.unix())
+    {
+        let auth = &state.settings.auth;
+        let limit = Limit::new("fetches", auth.provider_starts_per_address);
+        let window = auth.rate_window_secs;
+        match rate_limits::hit(&state.ports, "client-document", addr, window, &[limit]).await {
+            Ok(()) => {}
+            Err(LimitError::Limited(limited)) => {
+                let mut answer = problem(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "Too many apps asked for from this address",
+                    "Wait a few minutes and try again.",
+                );
+                if let Ok(after) = HeaderValue::from_str(&limited.retry_after_secs.to_string()) {
+                    answer.headers_mut().insert(header::RETRY_AFTER, after);
+                }
+                return Err(answer);
+            }
+            Err(LimitError::Store(e)) => return Err(unavailable(e)),
+        }
+    }
+    authorization::check(&state.ports, &documents, issuer, pairs)
         .await
         .map_err(|refusal| match refusal {
             Refusal::Page(message) => problem(
@@ -272,11 +302,12 @@ async fn approved(
 pub(crate) async fn authorize(
     State(state): State<AppState>,
     PublicUrl(issuer): PublicUrl,
+    ClientAddr(addr): ClientAddr,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
     let pairs = Params::parse(query.unwrap_or_default().as_bytes()).0;
-    let request = match checked(&state, &issuer, &pairs, StatusCode::FOUND).await {
+    let request = match checked(&state, &issuer, &addr, &pairs, StatusCode::FOUND).await {
         Ok(request) => request,
         Err(answer) => return answer,
     };
@@ -351,7 +382,7 @@ pub(crate) async fn answer(
     }
     let params = Params::parse(&body);
     let carried = params.only(&PARAMETERS);
-    let request = match checked(&state, &issuer, &carried, StatusCode::SEE_OTHER).await {
+    let request = match checked(&state, &issuer, &addr, &carried, StatusCode::SEE_OTHER).await {
         Ok(request) => request,
         Err(answer) => return answer,
     };

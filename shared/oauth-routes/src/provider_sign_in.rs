@@ -41,7 +41,7 @@ pub(crate) async fn provider_sign_in(
     RawQuery(query): RawQuery,
 ) -> Response {
     let pairs = Params::parse(query.unwrap_or_default().as_bytes()).0;
-    if let Err(answer) = checked(&state, &issuer, &pairs, StatusCode::FOUND).await {
+    if let Err(answer) = checked(&state, &issuer, &addr, &pairs, StatusCode::FOUND).await {
         return answer;
     }
     let request = form_urlencoded::Serializer::new(String::new())

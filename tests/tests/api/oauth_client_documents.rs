@@ -181,7 +181,6 @@ fn shown_not_followed(answer: &Answer, reason: &str, case: &str) {
 
 async fn bad_client_documents_are_shown_never_followed(app: TestApp) {
     let server = DocumentServer::start().await;
-    let browser = Browser::new(&app);
     let mut cases: Vec<(&str, String, &str)> = Vec::new();
     let mut serve = |case: &'static str, change: &dyn Fn(&str, &mut Served), reason| {
         let at = path(case);
@@ -284,7 +283,9 @@ async fn bad_client_documents_are_shown_never_followed(app: TestApp) {
             "must have a path",
         ),
     ]);
-    for (case, client_id, reason) in &cases {
+    // Each from an address of its own: fetches of documents are counted per address.
+    for (n, (case, client_id, reason)) in (20u8..).zip(&cases) {
+        let browser = Browser::from_address(&app, std::net::Ipv4Addr::new(127, 0, 0, n));
         let query = authorize_query(&client(client_id), &Pkce::new(), "profile:read", &[]);
         let started = std::time::Instant::now();
         let answer = browser.authorize(&query).await;
@@ -302,6 +303,26 @@ async fn bad_client_documents_are_shown_never_followed(app: TestApp) {
     ];
     let (status, refused) = token_request(&app, "/oauth/token", &form, None).await;
     assert_eq!((status, text(&refused, "error")), (400, "invalid_grant"));
+}
+
+/// `/oauth/authorize` is public, and each document not kept is a request this server sends
+/// where the `client_id` points: an address may have `Auth__ProviderStartsPerAddress` (10)
+/// of them fetched in a window; the next is 429 with `Retry-After`, and fetches nothing.
+async fn document_fetches_are_limited_per_address(app: TestApp) {
+    let server = DocumentServer::start().await;
+    let browser = Browser::from_address(&app, std::net::Ipv4Addr::new(127, 0, 0, 99));
+    for n in 0..11 {
+        let at = path(&format!("limited-{n}"));
+        let query = authorize_query(&client(&server.url(&at)), &Pkce::new(), "profile:read", &[]);
+        let answer = browser.authorize(&query).await;
+        if n < 10 {
+            shown_not_followed(&answer, "answered HTTP 404", "within the limit");
+        } else {
+            assert_eq!(answer.status, 429, "{}", answer.body);
+            assert!(answer.headers.contains_key("retry-after"));
+            assert_eq!(server.hits(&at), 0, "nothing fetched past the limit");
+        }
+    }
 }
 
 /// Without the webhooks' local-test setting, loopback is refused like any other non-public
@@ -349,6 +370,7 @@ paddock_tests::on_both_backends!(
     plain: [
         a_client_known_by_its_document_acts_for_a_driver,
         bad_client_documents_are_shown_never_followed,
+        document_fetches_are_limited_per_address,
     ],
     ports: [loopback_documents_need_the_local_test_setting],
 );

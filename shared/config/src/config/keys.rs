@@ -275,7 +275,7 @@ settings! {
         attempts_per_address: u32 as AUTH_ATTEMPTS_PER_ADDRESS = "Auth__AttemptsPerAddress" Number(100) in 1..=1_000_000;
             "registrations and logins per client address per window"
         provider_starts_per_address: u32 as AUTH_PROVIDER_STARTS_PER_ADDRESS = "Auth__ProviderStartsPerAddress" Number(10) in 1..=1_000_000;
-            "provider sign-in starts per client address per window"
+            "provider sign-in starts (the desktop's and the consent page's) and OAuth client metadata documents fetched, per client address per window"
         rate_window_secs: i64 as AUTH_RATE_WINDOW_SECONDS = "Auth__RateWindowSeconds" Number(300) in 1..=86_400;
             "the rate-limit window"
         failed_logins_per_account: u32 as AUTH_FAILED_LOGINS_PER_ACCOUNT = "Auth__FailedLoginsPerAccount" Number(50) in 1..=1_000_000;
