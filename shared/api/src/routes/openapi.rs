@@ -313,6 +313,29 @@ mod tests {
 
     use super::document;
 
+    /// Two types of one name are one component of the merged document: the last merged
+    /// would stand for both, and one group's answers would be described wrongly. Every name
+    /// that two groups describe must describe the same schema.
+    #[test]
+    fn no_two_types_share_a_schema_name() {
+        use crate::routes::Group;
+        let mut seen: std::collections::BTreeMap<String, (Group, Value)> = Default::default();
+        for group in Group::ALL {
+            let described = serde_json::to_value(group.description()).unwrap();
+            let schemas = described["components"]["schemas"].as_object().cloned();
+            for (name, schema) in schemas.unwrap_or_default() {
+                if let Some((first, earlier)) = seen.get(&name) {
+                    assert_eq!(
+                        earlier, &schema,
+                        "{name} is a schema of {first:?} and another of {group:?}"
+                    );
+                } else {
+                    seen.insert(name, (group, schema));
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_documented_display_name_pattern_is_the_one_the_code_defines() {
         let doc = serde_json::to_value(document()).unwrap();

@@ -27,7 +27,7 @@ pub(crate) struct ProgressQuery {
 /// One session's fastest lap submitted to the track's boards.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct ProgressPoint {
+pub(crate) struct TrackProgressPoint {
     /// The session.
     pub session_id: String,
     /// When the session was driven (RFC 3339, UTC).
@@ -41,16 +41,16 @@ pub(crate) struct ProgressPoint {
 /// The caller's progress on a track.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct Progress {
+pub(crate) struct TrackProgress {
     /// The track.
     pub track_id: String,
     /// The fastest of `points`; null when there are none.
     pub best_lap_ms: Option<i64>,
     /// The latest sessions with a submitted lap (at most 24), oldest first.
-    pub points: Vec<ProgressPoint>,
+    pub points: Vec<TrackProgressPoint>,
 }
 
-impl From<LapPoint> for ProgressPoint {
+impl From<LapPoint> for TrackProgressPoint {
     fn from(point: LapPoint) -> Self {
         Self {
             session_id: point.session_id.to_string(),
@@ -65,7 +65,7 @@ impl From<LapPoint> for ProgressPoint {
 /// 24), oldest first, in any car: their progress, as their public page's chart draws it.
 #[utoipa::path(get, path = "/v1/leaderboards/me/progress", operation_id = "getMyProgress", tag = "leaderboards", params(ProgressQuery),
     security(("bearer" = ["boards:read"])),
-    responses((status = 200, description = "The caller's progress (no points if they submitted no lap there)", body = ProgressEnvelope),
+    responses((status = 200, description = "The caller's progress (no points if they submitted no lap there)", body = TrackProgressEnvelope),
               (status = 400, description = "No or a malformed trackId"),
               (status = 401, description = "No valid token")))]
 pub(crate) async fn my_progress(
@@ -88,10 +88,10 @@ pub(crate) async fn my_progress(
             lap_history::latest(&state.ports, &user_id, &track_id),
         )
         .await?;
-    let mut response = ok(Progress {
+    let mut response = ok(TrackProgress {
         track_id: track_id.to_string(),
         best_lap_ms: points.iter().map(|p| p.lap_time_ms).min(),
-        points: points.into_iter().map(ProgressPoint::from).collect(),
+        points: points.into_iter().map(TrackProgressPoint::from).collect(),
     });
     response.headers_mut().insert(
         header::CACHE_CONTROL,
@@ -102,5 +102,5 @@ pub(crate) async fn my_progress(
 
 envelope!(
     /// The caller's progress on a track.
-    ProgressEnvelope => Progress
+    TrackProgressEnvelope => TrackProgress
 );
