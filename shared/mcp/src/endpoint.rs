@@ -78,7 +78,13 @@ async fn endpoint(reads: Reads, State(state): State<AppState>, request: Request)
         );
     }
     if parts.method != http::Method::POST {
-        return transport(reads, &state, Request::from_parts(parts, Body::empty())).await;
+        return transport(
+            reads,
+            &state,
+            &issuer,
+            Request::from_parts(parts, Body::empty()),
+        )
+        .await;
     }
     let bytes = match http_body_util::Limited::new(body, MAX_BODY_BYTES)
         .collect()
@@ -139,7 +145,7 @@ async fn endpoint(reads: Reads, State(state): State<AppState>, request: Request)
     let route_refusal = RouteRefusal::default();
     request.extensions_mut().insert(Admitted(admitted));
     request.extensions_mut().insert(route_refusal.clone());
-    let answer = transport(reads, &state, request).await;
+    let answer = transport(reads, &state, &issuer, request).await;
     // A tool's route refusing the caller (a sign-in revoked since) refuses the request.
     match route_refusal.0.get() {
         Some(why) => refusals.unauthorized(Some(id), why),
@@ -147,8 +153,16 @@ async fn endpoint(reads: Reads, State(state): State<AppState>, request: Request)
     }
 }
 
-/// `rmcp`'s transport over the tools, for one request.
-async fn transport(reads: Reads, state: &AppState, request: Request) -> Response {
+/// `rmcp`'s transport over the tools, for one request. The transport reads the `Host` header
+/// (a request that reached this route without one, as over HTTP/2, is given the public URL's),
+/// and its own refusals in plain text are answered as JSON-RPC errors.
+async fn transport(reads: Reads, state: &AppState, issuer: &str, mut request: Request) -> Response {
+    if !request.headers().contains_key(header::HOST) {
+        let authority = issuer.split_once("://").map_or(issuer, |(_, a)| a);
+        if let Ok(host) = HeaderValue::from_str(authority) {
+            request.headers_mut().insert(header::HOST, host);
+        }
+    }
     let server = PaddockServer::new(state.clone(), reads);
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -164,10 +178,28 @@ async fn transport(reads: Reads, state: &AppState, request: Request) -> Response
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    match tower::ServiceExt::oneshot(service, request).await {
+    let answer = match tower::ServiceExt::oneshot(service, request).await {
         Ok(answer) => answer.map(Body::new),
         Err(never) => match never {},
+    };
+    let json = answer
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let status = answer.status();
+    if json || !(status.is_client_error() || status.is_server_error()) {
+        return answer;
     }
+    let allow = answer.headers().get(header::ALLOW).cloned();
+    let text = axum::body::to_bytes(answer.into_body(), 4096)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    let mut refused = jsonrpc::error(status, Value::Null, jsonrpc::INVALID_REQUEST, text);
+    if let Some(allow) = allow {
+        refused.headers_mut().insert(header::ALLOW, allow);
+    }
+    refused
 }
 
 /// The refusals of the endpoint's door, each with `WWW-Authenticate` (RFC 6750 §3, RFC 9728

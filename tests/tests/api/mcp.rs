@@ -406,6 +406,21 @@ async fn malformed_json_rpc_is_answered_with_the_protocols_codes(app: TestApp) {
         assert_eq!(answer.status, status, "{shown}: {}", answer.body);
         assert_eq!(answer.error_code(), code, "{shown}: {}", answer.body);
     }
+    // A client that does not accept JSON and event streams, as the transport requires: 406,
+    // still a JSON-RPC error.
+    let refused = app
+        .client
+        .post(format!("{}/mcp", app.address))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 406);
+    let body: Value = refused.json().await.expect("a JSON-RPC error");
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+
     // The route's own rule, named: a limit out of range.
     let answer = send(
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_my_sessions","arguments":{"limit":500}}}"#.into(),

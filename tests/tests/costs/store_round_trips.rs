@@ -57,6 +57,12 @@ const LIMITS: &[(&str, u64, u64)] = &[
     ("GET /v1/achievements", 3, 1),
     ("GET /v1/sessions (personal access token)", 5, 4),
     ("GET /v1/sessions (an app's token)", 6, 3),
+    // The same read as a tool of the MCP server: the caller admitted once, for the tool.
+    (
+        "MCP tools/call list_my_sessions (personal access token)",
+        5,
+        4,
+    ),
 ];
 
 /// What each store call is held, as a round trip takes a few milliseconds: long enough that
@@ -175,6 +181,8 @@ impl Meter {
             }
             None => Body::empty(),
         };
+        // As every client does; an MCP client must accept both.
+        request = request.header("accept", "application/json, text/event-stream");
         // A second apart, so the rank order of equal times is the order of submission.
         self.clock.advance(time::Duration::seconds(1));
         let mut request = request.body(body).unwrap();
@@ -389,6 +397,19 @@ async fn each_request_kind(m: &mut Meter) {
         )
         .await;
     assert_eq!(status, 200, "{body}");
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "list_my_sessions", "arguments": {}}});
+    let (status, answer) = m
+        .call(
+            Some("MCP tools/call list_my_sessions (personal access token)"),
+            "POST",
+            "/mcp",
+            Some(&personal),
+            Some(call),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["structuredContent"]["data"], body["data"]);
 
     // An app's token: its grant, and the grant's and the app's rate limits, read at once.
     let registered = json!({"name": "trips", "redirectUris": ["https://bot.example.com/cb"]});
