@@ -1,70 +1,32 @@
-//! The fetcher of OAuth clients' metadata documents: a `GET` under the webhook address rules
-//! (every name resolved by the webhook client's [`CheckedResolver`], an address in the URL
-//! checked before the request), no proxy, no redirects, the document read chunk by chunk
-//! and given up past its size bound, the whole fetch within its time bound.
-
-use std::net::IpAddr;
-use std::sync::{Arc, OnceLock};
+//! The fetcher of OAuth clients' metadata documents: a `GET` through the checked clients
+//! ([`crate::checked_http`]: the webhook address rules, no proxy, no redirects), the document
+//! read chunk by chunk and given up past its size bound, the whole fetch within its time
+//! bound.
 
 use async_trait::async_trait;
 
-use crate::webhooks::{CheckedResolver, refusal_in};
+use crate::checked_http::{CheckedClients, RequestFailure};
 use paddock_core::client_documents::{
     DocumentFetcher, FETCH_TIMEOUT, FetchFailure, Fetched, MAX_DOCUMENT_BYTES,
 };
-use paddock_core::webhooks::address::{self, Policy, Refused, Rule, WebhookUrl};
+use paddock_core::webhooks::address::{Policy, WebhookUrl};
 
-/// The fetcher over reqwest; its HTTP clients are built at the first fetch (building one
-/// reads the system's root certificates, which a function's start should not wait for).
+/// The fetcher over reqwest.
 #[derive(Debug)]
 pub struct HttpsDocumentFetcher {
-    policy: Policy,
-    https: OnceLock<reqwest::Client>,
-    /// Plain http to loopback, when the local-test setting allows it.
-    http: Option<OnceLock<reqwest::Client>>,
-}
-
-fn client(policy: Policy, plain_http: bool) -> reqwest::Client {
-    reqwest::Client::builder()
-        .dns_resolver(Arc::new(CheckedResolver { policy, plain_http }))
-        .redirect(reqwest::redirect::Policy::none())
-        .no_proxy()
-        .https_only(!plain_http)
-        .timeout(FETCH_TIMEOUT)
-        .connect_timeout(FETCH_TIMEOUT)
-        .user_agent("Paddock-OAuth/1")
-        .build()
-        .expect("the document fetcher's configuration is valid")
+    clients: CheckedClients,
 }
 
 impl HttpsDocumentFetcher {
     /// A fetcher under `policy`.
     pub fn new(policy: Policy) -> Self {
-        let _ = rustls::crypto::ring::default_provider().install_default();
         Self {
-            policy,
-            https: OnceLock::new(),
-            http: policy.allow_loopback_http.then(OnceLock::new),
+            clients: CheckedClients::new(policy, FETCH_TIMEOUT, "Paddock-OAuth/1"),
         }
     }
 
     async fn fetch(&self, url: &WebhookUrl) -> Result<Fetched, FetchFailure> {
-        let plain_http = url.is_plain_http();
-        // An address in the URL is connected to without a lookup: check it here.
-        if let Ok(literal) = url.host().parse::<IpAddr>() {
-            address::check_addresses(&[literal], plain_http, self.policy)
-                .map_err(FetchFailure::Refused)?;
-        }
-        let http = match (plain_http, &self.http) {
-            (false, _) => self.https.get_or_init(|| client(self.policy, false)),
-            (true, Some(http)) => http.get_or_init(|| client(self.policy, true)),
-            (true, None) => {
-                return Err(FetchFailure::Refused(Refused {
-                    rule: Rule::Scheme,
-                    address: None,
-                }));
-            }
-        };
+        let http = self.clients.for_url(url).map_err(FetchFailure::Refused)?;
         let mut response = http
             .get(url.as_str())
             .header(reqwest::header::ACCEPT, "application/json")
@@ -97,24 +59,17 @@ impl HttpsDocumentFetcher {
 }
 
 fn failure(error: &reqwest::Error) -> FetchFailure {
-    if let Some(refused) = refusal_in(error) {
-        return FetchFailure::Refused(refused);
+    match RequestFailure::from(error) {
+        RequestFailure::Refused(refused) => FetchFailure::Refused(refused),
+        RequestFailure::Timeout => FetchFailure::Timeout,
+        RequestFailure::Connection(cause) => FetchFailure::Connection(cause),
     }
-    if error.is_timeout() {
-        return FetchFailure::Timeout;
-    }
-    // The innermost cause says most (refused, reset, certificate).
-    let mut cause: &dyn std::error::Error = error;
-    while let Some(next) = cause.source() {
-        cause = next;
-    }
-    FetchFailure::Connection(cause.to_string())
 }
 
 #[async_trait]
 impl DocumentFetcher for HttpsDocumentFetcher {
     fn policy(&self) -> Policy {
-        self.policy
+        self.clients.policy()
     }
 
     async fn get(&self, url: &WebhookUrl) -> Result<Fetched, FetchFailure> {
@@ -128,6 +83,7 @@ impl DocumentFetcher for HttpsDocumentFetcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use paddock_core::webhooks::address::Rule;
 
     #[tokio::test]
     async fn refused_addresses_are_never_connected_to() {

@@ -8,6 +8,7 @@
 // Everything the other crates use is documented; CI turns warnings into errors.
 #![warn(missing_docs)]
 
+mod checked_http;
 pub mod client_documents;
 pub mod identity_providers;
 pub mod language_models;
