@@ -9,7 +9,6 @@ Usage: mcp_assistant.py <base URL of a running server>
 """
 
 import asyncio
-import html.parser
 import sys
 import urllib.parse
 import uuid
@@ -21,8 +20,9 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
+from driver_browser import consent, register
+
 API = sys.argv[1].rstrip("/")
-PASSWORD = "correct horse battery"
 REDIRECT = "http://127.0.0.1:8766/callback"
 CAR = "Ferrari 296 GT3"
 
@@ -30,33 +30,6 @@ CAR = "Ferrari 296 GT3"
 def check(condition, message):
     if not condition:
         raise SystemExit(f"mcp_assistant.py: {message}")
-
-
-class HiddenFields(html.parser.HTMLParser):
-    """The hidden inputs of a page's form."""
-
-    def __init__(self):
-        super().__init__()
-        self.fields = {}
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "input" and attrs.get("type") == "hidden":
-            self.fields[attrs["name"]] = attrs.get("value", "")
-
-
-def hidden_fields(page):
-    parser = HiddenFields()
-    parser.feed(page)
-    return parser.fields
-
-
-def register(name):
-    email = f"{name.lower()}-{uuid.uuid4().hex[:12]}@example.com"
-    body = {"email": email, "password": PASSWORD, "displayName": name}
-    answer = requests.post(f"{API}/v1/auth/register", json=body, timeout=30)
-    check(answer.status_code == 201, answer.text)
-    return email, answer.json()["data"]["accessToken"]
 
 
 def rest(token, path, method="GET", body=None):
@@ -69,7 +42,7 @@ def rest(token, path, method="GET", body=None):
 
 def a_driver_with_a_lap():
     """A driver with one session on a track and its lap on the board: (email, token, ids)."""
-    email, token = register("Driver")
+    email, token = register(API, "Driver")
     session = {
         "clientSessionId": str(uuid.uuid4()), "gameId": "acc", "trackName": "Monza", "trackLayout": "",
         "vehicleName": CAR, "recordedAt": "2026-05-01T18:30:00Z", "bestLapMs": 107345,
@@ -114,19 +87,7 @@ class DriversBrowser:
 
     async def open(self, url):
         self.visited = url
-        browser = requests.Session()
-        origin = {"origin": API}
-        page = browser.get(url, allow_redirects=False, timeout=30)
-        check(page.status_code == 200, f"consent page {page.status_code}: {page.text[:300]}")
-        form = hidden_fields(page.text) | {"action": "sign_in", "email": self.email, "password": PASSWORD}
-        consent = browser.post(f"{API}/oauth/authorize", data=form, headers=origin, allow_redirects=False,
-                               timeout=30)
-        check(consent.status_code == 200, f"sign-in {consent.status_code}")
-        form = hidden_fields(consent.text) | {"action": "approve"}
-        back = browser.post(f"{API}/oauth/authorize", data=form, headers=origin, allow_redirects=False,
-                            timeout=30)
-        check(back.status_code == 303, f"approval {back.status_code}")
-        self.back = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(back.headers["location"]).query))
+        _, self.back = consent(API, url, self.email)
 
     async def returned(self) -> AuthorizationCodeResult:
         return AuthorizationCodeResult(code=self.back["code"], state=self.back.get("state"),
@@ -134,7 +95,7 @@ class DriversBrowser:
 
 
 async def main():
-    _, owner = register("Owner")
+    _, owner = register(API, "Owner")
     made = rest(owner, "/v1/apps", "POST", {"name": "Assistant", "redirectUris": ["http://127.0.0.1/callback"]})
     client_id = made["data"]["app"]["clientId"]
     email, driver, session_id, track_id = a_driver_with_a_lap()

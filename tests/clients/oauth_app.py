@@ -6,11 +6,8 @@ exchanges the code with PKCE, calls the API, refreshes, and revokes.
 Usage: oauth_app.py <base URL of a running server>
 """
 
-import html.parser
 import os
 import sys
-import urllib.parse
-import uuid
 
 # The local server speaks plain http on loopback; Authlib refuses that unless told.
 os.environ["AUTHLIB_INSECURE_TRANSPORT"] = "1"
@@ -18,37 +15,10 @@ os.environ["AUTHLIB_INSECURE_TRANSPORT"] = "1"
 import requests  # noqa: E402
 from authlib.common.security import generate_token  # noqa: E402
 from authlib.integrations.requests_client import OAuth2Session  # noqa: E402
+from driver_browser import consent, register  # noqa: E402
 
 API = sys.argv[1].rstrip("/")
-PASSWORD = "correct horse battery"
 REDIRECT = "http://127.0.0.1:8765/callback"
-
-
-class HiddenFields(html.parser.HTMLParser):
-    """The hidden inputs of a page's form."""
-
-    def __init__(self):
-        super().__init__()
-        self.fields = {}
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "input" and attrs.get("type") == "hidden":
-            self.fields[attrs["name"]] = attrs.get("value", "")
-
-
-def hidden_fields(page):
-    parser = HiddenFields()
-    parser.feed(page)
-    return parser.fields
-
-
-def register(name):
-    email = f"{name.lower()}-{uuid.uuid4().hex[:12]}@example.com"
-    body = {"email": email, "password": PASSWORD, "displayName": name}
-    answer = requests.post(f"{API}/v1/auth/register", json=body, timeout=30)
-    assert answer.status_code == 201, answer.text
-    return email, answer.json()["data"]["accessToken"]
 
 
 def check(condition, message):
@@ -60,7 +30,7 @@ metadata = requests.get(f"{API}/.well-known/oauth-authorization-server", timeout
 check(metadata["issuer"] == API, f"issuer {metadata['issuer']}")
 check("S256" in metadata["code_challenge_methods_supported"], "no S256")
 
-_, owner = register("Owner")
+_, owner = register(API, "Owner")
 made = requests.post(
     f"{API}/v1/apps",
     headers={"authorization": f"Bearer {owner}"},
@@ -69,7 +39,7 @@ made = requests.post(
 )
 check(made.status_code == 201, made.text)
 client_id = made.json()["data"]["app"]["clientId"]
-email, _ = register("Driver")
+email, _ = register(API, "Driver")
 
 client = OAuth2Session(
     client_id,
@@ -82,18 +52,7 @@ verifier = generate_token(64)
 url, state = client.create_authorization_url(metadata["authorization_endpoint"], code_verifier=verifier)
 
 # The driver's browser: the sign-in form, then the consent.
-browser = requests.Session()
-origin = {"origin": API}
-page = browser.get(url, allow_redirects=False, timeout=30)
-check(page.status_code == 200, f"consent page {page.status_code}")
-form = hidden_fields(page.text) | {"action": "sign_in", "email": email, "password": PASSWORD}
-consent = browser.post(f"{API}/oauth/authorize", data=form, headers=origin, allow_redirects=False, timeout=30)
-check(consent.status_code == 200 and "Authlib Bot" in consent.text, f"sign-in {consent.status_code}")
-form = hidden_fields(consent.text) | {"action": "approve"}
-back = browser.post(f"{API}/oauth/authorize", data=form, headers=origin, allow_redirects=False, timeout=30)
-check(back.status_code == 303, f"approval {back.status_code}")
-location = back.headers["location"]
-params = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(location).query))
+location, params = consent(API, url, email, "Authlib Bot")
 check(params.get("iss") == API, f"iss {params.get('iss')} (RFC 9207)")
 
 token = client.fetch_token(
