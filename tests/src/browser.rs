@@ -73,6 +73,29 @@ pub async fn click_through(client: &Client, locator: Locator<'_>) {
     panic!("the click on a page at {before} led to no other page within 10 s");
 }
 
+/// Fills a page's form, each input found by its `name` (the first waited for up to 15 s, as
+/// the page may still be loading), and submits it.
+pub async fn fill_and_submit(client: &Client, fields: &[(&str, &str)]) {
+    for (n, (name, value)) in fields.iter().enumerate() {
+        let locator = format!("input[name={name}]");
+        let field = if n == 0 {
+            let wait = client.wait().at_most(Duration::from_secs(15));
+            wait.for_element(Locator::Css(&locator)).await
+        } else {
+            client.find(Locator::Css(&locator)).await
+        };
+        let field = field.unwrap_or_else(|e| panic!("the form's {name} ({e})"));
+        field.send_keys(value).await.expect("typing in the form");
+    }
+    client
+        .find(Locator::Css("button[type=submit]"))
+        .await
+        .expect("the form's submit button")
+        .click()
+        .await
+        .expect("the submission");
+}
+
 /// A native app's loopback listener (the desktop client's, an OAuth app's): answers one
 /// request to `/callback` and reports its path and query.
 pub async fn loopback_listener() -> (String, tokio::task::JoinHandle<String>) {

@@ -244,21 +244,22 @@ impl Browser {
         self.answer(request.send().await.unwrap()).await
     }
 
+    /// Posts the sign-in form of `page` with `email` and `password`.
+    pub async fn sign_in(&self, page: &Answer, email: &str, password: &str) -> Answer {
+        let typed = [
+            ("action", "sign_in"),
+            ("email", email),
+            ("password", password),
+        ];
+        self.post(page, &typed).await
+    }
+
     /// Signs in on the page and approves: answers the redirect back to the app.
     pub async fn consent(&self, query: &str, email: &str, password: &str) -> Answer {
         let page = self.authorize(query).await;
         assert_eq!(page.status, 200, "{}", page.body);
         let consent = if page.body.contains("name=\"password\"") {
-            let signed_in = self
-                .post(
-                    &page,
-                    &[
-                        ("action", "sign_in"),
-                        ("email", email),
-                        ("password", password),
-                    ],
-                )
-                .await;
+            let signed_in = self.sign_in(&page, email, password).await;
             if signed_in.status == 303 {
                 return signed_in;
             }

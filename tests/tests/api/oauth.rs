@@ -51,28 +51,10 @@ async fn an_app_acts_for_a_driver_until_the_grant_is_revoked(app: TestApp) {
         "{policy}"
     );
     assert_eq!(page.headers["x-frame-options"], "DENY");
-    let wrong = browser
-        .post(
-            &page,
-            &[
-                ("action", "sign_in"),
-                ("email", &email),
-                ("password", "wrong password"),
-            ],
-        )
-        .await;
+    let wrong = browser.sign_in(&page, &email, "wrong password").await;
     assert_eq!(wrong.status, 401, "{}", wrong.body);
     assert!(wrong.body.contains("Wrong email or password"));
-    let consent = browser
-        .post(
-            &page,
-            &[
-                ("action", "sign_in"),
-                ("email", &email),
-                ("password", PASSWORD),
-            ],
-        )
-        .await;
+    let consent = browser.sign_in(&page, &email, PASSWORD).await;
     assert_eq!(consent.status, 200, "{}", consent.body);
     assert!(
         consent.body.contains("See your profile"),

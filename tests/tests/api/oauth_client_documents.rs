@@ -64,16 +64,7 @@ async fn a_client_known_by_its_document_acts_for_a_driver(app: TestApp) {
     let query = authorize_query(&client, &pkce, "profile:read boards:read", &[]);
     let page = browser.authorize(&query).await;
     assert_eq!(page.status, 200, "{}", page.body);
-    let consent = browser
-        .post(
-            &page,
-            &[
-                ("action", "sign_in"),
-                ("email", &email),
-                ("password", PASSWORD),
-            ],
-        )
-        .await;
+    let consent = browser.sign_in(&page, &email, PASSWORD).await;
     assert_eq!(consent.status, 200, "{}", consent.body);
     for shown in ["Pit Wall AI", "127.0.0.1", "not registered on Paddock"] {
         assert!(consent.body.contains(shown), "{shown}: {}", consent.body);

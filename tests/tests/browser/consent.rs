@@ -4,7 +4,7 @@
 //! code, the app's `state` and the issuer, and the code is exchanged with its PKCE verifier.
 
 use fantoccini::Locator;
-use paddock_tests::browser::{loopback_listener, open_browser, query_param};
+use paddock_tests::browser::{fill_and_submit, loopback_listener, open_browser, query_param};
 use paddock_tests::oauth_flow::{
     Pkce, authorize_query, driver_with_password, exchange_code, register_app,
 };
@@ -30,27 +30,11 @@ async fn a_driver_allows_an_app_in_a_browser() {
         .unwrap();
     accessible(&browser, "the consent page's sign-in").await;
     photograph(&browser, "consent-sign-in").await;
-    browser
-        .find(Locator::Css("input[name=email]"))
-        .await
-        .unwrap()
-        .send_keys(&email)
-        .await
-        .unwrap();
-    browser
-        .find(Locator::Css("input[name=password]"))
-        .await
-        .unwrap()
-        .send_keys("correct horse battery")
-        .await
-        .unwrap();
-    browser
-        .find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    let sign_in = [
+        ("email", email.as_str()),
+        ("password", "correct horse battery"),
+    ];
+    fill_and_submit(&browser, &sign_in).await;
     let allow = match browser
         .wait()
         .at_most(Duration::from_secs(15))

@@ -7,7 +7,7 @@ use fantoccini::Locator;
 use paddock_clients::identity_providers::{ProviderConfig, ProviderKind};
 use paddock_core::config::Settings;
 use paddock_core::hashing::{random_token, s256};
-use paddock_tests::browser::{env, loopback_listener, open_browser, query_param};
+use paddock_tests::browser::{env, fill_and_submit, loopback_listener, open_browser, query_param};
 use paddock_tests::{TestApp, envelope, spawn_with};
 use serde_json::json;
 use std::net::SocketAddr;
@@ -42,6 +42,12 @@ async fn app_with_provider(registered_port: bool) -> TestApp {
     spawn_with(settings, ports, dir).await
 }
 
+/// Signs in as `login` at the provider's login form (its development interaction; consent is
+/// pre-granted).
+async fn at_the_provider(browser: &fantoccini::Client, login: &str) {
+    fill_and_submit(browser, &[("login", login), ("password", "any password")]).await;
+}
+
 /// Plays the desktop client and the user once: starts the flow for a fresh PKCE pair and a
 /// fresh loopback listener, signs in at the provider's form in the browser, and returns the
 /// query the listener received, the verifier, and the browser's final URL.
@@ -55,28 +61,7 @@ async fn sign_in_in_browser(app: &TestApp, login: &str) -> (String, String, Stri
     );
     let browser = open_browser().await;
     browser.goto(&start).await.unwrap();
-    // The provider's login form (its development interaction); consent is pre-granted.
-    let field = browser
-        .wait()
-        .at_most(Duration::from_secs(15))
-        .for_element(Locator::Css("input[name=login]"))
-        .await
-        .unwrap();
-    field.send_keys(login).await.unwrap();
-    browser
-        .find(Locator::Css("input[name=password]"))
-        .await
-        .unwrap()
-        .send_keys("any password")
-        .await
-        .unwrap();
-    browser
-        .find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    at_the_provider(&browser, login).await;
     let target = tokio::time::timeout(Duration::from_secs(20), listener)
         .await
         .expect("the browser reached the desktop listener")
@@ -167,27 +152,7 @@ async fn a_driver_signs_in_with_the_provider_on_the_consent_page(app: &TestApp) 
         .click()
         .await
         .unwrap();
-    let field = browser
-        .wait()
-        .at_most(Duration::from_secs(15))
-        .for_element(Locator::Css("input[name=login]"))
-        .await
-        .unwrap();
-    field.send_keys("nico@paddock.example").await.unwrap();
-    browser
-        .find(Locator::Css("input[name=password]"))
-        .await
-        .unwrap()
-        .send_keys("any password")
-        .await
-        .unwrap();
-    browser
-        .find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    at_the_provider(&browser, "nico@paddock.example").await;
     let allow = browser
         .wait()
         .at_most(Duration::from_secs(20))
