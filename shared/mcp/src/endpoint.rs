@@ -137,9 +137,9 @@ async fn endpoint(reads: Reads, State(state): State<AppState>, request: Request)
         Ok(admitted) if matches!(&incoming, Incoming::Request { tool: Some(_), .. }) => admitted,
         Ok(admitted) => match admitted.clone().confirmed(&state.ports).await {
             Ok(_) => admitted,
-            Err(refused) => return refusals.refused(id, refused),
+            Err(refused) => return refusals.refused(id, refused, required),
         },
-        Err(refused) => return refusals.refused(id, refused),
+        Err(refused) => return refusals.refused(id, refused, required),
     };
     let mut request = Request::from_parts(parts, Body::from(bytes));
     let route_refusal = RouteRefusal::default();
@@ -240,12 +240,17 @@ impl Refusals {
         )
     }
 
-    /// The answer to the door's refusal of a presented credential.
-    pub(crate) fn refused(&self, id: Value, refused: AuthenticationError) -> Response {
+    /// The answer to the door's refusal of a presented credential for `required`.
+    pub(crate) fn refused(
+        &self,
+        id: Value,
+        refused: AuthenticationError,
+        required: Required,
+    ) -> Response {
         match refused {
             AuthenticationError::Refused(why) => self.unauthorized(Some(id), &why),
             AuthenticationError::NotAllowed(why) => {
-                let scopes = needed_scopes(&why);
+                let scopes = scope_names(required);
                 let challenge = format!(
                     r#"Bearer error="insufficient_scope", scope="{scopes}", error_description="{}", resource_metadata="{}""#,
                     quoted(&why),
@@ -289,10 +294,15 @@ impl Refusals {
     }
 }
 
-/// The scopes a refusal's words name (`` `a` or `b` ``), space-separated.
-fn needed_scopes(why: &str) -> String {
-    let named: Vec<&str> = why.split('`').skip(1).step_by(2).collect();
-    named.join(" ")
+/// The scopes `required` accepts, space-separated (as a challenge's `scope` lists them).
+fn scope_names(required: Required) -> String {
+    let scopes: &[Scope] = match required {
+        Required::Scope(ref scope) => std::slice::from_ref(scope),
+        Required::AnyScope(scopes) => scopes,
+        Required::SignIn => &[],
+    };
+    let names: Vec<&str> = scopes.iter().map(|scope| scope.name()).collect();
+    names.join(" ")
 }
 
 fn challenged(mut answer: Response, challenge: &str) -> Response {

@@ -1,5 +1,7 @@
 //! JSON-RPC as the endpoint reads it before the transport: what a body holds (a request, a
 //! notification, a response), and the errors it answers with, in the protocol's codes.
+//! Kept by hand because `rmcp` answers a body that is not one message in plain text (415),
+//! not with the JSON-RPC codes a client reads (-32700, -32600).
 
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
