@@ -61,7 +61,6 @@ pub(crate) async fn provider_sign_in(
     };
     match provider_flows::start(&state, start).await {
         Ok(mut response) => {
-            *response.status_mut() = StatusCode::SEE_OTHER;
             let max_age = sign_in_flows::LIFETIME_SECS;
             set_cookie(&mut response, &issuer, PROVIDER_COOKIE, &verifier, max_age);
             response
