@@ -179,8 +179,9 @@ impl Group {
     #[inline(always)]
     pub fn routes<R: Routes>(self) -> R {
         match self {
-            Group::Health => health::routes::<R>()
-                .undocumented(openapi::OPENAPI_PATH, || get(openapi::openapi_json)),
+            Group::Health => health::routes::<R>().undocumented(openapi::OPENAPI_PATH, || {
+                get(openapi::deployed_openapi_json)
+            }),
             Group::Auth => auth::routes(),
             Group::Sessions => sessions::routes(),
             Group::Leaderboards => {
@@ -235,8 +236,13 @@ pub fn group_router(routes: Router<AppState>, state: AppState) -> Router {
 
 /// Every group merged (the local server).
 pub fn app_router(state: AppState) -> Router {
-    let routes = Group::ALL.into_iter().fold(Router::new(), |all, group| {
-        all.merge(group.routes::<Router<AppState>>())
-    });
+    // The local server describes itself: its `GET /metrics` takes no token.
+    let local = health::routes::<Router<AppState>>()
+        .route(openapi::OPENAPI_PATH, get(openapi::openapi_json));
+    let routes = (Group::ALL.into_iter())
+        .filter(|group| *group != Group::Health)
+        .fold(local, |all, group| {
+            all.merge(group.routes::<Router<AppState>>())
+        });
     group_router(routes, state)
 }

@@ -1,6 +1,5 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
 
-use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
@@ -16,38 +15,51 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 use super::Group;
 use super::envelopes::ErrorEnvelope;
-use crate::state::AppState;
 
 /// Where the document is served; not an operation of its own.
 pub(crate) const OPENAPI_PATH: &str = "/openapi.json";
 
-/// The OpenAPI 3.1 document of the whole API (not enveloped), as this process serves it:
-/// where `GET /metrics` reads the metrics store (the health function in AWS), it states that
-/// the metrics token is required there.
-pub(crate) async fn openapi_json(State(state): State<AppState>) -> Response {
-    // Built from every group's routers, so built once per process rather than per request.
+/// The OpenAPI 3.1 document of the whole API (not enveloped), as the local server serves it:
+/// built from every group's routers at the first request, stating that `GET /metrics` takes
+/// no token, or the metrics token where a deployment of the functions answers it.
+pub(crate) async fn openapi_json() -> Response {
     static LOCAL: LazyLock<Bytes> = LazyLock::new(|| serialised(MetricsShape::Local));
-    static STORE: LazyLock<Bytes> = LazyLock::new(|| serialised(MetricsShape::Store));
-    let body = if state.metrics_readout.is_some() {
-        STORE.clone()
-    } else {
-        LOCAL.clone()
-    };
-    (
-        StatusCode::OK,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response()
+    json_document(LOCAL.clone())
+}
+
+/// The document a deployment in AWS serves, where `GET /metrics` reads the metrics store and
+/// takes the metrics token: `docs/openapi.json`, generated from the routers and held to them
+/// by a test, served without its indentation. The health function serves it from the file,
+/// so it links none of the code that describes the groups, and builds nothing at its start.
+pub(crate) async fn deployed_openapi_json() -> Response {
+    static DEPLOYED: LazyLock<Bytes> = LazyLock::new(|| {
+        let doc: serde_json::Value =
+            serde_json::from_slice(COMMITTED).expect("docs/openapi.json is JSON");
+        Bytes::from(serde_json::to_vec(&doc).expect("the document serialises"))
+    });
+    json_document(DEPLOYED.clone())
+}
+
+/// `docs/openapi.json`, indented so that a change to the API reads as a change of its lines.
+static COMMITTED: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../docs/openapi.json"
+));
+
+fn json_document(body: Bytes) -> Response {
+    let content_type = HeaderValue::from_static("application/json");
+    (StatusCode::OK, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
 fn serialised(shape: MetricsShape) -> Bytes {
+    Bytes::from(serde_json::to_vec(&described(shape)).expect("the document serialises"))
+}
+
+/// The whole document of a process whose `GET /metrics` is of `shape`, webhooks included.
+fn described(shape: MetricsShape) -> serde_json::Value {
     let mut doc = serde_json::to_value(document_for(shape)).expect("the document serialises");
     super::webhook_descriptions::add_to(&mut doc);
-    Bytes::from(serde_json::to_vec(&doc).expect("the document serialises"))
+    doc
 }
 
 /// Which `GET /metrics` a process serves, for the security the document states for it.
@@ -495,6 +507,35 @@ mod tests {
             scoped >= 15,
             "the operations tokens may use name their scope"
         );
+    }
+
+    /// `docs/openapi.json`, which the health function serves, is the document the routers
+    /// describe for a deployment in AWS.
+    #[test]
+    fn the_committed_document_is_the_deployed_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
+        let mut generated =
+            serde_json::to_string_pretty(&super::described(super::MetricsShape::Store)).unwrap();
+        generated.push('\n');
+        if std::env::var_os("PADDOCK_WRITE_DOCS").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        assert!(
+            generated.as_bytes() == super::COMMITTED,
+            "docs/openapi.json differs from the routers' description; regenerate it: \
+             PADDOCK_WRITE_DOCS=1 cargo test -p paddock-api --lib the_committed_document"
+        );
+    }
+
+    /// The health function serves the committed document as the local server serves its own:
+    /// the same bytes the routers' description serialises to.
+    #[tokio::test]
+    async fn the_deployed_document_is_served_compact() {
+        let served = super::deployed_openapi_json().await;
+        let body = axum::body::to_bytes(served.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert_eq!(body, super::serialised(super::MetricsShape::Store));
     }
 
     /// `GET /metrics` states the metrics token: required where the health function reads the
