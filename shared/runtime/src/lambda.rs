@@ -149,6 +149,23 @@ pub async fn start() -> Result<AwsWiring, Error> {
 #[inline(always)]
 pub fn serve(group: Group) -> impl Future<Output = Result<(), Error>> {
     let (needs, routes) = (group.needs(), group.routes::<Router<AppState>>());
+    // The state's clients are named here too, as pointers: the async body below is one
+    // function for every group, so each `with_*` called there would be linked into every
+    // function (the health function linked the AI coach's, the webhooks' and the password
+    // hashing threads).
+    let mut equipment: Vec<fn(AppState) -> AppState> = Vec::new();
+    if needs.identity_providers {
+        equipment.push(AppState::with_identity_providers);
+    }
+    if needs.coach {
+        equipment.push(AppState::with_coach);
+    }
+    if needs.webhook_receivers {
+        equipment.push(AppState::with_webhook_client);
+    }
+    if needs.client_documents {
+        equipment.push(AppState::with_client_documents);
+    }
     async move {
         let mut wiring = start().await?;
         if needs.blobs {
@@ -164,17 +181,8 @@ pub fn serve(group: Group) -> impl Future<Output = Result<(), Error>> {
         };
         let (settings, ports) = wiring.finish();
         let mut state = AppState::new(ports, settings);
-        if needs.identity_providers {
-            state = state.with_identity_providers();
-        }
-        if needs.coach {
-            state = state.with_coach();
-        }
-        if needs.webhook_receivers {
-            state = state.with_webhook_client();
-        }
-        if needs.client_documents {
-            state = state.with_client_documents();
+        for equip in equipment {
+            state = equip(state);
         }
         if let Some(source) = metrics {
             state = state.with_metrics_source(source);
