@@ -6,6 +6,9 @@
 //! to the first `next` request) and the first invocation (from handing out the first event to
 //! receiving its response), and prints the medians with their ratio to the hello-world
 //! function, and the size of the binary zipped as `bootstrap` (deflate), as it is deployed.
+//! A second baseline, the hello-world function with the AWS SDK's configuration and a
+//! DynamoDB client built as Paddock builds them, is the floor of any function that uses the
+//! item store: the last column is init's ratio to it, the cost of Paddock's own code.
 //!
 //! The functions get settings that need no AWS service to start, and first events they answer
 //! without calling one (a route of no group for the HTTP functions, an empty batch for the
@@ -22,6 +25,10 @@ use std::time::Duration;
 
 /// The baseline function's package and binary.
 const HELLO: &str = "lambda-hello";
+
+/// The second baseline's binary (in the same package): hello-world with the SDK and a
+/// DynamoDB client.
+const FLOOR: &str = "lambda-hello-dynamodb";
 
 /// How a function's first event looks.
 #[derive(Clone, Copy)]
@@ -159,7 +166,8 @@ pub(crate) async fn cold_starts(
     let built = binaries::build(profile, &package_names)?;
 
     let mut subjects = Vec::new();
-    for (name, binary_name) in std::iter::once((HELLO.to_owned(), HELLO.to_owned())).chain(
+    let baselines = [HELLO, FLOOR].map(|b| (b.to_owned(), b.to_owned()));
+    for (name, binary_name) in baselines.into_iter().chain(
         functions
             .iter()
             .map(|f| (f.clone(), format!("paddock-{f}"))),
@@ -168,7 +176,7 @@ pub(crate) async fn cold_starts(
             .get(&binary_name)
             .with_context(|| format!("{binary_name} was not built"))?
             .clone();
-        let event = if name == HELLO {
+        let event = if name == HELLO || name == FLOOR {
             FirstEvent::Http
         } else {
             first_event(&name)?
@@ -194,19 +202,21 @@ pub(crate) async fn cold_starts(
     }
 
     let (_, hello_init, hello_first, hello_size) = rows[0].clone();
+    let floor_init = rows[1].1;
     let hello_first = hello_first.expect("the baseline answers");
     println!(
-        "{:<34} {:>10} {:>7} {:>12} {:>7} {:>10} {:>7}",
+        "{:<34} {:>10} {:>7} {:>12} {:>7} {:>10} {:>7} {:>11}",
         "function (median of starts)",
         "init ms",
         "ratio",
         "1st resp ms",
         "ratio",
         "zip KiB",
-        "ratio"
+        "ratio",
+        "init/floor"
     );
     for (name, init, first, size) in &rows {
-        let label = if name == HELLO {
+        let label = if name == HELLO || name == FLOOR {
             format!("baseline: {name}")
         } else {
             format!("paddock:  {name}")
@@ -221,11 +231,12 @@ pub(crate) async fn cold_starts(
             },
         );
         println!(
-            "{label:<34} {:>10.2} {:>6.2}x {first_ms:>12} {first_ratio:>7} {:>10.0} {:>6.2}x",
+            "{label:<34} {:>10.2} {:>6.2}x {first_ms:>12} {first_ratio:>7} {:>10.0} {:>6.2}x {:>10.2}x",
             millis(*init),
             init.as_secs_f64() / hello_init.as_secs_f64(),
             *size as f64 / 1024.0,
             *size as f64 / hello_size as f64,
+            init.as_secs_f64() / floor_init.as_secs_f64(),
         );
     }
     Ok(())
