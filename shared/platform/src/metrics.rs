@@ -3,7 +3,8 @@
 //! through a `metrics` handle, and reaches the process's one outlet:
 //!
 //! - locally, the Prometheus recorder of `metrics-exporter-prometheus`, rendered by
-//!   `GET /metrics`;
+//!   `GET /metrics` (with the `prometheus` feature, which the local server and the tests
+//!   enable; a Lambda function's binary does not link it);
 //! - in Lambda, once [`crate::metrics_cloudwatch::install`] has run, the embedded metric
 //!   format recorder (`metrics_cloudwatch_embedded`), the process's global `metrics`
 //!   recorder.
@@ -14,7 +15,6 @@
 //! be hundreds of CloudWatch metrics for what is already there.
 
 use ::metrics::{Key, Label, Metadata, Recorder};
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusRecorder};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -22,6 +22,11 @@ pub use crate::metric_definitions::{
     self as definitions, Definition, IMPLAUSIBLE_LAP_REASONS, Kind,
 };
 use crate::metrics_cloudwatch as cloudwatch;
+
+#[cfg_attr(feature = "prometheus", path = "metrics/prometheus_outlet.rs")]
+#[cfg_attr(not(feature = "prometheus"), path = "metrics/no_local_outlet.rs")]
+mod local_outlet;
+use local_outlet::LocalOutlet;
 
 /// Where the updates of this crate come from, for the recorders' metadata.
 static METADATA: Metadata<'static> =
@@ -37,7 +42,7 @@ struct Outlet {
     /// None in a Lambda function, whose metrics were made after the CloudWatch outlet was
     /// installed: nothing would read the recorder, and building it (every definition
     /// described and registered, an upkeep thread) fell in the function's first request.
-    prometheus: Option<PrometheusRecorder>,
+    prometheus: Option<LocalOutlet>,
 }
 
 impl Outlet {
@@ -65,7 +70,7 @@ impl Outlet {
             _ if cloudwatch::installed() && definition.cloudwatch => {
                 ::metrics::with_recorder(register)
             }
-            Some(prometheus) if !cloudwatch::installed() => register(prometheus),
+            Some(prometheus) if !cloudwatch::installed() => register(prometheus.recorder()),
             _ => none(),
         }
     }
@@ -301,7 +306,7 @@ static GLOBAL: LazyLock<Metrics> = LazyLock::new(|| {
         .spawn(move || {
             while let Some(outlet) = outlet.upgrade() {
                 if let Some(prometheus) = &outlet.prometheus {
-                    prometheus.handle().run_upkeep();
+                    prometheus.upkeep();
                 }
                 drop(outlet);
                 std::thread::sleep(UPKEEP_EVERY);
@@ -314,40 +319,6 @@ static GLOBAL: LazyLock<Metrics> = LazyLock::new(|| {
     metrics
 });
 
-/// The local server's outlet: every definition described, with its buckets, and what is
-/// exported from the start registered.
-fn prometheus_recorder() -> PrometheusRecorder {
-    use definitions as d;
-    let mut builder = PrometheusBuilder::new();
-    for definition in d::ALL {
-        if let Some(buckets) = definition.buckets {
-            builder = builder
-                .set_buckets_for_metric(Matcher::Full(definition.name.to_owned()), buckets)
-                .expect("buckets are not empty");
-        }
-    }
-    let prometheus = builder.build_recorder();
-    for definition in d::ALL {
-        definition.describe_to(&prometheus);
-    }
-    // What is exported from the start, at 0, as the Prometheus text always had it: the
-    // metrics without labels, and the implausible-lap reasons (a fixed set, so a rate
-    // over the series works before the first refusal).
-    for definition in d::ALL.iter().filter(|d| d.labels.is_empty()) {
-        let key = Key::from_static_name(definition.name);
-        match definition.kind {
-            Kind::Counter => drop(prometheus.register_counter(&key, &METADATA)),
-            Kind::Gauge => drop(prometheus.register_gauge(&key, &METADATA)),
-            Kind::Histogram => drop(prometheus.register_histogram(&key, &METADATA)),
-        }
-    }
-    for reason in IMPLAUSIBLE_LAP_REASONS {
-        let key = Outlet::key(&d::IMPLAUSIBLE_LAPS, &[reason]);
-        drop(prometheus.register_counter(&key, &METADATA));
-    }
-    prometheus
-}
-
 /// The process-wide metrics.
 pub fn global() -> &'static Metrics {
     &GLOBAL
@@ -356,7 +327,8 @@ pub fn global() -> &'static Metrics {
 impl Metrics {
     fn new() -> Self {
         use definitions as d;
-        let prometheus = (!cloudwatch::installed()).then(prometheus_recorder);
+        let local = cfg!(feature = "prometheus") && !cloudwatch::installed();
+        let prometheus = local.then(LocalOutlet::new);
         let outlet = Arc::new(Outlet { prometheus });
         let counter = |definition| Counter {
             definition,
@@ -438,7 +410,7 @@ impl Metrics {
     /// The exposition text of the Prometheus outlet (empty where the CloudWatch outlet
     /// takes the metrics).
     pub fn render(&self) -> String {
-        (self.outlet.prometheus.as_ref()).map_or_else(String::new, |p| p.handle().render())
+        (self.outlet.prometheus.as_ref()).map_or_else(String::new, LocalOutlet::render)
     }
 }
 
