@@ -136,3 +136,59 @@ pub fn query_param(target: &str, name: &str) -> Option<String> {
         .find(|(k, _)| k == name)
         .map(|(_, v)| v.into_owned())
 }
+
+/// An OAuth app that listens on loopback for its code, as a native app does (RFC 8252 §7.3),
+/// and its consent page opened in a browser.
+pub struct ConsentInBrowser {
+    /// The app, its redirect URI the listener's.
+    pub client: crate::oauth_flow::RegisteredApp,
+    /// The PKCE pair of the request.
+    pub pkce: crate::oauth_flow::Pkce,
+    /// The browser on the consent page.
+    pub browser: Client,
+    redirect: String,
+    listener: tokio::task::JoinHandle<String>,
+}
+
+impl ConsentInBrowser {
+    /// Registers an app of `owner`'s and opens its authorization request for `scope`.
+    pub async fn open(app: &crate::TestApp, owner: &str, scope: &str) -> Self {
+        use crate::oauth_flow::{Pkce, authorize_query, register_app};
+        let mut client = register_app(app, owner, "http://127.0.0.1/callback", false).await;
+        let (redirect, listener) = loopback_listener().await;
+        client.redirect_uri = redirect.clone();
+        let pkce = Pkce::new();
+        let query = authorize_query(&client, &pkce, scope, &[]);
+        let browser = open_browser().await;
+        browser
+            .goto(&format!("{}/oauth/authorize?{query}", app.address))
+            .await
+            .unwrap();
+        Self {
+            client,
+            pkce,
+            browser,
+            redirect,
+            listener,
+        }
+    }
+
+    /// Once the driver has allowed: the path and query the app's listener received (the
+    /// browser closed), and the app's exchange of the code for tokens (status and answer).
+    pub async fn exchange(self, app: &crate::TestApp) -> (String, u16, serde_json::Value) {
+        let target = tokio::time::timeout(Duration::from_secs(20), self.listener)
+            .await
+            .expect("the browser reached the app's listener")
+            .unwrap();
+        self.browser.close().await.unwrap();
+        let approved = crate::oauth_flow::Answer {
+            status: 303,
+            location: Some(format!("{}{}", self.redirect, &target["/callback".len()..])),
+            headers: Default::default(),
+            body: String::new(),
+        };
+        let (status, tokens) =
+            crate::oauth_flow::exchange_code(app, &self.client, &approved, &self.pkce).await;
+        (target, status, tokens)
+    }
+}

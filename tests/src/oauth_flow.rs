@@ -316,6 +316,23 @@ pub async fn token_request(
     )
 }
 
+/// A public client's refresh-token grant at `/oauth/token`: the status and the answer.
+pub async fn refresh_grant(app: &TestApp, refresh_token: &str, client_id: &str) -> (u16, Value) {
+    let form = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("client_id", client_id),
+    ];
+    token_request(app, "/oauth/token", &form, None).await
+}
+
+/// The text member `name` of a token endpoint's answer (panics naming it when absent).
+pub fn text<'a>(value: &'a Value, name: &str) -> &'a str {
+    value[name]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name} in {value}"))
+}
+
 /// Exchanges the code of `approved` (the redirect back to the app) for tokens.
 pub async fn exchange_code(
     app: &TestApp,

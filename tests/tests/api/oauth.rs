@@ -6,7 +6,7 @@
 use paddock_tests::TestApp;
 use paddock_tests::oauth_flow::{
     Browser, Pkce, RegisteredApp, authorize_query, driver_with_password, exchange_code,
-    register_app, token_request,
+    refresh_grant, register_app, text, token_request,
 };
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -24,12 +24,6 @@ async fn consented(app: &TestApp, client: &RegisteredApp, email: &str, scope: &s
     let (status, tokens) = exchange_code(app, client, &approved, &pkce).await;
     assert_eq!(status, 200, "{tokens}");
     tokens
-}
-
-fn text<'a>(value: &'a Value, name: &str) -> &'a str {
-    value[name]
-        .as_str()
-        .unwrap_or_else(|| panic!("{name} in {value}"))
 }
 
 async fn an_app_acts_for_a_driver_until_the_grant_is_revoked(app: TestApp) {
@@ -123,12 +117,8 @@ async fn an_app_acts_for_a_driver_until_the_grant_is_revoked(app: TestApp) {
 
     // A refresh rotates; the driver sees the app and revokes it, which ends both tokens.
     let refresh = text(&tokens, "refresh_token").to_owned();
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", refresh.as_str()),
-        ("client_id", client.client_id.as_str()),
-    ];
-    let (status, refreshed) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, refreshed) =
+        refresh_grant(&app, refresh.as_str(), client.client_id.as_str()).await;
     assert_eq!(status, 200, "{refreshed}");
     let (driver_token, _) = sign_in(&app, &email).await;
     let (_, granted) = app
@@ -150,12 +140,7 @@ async fn an_app_acts_for_a_driver_until_the_grant_is_revoked(app: TestApp) {
         .await;
     assert_eq!(status, 401, "{refused}");
     let next = text(&refreshed, "refresh_token");
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", next),
-        ("client_id", client.client_id.as_str()),
-    ];
-    let (status, refused) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, refused) = refresh_grant(&app, next, client.client_id.as_str()).await;
     assert_eq!((status, text(&refused, "error")), (400, "invalid_grant"));
     let (_, apps) = app.call(Method::GET, "/v1/apps", &owner, None).await;
     assert_eq!(apps["data"]["items"][0]["authorizedDrivers"], 0, "{apps}");
@@ -285,14 +270,9 @@ async fn codes_and_refresh_tokens_are_single_use_and_bound(app: TestApp) {
     // A refresh token used twice revokes the grant.
     let tokens = consented(&app, &client, &email, "profile:read").await;
     let refresh = text(&tokens, "refresh_token");
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", refresh),
-        ("client_id", client.client_id.as_str()),
-    ];
-    let (status, rotated) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, rotated) = refresh_grant(&app, refresh, client.client_id.as_str()).await;
     assert_eq!(status, 200, "{rotated}");
-    let (status, refused) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, refused) = refresh_grant(&app, refresh, client.client_id.as_str()).await;
     assert_eq!((status, text(&refused, "error")), (400, "invalid_grant"));
     let (status, _) = app
         .call(
@@ -305,12 +285,12 @@ async fn codes_and_refresh_tokens_are_single_use_and_bound(app: TestApp) {
     assert_eq!(status, 401);
     // Another client's refresh token is refused and revokes nothing of the owner's.
     let tokens = consented(&app, &client, &email, "profile:read").await;
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", text(&tokens, "refresh_token")),
-        ("client_id", other.client_id.as_str()),
-    ];
-    let (status, refused) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, refused) = refresh_grant(
+        &app,
+        text(&tokens, "refresh_token"),
+        other.client_id.as_str(),
+    )
+    .await;
     assert_eq!((status, text(&refused, "error")), (400, "invalid_grant"));
     let (status, _) = app
         .call(
@@ -323,12 +303,7 @@ async fn codes_and_refresh_tokens_are_single_use_and_bound(app: TestApp) {
     assert_eq!(status, 200);
     // A sign-in's refresh token is not an app's, and the other way round.
     let (_, signed_refresh) = sign_in(&app, &email).await;
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", signed_refresh.as_str()),
-        ("client_id", client.client_id.as_str()),
-    ];
-    let (status, _) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, _) = refresh_grant(&app, signed_refresh.as_str(), client.client_id.as_str()).await;
     assert_eq!(status, 400);
     let body = json!({"refreshToken": text(&tokens, "refresh_token")});
     let refused = app.post_json("/v1/auth/refresh", &body).await;
@@ -658,12 +633,12 @@ async fn a_password_change_ends_every_grant(app: TestApp) {
         )
         .await;
     assert_eq!(status, 401);
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", text(&tokens, "refresh_token")),
-        ("client_id", client.client_id.as_str()),
-    ];
-    let (status, _) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, _) = refresh_grant(
+        &app,
+        text(&tokens, "refresh_token"),
+        client.client_id.as_str(),
+    )
+    .await;
     assert_eq!(status, 400);
     let (_, granted) = app
         .call(Method::GET, "/v1/authorized-apps", &driver_token, None)

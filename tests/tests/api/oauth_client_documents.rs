@@ -9,7 +9,7 @@ use std::time::Duration;
 use paddock_tests::document_server::{DocumentServer, Served};
 use paddock_tests::oauth_flow::{
     Answer, Browser, Pkce, RegisteredApp, authorize_query, driver_with_password, exchange_code,
-    token_request,
+    refresh_grant, text, token_request,
 };
 use paddock_tests::{Backend, TestApp};
 use reqwest::Method;
@@ -17,12 +17,6 @@ use serde_json::{Value, json};
 
 const PASSWORD: &str = "correct horse battery";
 const NATIVE: &str = "http://127.0.0.1/callback";
-
-fn text<'a>(value: &'a Value, name: &str) -> &'a str {
-    value[name]
-        .as_str()
-        .unwrap_or_else(|| panic!("{name} in {value}"))
-}
 
 /// A document for the client at `client_id`.
 fn document(client_id: &str) -> Value {
@@ -102,12 +96,8 @@ async fn a_client_known_by_its_document_acts_for_a_driver(app: TestApp) {
         )
         .await;
     assert_eq!(status, 200, "{me}");
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", text(&tokens, "refresh_token")),
-        ("client_id", client_id.as_str()),
-    ];
-    let (status, refreshed) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, refreshed) =
+        refresh_grant(&app, text(&tokens, "refresh_token"), client_id.as_str()).await;
     assert_eq!(status, 200, "{refreshed}");
     // The document was read once: the second request found it kept.
     assert_eq!(server.hits(&at), 1);
@@ -139,12 +129,8 @@ async fn a_client_known_by_its_document_acts_for_a_driver(app: TestApp) {
         )
         .await;
     assert_eq!(status, 401);
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", text(&refreshed, "refresh_token")),
-        ("client_id", client_id.as_str()),
-    ];
-    let (status, refused) = token_request(&app, "/oauth/token", &form, None).await;
+    let (status, refused) =
+        refresh_grant(&app, text(&refreshed, "refresh_token"), client_id.as_str()).await;
     assert_eq!((status, text(&refused, "error")), (400, "invalid_grant"));
 
     let metadata: Value = app

@@ -4,10 +4,8 @@
 //! code, the app's `state` and the issuer, and the code is exchanged with its PKCE verifier.
 
 use fantoccini::Locator;
-use paddock_tests::browser::{fill_and_submit, loopback_listener, open_browser, query_param};
-use paddock_tests::oauth_flow::{
-    Pkce, authorize_query, driver_with_password, exchange_code, register_app,
-};
+use paddock_tests::browser::{ConsentInBrowser, fill_and_submit, query_param};
+use paddock_tests::oauth_flow::driver_with_password;
 use std::time::Duration;
 
 use super::board_pages::{accessible, photograph};
@@ -17,24 +15,16 @@ async fn a_driver_allows_an_app_in_a_browser() {
     let app = paddock_tests::spawn_app().await;
     let (owner, _) = app.driver("Owner").await;
     let (_, _, email) = driver_with_password(&app, "Dee").await;
-    let mut client = register_app(&app, &owner, "http://127.0.0.1/callback", false).await;
-    let (redirect, listener) = loopback_listener().await;
     // A native app listens on a port of its own choosing (RFC 8252 §7.3).
-    client.redirect_uri = redirect.clone();
-    let pkce = Pkce::new();
-    let query = authorize_query(&client, &pkce, "profile:read boards:read", &[]);
-    let browser = open_browser().await;
-    browser
-        .goto(&format!("{}/oauth/authorize?{query}", app.address))
-        .await
-        .unwrap();
-    accessible(&browser, "the consent page's sign-in").await;
-    photograph(&browser, "consent-sign-in").await;
+    let consent = ConsentInBrowser::open(&app, &owner, "profile:read boards:read").await;
+    let browser = &consent.browser;
+    accessible(browser, "the consent page's sign-in").await;
+    photograph(browser, "consent-sign-in").await;
     let sign_in = [
         ("email", email.as_str()),
         ("password", "correct horse battery"),
     ];
-    fill_and_submit(&browser, &sign_in).await;
+    fill_and_submit(browser, &sign_in).await;
     let allow = match browser
         .wait()
         .at_most(Duration::from_secs(15))
@@ -54,22 +44,11 @@ async fn a_driver_allows_an_app_in_a_browser() {
         "{page}"
     );
     assert!(page.contains("See your profile"), "{page}");
-    accessible(&browser, "the consent page").await;
-    photograph(&browser, "consent").await;
+    accessible(browser, "the consent page").await;
+    photograph(browser, "consent").await;
     allow.click().await.unwrap();
-    let target = tokio::time::timeout(Duration::from_secs(20), listener)
-        .await
-        .expect("the browser reached the app's listener")
-        .unwrap();
-    browser.close().await.unwrap();
+    let (target, status, tokens) = consent.exchange(&app).await;
     assert_eq!(query_param(&target, "state").as_deref(), Some("state-1"));
     assert_eq!(query_param(&target, "iss"), Some(app.address.clone()));
-    let approved = paddock_tests::oauth_flow::Answer {
-        status: 303,
-        location: Some(format!("{redirect}{}", &target["/callback".len()..])),
-        headers: Default::default(),
-        body: String::new(),
-    };
-    let (status, tokens) = exchange_code(&app, &client, &approved, &pkce).await;
     assert_eq!(status, 200, "{tokens}");
 }

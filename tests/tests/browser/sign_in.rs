@@ -7,7 +7,9 @@ use fantoccini::Locator;
 use paddock_clients::identity_providers::{ProviderConfig, ProviderKind};
 use paddock_core::config::Settings;
 use paddock_core::hashing::{random_token, s256};
-use paddock_tests::browser::{env, fill_and_submit, loopback_listener, open_browser, query_param};
+use paddock_tests::browser::{
+    ConsentInBrowser, env, fill_and_submit, loopback_listener, open_browser, query_param,
+};
 use paddock_tests::{TestApp, envelope, spawn_with};
 use serde_json::json;
 use std::net::SocketAddr;
@@ -133,18 +135,9 @@ async fn desktop_sign_in_through_a_real_provider_in_a_real_browser() {
 /// at the provider, comes back to the consent, allows, and the app's listener gets a code for
 /// the provider's account.
 async fn a_driver_signs_in_with_the_provider_on_the_consent_page(app: &TestApp) {
-    use paddock_tests::oauth_flow::{Answer, Pkce, authorize_query, exchange_code, register_app};
     let (owner, _) = app.driver("Owner").await;
-    let mut client = register_app(app, &owner, "http://127.0.0.1/callback", false).await;
-    let (redirect, listener) = loopback_listener().await;
-    client.redirect_uri = redirect.clone();
-    let pkce = Pkce::new();
-    let query = authorize_query(&client, &pkce, "profile:read", &[]);
-    let browser = open_browser().await;
-    browser
-        .goto(&format!("{}/oauth/authorize?{query}", app.address))
-        .await
-        .unwrap();
+    let consent = ConsentInBrowser::open(app, &owner, "profile:read").await;
+    let browser = &consent.browser;
     browser
         .find(Locator::Css("a.provider"))
         .await
@@ -152,7 +145,7 @@ async fn a_driver_signs_in_with_the_provider_on_the_consent_page(app: &TestApp) 
         .click()
         .await
         .unwrap();
-    at_the_provider(&browser, "nico@paddock.example").await;
+    at_the_provider(browser, "nico@paddock.example").await;
     let allow = browser
         .wait()
         .at_most(Duration::from_secs(20))
@@ -162,18 +155,7 @@ async fn a_driver_signs_in_with_the_provider_on_the_consent_page(app: &TestApp) 
     let page = browser.source().await.unwrap();
     assert!(page.contains("Driver nico@paddock.example"), "{page}");
     allow.click().await.unwrap();
-    let target = tokio::time::timeout(Duration::from_secs(20), listener)
-        .await
-        .expect("the browser reached the app's listener")
-        .unwrap();
-    browser.close().await.unwrap();
-    let approved = Answer {
-        status: 303,
-        location: Some(format!("{redirect}{}", &target["/callback".len()..])),
-        headers: Default::default(),
-        body: String::new(),
-    };
-    let (status, tokens) = exchange_code(app, &client, &approved, &pkce).await;
+    let (_, status, tokens) = consent.exchange(app).await;
     assert_eq!(status, 200, "{tokens}");
     let token = tokens["access_token"].as_str().unwrap();
     let (status, me) = envelope(app.get_auth("/v1/profile/me", token).await).await;
